@@ -1,0 +1,44 @@
+# The two commands: `make demo` and `make test`. Each creates .venv and installs what it needs by itself.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
+export TF_CLI_CONFIG_FILE := $(CURDIR)/.terraformrc
+export TF_IN_AUTOMATION := 1
+
+.PHONY: demo test lint unit tools venv bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --disable-pip-version-check --upgrade pip
+	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev]'
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+venv: $(STAMP)
+
+.terraformrc:
+	touch $@
+
+demo: venv .terraformrc
+	$(BIN)/invoke demo
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+unit: venv .terraformrc
+	$(BIN)/pytest -n 2
+
+test: lint unit
+
+# System tools that tests use when present (they skip with a reason when absent; under CI=true they fail).
+tools:
+	./scripts/install-tools.sh
+
+bench: venv
+	$(BIN)/invoke bench
+
+clean:
+	rm -rf build .venv .checkov-venv .terraformrc

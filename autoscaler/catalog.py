@@ -1,0 +1,89 @@
+"""The bundled instance-type and GPU tables (``autoscaler/data/*.yaml``).
+
+One source of truth for vCPU, memory, GPUs and prices: spec validation, the planner (scale-from-zero
+capacity, cost), the AWS adapter's fallback and the simulator all read it through this module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+import yaml
+
+
+@dataclass(frozen=True)
+class InstanceType:
+    name: str
+    vcpu: int
+    memory_gib: float
+    gpus: int
+    gpu_model: str | None
+    price: dict[str, float]  # region -> on-demand USD/hour; a missing region does not offer the type
+
+    @property
+    def family(self) -> str:
+        return self.name.split(".", 1)[0]
+
+    def offered_in(self, region: str) -> bool:
+        return region in self.price
+
+    def price_in(self, region: str) -> float | None:
+        return self.price.get(region)
+
+    def allocatable(self) -> dict[str, str]:
+        """Kubernetes allocatable quantities for a node of this type, with the usual system reservations.
+
+        Reserves 100m CPU plus 1% of the vCPUs and 6% of memory (at least 600Mi) for the kubelet and the
+        system, as kubeadm-based nodes with our kubelet config do.
+        """
+        cpu_m = self.vcpu * 1000 - 100 - self.vcpu * 10
+        mem_mi = int(self.memory_gib * 1024)
+        mem_mi -= max(600, int(mem_mi * 0.06))
+        out = {"cpu": f"{cpu_m}m", "memory": f"{mem_mi}Mi", "pods": "110", "ephemeral-storage": "100Gi"}
+        if self.gpus:
+            out["nvidia.com/gpu"] = str(self.gpus)
+        return out
+
+
+@dataclass(frozen=True)
+class GpuModel:
+    name: str
+    architecture: str
+    compute_capability: str
+    memory_gib: int
+    max_driver_branch: int | None
+    open_kernel_modules: bool
+
+
+def _load(name: str) -> dict:
+    return yaml.safe_load(resources.files("autoscaler").joinpath("data", name).read_text())
+
+
+@cache
+def instance_types() -> dict[str, InstanceType]:
+    out = {}
+    for name, row in _load("instance_types.yaml")["types"].items():
+        out[name] = InstanceType(
+            name=name,
+            vcpu=int(row["vcpu"]),
+            memory_gib=float(row["memory_gib"]),
+            gpus=int(row.get("gpus", 0)),
+            gpu_model=row.get("gpu_model"),
+            price={r: float(p) for r, p in (row.get("price") or {}).items()},
+        )
+    return out
+
+
+@cache
+def gpu_models() -> dict[str, GpuModel]:
+    return {name: GpuModel(name=name, **row) for name, row in _load("gpus.yaml")["models"].items()}
+
+
+def instance_type(name: str) -> InstanceType:
+    """The table's row for ``name``; KeyError names the type when it is unknown."""
+    try:
+        return instance_types()[name]
+    except KeyError:
+        raise KeyError(f"unknown instance type {name!r}") from None

@@ -1,0 +1,41 @@
+"""invoke tasks: each parses its arguments and calls the `provision` or `autoscaler` package.
+
+`invoke --list` shows them all; `invoke --help TASK` shows a task's options.
+"""
+
+from invoke import task
+
+from provision.cli_support import user_errors
+
+
+# --- the spec ---------------------------------------------------------------------------------------------
+@task(help={"spec": "path of the cluster spec (default: cluster.yaml)"})
+@user_errors
+def validate(c, spec=None):
+    """Check the cluster spec; one line per problem and exit status 2 when it is invalid."""
+    from provision.loader import load_spec
+    from provision.report import summary
+
+    print(f"ok: {summary(load_spec(spec))}")
+
+
+@task(name="plan-addresses", help={"spec": "path of the cluster spec (default: cluster.yaml)"})
+@user_errors
+def plan_addresses(c, spec=None):
+    """Print the address plan: every VPC, subnet per zone, site, VPN pool, pod and service network."""
+    from provision.loader import load_spec
+    from provision.report import print_address_plan
+
+    print_address_plan(load_spec(spec))
+
+
+@task(help={"spec": "path of the cluster spec (default: cluster.yaml)"})
+@user_errors
+def demo(c, spec=None):
+    """Validate the spec and print the address plan (the end-to-end autoscaler demo replaces this)."""
+    from provision.loader import load_spec
+    from provision.report import print_address_plan, summary
+
+    cluster = load_spec(spec)
+    print(f"ok: {summary(cluster)}")
+    print_address_plan(cluster)

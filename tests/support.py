@@ -1,0 +1,44 @@
+"""Helpers shared by the tests."""
+
+from __future__ import annotations
+
+import copy
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def require_tool(name: str, path: str | None = None) -> str:
+    """The tool's path; skips with a reason when it is absent, or fails under CI=true (CI installs it)."""
+    found = path if path and os.access(path, os.X_OK) else shutil.which(name)
+    if found:
+        return found
+    reason = f"{name} is not installed (run `make tools`)"
+    if os.environ.get("CI") == "true":
+        pytest.fail(reason + "; CI must have it")
+    pytest.skip(reason)
+
+
+def example_spec_data() -> dict:
+    """The repository's cluster.yaml as plain data (anchors expanded), safe to modify."""
+    return copy.deepcopy(yaml.safe_load((ROOT / "cluster.yaml").read_text()))
+
+
+def set_path(data: dict, path: str, value) -> None:
+    """Set ``a.b.0.c`` in nested data; a trailing ``+`` appends to a list; value ``__delete__`` removes."""
+    parts = [int(p) if p.isdigit() else p for p in path.split(".")]
+    node = data
+    for p in parts[:-1]:
+        node = node[p]
+    last = parts[-1]
+    if last == "+":
+        node.append(value)
+    elif value == "__delete__":
+        del node[last]
+    else:
+        node[last] = value
