@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from autoscaler.sim.metrics import (
+    JobOutcome,
+    Loop,
+    RunRecord,
+    Sample,
+    find_bursts,
+    integrate,
+    loops_to_request,
+    summarize,
+)
+from autoscaler.sim.traces import Job
+from tests.support import ROOT
+
+CASES = yaml.safe_load((ROOT / "tests/autoscaler/sim/metrics_cases.yaml").read_text())
+
+
+def record_of(case: dict) -> RunRecord:
+    rec = RunRecord("p", end_s=case["end_s"])
+    for jid, submit, gpus, duration, start, end, kills in case["jobs"]:
+        rec.jobs[jid] = JobOutcome(Job(jid, submit, gpus, duration), start, end, kills)
+    rec.samples = [Sample(*row) for row in case["samples"]]
+    rec.loops = [Loop(*row) for row in case["loops"]]
+    return rec
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
+def test_figures_match_hand_computation(case):
+    rec = record_of(case)
+    bursts = find_bursts([o.job for o in rec.jobs.values()], gap_s=60, min_gpus=16)
+    got = summarize(rec, bursts)
+    for key, want in case["expect"].items():
+        assert got[key] == (pytest.approx(want) if isinstance(want, float) else want), key
+
+
+def test_integration_stops_at_the_end():
+    samples = [Sample(0, 0, 0, 0, 4, 1.0), Sample(100, 0, 0, 0, 2, 1.0)]
+    assert integrate(samples, 50, "provisioned_gpus") == 200
+    assert integrate(samples, 400, "provisioned_gpus") == 400 + 600
+
+
+def test_bursts_split_on_gaps():
+    jobs = [
+        Job(f"j{i}", t, g, 10) for i, (t, g) in enumerate([(0, 8), (59, 8), (200, 16), (230, 16), (400, 1)])
+    ]
+    bursts = find_bursts(jobs, gap_s=60, min_gpus=16)
+    assert [(b.start_s, b.job_ids, b.gpus) for b in bursts] == [
+        (0, ("j0", "j1"), 16),
+        (200, ("j2", "j3"), 32),
+    ]
+
+
+def test_capacity_already_there_takes_zero_loops():
+    rec = RunRecord("static", loops=[Loop(5, 64, 64, 40)])
+    (burst,) = find_bursts([Job("a", 0, 40, 10)], min_gpus=1)
+    assert loops_to_request(rec, burst) == 0
