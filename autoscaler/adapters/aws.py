@@ -1,0 +1,337 @@
+"""The AWS side (:class:`autoscaler.interfaces.Cloud`): Auto Scaling groups across every configured region.
+
+Groups are discovered by the cluster-autoscaler tags (``k8s.io/cluster-autoscaler/enabled`` and
+``k8s.io/cluster-autoscaler/<cluster>``), so groups made by other tools work too. An API failure in one region
+is logged and counted and that region is left out of this loop; the others go on. botocore's adaptive retry
+mode absorbs throttling. Sizes are checked here before any call (AWS rejects a desired capacity outside
+[min, max], and so must we, since moto does not).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+from autoscaler import catalog, metrics
+from autoscaler.adapters import failures, node_template
+from autoscaler.interfaces import CA_CLUSTER_TAG_PREFIX, CA_ENABLED_TAG, PRIORITY_TAG
+
+log = logging.getLogger("autoscaler.aws")
+
+AWS_ERRORS = (BotoCoreError, ClientError)
+_TEMPLATE_TTL_S = 300.0  # launch template versions ($Latest/$Default) are re-read this often
+_INSTANCE_STATES = {  # Auto Scaling lifecycle state -> the snapshot's instance state
+    "Pending": "pending",
+    "Pending:Wait": "pending",
+    "Pending:Proceed": "pending",
+    "InService": "running",
+    "Warmed:Pending": "pending",
+    "Warmed:Running": "running",
+}
+
+
+class CloudError(Exception):
+    """A request the adapter refuses or AWS rejected (one line, names the group)."""
+
+
+@dataclass
+class _Known:
+    """What the last discovery saw of a group: enough to check a request before making it."""
+
+    region: str
+    min: int
+    max: int
+    desired: int
+    instances: set[str] = field(default_factory=set)
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z") if value else None
+
+
+class AwsCloud:
+    def __init__(
+        self,
+        cluster_name: str,
+        regions: list[str],
+        *,
+        endpoint_url: str | None = None,
+        session: boto3.Session | None = None,
+        max_attempts: int = 8,
+    ):
+        self.cluster_name = cluster_name
+        self.regions = list(regions)
+        self._session = session or boto3.Session()
+        self._config = Config(
+            retries={"mode": "adaptive", "max_attempts": max_attempts},
+            connect_timeout=5,
+            read_timeout=30,
+            user_agent_extra="research-autoscaler",
+        )
+        self._endpoint_url = endpoint_url
+        self._clients: dict[tuple[str, str], object] = {}
+        self._known: dict[str, _Known] = {}
+        self._capacity: dict[tuple[str, str], catalog.InstanceType | None] = {}
+        self._templates: dict[tuple, tuple[float, dict]] = {}
+
+    # -- clients ------------------------------------------------------------------------------------------
+    def client(self, service: str, region: str):
+        """The boto3 client for ``service`` in ``region`` (tests register botocore event hooks on it)."""
+        key = (service, region)
+        if key not in self._clients:
+            self._clients[key] = self._session.client(
+                service, region_name=region, endpoint_url=self._endpoint_url, config=self._config
+            )
+        return self._clients[key]
+
+    def _error(self, region: str, operation: str, err: Exception) -> None:
+        metrics.API_ERRORS.labels("aws", region, operation).inc()
+        log.warning("aws call failed", extra={"region": region, "operation": operation, "error": str(err)})
+
+    # -- Cloud: discovery -----------------------------------------------------------------------------------
+    def list_groups(self) -> list[dict]:
+        groups: list[dict] = []
+        for region in self.regions:
+            try:
+                found = self._region_groups(region)
+            except AWS_ERRORS as e:
+                self._error(region, "DescribeAutoScalingGroups", e)
+                for name in [n for n, k in self._known.items() if k.region == region]:
+                    del self._known[name]
+                continue
+            groups.extend(found)
+        return groups
+
+    def _region_groups(self, region: str) -> list[dict]:
+        asg = self.client("autoscaling", region)
+        cluster_tag = CA_CLUSTER_TAG_PREFIX + self.cluster_name
+        raw = []
+        pages = asg.get_paginator("describe_auto_scaling_groups").paginate(
+            Filters=[{"Name": "tag-key", "Values": [cluster_tag]}]
+        )
+        for page in pages:
+            for g in page["AutoScalingGroups"]:
+                tags = {t["Key"]: t.get("Value", "") for t in g.get("Tags", [])}
+                if cluster_tag in tags and tags.get(CA_ENABLED_TAG, "").lower() == "true":
+                    raw.append((g, tags))
+        launched = self._launch_times(
+            region, [i["InstanceId"] for g, _ in raw for i in g.get("Instances", [])]
+        )
+        out = []
+        for g, tags in raw:
+            try:
+                out.append(self._group(region, g, tags, launched))
+            except (node_template.TemplateTagError, CloudError) as e:
+                metrics.API_ERRORS.labels("aws", region, "NodeTemplate").inc()
+                log.warning("group left out", extra={"group": g["AutoScalingGroupName"], "error": str(e)})
+        for name in [n for n, k in self._known.items() if k.region == region]:
+            del self._known[name]
+        for group in out:
+            self._known[group["name"]] = _Known(
+                region=region,
+                min=group["min"],
+                max=group["max"],
+                desired=group["desired"],
+                instances={i["id"] for i in group["instances"]},
+            )
+        return out
+
+    def _group(self, region: str, g: dict, tags: dict[str, str], launched: dict[str, datetime]) -> dict:
+        name = g["AutoScalingGroupName"]
+        itype = self._instance_type(region, g)
+        labels, taints, resources = node_template.from_tags(tags)
+        capacity = self._instance_capacity(region, itype)
+        allocatable = dict(capacity.allocatable()) if capacity else {}
+        allocatable.update(resources)
+        try:
+            priority = int(tags.get(PRIORITY_TAG, "0"))
+        except ValueError:
+            raise CloudError(f"tag {PRIORITY_TAG}={tags[PRIORITY_TAG]!r} is not an integer") from None
+        group = {
+            "name": name,
+            "region": region,
+            "zones": sorted(g.get("AvailabilityZones", [])),
+            "instance_type": itype,
+            "min": int(g["MinSize"]),
+            "max": int(g["MaxSize"]),
+            "desired": int(g["DesiredCapacity"]),
+            "labels": {**node_template.well_known_labels(name, region, itype), **labels},
+            "taints": taints,
+            "priority": priority,
+            "instances": [
+                {
+                    "id": i["InstanceId"],
+                    "state": _INSTANCE_STATES.get(i.get("LifecycleState", ""), "terminating"),
+                    "zone": i.get("AvailabilityZone"),
+                    "launched_at": _iso(launched.get(i["InstanceId"])),
+                }
+                for i in g.get("Instances", [])
+            ],
+        }
+        if allocatable:
+            group["allocatable"] = allocatable
+        price = capacity.price_in(region) if capacity else None
+        if price is not None:
+            group["price_per_hour"] = price
+        return group
+
+    def _launch_times(self, region: str, ids: list[str]) -> dict[str, datetime]:
+        out: dict[str, datetime] = {}
+        ec2 = self.client("ec2", region)
+        for start in range(0, len(ids), 500):
+            try:
+                pages = ec2.get_paginator("describe_instances").paginate(InstanceIds=ids[start : start + 500])
+                for page in pages:
+                    for res in page["Reservations"]:
+                        for inst in res["Instances"]:
+                            out[inst["InstanceId"]] = inst.get("LaunchTime")
+            except AWS_ERRORS as e:  # launch times only refine boot timeouts; the groups stay usable
+                self._error(region, "DescribeInstances", e)
+        return out
+
+    # -- instance types --------------------------------------------------------------------------------------
+    def _instance_type(self, region: str, g: dict) -> str:
+        mixed = g.get("MixedInstancesPolicy")
+        if mixed:
+            lt = mixed["LaunchTemplate"]
+            for override in lt.get("Overrides") or []:
+                if override.get("InstanceType"):
+                    return override["InstanceType"]
+            return self._template_type(region, lt["LaunchTemplateSpecification"])
+        if g.get("LaunchTemplate"):
+            return self._template_type(region, g["LaunchTemplate"])
+        if g.get("LaunchConfigurationName"):
+            asg = self.client("autoscaling", region)
+            found = asg.describe_launch_configurations(
+                LaunchConfigurationNames=[g["LaunchConfigurationName"]]
+            )
+            for lc in found["LaunchConfigurations"]:
+                return lc["InstanceType"]
+        raise CloudError(f"group {g['AutoScalingGroupName']} has no launch template or configuration")
+
+    def _template_type(self, region: str, spec: dict) -> str:
+        version = spec.get("Version") or "$Default"
+        ref = {"LaunchTemplateId": spec["LaunchTemplateId"]} if spec.get("LaunchTemplateId") else {}
+        if not ref:
+            ref = {"LaunchTemplateName": spec["LaunchTemplateName"]}
+        key = (region, tuple(ref.values()), version)
+        cached = self._templates.get(key)
+        if cached and time.monotonic() - cached[0] < _TEMPLATE_TTL_S:
+            data = cached[1]
+        else:
+            ec2 = self.client("ec2", region)
+            found = ec2.describe_launch_template_versions(**ref, Versions=[version])["LaunchTemplateVersions"]
+            if not found:
+                raise CloudError(f"launch template {next(iter(ref.values()))} version {version} not found")
+            data = found[0].get("LaunchTemplateData", {})
+            self._templates[key] = (time.monotonic(), data)
+        if not data.get("InstanceType"):
+            raise CloudError(f"launch template {next(iter(ref.values()))} names no instance type")
+        return data["InstanceType"]
+
+    def _instance_capacity(self, region: str, itype: str) -> catalog.InstanceType | None:
+        """From DescribeInstanceTypes (cached for the process), else the bundled table, else None."""
+        key = (region, itype)
+        if key not in self._capacity:
+            try:
+                found = self.client("ec2", region).describe_instance_types(InstanceTypes=[itype])[
+                    "InstanceTypes"
+                ]
+                self._capacity[key] = node_template.instance_type_from_ec2(found[0]) if found else None
+            except AWS_ERRORS as e:
+                code = getattr(e, "response", {}).get("Error", {}).get("Code", "")
+                if code != "InvalidInstanceType":
+                    self._error(region, "DescribeInstanceTypes", e)
+                    return catalog.instance_types().get(itype)  # not cached: ask again next loop
+                self._capacity[key] = None
+            if self._capacity[key] is None:
+                self._capacity[key] = catalog.instance_types().get(itype)
+        return self._capacity[key]
+
+    # -- Cloud: actions ------------------------------------------------------------------------------------
+    def _lookup(self, group: str) -> _Known:
+        try:
+            return self._known[group]
+        except KeyError:
+            raise CloudError(
+                f"group {group} is not a discovered group of cluster {self.cluster_name}"
+            ) from None
+
+    def set_desired(self, group: str, desired: int) -> None:
+        known = self._lookup(group)
+        if not known.min <= desired <= known.max:
+            raise CloudError(f"group {group}: desired {desired} is outside [{known.min}, {known.max}]")
+        try:
+            self.client("autoscaling", known.region).set_desired_capacity(
+                AutoScalingGroupName=group, DesiredCapacity=desired, HonorCooldown=False
+            )
+        except AWS_ERRORS as e:
+            self._error(known.region, "SetDesiredCapacity", e)
+            raise CloudError(f"group {group}: SetDesiredCapacity {desired} failed: {e}") from None
+        known.desired = desired
+
+    def terminate_instance(self, group: str, instance_id: str) -> None:
+        known = self._lookup(group)
+        if instance_id not in known.instances:
+            raise CloudError(f"instance {instance_id} is not in group {group}")
+        if known.desired - 1 < known.min:
+            raise CloudError(
+                f"group {group}: terminating {instance_id} would go below the minimum {known.min}"
+            )
+        try:
+            self.client("autoscaling", known.region).terminate_instance_in_auto_scaling_group(
+                InstanceId=instance_id, ShouldDecrementDesiredCapacity=True
+            )
+        except AWS_ERRORS as e:
+            self._error(known.region, "TerminateInstanceInAutoScalingGroup", e)
+            raise CloudError(f"group {group}: terminating {instance_id} failed: {e}") from None
+        known.desired -= 1
+        known.instances.discard(instance_id)
+
+    # -- Cloud: failures -------------------------------------------------------------------------------------
+    def scaling_failures(self, since: datetime) -> list[dict]:
+        out: list[dict] = []
+        for region in self.regions:
+            ours = {n for n, k in self._known.items() if k.region == region}
+            if not ours:
+                continue
+            try:
+                out.extend(self._region_failures(region, ours, since))
+            except AWS_ERRORS as e:
+                self._error(region, "DescribeScalingActivities", e)
+        return out
+
+    def _region_failures(self, region: str, ours: set[str], since: datetime) -> list[dict]:
+        out = []
+        pages = self.client("autoscaling", region).get_paginator("describe_scaling_activities").paginate()
+        for page in pages:
+            older = False
+            for act in page["Activities"]:
+                at = act.get("StartTime")
+                if at and at < since:
+                    older = True  # newest first: the rest are older still
+                    continue
+                if act.get("AutoScalingGroupName") not in ours:
+                    continue
+                if act.get("StatusCode") not in ("Failed", "Cancelled"):
+                    continue
+                message = act.get("StatusMessage") or act.get("Description", "")
+                out.append(
+                    {
+                        "group": act["AutoScalingGroupName"],
+                        "region": region,
+                        "reason": failures.classify(message),
+                        "message": message,
+                        "at": _iso(act.get("EndTime") or at),
+                        "missing": failures.missing_instances(act.get("Description", "")),
+                    }
+                )
+            if older:
+                break
+        return out
