@@ -39,3 +39,27 @@ def demo(c, spec=None):
     cluster = load_spec(spec)
     print(f"ok: {summary(cluster)}")
     print_address_plan(cluster)
+
+
+# --- machine images (issue 6) ------------------------------------------------------------------------------
+@task(
+    name="bake-ami",
+    help={
+        "region": "AWS region to bake in (default: the primary region)",
+        "local": "bake against a moto server on 127.0.0.1: no AWS, no scripts run (docs/images.md)",
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+    },
+)
+@user_errors
+def bake_ami(c, region=None, local=False, spec=None):
+    """Bake the GPU worker AMI with Packer and record its id in build/ami/<region>.json and SSM."""
+    from provision.loader import load_spec
+    from provision.packer.bake import bake
+    from provision.packer.progress import packer_progress
+    from provision.packer.variables import check_region
+
+    cluster = load_spec(spec)
+    region = check_region(cluster, region or cluster.primary_region)
+    with packer_progress(f"bake-ami {region}{' (local)' if local else ''}") as on_event:
+        done = bake(cluster, region, local=local, on_event=on_event)
+    print(f"baked {done['ami_id']} ({done['name']}): {done['file']}, SSM {done['ssm_parameter']}")

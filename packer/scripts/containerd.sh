@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# containerd (Docker's containerd.io package) with the NVIDIA container toolkit as its default runtime.
+set -euo pipefail
+: "${CONTAINERD_VERSION:?}" "${NVIDIA_CONTAINER_TOOLKIT_VERSION:?}"
+export DEBIAN_FRONTEND=noninteractive
+# shellcheck source=/dev/null
+. /etc/os-release
+
+install -d -m 0755 /etc/apt/keyrings
+curl -fsSL --retry 5 https://download.docker.com/linux/ubuntu/gpg | gpg --dearmor --yes -o /etc/apt/keyrings/docker.gpg
+echo "deb [signed-by=/etc/apt/keyrings/docker.gpg] https://download.docker.com/linux/ubuntu ${VERSION_CODENAME} stable" \
+  >/etc/apt/sources.list.d/docker.list
+curl -fsSL --retry 5 https://nvidia.github.io/libnvidia-container/gpgkey |
+  gpg --dearmor --yes -o /etc/apt/keyrings/nvidia-container-toolkit.gpg
+echo "deb [signed-by=/etc/apt/keyrings/nvidia-container-toolkit.gpg] https://nvidia.github.io/libnvidia-container/stable/deb/\$(ARCH) /" \
+  >/etc/apt/sources.list.d/nvidia-container-toolkit.list
+apt-get update -q
+
+# The exact upstream version from the spec, whatever packaging revision the repository gives it.
+pick() { apt-cache madison "$1" | awk -v v="$2" '$3 == v || index($3, v "-") == 1 { print $3; exit }'; }
+containerd_pkg=$(pick containerd.io "$CONTAINERD_VERSION")
+toolkit_pkg=$(pick nvidia-container-toolkit "$NVIDIA_CONTAINER_TOOLKIT_VERSION")
+if [[ -z "$containerd_pkg" || -z "$toolkit_pkg" ]]; then
+  echo "containerd: containerd.io $CONTAINERD_VERSION or nvidia-container-toolkit $NVIDIA_CONTAINER_TOOLKIT_VERSION is not in the repositories" >&2
+  exit 1
+fi
+apt-get install -y -q --no-install-recommends "containerd.io=$containerd_pkg" \
+  "nvidia-container-toolkit=$toolkit_pkg" "nvidia-container-toolkit-base=$toolkit_pkg"
+apt-mark hold containerd.io nvidia-container-toolkit nvidia-container-toolkit-base
+
+install -d -m 0755 /etc/containerd
+containerd config default >/etc/containerd/config.toml
+sed -i 's/SystemdCgroup = false/SystemdCgroup = true/' /etc/containerd/config.toml
+nvidia-ctk runtime configure --runtime=containerd --set-as-default
+systemctl enable containerd
+systemctl restart containerd

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# kubeadm, kubelet and kubectl from pkgs.k8s.io, pinned to the spec's Kubernetes version and held.
+set -euo pipefail
+: "${KUBERNETES_VERSION:?}" "${KUBERNETES_MINOR:?}"
+export DEBIAN_FRONTEND=noninteractive
+
+install -d -m 0755 /etc/apt/keyrings
+curl -fsSL --retry 5 "https://pkgs.k8s.io/core:/stable:/v${KUBERNETES_MINOR}/deb/Release.key" |
+  gpg --dearmor --yes -o /etc/apt/keyrings/kubernetes.gpg
+echo "deb [signed-by=/etc/apt/keyrings/kubernetes.gpg] https://pkgs.k8s.io/core:/stable:/v${KUBERNETES_MINOR}/deb/ /" \
+  >/etc/apt/sources.list.d/kubernetes.list
+apt-get update -q
+
+pkg=$(apt-cache madison kubelet | awk -v v="$KUBERNETES_VERSION" 'index($3, v "-") == 1 { print $3; exit }')
+if [[ -z "$pkg" ]]; then
+  echo "kubernetes: kubelet $KUBERNETES_VERSION is not in pkgs.k8s.io v$KUBERNETES_MINOR" >&2
+  exit 1
+fi
+apt-mark unhold kubelet kubeadm kubectl >/dev/null 2>&1 || true
+apt-get install -y -q --no-install-recommends "kubelet=$pkg" "kubeadm=$pkg" "kubectl=$pkg"
+apt-mark hold kubelet kubeadm kubectl
+# kubelet starts once kubeadm join has written its configuration.
+systemctl enable kubelet

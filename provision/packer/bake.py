@@ -1,0 +1,83 @@
+"""Bake the GPU worker AMI: spec -> Packer variables -> packer build (AWS, or a local moto server) -> record."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import boto3
+
+from provision.errors import UserError
+from provision.packer import moto_local, record, runner, template, variables
+from provision.spec import Cluster
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = ROOT / "build"
+AWS_BUILD = "amazon-ebs.gpu-worker"  # SSH communicator: runs every script, then check.sh
+LOCAL_BUILD = "amazon-ebs.local"  # no communicator: the API calls only; see docs/images.md
+
+
+def bake(
+    cluster: Cluster,
+    region: str,
+    *,
+    local: bool = False,
+    build_dir: Path = BUILD,
+    on_event: Callable[[runner.Event], None] = lambda e: None,
+) -> dict:
+    """Build the image in ``region`` (or against moto when ``local``) and record its AMI id."""
+    exe = runner.packer_path()
+    version = runner.packer_version(exe)
+    work = build_dir / "packer" / region
+    staged = template.stage(work / "template", with_plugins=version >= (1, 7, 0))
+    if not local:
+        return _build(cluster, region, exe, staged, work, build_dir, AWS_BUILD, None, {}, on_event)
+    with moto_local.moto_server(cluster.software.ubuntu) as endpoint:
+        return _build(
+            cluster, region, exe, staged, work, build_dir, LOCAL_BUILD, endpoint,
+            moto_local.FAKE_CREDENTIALS, on_event,
+        )  # fmt: skip
+
+
+def _build(cluster, region, exe, staged, work, build_dir, only, endpoint, env, on_event) -> dict:
+    values = variables.packer_variables(cluster, region, ec2_endpoint=endpoint or "")
+    var_file = variables.write_var_file(values, work / "variables.pkrvars.json")
+    result = runner.build(staged, var_file, only, executable=exe, env=env, on_event=on_event)
+    log = work / "packer.log"
+    log.write_text("\n".join(result.log) + "\n")
+    ami = result.amis.get(region)
+    if result.returncode != 0 or not ami:
+        why = _first_problem(result.errors) or f"exit status {result.returncode}"
+        raise UserError(f"packer build {only} in {region} failed: {why} (full log: {log})")
+    if endpoint:
+        _check_local_image(ami, values["ami_name"], region, endpoint, env)
+    return record.record_ami(
+        cluster.name,
+        region,
+        ami,
+        values["ami_name"],
+        build_dir / "ami",
+        endpoint_url=endpoint,
+        credentials=env,
+    ) | {"log": str(log), "packer": ".".join(map(str, runner.packer_version(exe)))}
+
+
+def _check_local_image(ami: str, name: str, region: str, endpoint: str, env: dict) -> None:
+    """The moto server must hold the AMI Packer reported, under the name the spec gave it."""
+    ec2 = boto3.client(
+        "ec2",
+        region_name=region,
+        endpoint_url=endpoint,
+        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+    )
+    images = ec2.describe_images(ImageIds=[ami])["Images"]
+    if not images or images[0].get("Name") != name:
+        raise UserError(f"local bake: {endpoint} has no image {ami} named {name}")
+
+
+def _first_problem(errors: list[str]) -> str:
+    """Packer's errors read ``Error: 1 error(s) occurred:`` then ``* <the problem>``: keep the problems."""
+    lines = [line.strip() for e in errors for line in e.splitlines() if line.strip()]
+    problems = [line.removeprefix("* ") for line in lines if line.startswith("* ")]
+    return "; ".join(problems) if problems else (lines[0] if lines else "")

@@ -1,0 +1,73 @@
+"""Packer variables from the spec: every version the image scripts install comes from here."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+from provision import drivers
+from provision.errors import UserError
+from provision.packer.images import source_ami_name
+from provision.spec import Cluster
+
+BUILDER_INSTANCE_TYPE = "g4dn.xlarge"  # a GPU, so check.sh sees the driver module next to a real device
+
+
+def image_driver(cluster: Cluster) -> drivers.Driver:
+    """The driver for every GPU model of the cloud node groups (the image serves them all)."""
+    sw = cluster.software
+    try:
+        return drivers.select_driver(
+            sw.nvidia_driver.branch, sw.nvidia_driver.flavour, cluster.cloud_gpu_models()
+        )
+    except ValueError as e:
+        raise UserError(f"software.nvidia_driver: {e} (GPUs of the cloud node groups)") from None
+
+
+def ami_name(cluster: Cluster, now: datetime | None = None) -> str:
+    sw = cluster.software
+    stamp = (now or datetime.now(UTC)).strftime("%Y%m%d-%H%M%S")
+    driver = image_driver(cluster)
+    return (
+        f"{cluster.name}-gpu-worker-ubuntu{sw.ubuntu}-nvidia{driver.branch}{driver.flavour[0]}"
+        f"-cuda{sw.cuda}-k8s{cluster.kubernetes.version}-{stamp}"
+    )
+
+
+def check_region(cluster: Cluster, region: str) -> str:
+    try:
+        return cluster.region(region).name
+    except KeyError as e:
+        raise UserError(f"--region: {e.args[0]}") from None
+
+
+def packer_variables(cluster: Cluster, region: str, *, ec2_endpoint: str = "", now=None) -> dict:
+    """The values of packer/variables.pkr.hcl for a build in ``region``."""
+    check_region(cluster, region)
+    sw = cluster.software
+    driver = image_driver(cluster)
+    return {
+        "cluster": cluster.name,
+        "region": region,
+        "instance_type": BUILDER_INSTANCE_TYPE,
+        "ami_name": ami_name(cluster, now),
+        "source_ami_name": source_ami_name(sw.ubuntu),
+        "ec2_endpoint": ec2_endpoint,
+        "ubuntu_version": sw.ubuntu,
+        "nvidia_driver_branch": str(driver.branch),
+        "nvidia_driver_flavour": driver.flavour,
+        "nvidia_driver_package": driver.package,
+        "cuda_version": sw.cuda,
+        "containerd_version": sw.containerd,
+        "nvidia_container_toolkit_version": sw.nvidia_container_toolkit,
+        "kubernetes_version": cluster.kubernetes.version,
+        "kubernetes_minor": cluster.kubernetes.minor,
+    }
+
+
+def write_var_file(variables: dict, path: Path) -> Path:
+    """``*.pkrvars.json``: Packer 1.6.6 and later read it with ``-var-file``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(variables, indent=2, sort_keys=True) + "\n")
+    return path

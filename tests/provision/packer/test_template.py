@@ -1,0 +1,85 @@
+"""The template under packer/: formatted, valid for Packer 1.6.6, and consistent with its scripts."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+import hcl2
+import pytest
+from packerpy import PackerExecutable
+
+from provision.loader import load_spec
+from provision.packer import template
+from provision.packer.variables import packer_variables, write_var_file
+from tests.support import require_tool
+
+SCRIPTS = template.TEMPLATE_DIR / "scripts"
+HCL_FILES = sorted(template.TEMPLATE_DIR.glob("*.pkr.hcl"))
+# Unknown to Packer 1.6.6 (and `can(regex(...))` is silently false there).
+UNSUPPORTED_IN_16 = re.compile(r"\b(regex|regexall|regex_replace)\s*\(|^\s*data\s+\"", re.MULTILINE)
+
+
+def test_packer_fmt_check():
+    exe = require_tool("packer")
+    run = subprocess.run([exe, "fmt", "-check", "-diff", str(template.TEMPLATE_DIR)], capture_output=True)
+    assert run.returncode == 0, run.stdout.decode() + run.stderr.decode()
+
+
+def test_packer_validate_with_generated_variables(tmp_path):
+    exe = require_tool("packer")
+    staged = template.stage(tmp_path / "template", with_plugins=False)
+    var_file = write_var_file(packer_variables(load_spec(), "us-west-2"), tmp_path / "v.pkrvars.json")
+    rc, out, err = PackerExecutable(executable_path=exe).validate(str(staged), var_file=str(var_file))
+    assert rc == 0, out.decode() + err.decode()
+
+
+def test_a_wrong_variable_fails_validation(tmp_path):
+    exe = require_tool("packer")
+    staged = template.stage(tmp_path / "template", with_plugins=False)
+    values = packer_variables(load_spec(), "us-west-2") | {"ami_name": "x"}  # AWS needs 3 to 128 characters
+    var_file = write_var_file(values, tmp_path / "v.pkrvars.json")
+    rc, out, _ = PackerExecutable(executable_path=exe).validate(str(staged), var_file=str(var_file))
+    assert rc != 0 and b"ami_name" in out
+
+
+def test_staging_leaves_plugins_out_for_packer_16(tmp_path):
+    names = {p.name for p in template.stage(tmp_path / "a", with_plugins=False).glob("*.pkr.hcl")}
+    assert template.PLUGINS not in names and "gpu-worker.pkr.hcl" in names
+    assert template.PLUGINS in {p.name for p in template.stage(tmp_path / "b", with_plugins=True).iterdir()}
+
+
+@pytest.mark.parametrize("path", HCL_FILES, ids=[p.name for p in HCL_FILES])
+def test_no_constructs_packer_16_lacks(path):
+    text = path.read_text()
+    assert not UNSUPPORTED_IN_16.search(text)
+    if path.name != template.PLUGINS:
+        assert "required_plugins" not in text
+
+
+def test_plugins_file_holds_only_the_packer_block():
+    parsed = hcl2.loads((template.TEMPLATE_DIR / template.PLUGINS).read_text())
+    assert set(parsed) - {"__comments__"} == {"packer"}
+    assert "amazon" in parsed["packer"][0]["required_plugins"][0]
+
+
+def test_source_is_canonical_ubuntu():
+    source = hcl2.loads(template.TEMPLATE.read_text())["source"][0]['"amazon-ebs"']['"ubuntu"']
+    ami_filter = source["source_ami_filter"][0]
+    assert ami_filter["owners"] == ['"099720109477"']
+    assert ami_filter["filters"]["name"] == "${var.source_ami_name}"
+
+
+def test_every_script_runs_and_only_scripts_that_exist():
+    assert sorted(template.provisioner_scripts()) == sorted(p.name for p in SCRIPTS.glob("*.sh"))
+    assert template.provisioner_scripts()[-1] == "check.sh"
+
+
+@pytest.mark.parametrize("script", sorted(SCRIPTS.glob("*.sh")), ids=lambda p: p.name)
+def test_scripts_are_strict_and_get_their_variables_from_the_template(script):
+    text = script.read_text()
+    assert text.startswith("#!/usr/bin/env bash\n")
+    assert "\nset -euo pipefail\n" in text
+    provided = set(template.script_environment(packer_variables(load_spec(), "us-west-2")))
+    needed = set(re.findall(r'"\$\{(\w+):\?', text))
+    assert needed <= provided, f"{script.name} needs {sorted(needed - provided)}"
