@@ -1,0 +1,150 @@
+"""The values each Jinja root template receives: plain data computed from the spec, nothing decided in Jinja."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from provision.errors import UserError
+from provision.spec import Cluster, Region
+from provision.terraform.settings import AMI_DIR, AWS_PROVIDER_VERSION, GLOBAL, MODULES, Backend
+
+
+def alias(region: str) -> str:
+    """Provider alias of a region: ``us-east-1`` -> ``us_east_1``."""
+    return region.replace("-", "_")
+
+
+def ami_id(region: str, ami_dir: Path = AMI_DIR) -> str:
+    """The baked AMI's id from ``build/ami/<region>.json``, or "" (launch templates then resolve the SSM
+    parameter at launch)."""
+    path = ami_dir / f"{region}.json"
+    if not path.exists():
+        return ""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise UserError(
+            f"{path}: not readable JSON ({e}); rebuild it with the image task or delete it"
+        ) from None
+    value = data.get("ami_id") if isinstance(data, dict) else None
+    if not isinstance(value, str) or not value.startswith("ami-"):
+        raise UserError(f"{path}: field ami_id is {value!r}; expected an AMI id like ami-0123456789abcdef0")
+    if data.get("region", region) != region:
+        raise UserError(f"{path}: field region is {data['region']!r}; expected {region!r} (the file's name)")
+    return value
+
+
+def cluster_cidrs(cluster: Cluster) -> list[str]:
+    """Every network allowed to reach cluster services: VPCs, sites, the pod network and the VPN pool."""
+    return (
+        [r.cidr for r in cluster.regions]
+        + [s.cidr for s in cluster.sites]
+        + [cluster.kubernetes.pod_cidr, cluster.vpn.client_cidr]
+    )
+
+
+def _node_group(cluster: Cluster, region: Region, group) -> dict:
+    return {
+        "module": f"node_group_{alias(group.name)}",
+        "name": cluster.asg_name(region.name, group),
+        "instance_types": list(group.instance_types),
+        "spot": group.spot,
+        "min_size": group.min,
+        "max_size": group.max,
+        "labels": dict(sorted(group.labels.items())),
+        "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in group.taints],
+        "gpus": group.gpus,
+        "priority": group.priority,
+        "root_volume_gib": group.root_volume_gib,
+    }
+
+
+def _common(cluster: Cluster, backend: Backend, out_dir: Path, root: str) -> dict:
+    return {
+        "cluster": cluster.name,
+        "backend": {"bucket": backend.bucket, "table": backend.lock_table, "region": backend.region},
+        "state_key": backend.key(root),
+        "global_state_key": backend.key(GLOBAL),
+        "provider_version": AWS_PROVIDER_VERSION,
+        "modules": os.path.relpath(MODULES, out_dir / root),
+        "tags": {"research.cluster/cluster": cluster.name, "managed-by": "terraform"},
+    }
+
+
+def global_context(cluster: Cluster, backend: Backend, out_dir: Path) -> dict:
+    return _common(cluster, backend, out_dir, GLOBAL) | {
+        "region": cluster.primary_region,
+        "bucket_purposes": list(cluster.storage.s3.buckets),
+        "noncurrent_version_days": cluster.storage.s3.noncurrent_version_days,
+    }
+
+
+def region_context(
+    cluster: Cluster, region_name: str, backend: Backend, out_dir: Path, ami_dir: Path
+) -> dict:
+    region = cluster.region(region_name)
+    order = cluster.spill_over_order
+    primary = cluster.primary_region
+    earlier = order[: order.index(region_name)]
+    t = cluster.vpn.tunnel
+    ctx = _common(cluster, backend, out_dir, region_name) | {
+        "region": region_name,
+        "is_primary": region_name == primary,
+        "primary_region": primary,
+        "vpc_cidr": region.cidr,
+        "zones": list(region.zones),
+        "cluster_cidrs": cluster_cidrs(cluster),
+        "ami_id": ami_id(region_name, ami_dir),
+        "ami_ssm_parameter": f"/{cluster.name}/ami/gpu-worker",
+        "kubeadm_prefix": f"/{cluster.name}/kubeadm",
+        "api_dns_name": f"api.{cluster.domain}",
+        "domain": cluster.domain,
+        "node_groups": [_node_group(cluster, region, g) for g in region.node_groups],
+        "sites": {
+            s.name: {"cidr": s.cidr, "public_ip": s.gateway.public_ip, "bgp_asn": s.gateway.bgp_asn}
+            for s in cluster.sites
+        },
+        "tunnel": {
+            "ike_version": t.ike_version,
+            "ike_encryption": list(t.ike_encryption),
+            "ike_integrity": list(t.ike_integrity),
+            "dh_groups": list(t.dh_groups),
+            "esp_encryption": list(t.esp_encryption),
+            "esp_integrity": list(t.esp_integrity),
+            "ike_lifetime_s": t.ike_lifetime_s,
+            "esp_lifetime_s": t.esp_lifetime_s,
+            "dpd_timeout_s": t.dpd_timeout_s,
+        },
+        "psk_ssm_prefix": cluster.vpn.psk_ssm_prefix,
+        "efs": {
+            "enabled": cluster.storage.efs.enabled,
+            "throughput_mode": cluster.storage.efs.throughput_mode,
+        },
+        "peers": [
+            {"region": p, "alias": alias(p), "cidr": cluster.region(p).cidr, "module": f"peering_{alias(p)}"}
+            for p in earlier
+        ],
+    }
+    if ctx["is_primary"]:
+        cp = cluster.kubernetes.control_plane
+        routes = {f"vpc-{r.name}": r.cidr for r in cluster.regions if r.name != region_name}
+        routes |= {f"site-{s.name}": s.cidr for s in cluster.sites}
+        routes["pods"] = cluster.kubernetes.pod_cidr
+        ctx |= {
+            "control_plane": {"count": cp.count, "instance_type": cp.instance_type},
+            "kubernetes": {
+                "version": cluster.kubernetes.version,
+                "pod_cidr": cluster.kubernetes.pod_cidr,
+                "service_cidr": cluster.kubernetes.service_cidr,
+            },
+            "client_vpn": {
+                "client_cidr": cluster.vpn.client_cidr,
+                "split_tunnel": cluster.vpn.split_tunnel,
+                "routes": routes,
+                "zones": list(region.zones[:2]),
+            },
+            "hosts": {v.name: v.ip for s in cluster.sites for v in s.servers},
+        }
+    return ctx

@@ -1,0 +1,30 @@
+"""Where Terraform output goes and the names of its state backend."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+MODULES = REPO / "terraform" / "modules"
+TEMPLATES = REPO / "terraform" / "roots"
+DEFAULT_OUT = REPO / "build" / "terraform"
+AMI_DIR = REPO / "build" / "ami"
+GLOBAL = "global"
+AWS_PROVIDER_VERSION = "~> 5.80"
+
+
+@dataclass(frozen=True)
+class Backend:
+    """The S3 state bucket and DynamoDB lock table (created by ``invoke bootstrap-state``)."""
+
+    bucket: str
+    lock_table: str
+    region: str
+
+    @classmethod
+    def for_cluster(cls, name: str, region: str, bucket: str | None = None) -> Backend:
+        return cls(bucket or f"{name}-terraform-state", f"{name}-terraform-locks", region)
+
+    def key(self, root: str) -> str:
+        return f"{root}/terraform.tfstate"

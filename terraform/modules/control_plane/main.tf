@@ -1,0 +1,102 @@
+# A highly available kubeadm control plane: instances spread over the zones behind an internal network load
+# balancer (API server, 6443). The first instance runs `kubeadm init` and writes the join token, the CA hash and
+# the certificate key to SSM SecureStrings; the others join as control-plane members; every member renews the
+# join token daily so workers can join whenever the autoscaler adds them.
+data "aws_ssm_parameter" "ami" {
+  count = var.ami_id == "" ? 1 : 0
+  name  = var.ami_ssm_parameter
+}
+
+locals {
+  name     = "${var.cluster}-control-plane"
+  zones    = sort(keys(var.subnet_ids))
+  ami_id   = var.ami_id != "" ? var.ami_id : nonsensitive(data.aws_ssm_parameter.ami[0].value)
+  endpoint = "${var.api_dns_name}:6443"
+}
+
+resource "aws_lb" "api" {
+  #checkov:skip=CKV_AWS_91:NLB access logs exist only for TLS listeners; the API listener is TCP passthrough (the API server terminates TLS).
+  #checkov:skip=CKV_AWS_150:Deletion protection would block `invoke down`, which already asks for confirmation.
+  name                             = "${var.cluster}-api"
+  internal                         = true
+  load_balancer_type               = "network"
+  subnets                          = [for z in local.zones : var.subnet_ids[z]]
+  security_groups                  = [var.security_group_id]
+  enable_cross_zone_load_balancing = true
+  enable_deletion_protection       = false
+}
+
+resource "aws_lb_target_group" "api" {
+  name        = "${var.cluster}-api"
+  port        = 6443
+  protocol    = "TCP"
+  vpc_id      = var.vpc_id
+  target_type = "ip" # ip targets do not hairpin: a member may reach the API through the balancer itself
+
+  health_check {
+    protocol = "HTTPS"
+    port     = "6443"
+    path     = "/readyz"
+  }
+}
+
+resource "aws_lb_listener" "api" {
+  load_balancer_arn = aws_lb.api.arn
+  port              = 6443
+  protocol          = "TCP"
+
+  default_action {
+    type             = "forward"
+    target_group_arn = aws_lb_target_group.api.arn
+  }
+}
+
+resource "aws_instance" "member" {
+  count                  = var.instance_count
+  ami                    = local.ami_id
+  instance_type          = var.instance_type
+  subnet_id              = var.subnet_ids[local.zones[count.index % length(local.zones)]]
+  vpc_security_group_ids = [var.security_group_id]
+  iam_instance_profile   = var.instance_profile_name
+  ebs_optimized          = true
+  monitoring             = true
+  user_data = templatefile("${path.module}/templates/control_plane.sh.tftpl", {
+    index              = count.index
+    region             = var.region
+    endpoint           = local.endpoint
+    lb_dns_name        = aws_lb.api.dns_name
+    kubernetes_version = var.kubernetes_version
+    pod_cidr           = var.pod_cidr
+    service_cidr       = var.service_cidr
+    prefix             = var.join_parameter_prefix
+    kms_key_arn        = var.kms_key_arn
+  })
+
+  metadata_options {
+    http_endpoint = "enabled"
+    http_tokens   = "required"
+    # 2: the autoscaler pod on the control plane assumes its role with the instance's credentials.
+    http_put_response_hop_limit = 2
+  }
+
+  root_block_device {
+    volume_size = 100
+    volume_type = "gp3"
+    encrypted   = true
+    kms_key_id  = var.kms_key_arn
+  }
+
+  tags = { Name = "${local.name}-${count.index}" }
+
+  lifecycle {
+    # A new baked image must not replace etcd members; upgrade them one by one with kubeadm.
+    ignore_changes = [ami, user_data]
+  }
+}
+
+resource "aws_lb_target_group_attachment" "api" {
+  count            = var.instance_count
+  target_group_arn = aws_lb_target_group.api.arn
+  target_id        = aws_instance.member[count.index].private_ip
+  port             = 6443
+}

@@ -1,0 +1,19 @@
+output "api_endpoint" {
+  description = "host:port workers join through (the stable DNS name of the API server)."
+  value       = local.endpoint
+}
+
+output "lb_dns_name" {
+  description = "The internal load balancer's DNS name (the private zone's api record aliases it)."
+  value       = aws_lb.api.dns_name
+}
+
+output "lb_zone_id" {
+  description = "The load balancer's hosted zone id (for the alias record)."
+  value       = aws_lb.api.zone_id
+}
+
+output "private_ips" {
+  description = "Private addresses of the control-plane members."
+  value       = aws_instance.member[*].private_ip
+}

@@ -1,0 +1,90 @@
+variable "cluster" {
+  description = "Cluster name from cluster.yaml."
+  type        = string
+}
+
+variable "region" {
+  description = "The primary region (hosts the control plane and the join parameters)."
+  type        = string
+}
+
+variable "instance_count" {
+  description = "Number of control-plane instances (1, 3 or 5; spread over the zones)."
+  type        = number
+
+  validation {
+    condition     = contains([1, 3, 5], var.instance_count)
+    error_message = "instance_count must be 1, 3 or 5 (etcd needs an odd quorum)."
+  }
+}
+
+variable "instance_type" {
+  description = "Control-plane instance type."
+  type        = string
+}
+
+variable "vpc_id" {
+  description = "The primary region's VPC."
+  type        = string
+}
+
+variable "subnet_ids" {
+  description = "Private subnet id per zone; instances go round-robin over them, the load balancer spans them all."
+  type        = map(string)
+}
+
+variable "security_group_id" {
+  description = "The cluster security group."
+  type        = string
+}
+
+variable "vpc_cidr" {
+  description = "The primary VPC's CIDR (etcd peers talk within it)."
+  type        = string
+}
+
+variable "instance_profile_name" {
+  description = "The control-plane instance profile (from the global root's iam module)."
+  type        = string
+}
+
+variable "kms_key_arn" {
+  description = "KMS key for the root volumes and the join SecureStrings."
+  type        = string
+}
+
+variable "ami_id" {
+  description = "The baked AMI's id from build/ami/<region>.json; empty to read the SSM parameter."
+  type        = string
+  default     = ""
+}
+
+variable "ami_ssm_parameter" {
+  description = "SSM parameter holding the baked AMI's id (/<cluster>/ami/gpu-worker)."
+  type        = string
+}
+
+variable "kubernetes_version" {
+  description = "Kubernetes version, e.g. 1.31.4."
+  type        = string
+}
+
+variable "pod_cidr" {
+  description = "flannel's pod network."
+  type        = string
+}
+
+variable "service_cidr" {
+  description = "The service network."
+  type        = string
+}
+
+variable "api_dns_name" {
+  description = "Stable DNS name of the API server in the private zone (api.<domain>)."
+  type        = string
+}
+
+variable "join_parameter_prefix" {
+  description = "SSM prefix of the kubeadm parameters (/<cluster>/kubeadm): join-token, ca-cert-hash, certificate-key."
+  type        = string
+}

@@ -1,0 +1,39 @@
+variable "cluster" {
+  description = "Cluster name from cluster.yaml."
+  type        = string
+}
+
+variable "region" {
+  description = "AWS region of the file system."
+  type        = string
+}
+
+variable "vpc_id" {
+  description = "The region's VPC."
+  type        = string
+}
+
+variable "subnet_ids" {
+  description = "Private subnet id per zone; one mount target in each."
+  type        = map(string)
+}
+
+variable "client_cidrs" {
+  description = "Networks allowed to mount over NFS (the cluster's networks)."
+  type        = list(string)
+}
+
+variable "throughput_mode" {
+  description = "EFS throughput mode from cluster.yaml storage.efs (bursting, elastic or provisioned)."
+  type        = string
+
+  validation {
+    condition     = contains(["bursting", "elastic", "provisioned"], var.throughput_mode)
+    error_message = "throughput_mode must be bursting, elastic or provisioned."
+  }
+}
+
+variable "kms_key_arn" {
+  description = "KMS key encrypting the file system."
+  type        = string
+}

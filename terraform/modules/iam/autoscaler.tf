@@ -1,0 +1,57 @@
+# The batch autoscaler's role. The same list is documented in docs/terraform.md and by the autoscaler.
+data "aws_iam_policy_document" "autoscaler_assume" {
+  statement {
+    actions = ["sts:AssumeRole"]
+    principals {
+      type        = "AWS"
+      identifiers = [aws_iam_role.control_plane.arn]
+    }
+  }
+}
+
+data "aws_iam_policy_document" "autoscaler" {
+  statement {
+    sid = "Describe"
+    actions = [
+      "autoscaling:DescribeAutoScalingGroups",
+      "autoscaling:DescribeAutoScalingInstances",
+      "autoscaling:DescribeScalingActivities",
+      "autoscaling:DescribeTags",
+      "autoscaling:DescribeLaunchConfigurations",
+      "ec2:DescribeLaunchTemplateVersions",
+      "ec2:DescribeInstanceTypes",
+      "ec2:DescribeInstances",
+    ]
+    resources = ["*"] # Describe actions support no resource-level permissions
+  }
+
+  statement {
+    sid = "ScaleOwnedGroups"
+    actions = [
+      "autoscaling:SetDesiredCapacity",
+      "autoscaling:TerminateInstanceInAutoScalingGroup",
+    ]
+    resources = ["arn:${local.p}:autoscaling:*:${local.account}:autoScalingGroup:*:autoScalingGroupName/${var.cluster}-*"]
+    condition {
+      test     = "StringEquals"
+      variable = "aws:ResourceTag/k8s.io/cluster-autoscaler/${var.cluster}"
+      values   = ["owned"]
+    }
+  }
+}
+
+resource "aws_iam_policy" "autoscaler" {
+  name        = "${var.cluster}-autoscaler"
+  description = "Batch autoscaler of ${var.cluster}: describe groups, scale only groups the cluster owns"
+  policy      = data.aws_iam_policy_document.autoscaler.json
+}
+
+resource "aws_iam_role" "autoscaler" {
+  name               = "${var.cluster}-autoscaler"
+  assume_role_policy = data.aws_iam_policy_document.autoscaler_assume.json
+}
+
+resource "aws_iam_role_policy_attachment" "autoscaler" {
+  role       = aws_iam_role.autoscaler.name
+  policy_arn = aws_iam_policy.autoscaler.arn
+}

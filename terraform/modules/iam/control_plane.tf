@@ -1,0 +1,54 @@
+data "aws_iam_policy_document" "control_plane" {
+  statement {
+    sid       = "PublishJoinParameters"
+    actions   = ["ssm:GetParameter", "ssm:PutParameter"]
+    resources = ["${local.kubeadm}/*"]
+  }
+
+  statement {
+    sid       = "EncryptClusterSecureStrings"
+    actions   = ["kms:Encrypt", "kms:Decrypt", "kms:GenerateDataKey"]
+    resources = [local.cluster_keys]
+    condition {
+      test     = "StringLike"
+      variable = "kms:ViaService"
+      values   = ["ssm.*.amazonaws.com"]
+    }
+    condition {
+      test     = "ForAnyValue:StringEquals"
+      variable = "kms:ResourceAliases"
+      values   = ["alias/${var.cluster}"]
+    }
+  }
+
+  statement {
+    sid       = "ActAsAutoscaler"
+    actions   = ["sts:AssumeRole"]
+    resources = [aws_iam_role.autoscaler.arn]
+  }
+}
+
+resource "aws_iam_policy" "control_plane" {
+  name        = "${var.cluster}-control-plane"
+  description = "Control plane of ${var.cluster}: kubeadm join parameters, assuming the autoscaler role"
+  policy      = data.aws_iam_policy_document.control_plane.json
+}
+
+resource "aws_iam_role" "control_plane" {
+  name               = "${var.cluster}-control-plane"
+  assume_role_policy = data.aws_iam_policy_document.ec2_assume.json
+}
+
+resource "aws_iam_role_policy_attachment" "control_plane" {
+  for_each = {
+    control-plane = aws_iam_policy.control_plane.arn
+    node          = aws_iam_policy.node.arn
+  }
+  role       = aws_iam_role.control_plane.name
+  policy_arn = each.value
+}
+
+resource "aws_iam_instance_profile" "control_plane" {
+  name = "${var.cluster}-control-plane"
+  role = aws_iam_role.control_plane.name
+}

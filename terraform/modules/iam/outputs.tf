@@ -1,0 +1,19 @@
+output "node_instance_profile" {
+  description = "Instance profile of the workers."
+  value       = aws_iam_instance_profile.node.name
+}
+
+output "control_plane_instance_profile" {
+  description = "Instance profile of the control plane."
+  value       = aws_iam_instance_profile.control_plane.name
+}
+
+output "autoscaler_role_arn" {
+  description = "Role the autoscaler assumes (role_arn with credential_source = Ec2InstanceMetadata)."
+  value       = aws_iam_role.autoscaler.arn
+}
+
+output "image_builder_role_arn" {
+  description = "Role Packer builds assume."
+  value       = aws_iam_role.image_builder.arn
+}

@@ -1,0 +1,137 @@
+# One spec node group: a launch template (baked AMI, IMDSv2 only, encrypted root volume, user data that joins
+# the cluster with the group's labels and taints) and an Auto Scaling group over the private subnets, tagged for
+# autoscaler discovery and scale-from-zero. Terraform sets min/max; the autoscaler owns desired capacity.
+module "node_template" {
+  source   = "../node_template"
+  cluster  = var.cluster
+  asg_name = var.name
+  labels   = var.labels
+  taints   = var.taints
+  gpus     = var.gpus
+  priority = var.priority
+}
+
+locals {
+  image_id = var.ami_id != "" ? var.ami_id : "resolve:ssm:${var.ami_ssm_parameter}"
+  user_data = templatefile("${path.module}/templates/join.sh.tftpl", {
+    api_endpoint         = var.api_endpoint
+    join_region          = var.join_region
+    join_token_parameter = var.join_token_parameter
+    ca_hash_parameter    = var.ca_hash_parameter
+    node_labels          = module.node_template.kubelet_node_labels
+    taints               = module.node_template.kubelet_taints
+  })
+}
+
+resource "aws_launch_template" "this" {
+  name                   = var.name
+  description            = "Nodes of ${var.name}"
+  image_id               = local.image_id
+  instance_type          = var.instance_types[0]
+  vpc_security_group_ids = var.security_group_ids
+  user_data              = base64encode(local.user_data)
+  update_default_version = true
+  ebs_optimized          = true
+
+  iam_instance_profile {
+    name = var.instance_profile_name
+  }
+
+  metadata_options {
+    http_endpoint               = "enabled"
+    http_tokens                 = "required"
+    http_put_response_hop_limit = 1
+    instance_metadata_tags      = "disabled"
+  }
+
+  monitoring {
+    enabled = true
+  }
+
+  block_device_mappings {
+    device_name = "/dev/sda1"
+    ebs {
+      volume_size           = var.root_volume_gib
+      volume_type           = "gp3"
+      encrypted             = true
+      kms_key_id            = var.kms_key_arn
+      delete_on_termination = true
+    }
+  }
+
+  tag_specifications {
+    resource_type = "instance"
+    tags          = { Name = var.name, "research.cluster/node-group" = var.name }
+  }
+
+  tag_specifications {
+    resource_type = "volume"
+    tags          = { Name = var.name, "research.cluster/node-group" = var.name }
+  }
+}
+
+resource "aws_autoscaling_group" "this" {
+  name                      = var.name
+  min_size                  = var.min_size
+  max_size                  = var.max_size
+  desired_capacity          = var.min_size
+  vpc_zone_identifier       = var.subnet_ids
+  health_check_type         = "EC2"
+  health_check_grace_period = 300
+  capacity_rebalance        = var.spot
+  # AZRebalance would terminate running training jobs to even out zones; the autoscaler decides instead.
+  suspended_processes = ["AZRebalance"]
+
+  dynamic "launch_template" {
+    for_each = var.spot ? [] : [1]
+    content {
+      id      = aws_launch_template.this.id
+      version = aws_launch_template.this.latest_version
+    }
+  }
+
+  dynamic "mixed_instances_policy" {
+    for_each = var.spot ? [1] : []
+    content {
+      instances_distribution {
+        on_demand_base_capacity                  = 0
+        on_demand_percentage_above_base_capacity = 0
+        spot_allocation_strategy                 = "price-capacity-optimized"
+      }
+
+      launch_template {
+        launch_template_specification {
+          launch_template_id = aws_launch_template.this.id
+          version            = aws_launch_template.this.latest_version
+        }
+
+        dynamic "override" {
+          for_each = var.instance_types
+          content {
+            instance_type = override.value
+          }
+        }
+      }
+    }
+  }
+
+  tag {
+    key                 = "Name"
+    value               = var.name
+    propagate_at_launch = true
+  }
+
+  dynamic "tag" {
+    for_each = module.node_template.asg_tags
+    content {
+      key                 = tag.key
+      value               = tag.value
+      propagate_at_launch = false
+    }
+  }
+
+  lifecycle {
+    # The autoscaler owns desired capacity; Terraform must never fight it.
+    ignore_changes = [desired_capacity]
+  }
+}

@@ -1,0 +1,4 @@
+terraform {
+  # Provider-free on purpose: `terraform test` runs it offline.
+  required_version = ">= 1.7.0"
+}
