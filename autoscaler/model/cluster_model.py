@@ -1,0 +1,698 @@
+"""The cluster model: cloud groups and instances, Kubernetes nodes and pods, a scheduler, on one clock.
+
+Time is injected (``clock.py``); everything that happens later (boots, pod completions, launch retries,
+capacity events) sits in an event queue, and ``advance(to)`` runs it up to ``to``. The simulator jumps from
+``next_event_time()`` to the next; the emulator advances to the wall clock's ``now()`` from a ticker thread.
+
+Kubernetes objects are plain dicts in an :class:`~autoscaler.model.store.ObjectStore` (``kubectl get -o
+json`` shape); readers get the live objects and must not mutate them. The model is not thread-safe: the
+emulator holds ``model.lock`` around every call.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+
+from autoscaler.catalog import instance_types
+from autoscaler.interfaces import NODE_GROUP_LABEL
+from autoscaler.model import pods as P
+from autoscaler.model.clock import VirtualClock, WallClock, iso
+from autoscaler.model.cloud import CloudModel, Instance
+from autoscaler.model.disruption import budget_status, refusing_budget
+from autoscaler.model.event_queue import EventQueue
+from autoscaler.model.scheduler import Scheduler
+from autoscaler.model.store import Invalid, NotFound, ObjectStore
+
+KUBELET_VERSION = "v1.31.4"
+STATE_CONFIGMAP = ("kube-system", "research-autoscaler-state")
+
+
+@dataclass
+class PodRecord:
+    """One pod's history, kept after the pod object is garbage-collected (the simulator's wait times)."""
+
+    namespace: str
+    name: str
+    job: tuple
+    created: float
+    started: float | None = None
+    finished: float | None = None
+    outcome: str | None = None  # Succeeded, Killed, Evicted, Deleted
+    node: str | None = None
+
+
+@dataclass
+class ModelStats:
+    pods_submitted: int = 0
+    pods_bound: int = 0
+    pods_succeeded: int = 0
+    pods_killed: int = 0  # running pods whose node went away under them
+    pods_evicted: int = 0
+    evictions_refused: int = 0  # by a PodDisruptionBudget
+    pods_restarted: int = 0  # replacement pods created for killed or evicted Job pods
+    nodes_registered: int = 0
+    killed_jobs: set = field(default_factory=set)  # (job key, start time) of each killed job run
+
+    @property
+    def jobs_killed(self) -> int:
+        return len(self.killed_jobs)
+
+
+class ClusterModel:
+    def __init__(
+        self,
+        clock: VirtualClock | WallClock | None = None,
+        groups: list[dict] = (),
+        *,
+        boot_delays: dict[str, float] | None = None,
+        capacity: dict | None = None,
+        launch_retry_s: float = 120.0,
+        daemonsets: list[dict] = (),
+        restart_jobs: bool = True,
+        terminated_pod_ttl_s: float | None = 600.0,
+        event_ttl_s: float = 3600.0,
+        record_model_events: bool = False,
+        state_configmap: tuple[str, str] = STATE_CONFIGMAP,
+        seed: int = 0,
+    ) -> None:
+        self.clock = clock or VirtualClock()
+        self.lock = threading.RLock()
+        self.queue = EventQueue()
+        self.store = ObjectStore(self.clock.now)
+        self.stats = ModelStats()
+        self.records: dict[str, PodRecord] = {}
+        self.restart_jobs = restart_jobs
+        self.terminated_pod_ttl_s = terminated_pod_ttl_s
+        self.event_ttl_s = event_ttl_s
+        self.record_model_events = record_model_events
+        self.state_configmap = state_configmap
+        self.scheduler = Scheduler(self._bind, self._unschedulable)
+        self._running: dict[str, dict] = {}  # uid -> running pod with a completion event
+        self._node_instance: dict[str, Instance] = {}
+        self._terminated: deque[tuple[float, dict]] = deque()
+        self._events: deque[tuple[float, dict]] = deque()
+        self._restarts = 0
+        self.cloud = CloudModel(
+            self.clock.now,
+            self.queue,
+            on_running=lambda inst: None,
+            on_booted=self._register_node,
+            on_terminated=self._instance_gone,
+            has_pods=self._instance_has_pods,
+            settle=self._flush,
+            boot_delays=boot_delays,
+            capacity=capacity,
+            launch_retry_s=launch_retry_s,
+            seed=seed,
+        )
+        for ds in daemonsets:
+            self.store.create("daemonsets", copy.deepcopy(ds))
+        for g in groups:
+            self.cloud.add_group(g)
+        self._flush()
+
+    # --- time --------------------------------------------------------------------------------------------
+    def now(self) -> float:
+        return self.clock.now()
+
+    def next_event_time(self) -> float | None:
+        return self.queue.next_time()
+
+    def advance(self, to: float | None = None) -> None:
+        """Run every event due up to ``to`` (default: the clock's now), scheduling after each instant."""
+        to = self.clock.now() if to is None else float(to)
+        self._flush()  # what changed at the current instant is scheduled before time moves
+        while True:
+            due = self.queue.pop_due(to)
+            if not due:
+                break
+            t = due[0][0]
+            if t > self.clock.now():
+                self.clock.set(t)
+            for _, fn, args in due:
+                fn(*args)
+            self._flush()
+        if to > self.clock.now():
+            self.clock.set(to)
+        self._gc(self.clock.now())
+        self._flush()
+
+    def _flush(self) -> None:
+        while self.scheduler.dirty:
+            self.scheduler.run()
+
+    settle = _flush  # schedule what changed at this instant (reads and actions do it by themselves)
+
+    def _gc(self, now: float) -> None:
+        ttl = self.terminated_pod_ttl_s
+        while ttl is not None and self._terminated and self._terminated[0][0] <= now - ttl:
+            _, pod = self._terminated.popleft()
+            meta = pod["metadata"]
+            if self.store.find("pods", meta["namespace"], meta["name"]) is pod:
+                self.store.delete("pods", meta["namespace"], meta["name"])
+        while self._events and self._events[0][0] <= now - self.event_ttl_s:
+            _, ev = self._events.popleft()
+            meta = ev["metadata"]
+            if self.store.find("events", meta["namespace"], meta["name"]) is ev:
+                self.store.delete("events", meta["namespace"], meta["name"])
+
+    def subscribe(self, listener) -> None:
+        """``listener(kind, event_type, obj)`` on every change of a Kubernetes object."""
+        self.store.listeners.append(listener)
+
+    # --- reads -------------------------------------------------------------------------------------------
+    def pods(self) -> list[dict]:
+        self._flush()
+        return self.store.list("pods")
+
+    def nodes(self) -> list[dict]:
+        self._flush()
+        return self.store.list("nodes")
+
+    def pdbs(self) -> list[dict]:
+        """PodDisruptionBudgets with a current ``status``."""
+        out = []
+        for pdb in self.store.list("poddisruptionbudgets"):
+            ns = pdb["metadata"]["namespace"]
+            pdb["status"] = budget_status(pdb, self.store.list("pods", ns))
+            out.append(pdb)
+        return out
+
+    def pod(self, namespace: str, name: str) -> dict:
+        self._flush()
+        return self.store.get("pods", namespace, name)
+
+    def node(self, name: str) -> dict:
+        return self.store.get("nodes", None, name)
+
+    # --- nodes -------------------------------------------------------------------------------------------
+    def _register_node(self, inst: Instance) -> None:
+        group = self.cloud.groups[inst.group]
+        spec = group.spec
+        name = f"ip-{inst.private_ip.replace('.', '-')}.{inst.region}.compute.internal"
+        itype = instance_types().get(inst.instance_type)
+        capacity = dict(spec["allocatable"])
+        if itype is not None:
+            capacity.update(cpu=str(itype.vcpu), memory=f"{int(itype.memory_gib * 1024 * 1024)}Ki")
+        labels = {
+            **spec.get("labels", {}),
+            NODE_GROUP_LABEL: group.name,
+            "kubernetes.io/hostname": name,
+            "kubernetes.io/os": "linux",
+            "kubernetes.io/arch": "amd64",
+            "topology.kubernetes.io/region": inst.region,
+            "topology.kubernetes.io/zone": inst.zone,
+            "node.kubernetes.io/instance-type": inst.instance_type,
+        }
+        now = iso(self.clock.now())
+        node = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": labels, "annotations": {}},
+            "spec": {
+                "providerID": f"aws:///{inst.zone}/{inst.id}",
+                "taints": copy.deepcopy(spec.get("taints", [])),
+            },
+            "status": {
+                "capacity": capacity,
+                "allocatable": dict(spec["allocatable"]),
+                "conditions": [
+                    {
+                        "type": "Ready",
+                        "status": "True",
+                        "reason": "KubeletReady",
+                        "message": "kubelet is posting ready status",
+                        "lastHeartbeatTime": now,
+                        "lastTransitionTime": now,
+                    }
+                ],
+                "addresses": [
+                    {"type": "InternalIP", "address": inst.private_ip},
+                    {"type": "Hostname", "address": name},
+                    {"type": "InternalDNS", "address": name},
+                ],
+                "nodeInfo": {
+                    "kubeletVersion": KUBELET_VERSION,
+                    "kubeProxyVersion": KUBELET_VERSION,
+                    "containerRuntimeVersion": "containerd://1.7.24",
+                    "operatingSystem": "linux",
+                    "architecture": "amd64",
+                    "osImage": "Ubuntu 22.04.5 LTS",
+                    "kernelVersion": "6.8.0-1019-aws",
+                    "machineID": inst.id,
+                    "systemUUID": inst.id,
+                    "bootID": inst.id,
+                },
+            },
+        }
+        if not node["spec"]["taints"]:
+            del node["spec"]["taints"]
+        self.store.create("nodes", node)
+        inst.node_name = name
+        self._node_instance[name] = inst
+        self.scheduler.add_node(node)
+        self.stats.nodes_registered += 1
+        self._model_event(node, "RegisteredNode", f"Node {name} event: Registered Node {name} in Controller")
+        for ds in self.store.list("daemonsets"):
+            self._start_daemon_pod(ds, node)
+
+    def _start_daemon_pod(self, ds: dict, node: dict) -> None:
+        template = copy.deepcopy((ds.get("spec") or {}).get("template") or {})
+        spec = template.get("spec") or {}
+        labels = node["metadata"]["labels"]
+        if any(labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
+            return
+        meta = template.get("metadata") or {}
+        ds_meta = ds["metadata"]
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"{ds_meta['name']}-{node['metadata']['name'].split('.')[0]}",
+                "namespace": ds_meta.get("namespace", "default"),
+                "labels": dict(meta.get("labels") or {}),
+                "annotations": dict(meta.get("annotations") or {}),
+                "ownerReferences": [
+                    {
+                        "apiVersion": "apps/v1",
+                        "kind": "DaemonSet",
+                        "name": ds_meta["name"],
+                        "uid": ds_meta.get("uid", ""),
+                        "controller": True,
+                        "blockOwnerDeletion": True,
+                    }
+                ],
+            },
+            "spec": {**spec, "nodeName": node["metadata"]["name"]},
+        }
+        self.submit_pod(pod)
+
+    def _instance_has_pods(self, inst: Instance) -> bool:
+        return any(not P.is_daemonset(p) for p in self.scheduler.pods_on(inst.node_name or ""))
+
+    def _instance_gone(self, inst: Instance, why: str) -> None:
+        if inst.node_name:
+            self._remove_node(inst.node_name, "InstanceTerminated", f"instance {inst.id} was {why}")
+
+    def _remove_node(self, name: str, reason: str, message: str) -> None:
+        inst = self._node_instance.pop(name, None)
+        if inst is not None:
+            inst.node_name = None
+        for pod in self.scheduler.remove_node(name):
+            self._kill(pod, reason, message)
+        if self.store.find("nodes", None, name) is not None:
+            self.store.delete("nodes", None, name)
+
+    def replace_node(self, node: dict, check_version: bool = True) -> dict:
+        """Store a changed Node (a patch or an update through the API); the scheduler sees the change."""
+        self._flush()
+        node = self.store.replace("nodes", node, check_version)
+        self.scheduler.node_changed(node)
+        return node
+
+    def _edit_node(self, name: str, fn) -> None:
+        self._flush()
+        node = self.store.get("nodes", None, name)
+        if fn(node) is not False:
+            self.store.modified("nodes", node)
+            self.scheduler.node_changed(node)
+
+    def taint_node(self, name: str, taint: dict) -> None:
+        def edit(node):
+            taints = node["spec"].setdefault("taints", [])
+            if any(t["key"] == taint["key"] and t.get("effect") == taint.get("effect") for t in taints):
+                return False
+            entry = {k: taint[k] for k in ("key", "value", "effect") if taint.get(k) is not None}
+            entry.setdefault("timeAdded", iso(self.clock.now()))
+            taints.append(entry)
+
+        self._edit_node(name, edit)
+
+    def untaint_node(self, name: str, key: str) -> None:
+        def edit(node):
+            taints = node["spec"].get("taints") or []
+            kept = [t for t in taints if t["key"] != key]
+            if len(kept) == len(taints):
+                return False
+            if kept:
+                node["spec"]["taints"] = kept
+            else:
+                node["spec"].pop("taints", None)
+
+        self._edit_node(name, edit)
+
+    def annotate_node(self, name: str, annotations: dict[str, str | None]) -> None:
+        def edit(node):
+            current = node["metadata"].setdefault("annotations", {})
+            for k, v in annotations.items():
+                if v is None:
+                    current.pop(k, None)
+                else:
+                    current[k] = str(v)
+
+        self._edit_node(name, edit)
+
+    def delete_node(self, name: str) -> None:
+        """Delete the Node object; its pods die with it (the instance is left to the cloud)."""
+        self._flush()
+        self.store.get("nodes", None, name)
+        self._remove_node(name, "NodeDeleted", f"node {name} was deleted")
+
+    # --- pods --------------------------------------------------------------------------------------------
+    def submit_pod(self, pod: dict) -> dict:
+        """Create a pod (Pending, or bound at once when spec.nodeName names a node)."""
+        pod.setdefault("apiVersion", "v1")
+        pod.setdefault("kind", "Pod")
+        spec = pod.setdefault("spec", {})
+        if not spec.get("containers"):
+            raise Invalid("spec.containers: Required value")
+        pod["status"] = {"phase": "Pending", "qosClass": "Burstable"}
+        self.store.create("pods", pod)
+        meta = pod["metadata"]
+        now = self.clock.now()
+        self.records[meta["uid"]] = PodRecord(meta["namespace"], meta["name"], P.job_key(pod), now)
+        self.stats.pods_submitted += 1
+        node_name = spec.get("nodeName")
+        if node_name:
+            if self.scheduler.add_bound(pod, node_name):
+                self._bind(pod, node_name)
+            else:
+                self._finish(pod, "Failed", "NodeNotFound", f"node {node_name} does not exist")
+        else:
+            self.scheduler.add_pending(pod)
+        return pod
+
+    def bind_pod(self, namespace: str, name: str, node_name: str) -> None:
+        """The binding subresource: bind a pending pod to a node without the scheduler's checks."""
+        pod = self.store.get("pods", namespace, name)
+        if pod["spec"].get("nodeName"):
+            raise Invalid(f"pod {name} is already assigned to node {pod['spec']['nodeName']}")
+        self.store.get("nodes", None, node_name)
+        self.scheduler.add_bound(pod, node_name)
+        self._bind(pod, node_name)
+
+    def _bind(self, pod: dict, node_name: str) -> None:
+        now = self.clock.now()
+        t = iso(now)
+        pod["spec"]["nodeName"] = node_name
+        node = self.store.find("nodes", None, node_name)
+        host_ip = next(
+            (
+                a["address"]
+                for a in (node or {}).get("status", {}).get("addresses", [])
+                if a["type"] == "InternalIP"
+            ),
+            "",
+        )
+        ready = {"status": "True", "lastProbeTime": None, "lastTransitionTime": t}
+        pod["status"] = {
+            "phase": "Running",
+            "hostIP": host_ip,
+            "podIP": host_ip,
+            "startTime": t,
+            "qosClass": pod["status"].get("qosClass", "Burstable"),
+            "conditions": [
+                {"type": "PodScheduled", **ready},
+                {"type": "Initialized", **ready},
+                {"type": "ContainersReady", **ready},
+                {"type": "Ready", **ready},
+            ],
+            "containerStatuses": [
+                {
+                    "name": c.get("name", "main"),
+                    "image": c.get("image", ""),
+                    "imageID": "",
+                    "ready": True,
+                    "started": True,
+                    "restartCount": 0,
+                    "state": {"running": {"startedAt": t}},
+                }
+                for c in pod["spec"].get("containers") or ()
+            ],
+        }
+        self.store.modified("pods", pod)
+        self.stats.pods_bound += 1
+        rec = self.records.get(pod["metadata"]["uid"])
+        if rec is not None:
+            rec.started, rec.node = now, node_name
+        self._model_event(pod, "Scheduled", f"Successfully assigned {pod['metadata']['name']} to {node_name}")
+        seconds = P.duration(pod)
+        if seconds is not None:
+            self._running[pod["metadata"]["uid"]] = pod
+            self.queue.push(now + seconds, self._complete, pod)
+
+    def _complete(self, pod: dict) -> None:
+        if self._running.get(pod["metadata"]["uid"]) is pod:
+            self._finish(pod, "Succeeded", "Completed", "")
+
+    def _unschedulable(self, pod: dict, why: str) -> None:
+        status = pod["status"]
+        if status.get("conditions"):
+            return  # reported once; later passes do not churn resourceVersions
+        status["conditions"] = [
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": "Unschedulable",
+                "message": f"0/{len(self.scheduler.nodes)} nodes are available: {why}.",
+                "lastProbeTime": None,
+                "lastTransitionTime": iso(self.clock.now()),
+            }
+        ]
+        self.store.modified("pods", pod)
+        self._model_event(pod, "FailedScheduling", status["conditions"][0]["message"], "Warning")
+
+    def _finish(self, pod: dict, phase: str, reason: str, message: str) -> None:
+        """Move a pod to Succeeded or Failed and free its room."""
+        now = self.clock.now()
+        t = iso(now)
+        uid = pod["metadata"]["uid"]
+        self._running.pop(uid, None)
+        self.scheduler.forget(pod)
+        status = pod["status"]
+        started = status.get("startTime") or t
+        status["phase"] = phase
+        if phase == "Failed":
+            status["reason"], status["message"] = reason, message
+            status.setdefault("conditions", []).append(
+                {
+                    "type": "DisruptionTarget",
+                    "status": "True",
+                    "reason": reason,
+                    "message": message,
+                    "lastTransitionTime": t,
+                }
+            )
+        for cond in status.get("conditions") or ():
+            if cond["type"] in ("Ready", "ContainersReady"):
+                cond.update(status="False", reason="PodCompleted", lastTransitionTime=t)
+        exit_code = 0 if phase == "Succeeded" else 137
+        for cs in status.get("containerStatuses") or ():
+            cs.update(ready=False, started=False)
+            cs["state"] = {
+                "terminated": {"exitCode": exit_code, "reason": reason, "startedAt": started, "finishedAt": t}
+            }
+        self.store.modified("pods", pod)
+        rec = self.records.get(uid)
+        if rec is not None:
+            rec.finished, rec.outcome = now, ("Succeeded" if phase == "Succeeded" else "Killed")
+        if phase == "Succeeded":
+            self.stats.pods_succeeded += 1
+        self._terminated.append((now, pod))
+
+    def _kill(self, pod: dict, reason: str, message: str) -> None:
+        if P.is_daemonset(pod):
+            self.scheduler.forget(pod)
+            self._running.pop(pod["metadata"]["uid"], None)
+            meta = pod["metadata"]
+            if self.store.find("pods", meta["namespace"], meta["name"]) is pod:
+                self.store.delete("pods", meta["namespace"], meta["name"])
+            return
+        if P.is_terminal(pod):
+            return
+        running = pod["status"].get("phase") == "Running"
+        start = pod["status"].get("startTime")
+        self._finish(pod, "Failed", reason, message)
+        if not running:
+            return
+        self.stats.pods_killed += 1
+        self.stats.killed_jobs.add((P.job_key(pod), start))
+        self._model_event(pod, "Killing", f"Stopping container: {message}", "Warning")
+        self._restart(pod)
+        gang = P.gang_key(pod)
+        if gang is not None:  # a distributed job dies with any of its workers
+            for other in self.store.list("pods", pod["metadata"]["namespace"]):
+                if other["status"].get("phase") == "Running" and P.gang_key(other) == gang:
+                    self._kill(
+                        other, "GangMemberLost", f"pod {pod['metadata']['name']} of the gang was killed"
+                    )
+
+    def _restart(self, pod: dict) -> None:
+        """As a Job controller does: a replacement for a Job pod that was killed or evicted."""
+        if not (self.restart_jobs and P.is_job_pod(pod)):
+            return
+        self._restarts += 1
+        old = pod["metadata"]
+        base = re.sub(r"-r\d+$", "", old["name"])
+        meta = {
+            "name": f"{base}-r{self._restarts}",
+            "namespace": old["namespace"],
+            "labels": dict(old.get("labels") or {}),
+            "annotations": dict(old.get("annotations") or {}),
+        }
+        if old.get("ownerReferences"):
+            meta["ownerReferences"] = copy.deepcopy(old["ownerReferences"])
+        spec = copy.deepcopy(pod["spec"])
+        spec.pop("nodeName", None)
+        self.stats.pods_restarted += 1
+        self.submit_pod({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec})
+
+    def delete_pod(self, namespace: str, name: str) -> dict:
+        self._flush()
+        pod = self.store.get("pods", namespace, name)
+        uid = pod["metadata"]["uid"]
+        self._running.pop(uid, None)
+        self.scheduler.forget(pod)
+        rec = self.records.get(uid)
+        if rec is not None and rec.outcome is None:
+            rec.finished, rec.outcome = self.clock.now(), "Deleted"
+        return self.store.delete("pods", namespace, name)
+
+    def evict_pod(self, namespace: str, name: str) -> bool:
+        """The Eviction API: False when a PodDisruptionBudget allows no disruption now (HTTP 429)."""
+        self._flush()
+        pod = self.store.get("pods", namespace, name)
+        pdbs = self.store.list("poddisruptionbudgets", namespace)
+        if pdbs and refusing_budget(pod, pdbs, self.store.list("pods", namespace)) is not None:
+            self.stats.evictions_refused += 1
+            return False
+        running = pod["status"].get("phase") == "Running"
+        self._model_event(pod, "Evicted", "Evicted by the Eviction API", "Normal")
+        self.delete_pod(namespace, name)
+        rec = self.records.get(pod["metadata"]["uid"])
+        if rec is not None:
+            rec.outcome = "Evicted"
+        self.stats.pods_evicted += 1
+        if running and not P.is_daemonset(pod):
+            self._restart(pod)
+        return True
+
+    # --- events, state, leases and other plain objects ---------------------------------------------------
+    def record_event(self, obj: dict, reason: str, message: str, type: str = "Normal") -> dict:
+        """A core/v1 Event about ``obj`` (a pod or node)."""
+        meta = obj["metadata"]
+        ns = meta.get("namespace") or "default"
+        t = iso(self.clock.now())
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {
+                "name": f"{meta['name']}.{len(self._events) + self.store.resource_version:x}",
+                "namespace": ns,
+            },
+            "involvedObject": {
+                "apiVersion": obj.get("apiVersion", "v1"),
+                "kind": obj.get("kind", "Pod"),
+                "name": meta["name"],
+                "namespace": meta.get("namespace", ""),
+                "uid": meta.get("uid", ""),
+            },
+            "reason": reason,
+            "message": message,
+            "type": type,
+            "count": 1,
+            "firstTimestamp": t,
+            "lastTimestamp": t,
+            "source": {"component": "research-autoscaler"},
+            "reportingComponent": "research-autoscaler",
+        }
+        return self.add_event(event)
+
+    def add_event(self, event: dict) -> dict:
+        self.store.create("events", event)
+        self._events.append((self.clock.now(), event))
+        return event
+
+    def events_for(self, namespace: str, name: str) -> list[dict]:
+        return [
+            e
+            for e in self.store.list("events", namespace)
+            if (e.get("involvedObject") or {}).get("name") == name
+        ]
+
+    def _model_event(self, obj: dict, reason: str, message: str, type: str = "Normal") -> None:
+        if self.record_model_events:
+            event = self.record_event(obj, reason, message, type)
+            event["source"] = {"component": "cluster-model"}
+            event["reportingComponent"] = "cluster-model"
+
+    def read_state(self) -> dict[str, str]:
+        ns, name = self.state_configmap
+        cm = self.store.find("configmaps", ns, name)
+        return dict((cm or {}).get("data") or {})
+
+    def write_state(self, data: dict[str, str]) -> None:
+        ns, name = self.state_configmap
+        cm = self.store.find("configmaps", ns, name)
+        if cm is None:
+            self.store.create(
+                "configmaps",
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": name, "namespace": ns},
+                    "data": dict(data),
+                },
+            )
+        else:
+            cm["data"] = dict(data)
+            self.store.modified("configmaps", cm)
+
+    def create(self, kind: str, obj: dict) -> dict:
+        """Create a plain object (configmaps, leases, poddisruptionbudgets, events, daemonsets)."""
+        if kind == "pods":
+            return self.submit_pod(obj)
+        if kind == "events":
+            return self.add_event(obj)
+        obj = self.store.create(kind, obj)
+        if kind == "daemonsets":
+            for node in self.store.list("nodes"):
+                self._start_daemon_pod(obj, node)
+        return obj
+
+    def replace(self, kind: str, obj: dict, check_version: bool = True) -> dict:
+        if kind == "nodes":
+            return self.replace_node(obj, check_version)
+        if kind == "pods":
+            raise Invalid("pods: only metadata may change (use patch on metadata)")
+        return self.store.replace(kind, obj, check_version)
+
+    def delete(self, kind: str, namespace: str | None, name: str) -> dict:
+        if kind == "pods":
+            return self.delete_pod(namespace or "default", name)
+        if kind == "nodes":
+            node = self.store.get("nodes", None, name)
+            self.delete_node(name)
+            return node
+        return self.store.delete(kind, namespace, name)
+
+    # --- the cloud, for the demo's moto follower ---------------------------------------------------------
+    def attach_instance(
+        self, group: str, instance_id: str, zone: str, launched_at: float | None = None, booted: bool = False
+    ) -> Instance:
+        """An instance that exists outside the model (a moto server's); its node registers after booting."""
+        if instance_id in self.cloud.instances:
+            return self.cloud.instances[instance_id]
+        return self.cloud.attach(
+            group, instance_id, zone, self.clock.now() if launched_at is None else launched_at, booted
+        )
+
+    def detach_instance(self, instance_id: str, why: str = "terminated") -> None:
+        inst = self.cloud.instances.get(instance_id)
+        if inst is None:
+            raise NotFound(f"instance {instance_id} not found")
+        self.cloud.terminate(inst, why)
