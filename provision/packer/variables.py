@@ -14,15 +14,15 @@ from provision.spec import Cluster
 BUILDER_INSTANCE_TYPE = "g4dn.xlarge"  # a GPU, so check.sh sees the driver module next to a real device
 
 
-def image_driver(cluster: Cluster) -> drivers.Driver:
-    """The driver for every GPU model of the cloud node groups (the image serves them all)."""
+def image_driver(cluster: Cluster, site: str | None = None) -> drivers.Driver:
+    """The driver for the cloud node groups' GPU models (the image serves them all), or a site's servers'."""
     sw = cluster.software
+    models = cluster.site_gpu_models(site) if site else cluster.cloud_gpu_models()
+    what = f"servers of site {site}" if site else "cloud node groups"
     try:
-        return drivers.select_driver(
-            sw.nvidia_driver.branch, sw.nvidia_driver.flavour, cluster.cloud_gpu_models()
-        )
+        return drivers.select_driver(sw.nvidia_driver.branch, sw.nvidia_driver.flavour, models)
     except ValueError as e:
-        raise UserError(f"software.nvidia_driver: {e} (GPUs of the cloud node groups)") from None
+        raise UserError(f"software.nvidia_driver: {e} (GPUs of the {what})") from None
 
 
 def ami_name(cluster: Cluster, now: datetime | None = None) -> str:

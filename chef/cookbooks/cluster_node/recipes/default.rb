@@ -1,0 +1,13 @@
+# frozen_string_literal: true
+
+# Converges one physical server of a site from build/chef/<site>.json.
+unless node['cluster_node']['site']
+  raise 'cluster_node: no attributes; converge with `chef-client -j build/chef/<site>.json` (invoke chef-attributes)'
+end
+
+include_recipe 'cluster_node::image_scripts'
+include_recipe 'cluster_node::users'
+include_recipe 'cluster_node::nfs_server' if nfs_server?
+include_recipe 'cluster_node::nfs_client' if node['cluster_node']['nfs']
+include_recipe 'cluster_node::vpn_gateway' if cluster_role?('gateway')
+include_recipe 'cluster_node::kubernetes_join' if cluster_role?('worker')

@@ -1,0 +1,43 @@
+# frozen_string_literal: true
+
+# The site's NFS server: exports home directories, datasets and results to exactly the cluster's networks,
+# and bind-mounts them where every other server NFS-mounts them.
+nfs = node['cluster_node']['nfs']
+
+package 'nfs-kernel-server'
+
+nfs['exports'].each do |e|
+  directory e['path'] do
+    owner 'root'
+    group 'root'
+    mode '0755'
+    recursive true
+  end
+
+  directory e['mount'] do
+    recursive true
+  end
+
+  mount e['mount'] do
+    device e['path']
+    fstype 'none'
+    options %w(bind)
+    action %i(mount enable)
+  end
+end
+
+execute 'exportfs -ra' do
+  action :nothing
+end
+
+template '/etc/exports' do
+  source 'exports.erb'
+  owner 'root'
+  group 'root'
+  mode '0644'
+  notifies :run, 'execute[exportfs -ra]', :immediately
+end
+
+service 'nfs-server' do
+  action %i(enable start)
+end

@@ -1,0 +1,165 @@
+"""Node attributes for a site's servers (``build/chef/<site>.json``), from the spec and the Terraform outputs.
+
+No secret is ever written here: the VPN pre-shared keys and the kubeadm join token are named by their SSM
+parameters and read by the cookbook at converge time.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from autoscaler import catalog
+from provision.chef import image_scripts, outputs, strongswan
+from provision.errors import UserError
+from provision.spec import Cluster
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT_DIR = ROOT / "build" / "chef"
+SITE_LABEL = "research.cluster/site"
+GPU_MODEL_LABEL = "research.cluster/gpu-model"
+# maxwell, pascal, ...: what decides the driver flavour
+GPU_ARCHITECTURE_LABEL = "research.cluster/gpu-architecture"
+NFS_OPTIONS = "rw,sync,no_subtree_check,root_squash"
+NFS_MOUNT_OPTIONS = "nfsvers=4.2,hard,noatime,_netdev"
+API_PORT = 6443
+
+
+def _server(cluster: Cluster, site_name: str, s) -> dict:
+    labels = {SITE_LABEL: site_name}
+    if s.gpu_model:
+        labels[GPU_MODEL_LABEL] = s.gpu_model
+        labels[GPU_ARCHITECTURE_LABEL] = catalog.gpu_models()[s.gpu_model].architecture
+    labels |= s.labels  # the spec's own labels win (e.g. a shorter gpu-model name shared with the cloud)
+    return {
+        "ip": s.ip,
+        "roles": list(s.roles),
+        "gpus": s.gpus,
+        "gpu_model": s.gpu_model,
+        "labels": dict(sorted(labels.items())),
+        "taints": [t.model_dump() for t in s.taints],
+    }
+
+
+def _nfs(cluster: Cluster) -> dict | None:
+    nfs = cluster.storage.nfs
+    if nfs is None:
+        return None
+    server = next(s for s in cluster.site(nfs.site).servers if s.name == nfs.server)
+    # Exactly the networks NFS clients come from: the sites' servers and the cloud nodes in every VPC
+    # (pods reach it through their node's address: flannel masquerades traffic leaving the pod network).
+    clients = [s.cidr for s in cluster.sites] + [r.cidr for r in cluster.regions]
+    return {
+        "site": nfs.site,
+        "server": nfs.server,
+        "server_ip": server.ip,
+        "exports": [e.model_dump() for e in nfs.exports],
+        "clients": clients,
+        "export_options": NFS_OPTIONS,
+        "mount_options": NFS_MOUNT_OPTIONS,
+    }
+
+
+def _vpn(cluster: Cluster, site, outputs_dir: Path, placeholders: bool) -> dict | None:
+    gateway = next((s for s in site.servers if "gateway" in s.roles), None)
+    if gateway is None:
+        return None
+    t = cluster.vpn.tunnel
+    tunnels = []
+    for i, region in enumerate(cluster.regions):
+        found = (
+            outputs.placeholder_tunnels(cluster, i, region.name, site.name)
+            if placeholders
+            else outputs.site_tunnels(outputs_dir, region.name, site.name)
+        )
+        for n, tunnel in enumerate(found, start=1):
+            tunnels.append(
+                {
+                    "name": f"{region.name}-tunnel{n}",
+                    "region": region.name,
+                    **tunnel,
+                    "remote_ts": [region.cidr, cluster.kubernetes.pod_cidr],
+                }
+            )
+    return {
+        "gateway": gateway.name,
+        "public_ip": site.gateway.public_ip,
+        "private_ip": site.gateway.private_ip,
+        "local_ts": [site.cidr],
+        "ike_version": t.ike_version,
+        "ike_proposals": strongswan.ike_proposal(t),
+        "esp_proposals": strongswan.esp_proposal(t),
+        "ike_lifetime_s": t.ike_lifetime_s,
+        "esp_lifetime_s": t.esp_lifetime_s,
+        "dpd_timeout_s": t.dpd_timeout_s,
+        "tunnels": tunnels,
+    }
+
+
+def _kubernetes(cluster: Cluster, outputs_dir: Path, placeholders: bool) -> dict:
+    primary = cluster.primary_region
+    endpoint = None if placeholders else outputs.api_endpoint(outputs_dir, primary)
+    return {
+        "version": cluster.kubernetes.version,
+        "minor": cluster.kubernetes.minor,
+        "kubeadm_api_version": "v1beta4" if int(cluster.kubernetes.minor.split(".")[1]) >= 31 else "v1beta3",
+        "api_endpoint": endpoint or f"api.{cluster.domain}:{API_PORT}",
+        "parameter_region": primary,
+        "join_token_parameter": f"/{cluster.name}/kubeadm/join-token",
+        "ca_cert_hash_parameter": f"/{cluster.name}/kubeadm/ca-cert-hash",
+    }
+
+
+def node_attributes(
+    cluster: Cluster, site_name: str, outputs_dir: Path = outputs.OUTPUTS_DIR, *, placeholders: bool = False
+) -> dict:
+    """The JSON a site's servers converge with (``chef-client -j``): run list plus ``cluster_node`` attributes."""
+    try:
+        site = cluster.site(site_name)
+    except KeyError as e:
+        raise UserError(f"--site: {e.args[0]}") from None
+    scripts = image_scripts.script_attributes(cluster, site_name)
+    env = scripts["environment"]
+    attrs = {
+        "cluster": cluster.name,
+        "domain": cluster.domain,
+        "site": site.name,
+        "site_cidr": site.cidr,
+        "placeholders": placeholders,
+        "software": {
+            "ubuntu": env["UBUNTU_VERSION"],
+            "nvidia_driver": {
+                "branch": int(env["NVIDIA_DRIVER_BRANCH"]),
+                "flavour": env["NVIDIA_DRIVER_FLAVOUR"],
+                "package": env["NVIDIA_DRIVER_PACKAGE"],
+            },
+            "cuda": env["CUDA_VERSION"],
+            "containerd": env["CONTAINERD_VERSION"],
+            "nvidia_container_toolkit": env["NVIDIA_CONTAINER_TOOLKIT_VERSION"],
+        },
+        "image_scripts": scripts,
+        "servers": {s.name: _server(cluster, site.name, s) for s in site.servers},
+        "users": [u.model_dump() for u in cluster.users],
+        "nfs": _nfs(cluster),
+        "vpn": _vpn(cluster, site, outputs_dir, placeholders),
+        "kubernetes": _kubernetes(cluster, outputs_dir, placeholders),
+    }
+    return {"run_list": ["recipe[cluster_node]"], "cluster_node": attrs}
+
+
+def write_node_attributes(
+    cluster: Cluster,
+    site_name: str,
+    outputs_dir: Path = outputs.OUTPUTS_DIR,
+    out_dir: Path = OUT_DIR,
+    *,
+    placeholders: bool = False,
+    cookbook_files: Path = image_scripts.FILES_DIR,
+) -> Path:
+    """Write ``<out_dir>/<site>.json`` and refresh the cookbook's copy of the image scripts."""
+    data = node_attributes(cluster, site_name, outputs_dir, placeholders=placeholders)
+    image_scripts.copy_scripts(cookbook_files)
+    out = out_dir / f"{site_name}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(data, indent=2) + "\n")
+    return out

@@ -1,0 +1,17 @@
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from provision.chef.strongswan import esp_proposal, ike_proposal
+from provision.spec import TunnelCrypto
+from tests.provision.chef.support import HERE
+
+CASES = yaml.safe_load((HERE / "proposals.yaml").read_text())
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["ike"] for c in CASES])
+def test_aws_algorithms_become_strongswan_proposals(case):
+    tunnel = TunnelCrypto.model_validate(case["tunnel"])
+    assert ike_proposal(tunnel) == case["ike"]
+    assert esp_proposal(tunnel) == case["esp"]

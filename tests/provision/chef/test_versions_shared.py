@@ -1,0 +1,52 @@
+"""The image (Packer variables -> script environment) and the cookbook (attributes) get versions from the spec."""
+
+from __future__ import annotations
+
+from provision.packer import template
+from provision.packer.variables import packer_variables
+from tests.provision.chef.support import generate
+from tests.provision.chef.test_attributes import _cluster
+
+CHANGED = {
+    "software.ubuntu": "24.04",
+    "software.nvidia_driver.branch": 575,
+    "software.cuda": "12.9",
+    "software.containerd": "1.7.27",
+    "software.nvidia_container_toolkit": "1.17.8",
+    "kubernetes.version": "1.32.3",
+}
+EXPECTED = {
+    "UBUNTU_VERSION": "24.04",
+    "NVIDIA_DRIVER_BRANCH": "575",
+    "CUDA_VERSION": "12.9",
+    "CONTAINERD_VERSION": "1.7.27",
+    "NVIDIA_CONTAINER_TOOLKIT_VERSION": "1.17.8",
+    "KUBERNETES_VERSION": "1.32.3",
+    "KUBERNETES_MINOR": "1.32",
+}
+
+
+def _both(cluster, tmp_path) -> tuple[dict, dict]:
+    image = template.script_environment(packer_variables(cluster, "us-west-2"))
+    chef = generate(cluster, tmp_path)[0]["cluster_node"]["image_scripts"]["environment"]
+    return image, chef
+
+
+def test_changing_the_spec_changes_image_and_cookbook_alike(tmp_path):
+    before_image, before_chef = _both(_cluster({}), tmp_path / "before")
+    after_image, after_chef = _both(_cluster(CHANGED), tmp_path / "after")
+    for name, value in EXPECTED.items():
+        assert before_image[name] != value and before_chef[name] != value
+        assert after_image[name] == value, name
+        assert after_chef[name] == value, name
+    assert (
+        after_image["NVIDIA_DRIVER_PACKAGE"]
+        == after_chef["NVIDIA_DRIVER_PACKAGE"]
+        == "nvidia-driver-575-server"
+    )
+
+
+def test_the_image_scripts_read_every_version_from_the_environment():
+    scripts = "".join(p.read_text() for p in (template.TEMPLATE_DIR / "scripts").glob("*.sh"))
+    for value in ("22.04", "570", "12.8", "1.7.24", "1.17.4", "1.31.4", "1.31"):
+        assert value not in scripts, f"a version ({value}) is written into packer/scripts instead of read"
