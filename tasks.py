@@ -63,3 +63,27 @@ def bake_ami(c, region=None, local=False, spec=None):
     with packer_progress(f"bake-ami {region}{' (local)' if local else ''}") as on_event:
         done = bake(cluster, region, local=local, on_event=on_event)
     print(f"baked {done['ami_id']} ({done['name']}): {done['file']}, SSM {done['ssm_parameter']}")
+
+
+@task(
+    name="chef-attributes",
+    help={
+        "site": "the physical site (cluster.yaml: sites[].name)",
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+        "outputs": "directory of Terraform outputs (default: build/terraform; <region>/outputs.json)",
+        "placeholders": "use documentation addresses when Terraform has not run (a dry run, never a real VPN)",
+    },
+)
+@user_errors
+def chef_attributes(c, site, spec=None, outputs=None, placeholders=False):
+    """Write build/chef/<site>.json (node attributes) and copy the image scripts into the cookbook."""
+    from pathlib import Path
+
+    from provision.chef.attributes import write_node_attributes
+    from provision.chef.outputs import OUTPUTS_DIR
+    from provision.loader import load_spec
+
+    out = write_node_attributes(
+        load_spec(spec), site, Path(outputs) if outputs else OUTPUTS_DIR, placeholders=placeholders
+    )
+    print(f"wrote {out}" + (" (placeholder VPN endpoints: not for a real converge)" if placeholders else ""))
