@@ -26,14 +26,6 @@ log = logging.getLogger("autoscaler.aws")
 
 AWS_ERRORS = (BotoCoreError, ClientError)
 _TEMPLATE_TTL_S = 300.0  # launch template versions ($Latest/$Default) are re-read this often
-_INSTANCE_STATES = {  # Auto Scaling lifecycle state -> the snapshot's instance state
-    "Pending": "pending",
-    "Pending:Wait": "pending",
-    "Pending:Proceed": "pending",
-    "InService": "running",
-    "Warmed:Pending": "pending",
-    "Warmed:Running": "running",
-}
 
 
 class CloudError(Exception):
@@ -167,7 +159,7 @@ class AwsCloud:
             "instances": [
                 {
                     "id": i["InstanceId"],
-                    "state": _INSTANCE_STATES.get(i.get("LifecycleState", ""), "terminating"),
+                    "state": i.get("LifecycleState", "InService"),  # as Auto Scaling reports it
                     "zone": i.get("AvailabilityZone"),
                     "launched_at": _iso(launched.get(i["InstanceId"])),
                 }

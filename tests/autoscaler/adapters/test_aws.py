@@ -66,7 +66,7 @@ def test_discovers_every_group_in_every_region(cloud, spec):
     assert {t["key"] for t in spot["taints"]} == {"nvidia.com/gpu", "research.cluster/spot"}
     cpu = groups["dlr-us-west-2-cpu"]
     assert cpu["desired"] == 1 and len(cpu["instances"]) == 1
-    assert cpu["instances"][0]["state"] == "running" and cpu["instances"][0]["launched_at"].endswith("Z")
+    assert cpu["instances"][0]["state"] == "InService" and cpu["instances"][0]["launched_at"].endswith("Z")
 
 
 def test_ignores_groups_of_other_clusters_and_disabled_groups(cloud, groups_url):
