@@ -41,6 +41,97 @@ def demo(c, spec=None):
     print_address_plan(cluster)
 
 
+# --- Terraform (issue 5; docs/terraform.md) ----------------------------------------------------------------
+_TF_HELP = {
+    "region": "one root: a region of the spec, or global",
+    "all": "every root: global, then the regions in spill-over order (down: the reverse)",
+    "spec": "path of the cluster spec (default: cluster.yaml)",
+    "out": "output directory (default: build/terraform)",
+    "state_bucket": "S3 state bucket (default: <cluster>-terraform-state)",
+    "plugin_dir": "air-gapped: a `terraform providers mirror` directory instead of the registry",
+    "yes": "do not ask for confirmation (automation)",
+}
+
+
+def _tf_args(spec, region, all, out):
+    from pathlib import Path
+
+    from provision.loader import load_spec
+    from provision.terraform.commands import selected_roots
+    from provision.terraform.settings import DEFAULT_OUT
+
+    cluster = load_spec(spec)
+    return cluster, selected_roots(cluster, region, all), Path(out) if out else DEFAULT_OUT
+
+
+@task(help={k: _TF_HELP[k] for k in ("region", "spec", "out", "state_bucket")})
+@user_errors
+def render(c, region=None, spec=None, out=None, state_bucket=None):
+    """Render the Terraform roots from the spec: build/terraform/<region>/ and build/terraform/global/."""
+    from pathlib import Path
+
+    from provision.loader import load_spec
+    from provision.terraform.commands import render_roots
+    from provision.terraform.settings import DEFAULT_OUT
+
+    cluster = load_spec(spec)
+    render_roots(cluster, [region] if region else None, Path(out) if out else DEFAULT_OUT, state_bucket)
+
+
+@task(help={k: _TF_HELP[k] for k in ("region", "all", "spec", "out", "state_bucket", "plugin_dir")})
+@user_errors
+def plan(c, region=None, all=False, spec=None, out=None, state_bucket=None, plugin_dir=None):
+    """Render, init and plan Terraform roots (a dry run of `up`); nothing is changed."""
+    from provision.terraform import commands
+
+    cluster, names, out = _tf_args(spec, region, all, out)
+    commands.plan(cluster, names, out, state_bucket, plugin_dir)
+
+
+@task(help=_TF_HELP)
+@user_errors
+def up(c, region=None, all=False, spec=None, out=None, state_bucket=None, plugin_dir=None, yes=False):
+    """Render, plan and apply Terraform roots; asks first when a plan destroys or replaces anything."""
+    from provision.terraform import commands
+
+    cluster, names, out = _tf_args(spec, region, all, out)
+    commands.up(cluster, names, out, state_bucket, plugin_dir, yes=yes)
+
+
+@task(help=_TF_HELP | {"dry_run": "only plan the destruction and print what would go"})
+@user_errors
+def down(
+    c,
+    region=None,
+    all=False,
+    spec=None,
+    out=None,
+    state_bucket=None,
+    plugin_dir=None,
+    yes=False,
+    dry_run=False,
+):
+    """Destroy Terraform roots after showing the destroy plan and asking for the cluster's name."""
+    from provision.terraform import commands
+
+    cluster, names, out = _tf_args(spec, region, all, out)
+    commands.down(cluster, names, out, state_bucket, plugin_dir, yes=yes, dry_run=dry_run)
+
+
+@task(name="bootstrap-state", help={k: _TF_HELP[k] for k in ("spec", "state_bucket")})
+@user_errors
+def bootstrap_state(c, spec=None, state_bucket=None):
+    """Create the Terraform state bucket and lock table in the primary region (idempotent)."""
+    from provision.loader import load_spec
+    from provision.terraform.bootstrap import bootstrap_state as create
+    from provision.terraform.settings import Backend
+
+    cluster = load_spec(spec)
+    backend = Backend.for_cluster(cluster.name, cluster.primary_region, state_bucket)
+    for name, state in create(backend).items():
+        print(f"{name}: {state}")
+
+
 # --- machine images (issue 6) ------------------------------------------------------------------------------
 @task(
     name="bake-ami",

@@ -1,0 +1,140 @@
+"""What the invoke tasks render, plan, up, down and bootstrap-state do (tasks.py only parses arguments)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from provision.errors import UserError
+from provision.spec import Cluster
+from provision.terraform.render import render, roots
+from provision.terraform.runner import Changes, Runner, require_aws_credentials, require_terraform
+from provision.terraform.settings import DEFAULT_OUT, GLOBAL
+
+Confirm = Callable[[str], str]
+
+
+def selected_roots(cluster: Cluster, region: str | None, all_roots: bool) -> list[str]:
+    """The roots to act on, in apply order (global, then spill-over order)."""
+    if all_roots and region:
+        raise UserError("give either --region R or --all, not both")
+    if all_roots:
+        return roots(cluster)
+    if not region:
+        raise UserError(f"--region is required (one of {', '.join(roots(cluster))}), or --all for every root")
+    if region not in roots(cluster):
+        raise UserError(f"--region {region}: not in the spec; roots are {', '.join(roots(cluster))}")
+    return [region]
+
+
+def render_roots(cluster: Cluster, regions: list[str] | None, out: Path, state_bucket: str | None) -> None:
+    started = time.perf_counter()
+    done = render(
+        cluster,
+        regions=[r for r in regions or [] if r != GLOBAL] or None,
+        out_dir=out,
+        state_bucket=state_bucket,
+    )
+    for r in done:
+        print(f"rendered {r.path} ({', '.join(r.files)})")
+    print(f"{len(done)} roots in {time.perf_counter() - started:.2f}s")
+
+
+def _prepare(
+    cluster: Cluster, names: list[str], out: Path, state_bucket: str | None, plugin_dir: Path | None
+) -> dict[str, Runner]:
+    require_terraform()
+    require_aws_credentials()
+    render(cluster, regions=[n for n in names if n != GLOBAL] or None, out_dir=out, state_bucket=state_bucket)
+    runners = {}
+    for name in names:
+        runner = Runner(out / name, plugin_dir=plugin_dir)
+        print(f"[{name}] terraform init")
+        runner.init()
+        runners[name] = runner
+    return runners
+
+
+def plan(
+    cluster: Cluster,
+    names: list[str],
+    out: Path = DEFAULT_OUT,
+    state_bucket: str | None = None,
+    plugin_dir: Path | None = None,
+) -> dict[str, Changes]:
+    """Plan each root (a dry run of `up`); later roots may show unknown values until earlier ones exist."""
+    runners = _prepare(cluster, names, out, state_bucket, plugin_dir)
+    result = {}
+    for name, runner in runners.items():
+        result[name] = runner.plan()
+        print(f"[{name}] {result[name].summary()}")
+    return result
+
+
+def _confirm(prompt: str, expected: str, yes: bool, ask: Confirm) -> None:
+    if yes:
+        return
+    if not sys.stdin.isatty() and ask is input:
+        raise UserError(f"{prompt.rstrip(': ')}: no terminal to confirm on; pass --yes to proceed unattended")
+    if ask(prompt).strip() != expected:
+        raise UserError("not confirmed; nothing was changed")
+
+
+def up(
+    cluster: Cluster,
+    names: list[str],
+    out: Path = DEFAULT_OUT,
+    state_bucket: str | None = None,
+    plugin_dir: Path | None = None,
+    yes: bool = False,
+    ask: Confirm = input,
+) -> None:
+    """Render, init, plan and apply each root in order. A plan that destroys or replaces anything asks first."""
+    for name in names:
+        runner = _prepare(cluster, [name], out, state_bucket, plugin_dir)[name]
+        changes = runner.plan()
+        print(f"[{name}] {changes.summary()}")
+        if changes.empty:
+            runner.write_outputs()
+            continue
+        if changes.delete:
+            shown = "\n  ".join(changes.delete[:20]) + ("\n  ..." if len(changes.delete) > 20 else "")
+            print(f"[{name}] this plan DESTROYS or replaces:\n  {shown}")
+            _confirm(f"type {name} to apply it: ", name, yes, ask)
+        runner.apply()
+        print(f"[{name}] applied; outputs in {runner.write_outputs()}")
+
+
+def down(
+    cluster: Cluster,
+    names: list[str],
+    out: Path = DEFAULT_OUT,
+    state_bucket: str | None = None,
+    plugin_dir: Path | None = None,
+    yes: bool = False,
+    dry_run: bool = False,
+    ask: Confirm = input,
+) -> None:
+    """Destroy roots in reverse apply order: plan every destruction first, show the count, ask once (typing
+    the cluster's name), then apply the saved destroy plans."""
+    ordered = list(reversed(names))
+    runners = _prepare(cluster, ordered, out, state_bucket, plugin_dir)
+    plans = {}
+    for name, runner in runners.items():
+        plans[name] = runner.plan(destroy=True)
+        print(f"[{name}] {plans[name].summary()}")
+    total = sum(len(c.delete) for c in plans.values())
+    if dry_run or total == 0:
+        print(f"{'dry run: ' if dry_run else ''}{total} resources would be destroyed; nothing was changed")
+        return
+    _confirm(
+        f"destroy {total} resources in {', '.join(ordered)}? type the cluster name ({cluster.name}) to proceed: ",
+        cluster.name,
+        yes,
+        ask,
+    )
+    for name, runner in runners.items():
+        runner.apply(destroy=True)
+        print(f"[{name}] destroyed")

@@ -1,0 +1,101 @@
+"""Addresses and exposure: every CIDR in the output is the spec's, none overlap, and nothing but a VPN endpoint
+may take ingress from 0.0.0.0/0."""
+
+import ipaddress
+import itertools
+import re
+
+from provision.terraform.context import cluster_cidrs
+from tests.provision.terraform.tf_files import (
+    MODULES,
+    all_resources,
+    code,
+    module_calls,
+    module_dirs,
+    tf_files,
+)
+
+CIDR = re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}/\d{1,2}\b")
+ANYWHERE = "0.0.0.0/0"
+# Modules whose security groups may admit 0.0.0.0/0 (a VPN endpoint's public side). Today none needs it.
+VPN_ENDPOINT_MODULES = {"client_vpn"}
+
+
+def _spec_networks(cluster) -> set[str]:
+    nets = {r.cidr for r in cluster.regions} | {s.cidr for s in cluster.sites}
+    return nets | {cluster.vpn.client_cidr, cluster.kubernetes.pod_cidr, cluster.kubernetes.service_cidr}
+
+
+def test_every_cidr_in_the_rendered_output_is_the_specs(cluster, rendered):
+    spec = _spec_networks(cluster)
+    found = {c for root in rendered.iterdir() for p in tf_files(root) for c in CIDR.findall(code(p))}
+    assert found, "no CIDR rendered"
+    assert found <= spec, f"not in the spec: {sorted(found - spec)}"
+
+
+def test_no_two_rendered_networks_overlap(cluster, rendered):
+    found = {c for root in rendered.iterdir() for p in tf_files(root) for c in CIDR.findall(code(p))}
+    nets = [ipaddress.ip_network(c) for c in sorted(found)]
+    overlapping = [(str(a), str(b)) for a, b in itertools.combinations(nets, 2) if a.overlaps(b)]
+    assert not overlapping
+
+
+def test_module_resources_hard_code_no_network_but_anywhere():
+    for module in module_dirs():
+        for rtype, name, body in all_resources(module):
+            assert set(CIDR.findall(str(body))) <= {ANYWHERE}, f"{module.name}: {rtype}.{name}"
+
+
+def test_cluster_networks_given_to_security_groups_are_the_specs(cluster, rendered):
+    expected = cluster_cidrs(cluster)
+    assert ANYWHERE not in expected
+    for region in cluster.regions:
+        calls = module_calls(rendered / region.name)
+        assert calls["network"]["cluster_cidrs"] == expected
+        if "efs" in calls:
+            assert calls["efs"]["client_cidrs"] == expected
+
+
+def _ingress_sources(body: dict, rtype: str) -> list[str]:
+    if rtype == "aws_vpc_security_group_ingress_rule":
+        return [body.get("cidr_ipv4", ""), body.get("for_each", "")]
+    if rtype == "aws_security_group_rule" and body.get("type") == "ingress":
+        return [str(body.get("cidr_blocks", ""))]
+    if rtype == "aws_security_group":
+        return [str(rule.get("cidr_blocks", "")) for rule in body.get("ingress", [])]
+    return []
+
+
+def test_no_security_group_admits_anywhere_except_a_vpn_endpoint():
+    checked = 0
+    for module in module_dirs():
+        for rtype, name, body in all_resources(module):
+            for source in _ingress_sources(body, rtype):
+                checked += 1
+                if ANYWHERE in source and module.name not in VPN_ENDPOINT_MODULES:
+                    raise AssertionError(f"{module.name}: {rtype}.{name} admits {ANYWHERE}")
+    assert checked, "no ingress rules found: the test would be vacuous"
+
+
+def test_ingress_rules_draw_their_sources_from_the_cluster_networks():
+    for module in module_dirs():
+        for rtype, name, body in all_resources(module):
+            if rtype == "aws_vpc_security_group_ingress_rule":
+                assert body["for_each"] in (
+                    "${local.cluster_ingress}",
+                    "${toset(var.cluster_cidrs)}",
+                    "${toset(var.client_cidrs)}",
+                ), f"{module.name}: {name} takes sources from {body['for_each']}"
+    locals_ = (MODULES / "network/security_groups.tf").read_text()
+    assert "setproduct(keys(local.cluster_ports), var.cluster_cidrs)" in locals_
+
+
+def test_anywhere_appears_only_in_default_routes_and_web_egress():
+    for module in module_dirs():
+        for rtype, name, body in all_resources(module):
+            if ANYWHERE in str(body):
+                assert (rtype, name) in {
+                    ("aws_route", "public_internet"),
+                    ("aws_route", "private_nat"),
+                    ("aws_vpc_security_group_egress_rule", "cluster_web"),
+                }, f"{module.name}: {rtype}.{name} uses {ANYWHERE}"
