@@ -1,0 +1,7 @@
+"""``python -m autoscaler``: the same as the ``autoscaler`` command."""
+
+import sys
+
+from autoscaler.cli import main
+
+sys.exit(main())

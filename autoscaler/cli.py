@@ -1,0 +1,42 @@
+"""The ``autoscaler`` command: one subcommand per module of ``autoscaler.commands`` (``COMMANDS``).
+
+Each module has ``register(subparsers)``, which adds its parser and sets ``func`` (args -> exit status). Bad
+input is reported as one line per problem on stderr with exit status 2, never a traceback: any exception that
+carries ``lines`` (and optionally ``exit_code``) is treated as a user error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from autoscaler.commands import COMMANDS
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="autoscaler", description="Batch-optimized Kubernetes autoscaler for the research cluster."
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMANDS:
+        importlib.import_module(f"autoscaler.commands.{name}").register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as e:
+        lines = getattr(e, "lines", None)
+        if not isinstance(lines, list):
+            raise
+        for line in lines:
+            print(line, file=sys.stderr)
+        return int(getattr(e, "exit_code", 2))

@@ -1,0 +1,44 @@
+"""``autoscaler bench``: run the planner benchmark and print its figures (docs/benchmarks.md, "Planner")."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "bench", help="benchmark the planner on generated snapshots and print the figures"
+    )
+    p.add_argument("--json", action="store_true", help="print the figures as JSON lines")
+    p.add_argument("--no-process", action="store_true", help="skip the whole-process `autoscaler plan` run")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from autoscaler.core.bench import CASES, run_case, run_process, table
+
+    rows = []
+    for case in CASES:
+        row = run_case(case)
+        rows.append(row)
+        if args.json:
+            print(json.dumps(row), flush=True)
+    proc = None if args.no_process else run_process()
+    if args.json:
+        if proc:
+            print(json.dumps(proc))
+        return 0
+    print(table(rows))
+    for r in rows:
+        if r["target_s"]:
+            total = r["parse_s"] + r["plan_s"]
+            verdict = "meets" if total < r["target_s"] else "MISSES"
+            print(f"{r['case']}: parse+plan {total:.3f}s {verdict} the {r['target_s']:g}s target")
+    if proc:
+        verdict = "meets" if proc["wall_s"] < proc["target_s"] else "MISSES"
+        print(
+            f"{proc['case']}: `autoscaler plan --json` on a {proc['file_mib']} MiB snapshot took {proc['wall_s']}s "
+            f"as a whole process; {verdict} the {proc['target_s']:g}s target"
+        )
+    return 0

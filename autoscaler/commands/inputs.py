@@ -1,0 +1,47 @@
+"""Reading the JSON and YAML files the subcommands take, with one-line errors."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import yaml
+
+from autoscaler.core.errors import SnapshotError
+from autoscaler.core.gcpause import gc_paused
+
+
+def read_json(path: str) -> object:
+    """The JSON document at ``path`` (``-``: stdin); SnapshotError naming the file, line and column when bad."""
+    name = "stdin" if path == "-" else path
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text()
+    except FileNotFoundError:
+        raise SnapshotError(
+            f"{name}: no such file; give the path of a snapshot JSON file (or - for stdin)"
+        ) from None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as e:
+        raise SnapshotError(
+            f"{name}: cannot read it ({e.__class__.__name__}); give a readable JSON file"
+        ) from None
+    try:
+        with gc_paused():
+            return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise SnapshotError(f"{name}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}") from None
+
+
+def read_mapping(path: str) -> dict:
+    """A YAML (or JSON) mapping from ``path``."""
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except FileNotFoundError:
+        raise SnapshotError(f"{path}: no such file") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else path
+        raise SnapshotError(f"{where}: not valid YAML: {getattr(e, 'problem', e)}") from None
+    if not isinstance(data, dict):
+        raise SnapshotError(f"{path}: expected a mapping of settings")
+    return data

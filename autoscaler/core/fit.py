@@ -1,0 +1,222 @@
+"""The scheduling predicate shared by the planner and the simulator's scheduler.
+
+``static_reason`` checks what depends only on a node's labels, taints and name (node selector, required node
+affinity, taints and tolerations); ``capacity`` counts how many pods of one shape still fit on a node in a given
+state (resources, host ports, hostname anti-affinity, hostname topology spread). ``pod_fits_node`` runs both on
+Kubernetes objects as kubectl prints them.
+"""
+
+from __future__ import annotations
+
+from autoscaler.core.errors import SnapshotError
+from autoscaler.core.names import HOSTNAME_KEY
+from autoscaler.core.podspec import PodShape, parse_shape
+from autoscaler.core.quantity import format_amount, parse_resources
+from autoscaler.core.selectors import (
+    parse_taints,
+    requirement_holds,
+    selector_matches,
+    show_requirement,
+    show_taint,
+    untolerated,
+)
+
+UNSCHEDULABLE_TAINT = ("node.kubernetes.io/unschedulable", "", "NoSchedule")
+BIG = 1 << 60
+
+
+class NodeState:
+    """What is left on one node: free resources, pods per selector key, host ports, anti-affinity held."""
+
+    __slots__ = ("free", "sel_counts", "ports", "anti_held")
+
+    def __init__(self, free: dict[str, int], sel_counts=None, ports=None, anti_held=None):
+        self.free = free
+        self.sel_counts: dict = sel_counts if sel_counts is not None else {}
+        self.ports: set = ports if ports is not None else set()
+        self.anti_held: dict = anti_held if anti_held is not None else {}
+
+    def copy(self) -> NodeState:
+        return NodeState(dict(self.free), dict(self.sel_counts), set(self.ports), dict(self.anti_held))
+
+    def add(self, shape: PodShape, matched: frozenset, k: int) -> None:
+        """Account ``k`` pods of ``shape`` (whose labels match the selector keys ``matched``)."""
+        free = self.free
+        for r, q in shape.requests:
+            free[r] = free.get(r, 0) - q * k
+        sc = self.sel_counts
+        for sel in matched:
+            sc[sel] = sc.get(sel, 0) + k
+        if shape.host_ports:
+            self.ports |= shape.host_ports
+        for sel in shape.anti_affinity:
+            self.anti_held[sel] = self.anti_held.get(sel, 0) + k
+
+
+def name_sensitive(shape: PodShape) -> bool:
+    """Whether the shape's node constraints look at the node's name (so templates cannot be cached)."""
+    if any(r[0] == HOSTNAME_KEY for r in shape.node_selector):
+        return True
+    return any(fields or any(r[0] == HOSTNAME_KEY for r in labels) for labels, fields in shape.affinity_terms)
+
+
+def static_reason(shape: PodShape, labels: dict, taints: tuple, name: str | None = None) -> str | None:
+    """None when labels, taints and name admit the pod, else why not (e.g. ``nodeSelector gpu=a100``)."""
+    if shape.unsupported:
+        return shape.unsupported[0]
+    for req in shape.node_selector:
+        if not requirement_holds(req, labels):
+            return f"does not match nodeSelector {show_requirement(req)}"
+    if shape.affinity_terms:
+        for label_reqs, field_reqs in shape.affinity_terms:
+            if all(requirement_holds(r, labels) for r in label_reqs) and all(
+                name is not None and requirement_holds(r, {"metadata.name": name}) for r in field_reqs
+            ):
+                break
+        else:
+            terms = " or ".join(
+                ", ".join(show_requirement(r) for r in lr + fr) or "(empty)"
+                for lr, fr in shape.affinity_terms
+            )
+            return f"does not match required node affinity {terms}"
+    taint = untolerated(shape.tolerations, taints)
+    if taint is not None:
+        return f"has taint {show_taint(taint)}, which the pod does not tolerate"
+    return None
+
+
+def capacity(shape: PodShape, matched: frozenset, st: NodeState) -> int:
+    """How many more pods of ``shape`` fit on a node in state ``st`` (0 when none)."""
+    k = BIG
+    free = st.free
+    for r, q in shape.requests:
+        f = free.get(r, 0) // q
+        if f < k:
+            if f <= 0:
+                return 0
+            k = f
+    if shape.host_ports:
+        if shape.host_ports & st.ports:
+            return 0
+        k = 1
+    sc = st.sel_counts
+    if sc:
+        for sel in shape.anti_affinity:
+            if sc.get(sel):
+                return 0
+            if sel in matched:
+                k = 1
+        for skew, sel in shape.spread_host:
+            if sel in matched:
+                room = skew - sc.get(sel, 0)
+                if room <= 0:
+                    return 0
+                k = min(k, room)
+            elif sc.get(sel, 0) > skew:
+                return 0
+    else:
+        for sel in shape.anti_affinity:
+            if sel in matched:
+                k = 1
+        for skew, sel in shape.spread_host:
+            if sel in matched:
+                k = min(k, skew)
+    if st.anti_held and any(sel in matched for sel, n in st.anti_held.items() if n):
+        return 0
+    return k
+
+
+def capacity_reason(shape: PodShape, matched: frozenset, st: NodeState) -> str | None:
+    """Why ``capacity`` is 0 (None when at least one pod fits)."""
+    for r, q in shape.requests:
+        have = st.free.get(r, 0)
+        if have < q:
+            return f"needs {format_amount(r, q)} {r}; {format_amount(r, max(have, 0))} free"
+    if shape.host_ports & st.ports:
+        return f"host port {sorted(shape.host_ports & st.ports)[0][1]} is in use"
+    for sel in shape.anti_affinity:
+        if st.sel_counts.get(sel):
+            return "required pod anti-affinity: a matching pod runs on the node"
+    for skew, sel in shape.spread_host:
+        count = st.sel_counts.get(sel, 0)
+        if (sel in matched and count >= skew) or count > skew:
+            return f"topology spread on hostname: {count} matching pods already (maxSkew {skew})"
+    if any(sel in matched for sel, n in st.anti_held.items() if n):
+        return "a pod on the node has required anti-affinity against this pod"
+    return None
+
+
+def selector_keys(shape: PodShape) -> list:
+    return (
+        list(shape.anti_affinity)
+        + [sel for _, sel in shape.spread_host]
+        + [sel for _, sel in shape.spread_zone]
+    )
+
+
+def matching(keys, namespace: str, labels: dict) -> frozenset:
+    """The selector keys among ``keys`` that a pod in ``namespace`` with ``labels`` matches."""
+    return frozenset(k for k in keys if namespace in k[0] and selector_matches(k[1], labels))
+
+
+# --- Kubernetes objects (dict level), for the simulator's scheduler ---------------------------------------------
+def _pod_parts(pod: dict) -> tuple[PodShape, str, dict]:
+    meta = pod.get("metadata") or {}
+    ns = meta.get("namespace") or "default"
+    errors: list[str] = []
+    shape = parse_shape(pod.get("spec"), ns, f"pod {ns}/{meta.get('name')}", errors)
+    if shape is None:
+        raise SnapshotError(errors)
+    return shape, ns, meta.get("labels") or {}
+
+
+def _node_parts(node: dict) -> tuple[str, dict, tuple, dict, bool, bool]:
+    meta = node.get("metadata") or {}
+    spec = node.get("spec") or {}
+    status = node.get("status") or {}
+    errors: list[str] = []
+    name = meta.get("name")
+    taints = parse_taints(spec.get("taints"), f"node {name}.spec.taints", errors)
+    alloc = parse_resources(
+        status.get("allocatable") or status.get("capacity"), f"node {name}.status", errors
+    )
+    if errors:
+        raise SnapshotError(errors)
+    ready = any(
+        c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ()
+    )
+    if not status.get("conditions"):
+        ready = True  # a bare node object without conditions is taken as ready
+    return name, meta.get("labels") or {}, taints, alloc, bool(spec.get("unschedulable")), ready
+
+
+def pod_fits_node(pod: dict, node: dict, pods_on_node: list[dict]) -> str | None:
+    """None when ``pod`` can run on ``node`` next to ``pods_on_node``, else the reason.
+
+    Checks resources (init containers, sidecars and overhead included), nodeSelector, required node affinity,
+    taints and tolerations, cordoned and NotReady nodes, host ports, required hostname anti-affinity (both
+    ways) and DoNotSchedule topology spread on the hostname (skew against an empty node). Zone topology spread
+    needs the whole cluster's counts and is left to the caller. Finished pods on the node are ignored.
+    """
+    shape, ns, labels = _pod_parts(pod)
+    name, node_labels, taints, alloc, unschedulable, ready = _node_parts(node)
+    if not ready:
+        return "node is not ready"
+    if unschedulable and untolerated(shape.tolerations, (UNSCHEDULABLE_TAINT,)):
+        return "node is cordoned (unschedulable)"
+    reason = static_reason(shape, node_labels, taints, name)
+    if reason:
+        return f"node {reason}" if reason.startswith(("does", "has")) else reason
+    others = [_pod_parts(p) + (p,) for p in pods_on_node]
+    keys = set(selector_keys(shape))
+    for other_shape, _, _, _ in others:
+        keys.update(other_shape.anti_affinity)
+    st = NodeState(dict(alloc))
+    for other_shape, other_ns, other_labels, raw in others:
+        if (raw.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        st.add(other_shape, matching(keys, other_ns, other_labels), 1)
+    matched = matching(keys, ns, labels)
+    if capacity(shape, matched, st) >= 1:
+        return None
+    return capacity_reason(shape, matched, st) or "does not fit"

@@ -1,0 +1,111 @@
+"""The parsed snapshot: compact, checked objects the planner works on (see docs/snapshot.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from autoscaler.core.podspec import PodShape
+
+
+@dataclass(frozen=True, slots=True)
+class Instance:
+    id: str
+    state: str  # e.g. Pending, InService, Terminating (as the Cloud reports it)
+    launched_at: datetime | None
+
+
+@dataclass(slots=True)
+class Group:
+    name: str
+    region: str
+    zones: tuple[str, ...]
+    instance_type: str
+    min: int
+    max: int
+    desired: int
+    labels: dict[str, str]  # the template's labels, well-known ones included
+    taints: tuple  # (key, value, effect)
+    allocatable: dict[str, int]  # milli-units
+    priority: int
+    price_per_hour: float | None
+    instances: tuple[Instance, ...]
+
+
+@dataclass(slots=True)
+class Node:
+    name: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    taints: tuple
+    allocatable: dict[str, int]
+    unschedulable: bool
+    ready: bool
+    ready_changed_at: datetime | None  # lastTransitionTime of the Ready condition
+    created_at: datetime | None
+    instance_id: str | None  # from providerID aws:///<zone>/<id>
+    zone: str | None
+    region: str | None
+    group: str | None  # the node group it belongs to, None for nodes no group manages
+
+
+@dataclass(slots=True)
+class Pod:
+    namespace: str
+    name: str
+    labels: dict[str, str]
+    phase: str
+    node_name: str | None
+    owner_kind: str | None  # kind of the controlling owner (DaemonSet, Job, ReplicaSet, ...), None when bare
+    owner_name: str | None
+    daemonset: bool
+    mirror: bool
+    safe_to_evict: bool | None  # the safe-to-evict annotation, None when absent
+    priority: int
+    shape: PodShape
+    started_at: datetime | None
+    finished_at: datetime | None
+    gang: str | None  # gang id ("job:<ns>/<job>" or "podgroup:<ns>/<group>"), None for independent pods
+    gang_size: int | None  # required members of a PodGroup gang (None: all pending members of the gang)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def terminated(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """One failed scaling activity, as ``Cloud.scaling_failures`` returns it."""
+
+    group: str
+    reason: str  # insufficient-capacity, instance-limit, vcpu-limit, spot, unknown (never-registered: ours)
+    message: str
+    at: datetime
+    missing: int
+
+
+@dataclass(slots=True)
+class GroupState:
+    """A group's failure state, carried between loops (plan ``group_state`` -> next snapshot ``group_state``)."""
+
+    failures: int = 0
+    backoff_until: datetime | None = None
+    last_failure_at: datetime | None = None
+    last_reason: str | None = None
+    last_message: str | None = None
+
+
+@dataclass(slots=True)
+class Snapshot:
+    now: datetime
+    pods: list[Pod]
+    nodes: list[Node]
+    groups: list[Group]
+    regions: list[str]  # spill-over order
+    pdbs: list[dict] = field(default_factory=list)
+    scaling_failures: list[Failure] = field(default_factory=list)
+    group_state: dict[str, GroupState] = field(default_factory=dict)

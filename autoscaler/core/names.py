@@ -1,0 +1,24 @@
+"""Names the planner reads and writes on Kubernetes objects (shared names live in autoscaler.interfaces)."""
+
+from __future__ import annotations
+
+from autoscaler.interfaces import (  # noqa: F401  (re-exported for the core's modules)
+    NODE_GROUP_LABEL,
+    POD_GROUP_LABEL,
+    POD_GROUP_SIZE_ANNOTATION,
+    SAFE_TO_EVICT_ANNOTATION,
+    SCALE_DOWN_DISABLED_ANNOTATION,
+    TO_BE_DELETED_TAINT,
+)
+
+# Node annotations the plan asks the controller to set (docs/planner.md, "Idle time" and "Removal").
+IDLE_SINCE_ANNOTATION = "research.cluster/idle-since"  # ISO-8601: when the node last ran a non-DaemonSet pod
+TO_BE_DELETED_SINCE_ANNOTATION = "research.cluster/to-be-deleted-since"  # ISO-8601: when it was tainted
+
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+JOB_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+HOSTNAME_KEY = "kubernetes.io/hostname"
+ZONE_KEY = "topology.kubernetes.io/zone"
+REGION_KEY = "topology.kubernetes.io/region"
+INSTANCE_TYPE_KEY = "node.kubernetes.io/instance-type"

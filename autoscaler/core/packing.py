@@ -1,0 +1,270 @@
+"""Bin packing of pod classes onto nodes: existing, re-used, upcoming and new nodes of every group.
+
+Bins carry a multiplicity (``count`` identical nodes), so a burst of 50,000 pods of a few shapes packs in a few
+hundred bulk steps: First-Fit Decreasing over classes, filling whole runs of identical nodes at once. Every change
+can be journalled and rolled back, which gives gangs their all-or-nothing placement.
+"""
+
+from __future__ import annotations
+
+import math
+
+from autoscaler.core.fit import BIG, NodeState, capacity, name_sensitive, static_reason
+from autoscaler.core.model import Group
+from autoscaler.core.podspec import PodShape
+
+EXISTING, TAINTED, UPCOMING, NEW = "existing", "tainted", "upcoming", "new"
+
+
+class PodClass:
+    """Pending pods that are interchangeable for placement: same shape, selector matches, priority and gang."""
+
+    __slots__ = ("shape", "matched", "priority", "gang", "pods", "placed", "size", "may_scale_up", "notes")
+
+    def __init__(self, shape: PodShape, matched: frozenset, priority: int, gang: str | None):
+        self.shape = shape
+        self.matched = matched
+        self.priority = priority
+        self.gang = gang
+        self.pods: list = []
+        self.placed = 0
+        self.size = 0.0  # dominant share of the largest node, for the decreasing order
+        self.may_scale_up = True
+        self.notes: dict[str, tuple[str, str]] = {}  # group -> (kind, why it could not take these pods)
+
+
+class Bin:
+    __slots__ = (
+        "kind",
+        "group",
+        "region",
+        "node",
+        "labels",
+        "taints",
+        "tmpl",
+        "st",
+        "count",
+        "history",
+        "serial",
+    )
+
+    def __init__(self, kind, group, region, node, labels, taints, tmpl, st, count=1):
+        self.kind = kind
+        self.group: Group | None = group
+        self.region: str = region
+        self.node: str | None = node
+        self.labels: dict = labels
+        self.taints: tuple = taints
+        self.tmpl: int = tmpl
+        self.st: NodeState = st
+        self.count: int = count
+        self.history: list = []  # (PodClass, pods per node)
+        self.serial = 0  # first index of this bin's nodes among its group's new/upcoming nodes
+
+    def clone(self, count: int) -> Bin:
+        b = Bin(
+            self.kind,
+            self.group,
+            self.region,
+            self.node,
+            self.labels,
+            self.taints,
+            self.tmpl,
+            self.st.copy(),
+            count,
+        )
+        b.history = list(self.history)
+        return b
+
+
+class Room:
+    """A group's room for new nodes in this plan."""
+
+    __slots__ = ("group", "region_idx", "headroom", "new", "blocked", "tmpl")
+
+    def __init__(self, group: Group, region_idx: int, headroom: int, blocked: str | None, tmpl: int):
+        self.group = group
+        self.region_idx = region_idx
+        self.headroom = headroom  # max minus the (corrected) desired size
+        self.new = 0
+        self.blocked = blocked  # why the group may not grow now (back-off), None when it may
+        self.tmpl = tmpl
+
+
+class Packer:
+    def __init__(self, bins: list[Bin], rooms: list[Room], max_new: int):
+        self.bins = bins
+        self.rooms = rooms
+        self.cap_left = max_new
+        self.max_new = max_new
+        self.journal: list | None = None
+        self._static: dict = {}
+        self._templates: dict = {}
+
+    # --- templates and static fit -----------------------------------------------------------------------------
+    def template_id(self, labels: dict, taints: tuple) -> int:
+        key = (frozenset(labels.items()), taints)
+        return self._templates.setdefault(key, len(self._templates))
+
+    def static(self, shape: PodShape, labels: dict, taints: tuple, tmpl: int, name: str | None) -> str | None:
+        if name is not None and name_sensitive(shape):
+            return static_reason(shape, labels, taints, name)
+        key = (shape, tmpl)
+        try:
+            return self._static[key]
+        except KeyError:
+            r = self._static[key] = static_reason(shape, labels, taints, None)
+            return r
+
+    # --- journal ----------------------------------------------------------------------------------------------
+    def begin(self) -> None:
+        self.journal = []
+
+    def commit(self) -> None:
+        self.journal = None
+
+    def rollback(self) -> None:
+        for undo in reversed(self.journal or ()):
+            undo()
+        self.journal = None
+
+    def _save_bin(self, b: Bin) -> None:
+        if self.journal is not None:
+            st, hist, count = b.st.copy(), len(b.history), b.count
+
+            def undo():
+                b.st, b.count = st, count
+                del b.history[hist:]
+
+            self.journal.append(undo)
+
+    def _insert(self, i: int, new: list[Bin]) -> None:
+        self.bins[i:i] = new
+        if self.journal is not None:
+            self.journal.append(lambda: [self.bins.remove(b) for b in new] and None)
+
+    # --- placing ----------------------------------------------------------------------------------------------
+    def _apply(self, b: Bin, cls: PodClass, k: int) -> None:
+        self._save_bin(b)
+        b.st.add(cls.shape, cls.matched, k)
+        b.history.append((cls, k))
+
+    def _fill(self, i: int, b: Bin, cls: PodClass, c: int, n: int) -> tuple[int, int]:
+        """Put up to ``n`` pods, ``c`` per node, on the run of nodes ``b``; (placed, bins inserted before i)."""
+        m = b.count
+        if n >= c * m:
+            self._apply(b, cls, c)
+            return c * m, 0
+        full, rem = divmod(n, c)
+        pieces = [(cnt, k) for cnt, k in ((full, c), (1, rem)) if cnt and k]
+        inserted = []
+        for cnt, k in pieces:
+            if cnt == b.count:  # the last piece takes the run itself
+                self._apply(b, cls, k)
+                break
+            self._save_bin(b)
+            piece = b.clone(cnt)
+            b.count -= cnt
+            piece.st.add(cls.shape, cls.matched, k)
+            piece.history.append((cls, k))
+            inserted.append(piece)
+        if inserted:
+            self._insert(i, inserted)
+        return n, len(inserted)
+
+    def place_existing(self, cls: PodClass, n: int, region: str | None) -> int:
+        """First fit over the bins in order (existing, re-usable, upcoming, then new ones of this plan)."""
+        placed = 0
+        bins = self.bins
+        shape, matched = cls.shape, cls.matched
+        i = 0
+        while i < len(bins) and n > 0:
+            b = bins[i]
+            if (region is not None and b.region != region) or self.static(
+                shape, b.labels, b.taints, b.tmpl, b.node
+            ) is not None:
+                i += 1
+                continue
+            c = capacity(shape, matched, b.st)
+            if c <= 0:
+                i += 1
+                continue
+            got, ins = self._fill(i, b, cls, c, n)
+            placed += got
+            n -= got
+            i += ins + 1
+        return placed
+
+    def place_new(self, cls: PodClass, n: int, region: str | None) -> int:
+        """Open new nodes for up to ``n`` pods, in the order of :meth:`group_order`."""
+        placed = 0
+        for room, k in self.group_order(cls):
+            if n <= 0:
+                break
+            g = room.group
+            if region is not None and g.region != region:
+                continue
+            if room.blocked:
+                cls.notes.setdefault(g.name, ("blocked", room.blocked))
+                continue
+            avail = min(room.headroom - room.new, self.cap_left)
+            if avail <= 0:
+                if room.headroom - room.new <= 0:
+                    cls.notes.setdefault(
+                        g.name, ("max", f"group {g.name} is at its maximum of {g.max} nodes")
+                    )
+                else:
+                    cls.notes.setdefault(
+                        g.name, ("cap", f"the limit of {self.max_new} new nodes per plan is reached")
+                    )
+                continue
+            take = min(math.ceil(n / k), avail)
+            got = min(n, take * k)
+            self._open(room, cls, take, k, got)
+            placed += got
+            n -= got
+        return placed
+
+    def _open(self, room: Room, cls: PodClass, take: int, k: int, n: int) -> None:
+        g = room.group
+        run = Bin(NEW, g, g.region, None, g.labels, g.taints, room.tmpl, NodeState(dict(g.allocatable)), take)
+        run.serial = room.new
+        if self.journal is not None:
+            old_new, old_cap = room.new, self.cap_left
+
+            def undo():
+                room.new, self.cap_left = old_new, old_cap
+
+            self.journal.append(undo)
+        room.new += take
+        self.cap_left -= take
+        self.bins.append(run)
+        if self.journal is not None:
+            self.journal.append(lambda: self.bins.remove(run) and None)
+        self._fill(len(self.bins) - 1, run, cls, k, n)
+
+    def group_order(self, cls: PodClass) -> list[tuple[Room, int]]:
+        """Groups a new node for ``cls`` may come from, best first, with pods per node.
+
+        Region spill-over order first, then group priority (higher first), then the lowest price per placed pod
+        (groups without a price after those with one), then the least waste of the node's dominant resource.
+        """
+        out = []
+        for room in self.rooms:
+            g = room.group
+            reason = self.static(cls.shape, g.labels, g.taints, room.tmpl, None)
+            if reason is not None:
+                cls.notes.setdefault(g.name, ("static", reason))
+                continue
+            k = capacity(cls.shape, cls.matched, NodeState(dict(g.allocatable)))
+            if k <= 0:
+                cls.notes.setdefault(g.name, ("size", ""))  # too large: summarised by the caller
+                continue
+            k = min(k, BIG)
+            price = g.price_per_hour / k if g.price_per_hour is not None else math.inf
+            used = max(
+                (q * k / g.allocatable[r] for r, q in cls.shape.requests if g.allocatable.get(r)), default=1
+            )
+            out.append(((room.region_idx, -g.priority, price, 1 - used, g.name), room, k))
+        out.sort(key=lambda t: t[0])
+        return [(room, k) for _, room, k in out]

@@ -1,0 +1,127 @@
+"""``plan(snapshot, config)``: the whole decision of one loop, pure (time comes from ``snapshot.now``)."""
+
+from __future__ import annotations
+
+import logging
+
+from autoscaler.core.config import PlannerConfig
+from autoscaler.core.failures import group_statuses, live_instances, state_to_dict
+from autoscaler.core.gcpause import gc_paused
+from autoscaler.core.model import Snapshot
+from autoscaler.core.nodestate import instance_state
+from autoscaler.core.result import Plan
+from autoscaler.core.scaledown import scale_down
+from autoscaler.core.scaleup import scale_up
+
+__all__ = ["Plan", "plan"]
+
+log = logging.getLogger("autoscaler.core")
+
+
+def plan(snapshot: Snapshot, config: PlannerConfig | None = None) -> Plan:
+    """The plan for one loop; pure: the same snapshot and config always give the same plan."""
+    with gc_paused():
+        return _plan(snapshot, config or PlannerConfig())
+
+
+def _plan(snapshot: Snapshot, config: PlannerConfig) -> Plan:
+    out = Plan()
+    registered: dict[str, int] = {}
+    for n in snapshot.nodes:
+        if n.group:
+            registered[n.group] = registered.get(n.group, 0) + 1
+    node_ids = {n.instance_id for n in snapshot.nodes if n.instance_id}
+    doomed: dict[str, list[str]] = {}
+    for g in snapshot.groups:
+        for inst in live_instances(g):
+            if inst.id in node_ids:
+                continue
+            state, reason = instance_state(inst.launched_at, snapshot.now, config)
+            out.node_states[inst.id], out.node_reasons[inst.id] = state, reason
+            if state == "unregistered":
+                doomed.setdefault(g.name, []).append(inst.id)
+                out.scale_down.append(
+                    {
+                        "node": None,
+                        "group": g.name,
+                        "instance_id": inst.id,
+                        "action": "terminate",
+                        "reason": reason,
+                    }
+                )
+    statuses = group_statuses(snapshot, config, doomed)
+    upcoming = {
+        g.name: max(0, statuses[g.name].desired - registered.get(g.name, 0) - len(doomed.get(g.name, ())))
+        for g in snapshot.groups
+    }
+    up = scale_up(snapshot, config, statuses, upcoming)
+    removed = {g: len(ids) for g, ids in doomed.items()}
+    down = scale_down(snapshot, config, statuses, up, removed)
+    new_nodes = dict(up.new_nodes)
+    _warm_pool(snapshot, config, statuses, up, down, upcoming, new_nodes)
+
+    out.scale_up = {g: n for g, n in new_nodes.items() if n}
+    for g in snapshot.groups:
+        want = statuses[g.name].desired + new_nodes.get(g.name, 0)
+        if want != g.desired:
+            out.desired[g.name] = want
+        st = statuses[g.name].state
+        if st.failures or st.backoff_until:
+            out.group_state[g.name] = state_to_dict(st)
+    out.unschedulable = [{"pod": p.key, "reason": r} for p, r in up.unschedulable]
+    out.scale_down.extend(down.actions)
+    out.node_states.update(down.states)
+    out.node_reasons.update(down.reasons)
+    out.annotations = down.annotations
+    out.placements = up.placements
+    out.events = _events(snapshot, up, statuses, new_nodes, config.max_events)
+    out.stats = {
+        "pending_pods": up.pending,
+        "pod_classes": up.classes,
+        "placed_existing": sum(up.placed_on.values()),
+        "placed_upcoming": sum(1 for _, _, kind in up.scale_up_pods if kind == "upcoming"),
+        "placed_new": sum(1 for _, _, kind in up.scale_up_pods if kind == "new"),
+        "unschedulable": len(up.unschedulable),
+        "new_nodes": sum(new_nodes.values()),
+    }
+    log.info("plan: %s; node states %s", out.stats, out.state_counts())
+    for name, state in out.node_states.items():
+        log.debug("node %s: %s (%s)", name, state, out.node_reasons.get(name, ""))
+    return out
+
+
+def _warm_pool(snapshot, config, statuses, up, down, upcoming, new_nodes) -> None:
+    """Launch nodes so that each group with a warm pool keeps that many empty nodes ready."""
+    cap_left = config.max_new_nodes_per_loop - sum(new_nodes.values())
+    for g in snapshot.groups:
+        want = config.warm_pool.get(g.name, 0)
+        if not want or statuses[g.name].blocked:
+            continue
+        spare = down.empty.get(g.name, 0) + upcoming.get(g.name, 0) - up.upcoming_used.get(g.name, 0)
+        room = g.max - statuses[g.name].desired - new_nodes.get(g.name, 0)
+        add = max(0, min(want - spare, room, cap_left))
+        if add:
+            new_nodes[g.name] = new_nodes.get(g.name, 0) + add
+            cap_left -= add
+
+
+def _events(snapshot: Snapshot, up, statuses, new_nodes: dict[str, int], limit: int) -> list[dict]:
+    groups = {g.name: g for g in snapshot.groups}
+    out = []
+    for p, gname, kind in up.scale_up_pods:
+        if len(out) >= limit:
+            break
+        g = groups[gname]
+        if kind == "new":
+            before = statuses[gname].desired
+            msg = f"pod triggered scale-up: [{gname} {before}->{before + new_nodes[gname]} (max: {g.max})]"
+        else:
+            msg = f"pod waits for a node of group {gname} that is already launching"
+        out.append({"pod": p.key, "reason": "TriggeredScaleUp", "message": msg})
+    for p, reason in up.unschedulable:
+        if len(out) >= limit:
+            break
+        out.append(
+            {"pod": p.key, "reason": "NotTriggerScaleUp", "message": f"pod didn't trigger scale-up: {reason}"}
+        )
+    return out

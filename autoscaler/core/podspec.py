@@ -1,0 +1,224 @@
+"""A pod's scheduling-relevant shape: requests and constraints, parsed once and interned.
+
+Pods of one Job or ReplicaSet share a shape object, so the planner compares and caches by identity.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from autoscaler.core.names import HOSTNAME_KEY, ZONE_KEY
+from autoscaler.core.quantity import parse_resources
+from autoscaler.core.selectors import parse_label_selector, parse_requirements, parse_tolerations
+
+POD_MILLI = 1000  # every pod uses one of the node's "pods"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PodShape:
+    requests: tuple[tuple[str, int], ...]  # non-zero requests in milli-units, "pods" included
+    node_selector: tuple  # requirements from spec.nodeSelector (AND)
+    affinity_terms: tuple  # required node affinity: tuple of (label requirements, field requirements) (OR)
+    tolerations: tuple
+    host_ports: frozenset  # (protocol, port)
+    anti_affinity: tuple  # hostname anti-affinity: tuple of selector keys (namespaces, requirements)
+    spread_host: tuple  # DoNotSchedule spread on hostname: (max_skew, selector key)
+    spread_zone: tuple  # DoNotSchedule spread on zone: (max_skew, selector key)
+    unsupported: tuple[str, ...]  # constraints the planner cannot model (the pod is reported, never placed)
+
+    def request(self, resource: str) -> int:
+        for r, q in self.requests:
+            if r == resource:
+                return q
+        return 0
+
+
+_SHAPES: dict[object, PodShape] = {}
+
+
+def _container_requests(c: dict, where: str, errors: list[str]) -> dict[str, int]:
+    res = c.get("resources") or {}
+    if not isinstance(res, dict):
+        errors.append(f"{where}.resources: expected {{requests, limits}}")
+        return {}
+    req = parse_resources(res.get("requests"), f"{where}.resources.requests", errors)
+    # The API server defaults a request to the limit when only the limit is given.
+    for name, q in parse_resources(res.get("limits"), f"{where}.resources.limits", errors).items():
+        req.setdefault(name, q)
+    return req
+
+
+def effective_requests(spec: dict, where: str, errors: list[str]) -> dict[str, int]:
+    """max(app containers + sidecars, each init container + sidecars started before it) + overhead."""
+    total: dict[str, int] = {}
+    containers = spec.get("containers")
+    if not isinstance(containers, list) or not containers:
+        errors.append(f"{where}.spec.containers: expected a non-empty list of containers")
+        return total
+    for i, c in enumerate(containers):
+        for r, q in _container_requests(c, f"{where}.spec.containers[{i}]", errors).items():
+            total[r] = total.get(r, 0) + q
+    sidecars: dict[str, int] = {}
+    peak: dict[str, int] = {}
+    for i, c in enumerate(spec.get("initContainers") or ()):
+        req = _container_requests(c, f"{where}.spec.initContainers[{i}]", errors)
+        if c.get("restartPolicy") == "Always":
+            for r, q in req.items():
+                sidecars[r] = sidecars.get(r, 0) + q
+        else:
+            for r, q in req.items():
+                peak[r] = max(peak.get(r, 0), q + sidecars.get(r, 0))
+    for r, q in sidecars.items():
+        total[r] = total.get(r, 0) + q
+    for r, q in peak.items():
+        total[r] = max(total.get(r, 0), q)
+    for r, q in parse_resources(spec.get("overhead"), f"{where}.spec.overhead", errors).items():
+        total[r] = total.get(r, 0) + q
+    total["pods"] = POD_MILLI
+    return total
+
+
+def _node_affinity(spec: dict, where: str, errors: list[str]) -> tuple:
+    na = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    )
+    if not na:
+        return ()
+    terms = na.get("nodeSelectorTerms") if isinstance(na, dict) else None
+    w = f"{where}.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+    if not isinstance(terms, list) or not terms:
+        errors.append(f"{w}: expected a non-empty list of terms")
+        return ()
+    out = []
+    for i, t in enumerate(terms):
+        t = t or {}
+        labels = parse_requirements(t.get("matchExpressions"), f"{w}[{i}].matchExpressions", errors)
+        fields = parse_requirements(t.get("matchFields"), f"{w}[{i}].matchFields", errors)
+        for key, *_ in fields:
+            if key != "metadata.name":
+                errors.append(f"{w}[{i}].matchFields: field {key!r} is not supported; use metadata.name")
+        out.append((labels, fields))
+    return tuple(out)
+
+
+def _ports(spec: dict) -> frozenset:
+    out = set()
+    for c in spec.get("containers") or ():
+        for p in c.get("ports") or ():
+            if p.get("hostPort"):
+                out.add((p.get("protocol") or "TCP", int(p["hostPort"])))
+    return frozenset(out)
+
+
+def _pod_terms(spec: dict, namespace: str, where: str, errors: list[str]) -> tuple[tuple, list[str]]:
+    affinity = spec.get("affinity") or {}
+    unsupported = []
+    if (affinity.get("podAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution"):
+        unsupported.append("required pod affinity is not supported by the autoscaler")
+    anti = []
+    terms = (affinity.get("podAntiAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or []
+    for i, t in enumerate(terms):
+        w = f"{where}.spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[{i}]"
+        if t.get("topologyKey") != HOSTNAME_KEY:
+            unsupported.append(
+                f"required pod anti-affinity on topology key {t.get('topologyKey')!r} is not supported "
+                f"(only {HOSTNAME_KEY})"
+            )
+            continue
+        if t.get("namespaceSelector") is not None:
+            unsupported.append("pod anti-affinity with a namespaceSelector is not supported")
+            continue
+        sel = parse_label_selector(t.get("labelSelector"), f"{w}.labelSelector", errors)
+        if sel is None:
+            continue  # a term without a selector matches no pod
+        anti.append((frozenset(t.get("namespaces") or (namespace,)), sel))
+    return tuple(anti), unsupported
+
+
+def _spread(spec: dict, namespace: str, where: str, errors: list[str]) -> tuple[tuple, tuple, list[str]]:
+    host, zone, unsupported = [], [], []
+    for i, c in enumerate(spec.get("topologySpreadConstraints") or ()):
+        w = f"{where}.spec.topologySpreadConstraints[{i}]"
+        if c.get("whenUnsatisfiable", "DoNotSchedule") != "DoNotSchedule":
+            continue  # ScheduleAnyway is a preference
+        skew = c.get("maxSkew")
+        if not isinstance(skew, int) or isinstance(skew, bool) or skew < 1:
+            errors.append(f"{w}.maxSkew: expected an integer of at least 1, got {skew!r}")
+            continue
+        sel = parse_label_selector(c.get("labelSelector"), f"{w}.labelSelector", errors)
+        key = (frozenset((namespace,)), sel or ())
+        if c.get("topologyKey") == HOSTNAME_KEY:
+            host.append((skew, key))
+        elif c.get("topologyKey") == ZONE_KEY:
+            zone.append((skew, key))
+        else:
+            unsupported.append(
+                f"topology spread on {c.get('topologyKey')!r} is not supported (only {HOSTNAME_KEY}, {ZONE_KEY})"
+            )
+    return tuple(host), tuple(zone), unsupported
+
+
+def parse_shape(spec: dict, namespace: str, where: str, errors: list[str]) -> PodShape | None:
+    """The interned shape of a pod spec; None (and lines in ``errors``) when the spec is invalid."""
+    if not isinstance(spec, dict):
+        errors.append(f"{where}.spec: expected the pod's spec object")
+        return None
+    affinity = spec.get("affinity")
+    spread = spec.get("topologySpreadConstraints")
+    needs_ns = bool(spread) or bool(
+        affinity and (affinity.get("podAntiAffinity") or affinity.get("podAffinity"))
+    )
+    try:
+        key = repr(
+            (
+                [(c.get("resources"), c.get("ports")) for c in spec.get("containers") or ()],
+                [(c.get("resources"), c.get("restartPolicy")) for c in spec.get("initContainers") or ()],
+                spec.get("overhead"),
+                spec.get("nodeSelector"),
+                affinity,
+                spec.get("tolerations"),
+                spread,
+                namespace if needs_ns else None,
+            )
+        )
+    except AttributeError:
+        key = None
+    shape = _SHAPES.get(key) if key is not None else None
+    if shape is not None:
+        return shape
+    before = len(errors)
+    requests = effective_requests(spec, where, errors)
+    ns = spec.get("nodeSelector") or {}
+    if not isinstance(ns, dict):
+        errors.append(f"{where}.spec.nodeSelector: expected a mapping of label to value")
+        ns = {}
+    node_selector = tuple((k, "In", (str(v),)) for k, v in sorted(ns.items()))
+    terms = _node_affinity(spec, where, errors)
+    tolerations = parse_tolerations(spec.get("tolerations"), f"{where}.spec.tolerations", errors)
+    try:
+        ports = _ports(spec)
+    except (TypeError, ValueError, AttributeError):
+        errors.append(f"{where}.spec.containers[].ports: hostPort must be an integer port number")
+        ports = frozenset()
+    anti, unsupported = _pod_terms(spec, namespace, where, errors)
+    host, zone, unsupported2 = _spread(spec, namespace, where, errors)
+    if len(errors) > before:
+        return None
+    shape = PodShape(
+        requests=tuple(sorted((r, q) for r, q in requests.items() if q > 0)),
+        node_selector=node_selector,
+        affinity_terms=terms,
+        tolerations=tolerations,
+        host_ports=ports,
+        anti_affinity=anti,
+        spread_host=host,
+        spread_zone=zone,
+        unsupported=tuple(unsupported + unsupported2),
+    )
+    if key is not None:
+        if len(_SHAPES) > 200_000:
+            _SHAPES.clear()
+        _SHAPES[key] = shape
+    return shape

@@ -1,0 +1,65 @@
+"""Why pods fit nowhere, in words a researcher understands."""
+
+from __future__ import annotations
+
+from autoscaler.core.fit import NodeState, capacity_reason
+from autoscaler.core.model import Group
+from autoscaler.core.packing import PodClass
+from autoscaler.core.quantity import format_amount
+
+
+def _size_reason(cls: PodClass, groups: list[Group], matching: bool) -> str:
+    """``needs 16 nvidia.com/gpu; the largest node type offers 8`` for the resource that fits worst."""
+    which = "matching node type" if matching else "node type"
+    worst = None
+    for r, q in cls.shape.requests:
+        best = max((g.allocatable.get(r, 0) for g in groups), default=0)
+        if best < q and (worst is None or best / q < worst[2] / worst[1]):
+            worst = (r, q, best)
+    if worst is None:  # each resource fits alone: the combination or a per-node limit does not
+        st = NodeState(dict(groups[0].allocatable)) if groups else NodeState({})
+        detail = capacity_reason(cls.shape, cls.matched, st) or "does not fit on an empty node"
+        return f"{detail} on an empty node of group {groups[0].name}" if groups else detail
+    r, q, best = worst
+    if best == 0:
+        return f"needs {format_amount(r, q)} {r}; no {which} offers {r}"
+    return f"needs {format_amount(r, q)} {r}; the largest {which} offers {format_amount(r, best)}"
+
+
+def _static_summary(cls: PodClass, notes: dict, groups: list[Group]) -> str:
+    texts = [notes[g.name][1] for g in groups if g.name in notes]
+    if texts and all(t == texts[0] for t in texts):
+        t = texts[0]
+        if t.startswith("does not match "):
+            return "no group matches " + t[len("does not match ") :]
+        if t.startswith("has taint "):
+            return "every group has taint " + t[len("has taint ") :]
+        return t
+    big_enough = [g for g in groups if all(g.allocatable.get(r, 0) >= q for r, q in cls.shape.requests)]
+    if not big_enough:
+        return _size_reason(cls, groups, matching=False)
+    parts = []
+    for g in big_enough[:3]:
+        parts.append(f"group {g.name} {notes[g.name][1]}")
+    more = f" (and {len(big_enough) - 3} more groups)" if len(big_enough) > 3 else ""
+    return "; ".join(parts) + more
+
+
+def why_unplaced(cls: PodClass, groups: list[Group], cutoff: int) -> str:
+    """The reason the remaining pods of ``cls`` fit on no existing node and no new node."""
+    if cls.shape.unsupported:
+        return cls.shape.unsupported[0]
+    if not cls.may_scale_up:
+        return f"priority {cls.priority} is below the autoscaler's cut-off {cutoff}; it waits for free room"
+    if not groups:
+        return "no node has room and the cluster has no node groups to grow"
+    notes = cls.notes
+    limited = [text for kind, text in notes.values() if kind in ("blocked", "max", "cap")]
+    if limited:
+        unique = list(dict.fromkeys(limited))
+        more = f" (and {len(unique) - 3} more)" if len(unique) > 3 else ""
+        return "no room: " + "; ".join(unique[:3]) + more
+    sized = [g for g in groups if notes.get(g.name, ("",))[0] == "size"]
+    if sized:
+        return _size_reason(cls, sized, matching=len(sized) < len(groups))
+    return _static_summary(cls, notes, groups)

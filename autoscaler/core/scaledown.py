@@ -1,0 +1,152 @@
+"""Scale-down: node states, then removal of empty nodes in two steps (taint, then terminate on re-check).
+
+Only empty nodes (DaemonSet and mirror pods aside) are ever removed, so no pod is evicted: pods of Jobs and bare
+pods keep running. Group minimums, warm pools and the per-plan scale-in cap hold nodes back; nodes held back
+are reported as ``protected`` with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from autoscaler.core.config import PlannerConfig
+from autoscaler.core.failures import GroupStatus
+from autoscaler.core.model import Snapshot
+from autoscaler.core.names import IDLE_SINCE_ANNOTATION, TO_BE_DELETED_SINCE_ANNOTATION
+from autoscaler.core.nodestate import NodeFacts, idle_since, node_state, tainted_since
+from autoscaler.core.scaleup import ScaleUp
+from autoscaler.core.timeutil import show_time
+
+EMPTY_STATES = ("idle", "removable", "draining")
+
+
+@dataclass
+class ScaleDown:
+    actions: list[dict] = field(default_factory=list)  # {node, group, instance_id, action, reason}
+    states: dict[str, str] = field(default_factory=dict)
+    reasons: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    empty: dict[str, int] = field(default_factory=dict)  # group -> empty ready nodes kept after this plan
+
+
+def gather(snap: Snapshot) -> dict[str, NodeFacts]:
+    facts = {n.name: NodeFacts(n, [], None, False) for n in snap.nodes}
+    for p in snap.pods:
+        f = facts.get(p.node_name) if p.node_name else None
+        if f is None:
+            continue
+        if not p.terminated:
+            f.pods.append(p)
+        elif (
+            not p.daemonset
+            and not p.mirror
+            and p.finished_at
+            and (f.finished_at is None or p.finished_at > f.finished_at)
+        ):
+            f.finished_at = p.finished_at
+    return facts
+
+
+def _action(node, action: str, reason: str) -> dict:
+    return {
+        "node": node.name,
+        "group": node.group,
+        "instance_id": node.instance_id,
+        "action": action,
+        "reason": reason,
+    }
+
+
+def scale_down(
+    snap: Snapshot,
+    config: PlannerConfig,
+    statuses: dict[str, GroupStatus],
+    up: ScaleUp,
+    removed: dict[str, int],
+) -> ScaleDown:
+    """``removed``: per group, instances this plan already terminates (never registered)."""
+    out = ScaleDown()
+    now = snap.now
+    facts = gather(snap)
+    reused = set(up.reused)
+    candidates: dict[str, list[tuple[datetime, int, NodeFacts]]] = {}
+    for name, f in facts.items():
+        f.planned = name in up.placed_on
+        state, reason = node_state(f, now, config)
+        out.states[name], out.reasons[name] = state, reason
+        n = f.node
+        if state == "dead" and n.group is not None:
+            out.actions.append(_action(n, "terminate", reason))
+            removed[n.group] = removed.get(n.group, 0) + 1
+        elif f.tainted and state not in ("draining", "dead", "unready"):
+            why = "a pending pod can use it" if name in reused else reason
+            out.actions.append(_action(n, "untaint", why))
+            _annotate(out, n, TO_BE_DELETED_SINCE_ANNOTATION, None)
+        if state in EMPTY_STATES or state == "protected":
+            since = idle_since(f, now)
+            _annotate(out, n, IDLE_SINCE_ANNOTATION, show_time(since))
+        elif state == "busy":
+            _annotate(out, n, IDLE_SINCE_ANNOTATION, None)
+        if state in EMPTY_STATES and n.group is not None:
+            order = 0 if state == "draining" else 1 if state == "removable" else 2
+            when = (tainted_since(n) or now) if state == "draining" else idle_since(f, now)
+            candidates.setdefault(n.group, []).append((when, order, f))
+    _remove(out, snap, config, statuses, candidates, removed)
+    return out
+
+
+def _annotate(out: ScaleDown, node, key: str, value: str | None) -> None:
+    if node.annotations.get(key) != value:
+        out.annotations.setdefault(node.name, {})[key] = value
+
+
+def _remove(out: ScaleDown, snap: Snapshot, config: PlannerConfig, statuses, candidates, removed) -> None:
+    now = snap.now
+    cap = max(1, math.floor(config.max_scale_in_fraction * len(snap.nodes)))
+    groups = {g.name: g for g in snap.groups}
+    to_taint = []
+    for gname, items in candidates.items():
+        g = groups[gname]
+        items.sort(key=lambda t: (t[1], t[0], t[2].node.name))
+        warm = config.warm_pool.get(gname, 0)
+        allowed = min(statuses[gname].desired - g.min - removed.get(gname, 0), len(items) - warm)
+        out.empty[gname] = len(items)
+        for i, (when, _order, f) in enumerate(items):
+            n = f.node
+            state = out.states[n.name]
+            if i >= allowed:
+                why = (
+                    f"warm pool of {warm} idle node(s)"
+                    if len(items) - warm <= statuses[gname].desired - g.min - removed.get(gname, 0)
+                    else f"group minimum of {g.min}"
+                )
+                if state == "draining":
+                    out.actions.append(_action(n, "untaint", f"kept: {why}"))
+                    _annotate(out, n, TO_BE_DELETED_SINCE_ANNOTATION, None)
+                if state != "idle":
+                    out.states[n.name], out.reasons[n.name] = "protected", f"kept for the {why}"
+                continue
+            if state == "draining":
+                since = tainted_since(n)
+                if since is None:
+                    _annotate(out, n, TO_BE_DELETED_SINCE_ANNOTATION, show_time(now))
+                elif since < now:
+                    out.actions.append(
+                        _action(n, "terminate", f"still empty on re-check (tainted {show_time(since)})")
+                    )
+                    out.empty[gname] -= 1
+            elif state == "removable":
+                to_taint.append((when, f))
+    to_taint.sort(key=lambda t: (t[0], t[1].node.name))
+    for i, (_, f) in enumerate(to_taint):
+        n = f.node
+        if i >= cap:
+            out.states[n.name] = "protected"
+            out.reasons[n.name] = f"kept by the scale-in cap ({cap} node(s) per plan)"
+            continue
+        out.actions.append(_action(n, "taint", out.reasons[n.name]))
+        _annotate(out, n, TO_BE_DELETED_SINCE_ANNOTATION, show_time(now))
+        out.states[n.name] = "draining"
+        out.empty[n.group] -= 1

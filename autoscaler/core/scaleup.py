@@ -1,0 +1,278 @@
+"""Scale-up: place every pending pod on free room, re-usable and upcoming nodes, then on new nodes of all groups.
+
+Pods are grouped into classes (same shape, selector matches, priority and gang); classes are packed First-Fit
+Decreasing by their dominant share of the largest node, gangs all-or-nothing within one region.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from autoscaler.core.config import PlannerConfig
+from autoscaler.core.failures import GroupStatus
+from autoscaler.core.fit import NodeState, matching, selector_keys
+from autoscaler.core.model import Group, Pod, Snapshot
+from autoscaler.core.names import TO_BE_DELETED_TAINT
+from autoscaler.core.packing import EXISTING, NEW, TAINTED, UPCOMING, Bin, Packer, PodClass, Room
+from autoscaler.core.reasons import why_unplaced
+
+UNSCHEDULABLE_TAINT = ("node.kubernetes.io/unschedulable", "", "NoSchedule")
+
+
+@dataclass
+class ScaleUp:
+    new_nodes: dict[str, int]  # group -> new nodes
+    placements: dict[str, str]  # pod key -> node name, "upcoming:<group>:<i>" or "new:<group>:<i>"
+    placed_on: dict[str, int]  # existing node name -> pods planned onto it
+    reused: list[str]  # to-be-deleted nodes that pending pods will use (untaint)
+    unschedulable: list[tuple[Pod, str]]
+    scale_up_pods: list[tuple[Pod, str, str]]  # (pod, group, kind upcoming|new)
+    classes: int = 0
+    pending: int = 0
+    upcoming_used: dict[str, int] = field(default_factory=dict)
+    bins: list[Bin] = field(default_factory=list)
+
+
+def pending_pods(snap: Snapshot) -> list[Pod]:
+    return [
+        p for p in snap.pods if p.phase == "Pending" and not p.node_name and not p.daemonset and not p.mirror
+    ]
+
+
+def build_classes(pods: list[Pod], keys: list, cutoff: int) -> dict:
+    classes: dict = {}
+    no_match = frozenset()
+    for p in pods:
+        matched = matching(keys, p.namespace, p.labels) if keys else no_match
+        k = (p.shape, matched, p.priority, p.gang)
+        cls = classes.get(k)
+        if cls is None:
+            cls = classes[k] = PodClass(p.shape, matched, p.priority, p.gang)
+            cls.may_scale_up = p.priority >= cutoff
+        cls.pods.append(p)
+    return classes
+
+
+def _node_bins(snap: Snapshot, packer: Packer, bound: dict[str, list[Pod]], keys: list) -> list[Bin]:
+    out_existing, out_tainted = [], []
+    anti_keys = bool(keys)
+    groups = {g.name: g for g in snap.groups}
+    for n in snap.nodes:
+        if not n.ready:
+            continue
+        tainted = any(t[0] == TO_BE_DELETED_TAINT for t in n.taints)
+        taints = tuple(t for t in n.taints if t[0] != TO_BE_DELETED_TAINT) if tainted else n.taints
+        if n.unschedulable:
+            taints = taints + (UNSCHEDULABLE_TAINT,)
+        st = NodeState(dict(n.allocatable))
+        for p in bound.get(n.name, ()):
+            st.add(p.shape, matching(keys, p.namespace, p.labels) if anti_keys else frozenset(), 1)
+        g = groups.get(n.group) if n.group else None
+        region = g.region if g else (n.region or "")
+        b = Bin(
+            TAINTED if tainted else EXISTING,
+            g,
+            region,
+            n.name,
+            n.labels,
+            taints,
+            packer.template_id({k: v for k, v in n.labels.items() if k != "kubernetes.io/hostname"}, taints),
+            st,
+        )
+        (out_tainted if tainted else out_existing).append(b)
+    return out_existing + out_tainted
+
+
+def scale_up(
+    snap: Snapshot, config: PlannerConfig, statuses: dict[str, GroupStatus], upcoming: dict[str, int]
+) -> ScaleUp:
+    pending = pending_pods(snap)
+    bound: dict[str, list[Pod]] = {}
+    for p in snap.pods:
+        if p.node_name and not p.terminated:
+            bound.setdefault(p.node_name, []).append(p)
+    keys_set: dict = {}
+    for shape in {p.shape for p in pending}:
+        for k in selector_keys(shape):
+            keys_set[k] = None
+    for pods in bound.values():
+        for p in pods:
+            for k in p.shape.anti_affinity:
+                keys_set[k] = None
+    keys = list(keys_set)
+    region_idx = {r: i for i, r in enumerate(snap.regions)}
+    packer = Packer([], [], config.max_new_nodes_per_loop)
+    bins = _node_bins(snap, packer, bound, keys)
+    for g in snap.groups:
+        if upcoming.get(g.name, 0) > 0:
+            tmpl = packer.template_id(g.labels, g.taints)
+            bins.append(
+                Bin(
+                    UPCOMING,
+                    g,
+                    g.region,
+                    None,
+                    g.labels,
+                    g.taints,
+                    tmpl,
+                    NodeState(dict(g.allocatable)),
+                    upcoming[g.name],
+                )
+            )
+    rooms = [
+        Room(
+            g,
+            region_idx.get(g.region, len(region_idx)),
+            g.max - statuses[g.name].desired,
+            statuses[g.name].blocked,
+            packer.template_id(g.labels, g.taints),
+        )
+        for g in snap.groups
+    ]
+    packer.bins, packer.rooms = bins, rooms
+    classes = build_classes(pending, keys, config.priority_cutoff)
+    _sizes(classes.values(), snap)
+    units = _units(classes.values())
+    result = ScaleUp({}, {}, {}, [], [], [], classes=len(classes), pending=len(pending))
+    gang_notes: dict[str, str] = {}
+    for unit in units:
+        if unit[0].gang is not None:
+            reason = _place_gang(unit, packer, snap, bound)
+            if reason:
+                gang_notes[unit[0].gang] = reason
+            continue
+        cls = unit[0]
+        if cls.shape.unsupported:
+            continue
+        n = len(cls.pods)
+        cls.placed = packer.place_existing(cls, n, None)
+        if cls.placed < n and cls.may_scale_up:
+            cls.placed += packer.place_new(cls, n - cls.placed, None)
+    _collect(result, packer, classes.values(), snap.groups, config, gang_notes)
+    return result
+
+
+def _sizes(classes, snap: Snapshot) -> None:
+    largest: dict[str, int] = {}
+    for alloc in [g.allocatable for g in snap.groups] + [n.allocatable for n in snap.nodes]:
+        for r, q in alloc.items():
+            if q > largest.get(r, 0):
+                largest[r] = q
+    for cls in classes:
+        cls.size = max((q / largest[r] if largest.get(r) else 2.0 for r, q in cls.shape.requests), default=0)
+
+
+def _units(classes) -> list[list[PodClass]]:
+    """Gangs (all their classes together) and single classes, in placing order: priority, gangs, size."""
+    gangs: dict[str, list[PodClass]] = {}
+    units = []
+    for cls in classes:
+        if cls.gang is None:
+            units.append([cls])
+        else:
+            gangs.setdefault(cls.gang, []).append(cls)
+    for members in gangs.values():
+        members.sort(key=lambda c: -c.size)
+        units.append(members)
+
+    def key(unit):
+        first = unit[0]
+        return (not first.may_scale_up, -first.priority, first.gang is None, -first.size, first.pods[0].key)
+
+    units.sort(key=key)
+    return units
+
+
+def _place_gang(members: list[PodClass], packer: Packer, snap: Snapshot, bound: dict) -> str | None:
+    """All members of a gang in one region, or none; the reason when none."""
+    gang = members[0].gang
+    count = sum(len(c.pods) for c in members)
+    for c in members:
+        if c.shape.unsupported:
+            return f"gang {gang}: {c.shape.unsupported[0]}"
+    size = max((p.gang_size or 0 for c in members for p in c.pods), default=0)
+    nodes = {n.name: n for n in snap.nodes}
+    running = [p for pods in bound.values() for p in pods if p.gang == gang]
+    if size and count + len(running) < size:
+        return f"gang {gang} has {count + len(running)} of its {size} pods; waiting for the rest"
+    groups = {g.name: g for g in snap.groups}
+    regions: list[str | None]
+    locked = {
+        (
+            groups[nodes[p.node_name].group].region
+            if nodes[p.node_name].group
+            else nodes[p.node_name].region or ""
+        )
+        for p in running
+        if p.node_name in nodes
+    }
+    if locked:
+        regions = sorted(locked)[:1]
+    else:
+        regions = ([""] if any(b.region == "" for b in packer.bins) else []) + list(snap.regions)
+    tried = []
+    may_grow = all(c.may_scale_up for c in members)
+    for region in regions:
+        packer.begin()
+        ok = True
+        for c in members:
+            n = len(c.pods)
+            got = packer.place_existing(c, n, region)
+            if got < n and may_grow:
+                got += packer.place_new(c, n - got, region)
+            if got < n:
+                ok = False
+                break
+        if ok:
+            packer.commit()
+            for c in members:
+                c.placed = len(c.pods)
+            return None
+        packer.rollback()
+        tried.append(region or "on-premises nodes")
+    where = ", ".join(tried) if tried else "no region"
+    return f"gang {gang} ({count} pods) must run in one region and fits in none of: {where}"
+
+
+def _collect(
+    result: ScaleUp, packer: Packer, classes, groups: list[Group], config: PlannerConfig, gang_notes
+) -> None:
+    cursor = {id(c): 0 for c in classes}
+    serial: dict[str, int] = {}
+    for room in packer.rooms:
+        if room.new:
+            result.new_nodes[room.group.name] = room.new
+    for b in packer.bins:
+        if not b.history:
+            continue
+        if b.kind in (EXISTING, TAINTED):
+            names = [b.node]
+            if b.kind == TAINTED:
+                result.reused.append(b.node)
+        else:
+            prefix = "new" if b.kind == NEW else "upcoming"
+            key = f"{prefix}:{b.group.name}"
+            start = serial.get(key, 0)
+            serial[key] = start + b.count
+            names = [f"{key}:{i}" for i in range(start, start + b.count)]
+            if b.kind == UPCOMING:
+                result.upcoming_used[b.group.name] = result.upcoming_used.get(b.group.name, 0) + b.count
+        for name in names:
+            total = 0
+            for cls, k in b.history:
+                i = cursor[id(cls)]
+                for p in cls.pods[i : i + k]:
+                    result.placements[p.key] = name
+                    if b.kind in (NEW, UPCOMING):
+                        result.scale_up_pods.append((p, b.group.name, b.kind))
+                cursor[id(cls)] = i + k
+                total += k
+            if b.kind in (EXISTING, TAINTED):
+                result.placed_on[name] = result.placed_on.get(name, 0) + total
+    for cls in classes:
+        if cls.placed < len(cls.pods):
+            reason = gang_notes.get(cls.gang) if cls.gang else None
+            reason = reason or why_unplaced(cls, groups, config.priority_cutoff)
+            for p in cls.pods[cls.placed :]:
+                result.unschedulable.append((p, reason))
+    result.bins = packer.bins

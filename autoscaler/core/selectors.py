@@ -1,0 +1,173 @@
+"""Label selectors, node selector requirements and taint tolerations: parsing into tuples and matching.
+
+Parsed forms are hashable tuples so that pod shapes holding them can be interned and cached.
+"""
+
+from __future__ import annotations
+
+NODE_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
+
+# A requirement: (key, operator, values tuple). A selector: tuple of requirements (AND).
+
+
+def parse_requirements(raw: object, where: str, errors: list[str], operators=NODE_OPERATORS) -> tuple:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        errors.append(f"{where}: expected a list of {{key, operator, values}}")
+        return ()
+    out = []
+    for i, req in enumerate(raw):
+        w = f"{where}[{i}]"
+        if not isinstance(req, dict) or not isinstance(req.get("key"), str):
+            errors.append(f"{w}: expected {{key, operator, values}} with a string key")
+            continue
+        op = req.get("operator")
+        if op not in operators:
+            errors.append(f"{w}.operator: {op!r} is not one of {', '.join(operators)}")
+            continue
+        values = req.get("values") or []
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            errors.append(f"{w}.values: expected a list of strings")
+            continue
+        if op in ("In", "NotIn") and not values:
+            errors.append(f"{w}.values: operator {op} needs at least one value")
+            continue
+        if op in ("Gt", "Lt") and (len(values) != 1 or not values[0].lstrip("-").isdigit()):
+            errors.append(f"{w}.values: operator {op} needs exactly one integer value, got {values}")
+            continue
+        out.append((req["key"], op, tuple(values)))
+    return tuple(out)
+
+
+def requirement_holds(req: tuple, labels: dict) -> bool:
+    key, op, values = req
+    if op == "In":
+        return labels.get(key) in values
+    if op == "NotIn":
+        return labels.get(key) not in values
+    if op == "Exists":
+        return key in labels
+    if op == "DoesNotExist":
+        return key not in labels
+    value = labels.get(key)
+    if value is None or not value.lstrip("-").isdigit():
+        return False
+    return int(value) > int(values[0]) if op == "Gt" else int(value) < int(values[0])
+
+
+def selector_matches(selector: tuple, labels: dict) -> bool:
+    return all(requirement_holds(r, labels) for r in selector)
+
+
+def parse_label_selector(raw: object, where: str, errors: list[str]) -> tuple | None:
+    """A metav1.LabelSelector as a tuple of requirements; None (matches nothing) when absent."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        errors.append(f"{where}: expected {{matchLabels, matchExpressions}}")
+        return None
+    reqs = []
+    ml = raw.get("matchLabels") or {}
+    if not isinstance(ml, dict):
+        errors.append(f"{where}.matchLabels: expected a mapping of label to value")
+    else:
+        reqs.extend((k, "In", (str(v),)) for k, v in sorted(ml.items()))
+    reqs.extend(
+        parse_requirements(raw.get("matchExpressions"), f"{where}.matchExpressions", errors, LABEL_OPERATORS)
+    )
+    return tuple(reqs)
+
+
+def parse_taints(raw: object, where: str, errors: list[str]) -> tuple:
+    """Taints as (key, value, effect) tuples."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        errors.append(f"{where}: expected a list of {{key, value, effect}}")
+        return ()
+    out = []
+    for i, t in enumerate(raw):
+        if not isinstance(t, dict) or not isinstance(t.get("key"), str) or not t.get("key"):
+            errors.append(f"{where}[{i}]: expected {{key, value, effect}} with a non-empty key")
+            continue
+        if t.get("effect") not in TAINT_EFFECTS:
+            errors.append(
+                f"{where}[{i}].effect: {t.get('effect')!r} is not one of {', '.join(TAINT_EFFECTS)}"
+            )
+            continue
+        out.append((t["key"], str(t.get("value") or ""), t["effect"]))
+    return tuple(out)
+
+
+def parse_tolerations(raw: object, where: str, errors: list[str]) -> tuple:
+    """Tolerations as (key, operator, value, effect) tuples."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        errors.append(f"{where}: expected a list of tolerations")
+        return ()
+    out = []
+    for i, t in enumerate(raw):
+        if not isinstance(t, dict):
+            errors.append(f"{where}[{i}]: expected {{key, operator, value, effect}}")
+            continue
+        op = t.get("operator") or "Equal"
+        if op not in ("Equal", "Exists"):
+            errors.append(f"{where}[{i}].operator: {op!r} is not one of Equal, Exists")
+            continue
+        effect = t.get("effect") or ""
+        if effect and effect not in TAINT_EFFECTS:
+            errors.append(
+                f"{where}[{i}].effect: {effect!r} is not one of {', '.join(TAINT_EFFECTS)} or empty"
+            )
+            continue
+        out.append((t.get("key") or "", op, str(t.get("value") or ""), effect))
+    return tuple(out)
+
+
+def tolerates(tolerations: tuple, taint: tuple) -> bool:
+    key, value, effect = taint
+    for tkey, op, tvalue, teffect in tolerations:
+        if teffect and teffect != effect:
+            continue
+        if not tkey:
+            if op == "Exists":
+                return True
+            continue
+        if tkey != key:
+            continue
+        if op == "Exists" or tvalue == value:
+            return True
+    return False
+
+
+def untolerated(tolerations: tuple, taints: tuple) -> tuple | None:
+    """The first taint that blocks scheduling and is not tolerated, else None."""
+    for taint in taints:
+        if taint[2] in BLOCKING_EFFECTS and not tolerates(tolerations, taint):
+            return taint
+    return None
+
+
+def show_taint(taint: tuple) -> str:
+    key, value, effect = taint
+    return f"{key}={value}:{effect}" if value else f"{key}:{effect}"
+
+
+def show_requirement(req: tuple) -> str:
+    key, op, values = req
+    if op == "In" and len(values) == 1:
+        return f"{key}={values[0]}"
+    if op == "In":
+        return f"{key} in ({','.join(values)})"
+    if op == "NotIn":
+        return f"{key} notin ({','.join(values)})"
+    if op == "Exists":
+        return key
+    if op == "DoesNotExist":
+        return f"!{key}"
+    return f"{key} {'>' if op == 'Gt' else '<'} {values[0]}"

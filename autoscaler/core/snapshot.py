@@ -1,0 +1,408 @@
+"""Parse and check a snapshot (docs/snapshot.md) into :class:`~autoscaler.core.model.Snapshot`.
+
+Every problem becomes one line naming the object and field, what is wrong and what would be right; all of
+them are collected and raised together as :class:`~autoscaler.core.errors.SnapshotError`.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from autoscaler import catalog
+from autoscaler.core.errors import SnapshotError
+from autoscaler.core.gcpause import gc_paused
+from autoscaler.core.model import Failure, Group, GroupState, Instance, Node, Pod, Snapshot
+from autoscaler.core.names import (
+    INSTANCE_TYPE_KEY,
+    JOB_INDEX_LABEL,
+    JOB_NAME_LABEL,
+    MIRROR_ANNOTATION,
+    NODE_GROUP_LABEL,
+    POD_GROUP_LABEL,
+    POD_GROUP_SIZE_ANNOTATION,
+    REGION_KEY,
+    SAFE_TO_EVICT_ANNOTATION,
+    ZONE_KEY,
+)
+from autoscaler.core.podspec import parse_shape
+from autoscaler.core.quantity import parse_resources
+from autoscaler.core.selectors import parse_taints
+from autoscaler.core.timeutil import parse_time
+
+FAILURE_REASONS = (
+    "insufficient-capacity",
+    "instance-limit",
+    "vcpu-limit",
+    "spot",
+    "unknown",
+    "never-registered",
+)
+TOP_LEVEL = ("pods", "nodes", "groups", "regions", "now", "pdbs", "scaling_failures", "group_state")
+
+
+def parse_snapshot(data: dict) -> Snapshot:
+    """The checked snapshot; SnapshotError with one line per problem when it is invalid."""
+    with gc_paused():
+        return _parse(data)
+
+
+def _parse(data: dict) -> Snapshot:
+    if not isinstance(data, dict):
+        raise SnapshotError(
+            f"snapshot: expected a JSON object with pods, nodes and groups, got {type(data).__name__}"
+        )
+    errors: list[str] = []
+    for key in data:
+        if key not in TOP_LEVEL and not key.startswith("x-"):
+            errors.append(f"snapshot.{key}: unknown field; expected one of {', '.join(TOP_LEVEL)}")
+    for key in ("pods", "nodes", "groups"):
+        if key not in data:
+            errors.append(f"snapshot.{key}: missing; give a list (possibly empty)")
+    now = parse_time(data.get("now"), "snapshot.now", errors) if data.get("now") else datetime.now(UTC)
+    groups = _groups(data.get("groups", []), errors)
+    regions = _regions(data.get("regions"), groups, errors)
+    by_instance = {inst.id: g.name for g in groups for inst in g.instances}
+    group_names = {g.name for g in groups}
+    nodes = [
+        n
+        for i, raw in enumerate(_items(data.get("nodes", []), "nodes", errors))
+        if (n := _node(raw, f"nodes[{i}]", by_instance, group_names, errors))
+    ]
+    pods = [
+        p
+        for i, raw in enumerate(_items(data.get("pods", []), "pods", errors))
+        if (p := _pod(raw, f"pods[{i}]", errors))
+    ]
+    pdbs = _items(data.get("pdbs") or [], "pdbs", errors)
+    failures = _failures(data.get("scaling_failures") or [], group_names, errors)
+    state = _group_state(data.get("group_state") or {}, group_names, errors)
+    if errors:
+        raise SnapshotError(errors)
+    return Snapshot(now, pods, nodes, groups, regions, pdbs, failures, state)
+
+
+def _items(value: object, where: str, errors: list[str]) -> list:
+    """A kubectl List object or a plain array."""
+    if isinstance(value, dict) and isinstance(value.get("items"), list):
+        value = value["items"]
+    if not isinstance(value, list):
+        errors.append(f"snapshot.{where}: expected a list or a Kubernetes List object with items")
+        return []
+    return value
+
+
+def _int(
+    raw: dict, key: str, where: str, errors: list[str], default: int | None = None, minimum: int = 0
+) -> int:
+    value = raw.get(key, default)
+    if value is None:
+        errors.append(f"{where}.{key}: missing; expected an integer of at least {minimum}")
+        return minimum
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        errors.append(f"{where}.{key}: expected an integer of at least {minimum}, got {value!r}")
+        return minimum
+    return value
+
+
+def _groups(raw: object, errors: list[str]) -> list[Group]:
+    if not isinstance(raw, list):
+        errors.append("snapshot.groups: expected a list of node groups")
+        return []
+    out, seen = [], set()
+    for i, g in enumerate(raw):
+        w = f"groups[{i}]"
+        if not isinstance(g, dict):
+            errors.append(
+                f"{w}: expected a group object {{name, region, zones, instance_type, min, max, desired}}"
+            )
+            continue
+        name = g.get("name")
+        if not isinstance(name, str) or not name:
+            errors.append(f"{w}.name: missing; give the Auto Scaling group's name")
+            continue
+        w = f"groups[{i}] ({name})"
+        if name in seen:
+            errors.append(f"{w}.name: duplicate group name; each group appears once")
+        seen.add(name)
+        group = _group(g, name, w, errors)
+        if group:
+            out.append(group)
+    return out
+
+
+def _group(g: dict, name: str, w: str, errors: list[str]) -> Group | None:
+    n_err = len(errors)
+    region = g.get("region")
+    if not isinstance(region, str) or not region:
+        errors.append(f"{w}.region: missing; give the AWS region, e.g. us-west-2")
+    zones = g.get("zones") or []
+    if not isinstance(zones, list) or not all(isinstance(z, str) for z in zones):
+        errors.append(f"{w}.zones: expected a list of availability zones")
+        zones = []
+    itype = g.get("instance_type")
+    if not isinstance(itype, str) or not itype:
+        errors.append(f"{w}.instance_type: missing; give the EC2 instance type, e.g. p3.16xlarge")
+        itype = ""
+    lo = _int(g, "min", w, errors)
+    hi = _int(g, "max", w, errors)
+    desired = _int(g, "desired", w, errors)
+    if hi < lo:
+        errors.append(f"{w}.max: {hi} is below min {lo}; max must be at least min")
+    if not lo <= desired <= max(hi, lo):
+        errors.append(f"{w}.desired: {desired} is outside [min {lo}, max {hi}]")
+    labels = g.get("labels") or {}
+    if not isinstance(labels, dict):
+        errors.append(f"{w}.labels: expected a mapping of label to value")
+        labels = {}
+    taints = parse_taints(g.get("taints"), f"{w}.taints", errors)
+    info = catalog.instance_types().get(itype)
+    alloc_raw = g.get("allocatable")
+    if alloc_raw is None:
+        if info is None and itype:
+            errors.append(
+                f"{w}.instance_type: {itype!r} is not in the instance table (autoscaler/data/instance_types.yaml);"
+                " give allocatable or use a listed type"
+            )
+        alloc_raw = info.allocatable() if info else {}
+    allocatable = parse_resources(alloc_raw, f"{w}.allocatable", errors)
+    if alloc_raw and "pods" not in allocatable:
+        allocatable["pods"] = 110_000
+    priority = g.get("priority", 0)
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        errors.append(f"{w}.priority: expected an integer, got {priority!r}")
+        priority = 0
+    price = g.get("price_per_hour")
+    if price is None and info is not None and isinstance(region, str):
+        price = info.price_in(region)
+    if price is not None and (isinstance(price, bool) or not isinstance(price, int | float) or price < 0):
+        errors.append(f"{w}.price_per_hour: expected a non-negative number, got {price!r}")
+        price = None
+    instances = []
+    raw_instances = g.get("instances") or []
+    if not isinstance(raw_instances, list):
+        errors.append(f"{w}.instances: expected a list of {{id, state, launched_at}}")
+        raw_instances = []
+    for j, inst in enumerate(raw_instances):
+        if not isinstance(inst, dict) or not isinstance(inst.get("id"), str):
+            errors.append(f"{w}.instances[{j}]: expected {{id, state, launched_at}} with a string id")
+            continue
+        launched = parse_time(inst.get("launched_at"), f"{w}.instances[{j}].launched_at", errors)
+        instances.append(Instance(inst["id"], str(inst.get("state") or "InService"), launched))
+    if len(errors) > n_err:
+        return None
+    template = {str(k): str(v) for k, v in labels.items()}
+    template.setdefault(NODE_GROUP_LABEL, name)
+    template.setdefault(INSTANCE_TYPE_KEY, itype)
+    template.setdefault(REGION_KEY, region)
+    template.setdefault("kubernetes.io/os", "linux")
+    template.setdefault("kubernetes.io/arch", "amd64")
+    if len(zones) == 1:
+        template.setdefault(ZONE_KEY, zones[0])
+    return Group(
+        name,
+        region,
+        tuple(zones),
+        itype,
+        lo,
+        hi,
+        desired,
+        template,
+        taints,
+        allocatable,
+        priority,
+        None if price is None else float(price),
+        tuple(instances),
+    )
+
+
+def _regions(raw: object, groups: list[Group], errors: list[str]) -> list[str]:
+    if raw is None:
+        out: list[str] = []
+        for g in groups:
+            if g.region not in out:
+                out.append(g.region)
+        return out
+    if not isinstance(raw, list) or not all(isinstance(r, str) for r in raw):
+        errors.append("snapshot.regions: expected the spill-over order as a list of region names")
+        return []
+    for g in groups:
+        if g.region not in raw:
+            errors.append(
+                f"groups ({g.name}).region: {g.region!r} is not in snapshot.regions {raw}; add it there"
+            )
+    return list(raw)
+
+
+def _meta(raw: object, where: str, errors: list[str]) -> tuple[dict, str | None]:
+    if not isinstance(raw, dict):
+        errors.append(f"{where}: expected a Kubernetes object, got {type(raw).__name__}")
+        return {}, None
+    meta = raw.get("metadata")
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+        errors.append(f"{where}.metadata.name: missing; every object needs a name")
+        return {}, None
+    return meta, meta["name"]
+
+
+def _node(raw: object, where: str, by_instance: dict, groups: set, errors: list[str]) -> Node | None:
+    meta, name = _meta(raw, where, errors)
+    if name is None:
+        return None
+    w = f"{where} ({name})"
+    n_err = len(errors)
+    spec = raw.get("spec") or {}
+    status = raw.get("status") or {}
+    labels = meta.get("labels") or {}
+    annotations = meta.get("annotations") or {}
+    alloc_raw = status.get("allocatable") or status.get("capacity")
+    if alloc_raw is None:
+        errors.append(f"{w}.status.allocatable: missing; a node needs its allocatable resources")
+    allocatable = parse_resources(alloc_raw, f"{w}.status.allocatable", errors)
+    taints = parse_taints(spec.get("taints"), f"{w}.spec.taints", errors)
+    ready, changed = False, None
+    for cond in status.get("conditions") or ():
+        if cond.get("type") == "Ready":
+            ready = cond.get("status") == "True"
+            changed = parse_time(cond.get("lastTransitionTime"), f"{w}.status.conditions[Ready]", errors)
+    created = parse_time(meta.get("creationTimestamp"), f"{w}.metadata.creationTimestamp", errors)
+    provider = spec.get("providerID") or ""
+    instance_id = zone = None
+    if provider.startswith("aws://"):
+        parts = provider[len("aws://") :].strip("/").split("/")
+        instance_id = parts[-1] or None
+        zone = parts[0] if len(parts) > 1 else None
+    zone = labels.get(ZONE_KEY) or zone
+    group = by_instance.get(instance_id) if instance_id else None
+    if group is None and labels.get(NODE_GROUP_LABEL) in groups:
+        group = labels[NODE_GROUP_LABEL]
+    if len(errors) > n_err:
+        return None
+    return Node(
+        name,
+        dict(labels),
+        dict(annotations),
+        taints,
+        allocatable,
+        bool(spec.get("unschedulable")),
+        ready,
+        changed,
+        created,
+        instance_id,
+        zone,
+        labels.get(REGION_KEY),
+        group,
+    )
+
+
+def _pod(raw: object, where: str, errors: list[str]) -> Pod | None:
+    meta, name = _meta(raw, where, errors)
+    if name is None:
+        return None
+    namespace = meta.get("namespace") or "default"
+    w = f"{where} ({namespace}/{name})"
+    n_err = len(errors)
+    spec = raw.get("spec")
+    status = raw.get("status") or {}
+    labels = meta.get("labels") or {}
+    annotations = meta.get("annotations") or {}
+    shape = parse_shape(spec, namespace, w, errors)
+    owner_kind = owner_name = None
+    for ref in meta.get("ownerReferences") or ():
+        if ref.get("controller") or owner_kind is None:
+            owner_kind, owner_name = ref.get("kind"), ref.get("name")
+    phase = status.get("phase") or "Pending"
+    node_name = (spec or {}).get("nodeName") or None
+    priority = (spec or {}).get("priority") or 0
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        errors.append(f"{w}.spec.priority: expected an integer, got {priority!r}")
+    started = finished = None
+    if node_name:
+        started = parse_time(status.get("startTime"), f"{w}.status.startTime", errors)
+        if phase in ("Succeeded", "Failed"):
+            for cs in status.get("containerStatuses") or ():
+                t = parse_time(((cs.get("state") or {}).get("terminated") or {}).get("finishedAt"), w, errors)
+                if t and (finished is None or t > finished):
+                    finished = t
+    gang = gang_size = None
+    if labels.get(POD_GROUP_LABEL):
+        gang = f"podgroup:{namespace}/{labels[POD_GROUP_LABEL]}"
+        size = annotations.get(POD_GROUP_SIZE_ANNOTATION)
+        if size is not None:
+            if not str(size).isdigit() or int(size) < 1:
+                errors.append(
+                    f"{w}.metadata.annotations.{POD_GROUP_SIZE_ANNOTATION}: {size!r} is not a positive integer"
+                )
+            else:
+                gang_size = int(size)
+    elif JOB_INDEX_LABEL in labels and (labels.get(JOB_NAME_LABEL) or owner_kind == "Job"):
+        gang = f"job:{namespace}/{labels.get(JOB_NAME_LABEL) or owner_name}"
+    evict = annotations.get(SAFE_TO_EVICT_ANNOTATION)
+    if len(errors) > n_err or shape is None:
+        return None
+    return Pod(
+        namespace,
+        name,
+        labels,
+        phase,
+        node_name,
+        owner_kind,
+        owner_name,
+        owner_kind == "DaemonSet",
+        MIRROR_ANNOTATION in annotations,
+        None if evict is None else str(evict).lower() == "true",
+        priority,
+        shape,
+        started,
+        finished,
+        gang,
+        gang_size,
+    )
+
+
+def _failures(raw: object, groups: set, errors: list[str]) -> list[Failure]:
+    if not isinstance(raw, list):
+        errors.append("snapshot.scaling_failures: expected a list of {group, reason, message, at, missing}")
+        return []
+    out = []
+    for i, f in enumerate(raw):
+        w = f"scaling_failures[{i}]"
+        if not isinstance(f, dict):
+            errors.append(f"{w}: expected {{group, reason, message, at, missing}}")
+            continue
+        n_err = len(errors)
+        if f.get("group") not in groups:
+            errors.append(f"{w}.group: {f.get('group')!r} is not one of the snapshot's groups")
+        if f.get("reason") not in FAILURE_REASONS:
+            errors.append(f"{w}.reason: {f.get('reason')!r} is not one of {', '.join(FAILURE_REASONS)}")
+        at = parse_time(f.get("at"), f"{w}.at", errors)
+        if at is None and len(errors) == n_err:
+            errors.append(f"{w}.at: missing; give the time of the failed activity (ISO-8601)")
+        missing = _int(f, "missing", w, errors, default=0)
+        if len(errors) == n_err:
+            out.append(Failure(f["group"], f["reason"], str(f.get("message") or ""), at, missing))
+    return out
+
+
+def _group_state(raw: object, groups: set, errors: list[str]) -> dict[str, GroupState]:
+    if not isinstance(raw, dict):
+        errors.append(
+            "snapshot.group_state: expected {group: {failures, backoff_until, last_failure}} as a plan gave it"
+        )
+        return {}
+    out = {}
+    for name, s in raw.items():
+        w = f"group_state.{name}"
+        if name not in groups:
+            continue  # a group that was removed from the cluster; its state is dropped
+        if not isinstance(s, dict):
+            errors.append(f"{w}: expected {{failures, backoff_until, last_failure}}")
+            continue
+        last = s.get("last_failure") or {}
+        out[name] = GroupState(
+            failures=_int(s, "failures", w, errors, default=0),
+            backoff_until=parse_time(s.get("backoff_until"), f"{w}.backoff_until", errors),
+            last_failure_at=parse_time(last.get("at"), f"{w}.last_failure.at", errors),
+            last_reason=last.get("reason"),
+            last_message=last.get("message"),
+        )
+    return out

@@ -1,0 +1,76 @@
+"""The `autoscaler plan` command: text and JSON output, stdin, and one-line errors with exit status 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from autoscaler.cli import main
+
+CASE = Path(__file__).parent / "cases" / "first_fit_and_reasons.yaml"
+
+
+def _snapshot_file(tmp_path: Path) -> Path:
+    path = tmp_path / "snapshot.json"
+    path.write_text(json.dumps(yaml.safe_load(CASE.read_text())["snapshot"]))
+    return path
+
+
+def test_plan_json(tmp_path, capsys) -> None:
+    assert main(["plan", str(_snapshot_file(tmp_path)), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["scale_up"] == {"w-v100": 1}
+    assert {u["pod"] for u in out["unschedulable"]} == {"alice/big", "bob/sel"}
+
+
+def test_plan_text(tmp_path, capsys) -> None:
+    assert main(["plan", str(_snapshot_file(tmp_path))]) == 0
+    out = capsys.readouterr().out
+    assert "w-v100 (us-west-2): desired 0 -> 1, +1 new" in out
+    assert "alice/big: needs 16 nvidia.com/gpu; the largest node type offers 8" in out
+
+
+def test_bad_json_is_one_line_exit_2(tmp_path, capsys) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text('{"pods": [,]}')
+    assert main(["plan", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"{path}:1:11: not valid JSON: Expecting value"]
+
+
+def test_missing_file(tmp_path, capsys) -> None:
+    assert main(["plan", str(tmp_path / "nope.json")]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_python_m_reads_stdin_and_reports_bad_snapshot_without_traceback() -> None:
+    bad = {
+        "pods": [],
+        "nodes": [],
+        "groups": [
+            {
+                "name": "g",
+                "region": "us-west-2",
+                "instance_type": "m6i.large",
+                "min": 0,
+                "max": 2,
+                "desired": 1,
+                "allocatable": {"cpu": "two"},
+            }
+        ],
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "autoscaler", "plan", "-"],
+        input=json.dumps(bad),
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        'groups[0] (g).allocatable.cpu: \'two\' is not a Kubernetes quantity; use e.g. "500m", "2", "64Gi"'
+    ]
