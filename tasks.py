@@ -178,3 +178,19 @@ def chef_attributes(c, site, spec=None, outputs=None, placeholders=False):
         load_spec(spec), site, Path(outputs) if outputs else OUTPUTS_DIR, placeholders=placeholders
     )
     print(f"wrote {out}" + (" (placeholder VPN endpoints: not for a real converge)" if placeholders else ""))
+
+
+# --- autoscaler planner (issue 3; docs/planner.md) ------------------------------------------------------------
+@task(
+    help={
+        "json": "print the figures as JSON lines",
+        "no_process": "skip the whole-process `autoscaler plan` run",
+    }
+)
+def bench(c, json=False, no_process=False):
+    """Benchmark the planner on generated snapshots and print the figures (docs/benchmarks.md, "Planner")."""
+    import argparse
+
+    from autoscaler.commands.bench import run
+
+    run(argparse.Namespace(json=json, no_process=no_process))
