@@ -61,7 +61,7 @@ class AwsCloud:
         self.regions = list(regions)
         self._session = session or boto3.Session()
         self._config = Config(
-            retries={"mode": "adaptive", "max_attempts": max_attempts},
+            retries={"mode": "adaptive", "total_max_attempts": max_attempts},  # attempts, first included
             connect_timeout=5,
             read_timeout=30,
             user_agent_extra="research-autoscaler",
