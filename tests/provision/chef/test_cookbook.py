@@ -14,6 +14,7 @@ from tests.support import require_tool
 RUBY_FILES = sorted([*COOKBOOK.rglob("*.rb"), HERE / "render_erb.rb"])
 
 
+@pytest.mark.tool
 @pytest.mark.parametrize("path", RUBY_FILES, ids=lambda p: str(p.relative_to(COOKBOOK.parent.parent.parent)))
 def test_ruby_syntax(path):
     ruby = require_tool("ruby")
@@ -21,6 +22,7 @@ def test_ruby_syntax(path):
     assert run.returncode == 0, run.stderr
 
 
+@pytest.mark.tool
 def test_rubocop_has_no_offenses():
     rubocop = require_tool("rubocop")
     run = subprocess.run(

@@ -5,10 +5,13 @@ from __future__ import annotations
 import ipaddress
 import re
 
+import pytest
 import yaml
 
 from provision.loader import load_spec
 from tests.provision.chef.support import OUTPUTS, generate, render
+
+pytestmark = pytest.mark.tool  # Ruby renders the templates
 
 FAKE_PSK = "test-only-not-a-key"
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from provision.loader import load_spec
 from provision.packer import bake, moto_local
 from tests.support import require_tool
 
 
+@pytest.mark.tool
 def test_local_bake_records_the_ami(tmp_path):
     require_tool("packer")
     cluster = load_spec()

@@ -30,6 +30,7 @@ def test_missing_packer_is_one_line(monkeypatch):
     assert len(err.value.lines) == 1 and "make tools" in err.value.lines[0]
 
 
+@pytest.mark.tool
 def test_version_comes_through_packer_py():
     exe = require_tool("packer")
     version = runner.packer_version(exe)

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support import ROOT, require_tool
 
 SKIP = {".venv", ".checkov-venv", "build", ".git", "node_modules", ".terraform"}
@@ -23,6 +25,7 @@ def shell_scripts() -> list[Path]:
     return sorted(out)
 
 
+@pytest.mark.tool
 def test_shellcheck_has_no_findings():
     exe = require_tool("shellcheck", str(Path(sys.executable).parent / "shellcheck"))
     scripts = shell_scripts()

@@ -20,12 +20,14 @@ HCL_FILES = sorted(template.TEMPLATE_DIR.glob("*.pkr.hcl"))
 UNSUPPORTED_IN_16 = re.compile(r"\b(regex|regexall|regex_replace)\s*\(|^\s*data\s+\"", re.MULTILINE)
 
 
+@pytest.mark.tool
 def test_packer_fmt_check():
     exe = require_tool("packer")
     run = subprocess.run([exe, "fmt", "-check", "-diff", str(template.TEMPLATE_DIR)], capture_output=True)
     assert run.returncode == 0, run.stdout.decode() + run.stderr.decode()
 
 
+@pytest.mark.tool
 def test_packer_validate_with_generated_variables(tmp_path):
     exe = require_tool("packer")
     staged = template.stage(tmp_path / "template", with_plugins=False)
@@ -34,6 +36,7 @@ def test_packer_validate_with_generated_variables(tmp_path):
     assert rc == 0, out.decode() + err.decode()
 
 
+@pytest.mark.tool
 def test_a_wrong_variable_fails_validation(tmp_path):
     exe = require_tool("packer")
     staged = template.stage(tmp_path / "template", with_plugins=False)
