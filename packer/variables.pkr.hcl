@@ -58,7 +58,7 @@ variable "nvidia_driver_flavour" {
 
 variable "nvidia_driver_package" {
   type    = string
-  default = "nvidia-driver-570-open-server"
+  default = "nvidia-driver-570-server-open"
 }
 
 variable "cuda_version" {

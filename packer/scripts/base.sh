@@ -20,7 +20,7 @@ apt-get update -q
 apt-get -y -q -o Dpkg::Options::=--force-confold upgrade
 apt-get install -y -q --no-install-recommends \
   ca-certificates curl gnupg jq unzip chrony unattended-upgrades \
-  apt-transport-https linux-headers-generic "linux-headers-$(uname -r)" dkms build-essential
+  apt-transport-https "linux-headers-$(uname -r)" dkms build-essential
 
 # Hardening: keys only, no root logins, security updates applied automatically.
 install -d -m 0755 /etc/ssh/sshd_config.d

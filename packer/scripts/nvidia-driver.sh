@@ -5,8 +5,8 @@ set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 
 case "$NVIDIA_DRIVER_FLAVOUR" in
-  open) [[ "$NVIDIA_DRIVER_PACKAGE" == *-open-* ]] ;;
-  proprietary) [[ "$NVIDIA_DRIVER_PACKAGE" != *-open-* ]] ;;
+  open) [[ "$NVIDIA_DRIVER_PACKAGE" == *-open ]] ;;
+  proprietary) [[ "$NVIDIA_DRIVER_PACKAGE" != *-open ]] ;;
   *) false ;;
 esac || {
   echo "nvidia-driver: package $NVIDIA_DRIVER_PACKAGE does not match flavour $NVIDIA_DRIVER_FLAVOUR" >&2

@@ -66,10 +66,11 @@ def moto_server(ubuntu: str, timeout_s: float = 20.0) -> Iterator[str]:
         port = _free_port()
         endpoint = f"http://127.0.0.1:{port}"
         env = {**os.environ, "MOTO_AMIS_PATH": str(amis)}
-        log = (Path(tmp) / "moto.log").open("w")
-        proc = subprocess.Popen(
-            [_moto_server(), "-H", "127.0.0.1", "-p", str(port)], env=env, stdout=log, stderr=log
-        )
+        log_path = Path(tmp) / "moto.log"
+        with log_path.open("w") as log:
+            proc = subprocess.Popen(
+                [_moto_server(), "-H", "127.0.0.1", "-p", str(port)], env=env, stdout=log, stderr=log
+            )
         try:
             deadline = time.monotonic() + timeout_s
             while True:
@@ -79,7 +80,7 @@ def moto_server(ubuntu: str, timeout_s: float = 20.0) -> Iterator[str]:
                 except OSError:
                     if proc.poll() is not None or time.monotonic() > deadline:
                         raise UserError(
-                            f"moto server on {endpoint} did not start ({Path(log.name).read_text()[-200:]})"
+                            f"moto server on {endpoint} did not start: {log_path.read_text()[-200:].strip()}"
                         ) from None
                     time.sleep(0.1)
             yield endpoint
@@ -90,4 +91,3 @@ def moto_server(ubuntu: str, timeout_s: float = 20.0) -> Iterator[str]:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-            log.close()

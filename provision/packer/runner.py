@@ -101,6 +101,8 @@ def build(
         try:
             rc, _, _ = packer.build(str(template_dir), only=only, var_file=str(var_file), color="false")
             result.returncode = rc
+        except OSError as e:  # packer could not be started
+            result.errors.append(f"cannot run {exe}: {e.strerror}")
         finally:
             os.close(write_fd)  # the child has exited: the reader sees end of file after the last line
 

@@ -35,3 +35,25 @@ def test_version_comes_through_packer_py():
     exe = require_tool("packer")
     version = runner.packer_version(exe)
     assert len(version) == 3 and version >= (1, 6, 0)
+
+
+@pytest.mark.tool
+def test_a_failing_build_reports_packers_problem(tmp_path):
+    from provision.loader import load_spec
+    from provision.packer import bake, template
+    from provision.packer.variables import packer_variables, write_var_file
+
+    exe = require_tool("packer")
+    staged = template.stage(tmp_path / "template", with_plugins=False)
+    values = packer_variables(load_spec(), "us-west-2") | {"ami_name": "x"}
+    var_file = write_var_file(values, tmp_path / "v.pkrvars.json")
+    seen = []
+    result = runner.build(staged, var_file, bake.LOCAL_BUILD, executable=exe, on_event=seen.append)
+    assert result.returncode != 0 and not result.amis
+    assert bake._first_problem(result.errors) == "ami_name must be between 3 and 128 characters long"
+    assert any(e.kind == "ui" for e in seen)
+
+
+def test_packer_that_cannot_start_is_reported(tmp_path):
+    result = runner.build(tmp_path, tmp_path / "v.json", "x", executable=str(tmp_path / "no-packer"))
+    assert result.returncode == -1 and result.errors[0].startswith(f"cannot run {tmp_path / 'no-packer'}")
