@@ -7,6 +7,11 @@ home_export = nfs && nfs['exports'].find { |e| e['mount'] == '/home' }
 write_homes = home_export.nil? || nfs_server?
 home_root = home_export && nfs_server? ? home_export['path'] : '/home'
 
+directory home_root do
+  recursive true
+  only_if { write_homes }
+end
+
 node['cluster_node']['users'].each do |u|
   group u['name'] do
     gid u['uid']
@@ -22,14 +27,16 @@ node['cluster_node']['users'].each do |u|
 
   next unless write_homes
 
-  directory "#{home_root}/#{u['name']}/.ssh" do
-    owner u['name']
-    group u['name']
-    mode '0700'
-    recursive true
+  home = ::File.join(home_root, u['name'])
+  [home, ::File.join(home, '.ssh')].each do |dir|
+    directory dir do
+      owner u['name']
+      group u['name']
+      mode '0700'
+    end
   end
 
-  file "#{home_root}/#{u['name']}/.ssh/authorized_keys" do
+  file ::File.join(home, '.ssh', 'authorized_keys') do
     content "#{u['ssh_keys'].join("\n")}\n"
     owner u['name']
     group u['name']
