@@ -1,0 +1,177 @@
+"""A list-then-watch cache of one kind of Kubernetes object (the informer pattern of client-go).
+
+``sync()`` lists the objects page by page (``limit``/``continue``) and remembers the list's resourceVersion;
+``watch_once()`` streams changes from that resourceVersion until the server ends the watch, applying each event
+to the cache (bookmarks just advance the resourceVersion); a ``410 Gone`` (the version is too old) makes the next
+round relist. ``run()`` does this until stopped, backing off after errors. Objects are kept as plain dicts,
+exactly as ``kubectl get -o json`` prints them (with ``kind`` and ``apiVersion`` filled in).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable
+
+from kubernetes import watch
+from kubernetes.client.exceptions import ApiException
+
+from autoscaler import metrics
+
+log = logging.getLogger("autoscaler.informer")
+
+
+def object_key(obj: dict) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace') or ''}/{meta.get('name')}"
+
+
+class Gone(Exception):
+    """The watch's resourceVersion is too old (HTTP 410): relist."""
+
+
+class Informer:
+    def __init__(
+        self,
+        name: str,
+        list_call: Callable,
+        kind: str,
+        api_version: str,
+        *,
+        page_size: int = 500,
+        watch_timeout_s: int = 300,
+        on_event: Callable[[str, dict], None] | None = None,
+    ):
+        """``list_call``: the client's list function (e.g. ``CoreV1Api.list_pod_for_all_namespaces``);
+        ``on_event(type, obj)`` hears every change after it is applied (ADDED, MODIFIED, DELETED)."""
+        self.name = name
+        self._list = list_call
+        self.kind = kind
+        self.api_version = api_version
+        self.page_size = page_size
+        self.watch_timeout_s = watch_timeout_s
+        self._on_event = on_event
+        self._items: dict[str, dict] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._watch: watch.Watch | None = None
+        self.resource_version: str | None = None
+        self.synced = threading.Event()
+        self.relists = 0  # full lists so far
+        self.pages = 0  # list requests so far
+
+    # -- reading ----------------------------------------------------------------------------------------------
+    def items(self) -> list[dict]:
+        with self._lock:
+            return list(self._items.values())
+
+    def get(self, key: str) -> dict | None:
+        with self._lock:
+            return self._items.get(key)
+
+    # -- list ---------------------------------------------------------------------------------------------------
+    def sync(self) -> None:
+        """List every object, page by page, and replace the cache."""
+        items: dict[str, dict] = {}
+        token = None
+        while True:
+            kwargs = {"limit": self.page_size, "_preload_content": False}
+            if token:
+                kwargs["_continue"] = token
+            try:
+                resp = self._list(**kwargs)
+                self.pages += 1
+            except ApiException as e:
+                if e.status == 410 and token:  # the continue token expired mid-list: start over
+                    items, token = {}, None
+                    continue
+                raise
+            body = json.loads(resp.data)
+            for obj in body.get("items") or []:
+                obj.setdefault("kind", self.kind)
+                obj.setdefault("apiVersion", self.api_version)
+                items[object_key(obj)] = obj
+            meta = body.get("metadata") or {}
+            token = meta.get("continue")
+            if not token:
+                break
+        with self._lock:
+            self._items = items
+            self.resource_version = meta.get("resourceVersion")
+        self.relists += 1
+        self.synced.set()
+
+    # -- watch --------------------------------------------------------------------------------------------------
+    def watch_once(self) -> None:
+        """Apply changes from ``resource_version`` until the server closes the watch; Gone on 410."""
+        self._watch = watch.Watch(return_type="object")  # events stay plain dicts
+        try:
+            stream = self._watch.stream(
+                self._list,
+                resource_version=self.resource_version,
+                allow_watch_bookmarks=True,
+                timeout_seconds=self.watch_timeout_s,
+                _request_timeout=(10, self.watch_timeout_s + 30),
+            )
+            for event in stream:
+                self._apply(event["type"], event["raw_object"])
+                if self._stop.is_set():
+                    break
+        except ApiException as e:
+            if e.status == 410:
+                raise Gone(str(e.reason)) from None
+            raise
+        finally:
+            self._watch = None
+
+    def _apply(self, kind: str, obj: dict) -> None:
+        rv = (obj.get("metadata") or {}).get("resourceVersion")
+        if kind == "BOOKMARK":
+            self.resource_version = rv or self.resource_version
+            return
+        obj.setdefault("kind", self.kind)
+        obj.setdefault("apiVersion", self.api_version)
+        key = object_key(obj)
+        with self._lock:
+            if kind == "DELETED":
+                self._items.pop(key, None)
+            else:
+                self._items[key] = obj
+            self.resource_version = rv or self.resource_version
+        if self._on_event is not None:
+            self._on_event(kind, obj)
+
+    # -- the loop -------------------------------------------------------------------------------------------------
+    def run(self, backoff_s: float = 1.0, max_backoff_s: float = 30.0) -> None:
+        """List, then watch, until ``stop()``; relist after 410 Gone or an error (with back-off)."""
+        delay = backoff_s
+        need_list = not self.synced.is_set()
+        while not self._stop.is_set():
+            try:
+                if need_list:
+                    self.sync()
+                    need_list = False
+                self.watch_once()
+                delay = backoff_s
+            except Gone:
+                log.info("watch expired; relisting", extra={"informer": self.name})
+                need_list = True
+            except Exception as e:  # noqa: BLE001 - the cache keeps serving; retried after a back-off
+                metrics.API_ERRORS.labels("kubernetes", self.name, "watch").inc()
+                log.warning("list/watch failed", extra={"informer": self.name, "error": str(e)})
+                need_list = need_list or isinstance(e, ApiException)
+                if self._stop.wait(delay):
+                    break
+                delay = min(delay * 2, max_backoff_s)
+
+    def start(self) -> threading.Thread:
+        thread = threading.Thread(target=self.run, name=f"informer-{self.name}", daemon=True)
+        thread.start()
+        return thread
+
+    def stop(self) -> None:
+        self._stop.set()
+        w = self._watch
+        if w is not None:
+            w.stop()

@@ -1,0 +1,295 @@
+"""The Kubernetes side (:class:`autoscaler.interfaces.Cluster`) over the official ``kubernetes`` client.
+
+Pods, nodes and PodDisruptionBudgets are served from list-then-watch caches (:mod:`.informer`), so a pass reads
+no API at all; writes go straight to the API server: taints through a patch guarded by the node's
+resourceVersion (a conflict re-reads and retries), evictions through the policy/v1 Eviction subresource (a 429
+from a budget is an answer, not an error: the pod is tried again in a later pass, never forced), Events on pods,
+and two ConfigMaps in the autoscaler's namespace: the persisted state and a status for people to read.
+Transient API errors (5xx, 429 on writes other than evictions, connection errors) are retried with tenacity.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential
+from urllib3.exceptions import HTTPError
+
+from autoscaler import metrics
+from autoscaler.adapters.informer import Informer
+
+log = logging.getLogger("autoscaler.kubernetes")
+
+COMPONENT = "research-autoscaler"
+DEFAULT_NAMESPACE = "research-autoscaler"
+STATE_CONFIGMAP = "research-autoscaler-state"
+STATUS_CONFIGMAP = "research-autoscaler-status"
+
+
+def _transient(err: BaseException) -> bool:
+    if isinstance(err, ApiException):
+        return err.status in (409, 429, 500, 502, 503, 504) or err.status == 0
+    return isinstance(err, HTTPError | ConnectionError | TimeoutError)
+
+
+_retry = retry(
+    retry=retry_if_exception(_transient),
+    stop=stop_after_attempt(4),
+    wait=wait_exponential(multiplier=0.2, max=2.0),
+    reraise=True,
+)
+
+
+def api_client(kubeconfig: str | None = None) -> client.ApiClient:
+    """A client from ``kubeconfig`` (or $KUBECONFIG), else the in-cluster service account, else ~/.kube/config."""
+    path = kubeconfig or os.environ.get("KUBECONFIG")
+    if path:
+        return config.new_client_from_config(config_file=path)
+    if os.environ.get("KUBERNETES_SERVICE_HOST"):
+        cfg = client.Configuration()
+        config.load_incluster_config(client_configuration=cfg)
+        return client.ApiClient(cfg)
+    return config.new_client_from_config()
+
+
+def is_pending(pod: dict) -> bool:
+    return (pod.get("status") or {}).get("phase", "Pending") == "Pending" and not (pod.get("spec") or {}).get(
+        "nodeName"
+    )
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class KubeCluster:
+    def __init__(
+        self,
+        api: client.ApiClient,
+        *,
+        namespace: str = DEFAULT_NAMESPACE,
+        on_pending_pod: Callable[[dict], None] | None = None,
+        page_size: int = 500,
+        watch_timeout_s: int = 300,
+    ):
+        """``on_pending_pod`` hears of every new or changed pending pod (the loop's batching window)."""
+        self.api = api
+        self.core = client.CoreV1Api(api)
+        self.policy = client.PolicyV1Api(api)
+        self.namespace = namespace
+        self._on_pending_pod = on_pending_pod
+        kw = {"page_size": page_size, "watch_timeout_s": watch_timeout_s}
+        self.informers = {
+            "pods": Informer(
+                "pods", self.core.list_pod_for_all_namespaces, "Pod", "v1", on_event=self._pod_event, **kw
+            ),
+            "nodes": Informer("nodes", self.core.list_node, "Node", "v1", **kw),
+            "pdbs": Informer(
+                "pdbs",
+                self.policy.list_pod_disruption_budget_for_all_namespaces,
+                "PodDisruptionBudget",
+                "policy/v1",
+                **kw,
+            ),
+        }
+
+    # -- caches -----------------------------------------------------------------------------------------------
+    def sync(self) -> None:
+        """List everything once (``--once``, ``autoscaler snapshot``: no watches)."""
+        for informer in self.informers.values():
+            informer.sync()
+
+    def start(self) -> None:
+        """List, then watch, each kind in a thread of its own."""
+        for informer in self.informers.values():
+            informer.start()
+
+    def stop(self) -> None:
+        for informer in self.informers.values():
+            informer.stop()
+
+    def synced(self) -> bool:
+        return all(i.synced.is_set() for i in self.informers.values())
+
+    def wait_synced(self, timeout_s: float) -> bool:
+        return all(i.synced.wait(timeout_s) for i in self.informers.values())
+
+    def _pod_event(self, kind: str, pod: dict) -> None:
+        if kind != "DELETED" and self._on_pending_pod is not None and is_pending(pod):
+            self._on_pending_pod(pod)
+
+    def list_pods(self) -> list[dict]:
+        return self.informers["pods"].items()
+
+    def list_nodes(self) -> list[dict]:
+        return self.informers["nodes"].items()
+
+    def list_pdbs(self) -> list[dict]:
+        return self.informers["pdbs"].items()
+
+    # -- writes ---------------------------------------------------------------------------------------------------
+    def _count(self, where: str, operation: str, err: Exception) -> None:
+        metrics.API_ERRORS.labels("kubernetes", where, operation).inc()
+        log.warning(
+            "kubernetes call failed", extra={"where": where, "operation": operation, "error": str(err)}
+        )
+
+    def _call(self, where: str, operation: str, fn, *args, **kwargs):
+        try:
+            return _retry(fn)(*args, **kwargs)
+        except ApiException as e:
+            self._count(where, operation, e)
+            raise RuntimeError(f"{operation} {where}: HTTP {e.status} {e.reason}") from None
+        except (HTTPError, OSError) as e:
+            self._count(where, operation, e)
+            raise RuntimeError(f"{operation} {where}: {e}") from None
+
+    def _set_taints(self, name: str, change: Callable[[list[dict]], list[dict] | None]) -> None:
+        """Read the node, change its taints, patch them guarded by resourceVersion (a conflict retries)."""
+
+        def attempt():
+            node = json.loads(self.core.read_node(name, _preload_content=False).data)
+            taints = (node.get("spec") or {}).get("taints") or []
+            wanted = change(list(taints))
+            if wanted is None:
+                return
+            body = {
+                "metadata": {"resourceVersion": node["metadata"]["resourceVersion"]},
+                "spec": {"taints": wanted},
+            }
+            self.core.patch_node(name, body)
+
+        self._call(name, "patch node taints", attempt)
+
+    def taint_node(self, name: str, taint: dict) -> None:
+        def add(taints):
+            if any(t.get("key") == taint["key"] and t.get("effect") == taint["effect"] for t in taints):
+                return None
+            return [*taints, {k: taint[k] for k in ("key", "value", "effect") if taint.get(k) is not None}]
+
+        self._set_taints(name, add)
+
+    def untaint_node(self, name: str, key: str) -> None:
+        def remove(taints):
+            kept = [t for t in taints if t.get("key") != key]
+            return None if len(kept) == len(taints) else kept
+
+        self._set_taints(name, remove)
+
+    def annotate_node(self, name: str, annotations: dict[str, str | None]) -> None:
+        self._call(
+            name, "annotate node", self.core.patch_node, name, {"metadata": {"annotations": annotations}}
+        )
+
+    def evict_pod(self, namespace: str, name: str) -> bool:
+        body = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+        }
+        try:
+            self.core.create_namespaced_pod_eviction(name, namespace, body)
+        except ApiException as e:
+            if e.status == 429:
+                return False  # a disruption budget refuses it now: a later pass tries again
+            if e.status == 404:
+                return True  # already gone
+            self._count(f"{namespace}/{name}", "evict pod", e)
+            raise RuntimeError(f"evict {namespace}/{name}: HTTP {e.status} {e.reason}") from None
+        return True
+
+    def delete_node(self, name: str) -> None:
+        def delete():
+            try:
+                self.core.delete_node(name)
+            except ApiException as e:
+                if e.status != 404:
+                    raise
+
+        self._call(name, "delete node", delete)
+
+    def record_event(self, pod: dict, reason: str, message: str, type: str = "Normal") -> None:  # noqa: A002
+        meta = pod.get("metadata") or {}
+        namespace = meta.get("namespace") or "default"
+        now = _now()
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{meta.get('name')}.", "namespace": namespace},
+            "involvedObject": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": meta.get("name"),
+                "namespace": namespace,
+                "uid": meta.get("uid"),
+                "resourceVersion": meta.get("resourceVersion"),
+            },
+            "reason": reason,
+            "message": message[:1024],
+            "type": type,
+            "source": {"component": COMPONENT},
+            "reportingComponent": COMPONENT,
+            "reportingInstance": os.environ.get("POD_NAME", COMPONENT),
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        self._call(
+            f"{namespace}/{meta.get('name')}",
+            "create event",
+            self.core.create_namespaced_event,
+            namespace,
+            body,
+        )
+
+    # -- ConfigMaps -------------------------------------------------------------------------------------------------
+    def _read_configmap(self, name: str) -> dict[str, str]:
+        def read():
+            try:
+                return json.loads(
+                    self.core.read_namespaced_config_map(name, self.namespace, _preload_content=False).data
+                )
+            except ApiException as e:
+                if e.status == 404:
+                    return {}
+                raise
+
+        return (self._call(name, "read configmap", read) or {}).get("data") or {}
+
+    def _write_configmap(self, name: str, data: dict[str, str]) -> None:
+        body = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": name,
+                "namespace": self.namespace,
+                "labels": {"app.kubernetes.io/name": COMPONENT},
+            },
+            "data": data,
+        }
+
+        def write():
+            try:
+                self.core.replace_namespaced_config_map(name, self.namespace, body)
+            except ApiException as e:
+                if e.status != 404:
+                    raise
+                self.core.create_namespaced_config_map(self.namespace, body)
+
+        self._call(name, "write configmap", write)
+
+    def read_state(self) -> dict[str, str]:
+        return self._read_configmap(STATE_CONFIGMAP)
+
+    def write_state(self, data: dict[str, str]) -> None:
+        self._write_configmap(STATE_CONFIGMAP, data)
+
+    def write_status(self, data: dict[str, str]) -> None:
+        """The status ConfigMap (``kubectl -n research-autoscaler get cm research-autoscaler-status -o yaml``)."""
+        self._write_configmap(STATUS_CONFIGMAP, data)

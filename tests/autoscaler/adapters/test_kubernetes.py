@@ -1,0 +1,193 @@
+"""The Kubernetes adapter over HTTP against the emulator, with the unmodified official client."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from autoscaler.adapters.informer import Gone
+from autoscaler.emulator.api import Reply, status_body
+from autoscaler.interfaces import TO_BE_DELETED_TAINT
+from tests.autoscaler.model.builders import pod as model_pod
+
+TAINT = {"key": TO_BE_DELETED_TAINT, "value": "1767225600", "effect": "NoSchedule"}
+
+
+def submit(emu, pod: dict) -> dict:
+    with emu.model.lock:
+        return emu.model.submit_pod(pod)
+
+
+def settle(emu, seconds: float = 60) -> None:
+    with emu.model.lock:
+        emu.model.advance(emu.model.now() + seconds)
+
+
+def names(objects: list[dict], namespace: str = "research") -> list[str]:
+    return sorted(o["metadata"]["name"] for o in objects if o["metadata"].get("namespace") == namespace)
+
+
+def wait_until(check, timeout_s: float = 10.0) -> None:
+    """A correctness wait for background threads (a timeout, never a performance assertion)."""
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached")
+        time.sleep(0.02)
+
+
+def fail_requests(emu, method: str, path_part: str, times: int, status: int = 500) -> dict:
+    """The emulator answers the first ``times`` matching requests with ``status``."""
+    real, seen = emu.api.handle, {"n": 0}
+
+    def handle(m, path, query, content_type, body):
+        if m == method and path_part in path and seen["n"] < times:
+            seen["n"] += 1
+            return Reply(status, status_body(status, "InternalError", "injected"))
+        return real(m, path, query, content_type, body)
+
+    emu.api.handle = handle
+    return seen
+
+
+def test_sync_lists_every_object_page_by_page(kube, emu):
+    for i in range(5):
+        submit(emu, model_pod(f"p{i}", gpus=16))  # fits no node: stays pending
+    kube.sync()
+    pods = kube.list_pods()
+    assert names(pods) == ["p0", "p1", "p2", "p3", "p4"]
+    assert {(p["kind"], p["apiVersion"]) for p in pods} == {("Pod", "v1")}
+    assert kube.informers["pods"].pages >= 3  # page size 2
+    assert len(kube.list_nodes()) == 2 and kube.list_nodes()[0]["kind"] == "Node"
+    assert kube.list_pdbs() == [] and kube.synced()
+
+
+def test_watch_applies_changes_and_reports_pending_pods(kube, emu):
+    pending = []
+    kube._on_pending_pod = lambda p: pending.append(p["metadata"]["name"])
+    kube.start()
+    assert kube.wait_synced(10)
+    submit(emu, model_pod("new", gpus=16))
+    wait_until(lambda: names(kube.list_pods()) == ["new"])
+    assert set(pending) == {"new"}  # added, then perhaps modified (still pending): each may trigger
+    with emu.model.lock:
+        emu.model.delete_pod("research", "new")
+    wait_until(lambda: names(kube.list_pods()) == [])
+
+
+def test_an_expired_watch_relists(kube, emu):
+    informer = kube.informers["pods"]
+    informer.sync()
+    submit(emu, model_pod("late", gpus=16))
+    emu.api.hub.compact()
+    with pytest.raises(Gone):
+        informer.watch_once()
+    informer.start()
+    wait_until(lambda: informer.relists >= 2 and names(informer.items()) == ["late"])
+
+
+def test_a_failing_list_is_retried_after_a_back_off(kube, emu):
+    seen = fail_requests(emu, "GET", "/api/v1/nodes", times=2)
+    informer = kube.informers["nodes"]
+    threading.Thread(target=informer.run, kwargs={"backoff_s": 0.05}, daemon=True).start()
+    assert informer.synced.wait(10)
+    assert seen["n"] == 2 and len(informer.items()) == 2
+
+
+def test_taints_and_annotations(kube, emu):
+    kube.sync()
+    name = kube.list_nodes()[0]["metadata"]["name"]
+    kube.taint_node(name, TAINT)
+    kube.taint_node(name, TAINT)  # already there: no change
+    assert [t["key"] for t in emu.model.node(name)["spec"]["taints"]] == [
+        "nvidia.com/gpu",
+        TO_BE_DELETED_TAINT,
+    ]
+    kube.annotate_node(name, {"a": "1", "b": "2"})
+    kube.annotate_node(name, {"a": None})
+    annotations = emu.model.node(name)["metadata"]["annotations"]
+    assert "a" not in annotations and annotations["b"] == "2"
+    kube.untaint_node(name, TO_BE_DELETED_TAINT)
+    kube.untaint_node(name, TO_BE_DELETED_TAINT)
+    assert [t["key"] for t in emu.model.node(name)["spec"]["taints"]] == ["nvidia.com/gpu"]
+
+
+def test_a_taint_racing_another_writer_rereads_and_keeps_both_changes(kube, emu):
+    kube.sync()
+    name = kube.list_nodes()[0]["metadata"]["name"]
+    real = emu.api.handle
+
+    def handle(m, path, query, content_type, body):
+        if m == "PATCH" and path.endswith(f"/nodes/{name}") and b"resourceVersion" in body:
+            emu.api.handle = real  # once: someone else labels the node between our read and our patch
+            with emu.model.lock:
+                emu.model.annotate_node(name, {"other-writer": "yes"})
+        return real(m, path, query, content_type, body)
+
+    emu.api.handle = handle
+    kube.taint_node(name, TAINT)
+    node = emu.model.node(name)
+    assert TO_BE_DELETED_TAINT in [t["key"] for t in node["spec"]["taints"]]
+    assert node["metadata"]["annotations"]["other-writer"] == "yes"
+
+
+def test_transient_errors_on_writes_are_retried(kube, emu):
+    kube.sync()
+    name = kube.list_nodes()[0]["metadata"]["name"]
+    seen = fail_requests(emu, "PATCH", f"/nodes/{name}", times=2, status=503)
+    kube.annotate_node(name, {"a": "1"})
+    assert seen["n"] == 2 and emu.model.node(name)["metadata"]["annotations"]["a"] == "1"
+
+
+def test_a_persistent_error_is_one_line(kube, emu):
+    fail_requests(emu, "DELETE", "/nodes/", times=100)
+    with pytest.raises(RuntimeError, match=r"^delete node \S+: HTTP 500 ") as e:
+        kube.delete_node("whatever")
+    assert "\n" not in str(e.value)
+
+
+def test_delete_node(kube, emu):
+    kube.sync()
+    name = kube.list_nodes()[0]["metadata"]["name"]
+    kube.delete_node(name)
+    kube.delete_node(name)  # already gone: fine
+    assert name not in {n["metadata"]["name"] for n in emu.model.nodes()}
+
+
+def test_evictions_respect_disruption_budgets(kube, emu):
+    for i in range(2):
+        submit(emu, model_pod(f"web-{i}", gpus=1, labels={"app": "web"}, duration=None))
+    settle(emu)
+    with emu.model.lock:
+        emu.model.create("poddisruptionbudgets", {
+            "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": "web", "namespace": "research"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}})  # fmt: skip
+    settle(emu, 1)
+    assert kube.evict_pod("research", "web-0") is True
+    settle(emu, 1)
+    assert kube.evict_pod("research", "web-1") is False  # 429: the budget needs it
+    assert kube.evict_pod("research", "gone") is True  # 404: nothing left to evict
+    kube.sync()
+    assert names(kube.list_pods()) == ["web-1"] and names(kube.list_pdbs()) == ["web"]
+
+
+def test_events_on_pods(kube, emu):
+    p = submit(emu, model_pod("job-0", gpus=16))
+    kube.record_event(
+        p, "NotTriggerScaleUp", "pod didn't trigger scale-up: needs 16 nvidia.com/gpu", "Warning"
+    )
+    [event] = [e for e in emu.model.events_for("research", "job-0") if e["reason"] == "NotTriggerScaleUp"]
+    assert event["type"] == "Warning" and "16 nvidia.com/gpu" in event["message"]
+    assert event["involvedObject"]["kind"] == "Pod" and event["source"]["component"] == "research-autoscaler"
+
+
+def test_state_and_status_configmaps(kube):
+    assert kube.read_state() == {}
+    kube.write_state({"group_state": "{}", "failures_read_until": "2026-01-01T00:00:00Z"})
+    kube.write_state({"group_state": '{"g": {}}', "failures_read_until": "2026-01-01T00:00:10Z"})
+    assert kube.read_state() == {"group_state": '{"g": {}}', "failures_read_until": "2026-01-01T00:00:10Z"}
+    kube.write_status({"summary": "{}"})
+    assert kube.read_state()["group_state"] == '{"g": {}}'
