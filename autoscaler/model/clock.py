@@ -1,5 +1,8 @@
 """Clocks the model reads time from. The model never reads the system clock except through a WallClock.
 
+A clock's ``scale(seconds)`` turns a modelled delay (a boot, a job's duration, a launch retry) into clock
+seconds, which is how a wall clock compresses time while its timestamps stay real.
+
 Time is float seconds since the Unix epoch (UTC) everywhere in the model.
 """
 
@@ -30,31 +33,36 @@ class VirtualClock:
     def real_seconds_until(self, t: float) -> float:
         return 0.0
 
+    def scale(self, seconds: float) -> float:
+        """A modelled delay (boot, job duration, launch retry) in clock seconds: unchanged when virtual."""
+        return seconds
+
 
 class WallClock:
-    """Model time = start + compression * (real seconds elapsed): 60 makes a 3-minute boot last 3 s.
+    """Real time; the delays the model schedules are divided by ``compression`` (60: a 3-minute boot lasts 3 s).
 
-    ``start`` defaults to the real time at construction, so with compression 1 model time is real time.
+    Timestamps stay real, so processes outside the model (the autoscaler, moto) agree with it on the time.
     """
 
     virtual = False
 
-    def __init__(self, compression: float = 1.0, start: float | None = None) -> None:
+    def __init__(self, compression: float = 1.0) -> None:
         if compression <= 0:
             raise ValueError("compression must be positive")
         self.compression = float(compression)
-        self._real0 = time.monotonic()
-        self._start = time.time() if start is None else float(start)
 
     def now(self) -> float:
-        return self._start + (time.monotonic() - self._real0) * self.compression
+        return time.time()
 
     def set(self, t: float) -> None:
         """Wall time moves by itself; the model calls this while advancing and it is a no-op."""
 
     def real_seconds_until(self, t: float) -> float:
-        """Real seconds until model time ``t`` (0 when past)."""
-        return max(0.0, (t - self.now()) / self.compression)
+        """Real seconds until clock time ``t`` (0 when past)."""
+        return max(0.0, t - self.now())
+
+    def scale(self, seconds: float) -> float:
+        return seconds / self.compression
 
 
 def iso(t: float) -> str:

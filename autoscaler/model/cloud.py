@@ -114,8 +114,10 @@ class CloudModel:
         capacity: dict | None = None,
         launch_retry_s: float = 120.0,
         seed: int = 0,
+        scale: Callable[[float], float] = lambda s: s,
     ) -> None:
         self._now = now
+        self._scale = scale
         self._queue = queue
         self._on_running = on_running
         self._on_booted = on_booted
@@ -281,7 +283,7 @@ class CloudModel:
         )
         if not g.retry_scheduled:
             g.retry_scheduled = True
-            self._queue.push(now + self.launch_retry_s, self._retry, g.name)
+            self._queue.push(now + self._scale(self.launch_retry_s), self._retry, g.name)
 
     def _retry(self, name: str) -> None:
         g = self.groups.get(name)
@@ -325,8 +327,8 @@ class CloudModel:
             self._running(inst)
             self._booted(inst)
         else:
-            delay = boot_delay(inst.instance_type, self.boot_delays)
-            self._queue.push(launched_at + min(INSTANCE_RUNNING_S, delay), self._running, inst)
+            delay = self._scale(boot_delay(inst.instance_type, self.boot_delays))
+            self._queue.push(launched_at + min(self._scale(INSTANCE_RUNNING_S), delay), self._running, inst)
             self._queue.push(launched_at + delay, self._booted, inst)
         return inst
 

@@ -108,6 +108,7 @@ class ClusterModel:
             capacity=capacity,
             launch_retry_s=launch_retry_s,
             seed=seed,
+            scale=self.clock.scale,
         )
         for ds in daemonsets:
             self.store.create("daemonsets", copy.deepcopy(ds))
@@ -443,7 +444,7 @@ class ClusterModel:
         seconds = P.duration(pod)
         if seconds is not None:
             self._running[pod["metadata"]["uid"]] = pod
-            self.queue.push(now + seconds, self._complete, pod)
+            self.queue.push(now + self.clock.scale(seconds), self._complete, pod)
 
     def _complete(self, pod: dict) -> None:
         if self._running.get(pod["metadata"]["uid"]) is pod:

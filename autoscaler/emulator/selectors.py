@@ -1,0 +1,93 @@
+"""Label and field selectors as list and watch requests carry them (``a=b,c!=d,e in (x,y),!f``)."""
+
+from __future__ import annotations
+
+import re
+
+from autoscaler.model.store import Invalid
+
+_SET = re.compile(r"^\s*([A-Za-z0-9_./-]+)\s+(in|notin)\s+\(([^)]*)\)\s*$")
+_EQ = re.compile(r"^\s*([A-Za-z0-9_./-]+)\s*(==|=|!=)\s*([A-Za-z0-9_./-]*)\s*$")
+_EXISTS = re.compile(r"^\s*(!?)\s*([A-Za-z0-9_./-]+)\s*$")
+
+
+def _split(text: str) -> list[str]:
+    """Split on commas outside parentheses."""
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        parts.append(cur)
+    return parts
+
+
+def parse_label_selector(text: str | None):
+    """A predicate over a labels dict; Invalid (HTTP 400) on a malformed selector."""
+    reqs = []
+    for part in _split(text or ""):
+        if m := _SET.match(part):
+            values = {v.strip() for v in m.group(3).split(",") if v.strip()}
+            key, op = m.group(1), m.group(2)
+            if op == "in":
+                reqs.append(lambda labels, k=key, vs=values: labels.get(k) in vs)
+            else:
+                reqs.append(lambda labels, k=key, vs=values: labels.get(k) not in vs)
+        elif m := _EQ.match(part):
+            key, op, value = m.groups()
+            if op == "!=":
+                reqs.append(lambda labels, k=key, v=value: labels.get(k) != v)
+            else:
+                reqs.append(lambda labels, k=key, v=value: labels.get(k) == v)
+        elif m := _EXISTS.match(part):
+            neg, key = m.groups()
+            if neg:
+                reqs.append(lambda labels, k=key: k not in labels)
+            else:
+                reqs.append(lambda labels, k=key: k in labels)
+        else:
+            raise BadRequest(f"unable to parse requirement: {part!r}")
+    return lambda labels: all(r(labels or {}) for r in reqs)
+
+
+FIELDS = {
+    "metadata.name": lambda o: o["metadata"].get("name", ""),
+    "metadata.namespace": lambda o: o["metadata"].get("namespace", ""),
+    "spec.nodeName": lambda o: (o.get("spec") or {}).get("nodeName") or "",
+    "status.phase": lambda o: (o.get("status") or {}).get("phase") or "",
+    "spec.unschedulable": lambda o: str(bool((o.get("spec") or {}).get("unschedulable"))).lower(),
+    "involvedObject.name": lambda o: (o.get("involvedObject") or {}).get("name", ""),
+    "involvedObject.kind": lambda o: (o.get("involvedObject") or {}).get("kind", ""),
+    "involvedObject.namespace": lambda o: (o.get("involvedObject") or {}).get("namespace", ""),
+    "reason": lambda o: o.get("reason", ""),
+    "type": lambda o: o.get("type", ""),
+}
+
+
+def parse_field_selector(text: str | None):
+    """A predicate over an object; only the fields the API server supports for our kinds."""
+    reqs = []
+    for part in _split(text or ""):
+        m = _EQ.match(part)
+        if not m:
+            raise BadRequest(f"invalid field selector: {part!r}")
+        field, op, value = m.groups()
+        if field not in FIELDS:
+            raise BadRequest(f"field label not supported: {field}")
+        get = FIELDS[field]
+        if op == "!=":
+            reqs.append(lambda o, g=get, v=value: g(o) != v)
+        else:
+            reqs.append(lambda o, g=get, v=value: g(o) == v)
+    return lambda obj: all(r(obj) for r in reqs)
+
+
+class BadRequest(Invalid):
+    reason, code = "BadRequest", 400

@@ -1,0 +1,92 @@
+"""kubectl, a second independent client: get, cordon, drain through evictions."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from tests.autoscaler.model.builders import pod
+from tests.support import require_tool
+
+pytestmark = pytest.mark.tool
+
+
+@pytest.fixture
+def kubectl(kubeconfig):
+    exe = require_tool("kubectl")
+
+    def run(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+        proc = subprocess.run(
+            [exe, "--kubeconfig", kubeconfig, "--request-timeout=10s", *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        if check and proc.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed: {proc.stderr}")
+        return proc
+
+    return run
+
+
+def _submit(emu, name: str, **kw) -> None:
+    with emu.model.lock:
+        emu.model.submit_pod(pod(name, **kw))
+
+
+def test_get_nodes_and_pods_as_json(kubectl, emu):
+    _submit(emu, "train", job="train")
+    nodes = json.loads(kubectl("get", "nodes", "-o", "json").stdout)["items"]
+    with emu.model.lock:
+        expected = sorted(n["metadata"]["name"] for n in emu.model.nodes())
+    assert sorted(n["metadata"]["name"] for n in nodes) == expected
+    assert all(n["spec"]["providerID"].startswith("aws:///us-west-2") for n in nodes)
+    pods = json.loads(kubectl("get", "pods", "-A", "-o", "json").stdout)["items"]
+    assert {(p["metadata"]["namespace"], p["status"]["phase"]) for p in pods} == {
+        ("research", "Running"),
+        ("kube-system", "Running"),
+    }
+    one = json.loads(kubectl("get", "pod", "train", "-n", "research", "-o", "json").stdout)
+    assert one["spec"]["nodeName"] in expected
+
+
+def test_cordon_and_uncordon(kubectl, emu):
+    with emu.model.lock:
+        name = emu.model.nodes()[0]["metadata"]["name"]
+    kubectl("cordon", name)
+    assert emu.model.node(name)["spec"]["unschedulable"] is True
+    kubectl("uncordon", name)
+    assert not emu.model.node(name)["spec"].get("unschedulable")
+
+
+def test_drain_evicts_job_pods_and_leaves_daemonset_pods(kubectl, emu):
+    _submit(emu, "train", job="train")
+    node = emu.model.pod("research", "train")["spec"]["nodeName"]
+    out = kubectl("drain", node, "--ignore-daemonsets", "--timeout=20s")
+    assert "evicting pod research/train" in out.stderr + out.stdout
+    with emu.model.lock:
+        on_node = [p["metadata"]["name"] for p in emu.model.pods() if p["spec"].get("nodeName") == node]
+        replacement = emu.model.pod("research", "train-r1")
+    assert on_node == [f"agent-{node.split('.')[0]}"]
+    assert replacement["spec"]["nodeName"] != node and replacement["status"]["phase"] == "Running"
+    assert emu.model.stats.pods_evicted == 1 and emu.model.stats.jobs_killed == 0
+
+
+def test_drain_respects_a_refusing_budget(kubectl, emu):
+    _submit(emu, "guarded", labels={"app": "g"}, job="guarded")
+    with emu.model.lock:
+        emu.model.create(
+            "poddisruptionbudgets",
+            {
+                "metadata": {"name": "g", "namespace": "research"},
+                "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "g"}}},
+            },
+        )
+    node = emu.model.pod("research", "guarded")["spec"]["nodeName"]
+    out = kubectl("drain", node, "--ignore-daemonsets", "--timeout=2s", check=False)
+    assert out.returncode != 0
+    assert "disruption budget" in out.stderr
+    assert emu.model.pod("research", "guarded")["status"]["phase"] == "Running"
+    assert emu.model.stats.evictions_refused >= 1
