@@ -45,10 +45,10 @@ class Bin:
         "st",
         "count",
         "history",
-        "serial",
+        "zone",
     )
 
-    def __init__(self, kind, group, region, node, labels, taints, tmpl, st, count=1):
+    def __init__(self, kind, group, region, node, labels, taints, tmpl, st, count=1, zone=None):
         self.kind = kind
         self.group: Group | None = group
         self.region: str = region
@@ -59,7 +59,7 @@ class Bin:
         self.st: NodeState = st
         self.count: int = count
         self.history: list = []  # (PodClass, pods per node)
-        self.serial = 0  # first index of this bin's nodes among its group's new/upcoming nodes
+        self.zone: str | None = zone  # None for new and upcoming nodes: the group chooses their zone
 
     def clone(self, count: int) -> Bin:
         b = Bin(
@@ -72,6 +72,7 @@ class Bin:
             self.tmpl,
             self.st.copy(),
             count,
+            self.zone,
         )
         b.history = list(self.history)
         return b
@@ -172,7 +173,18 @@ class Packer:
             self._insert(i, inserted)
         return n, len(inserted)
 
-    def place_existing(self, cls: PodClass, n: int, region: str | None) -> int:
+    def place(self, cls: PodClass, n: int, region: str | None, allow_new: bool) -> int:
+        """Up to ``n`` pods of ``cls``: first on the bins there are, then (``allow_new``) on new nodes."""
+        if cls.shape.spread_zone:
+            from autoscaler.core.spread import place_spread
+
+            return place_spread(self, cls, n, region, allow_new)
+        placed = self.place_existing(cls, n, region)
+        if placed < n and allow_new:
+            placed += self.place_new(cls, n - placed, region)
+        return placed
+
+    def place_existing(self, cls: PodClass, n: int, region: str | None, zone: str | None = None) -> int:
         """First fit over the bins in order (existing, re-usable, upcoming, then new ones of this plan)."""
         placed = 0
         bins = self.bins
@@ -180,9 +192,11 @@ class Packer:
         i = 0
         while i < len(bins) and n > 0:
             b = bins[i]
-            if (region is not None and b.region != region) or self.static(
-                shape, b.labels, b.taints, b.tmpl, b.node
-            ) is not None:
+            if (
+                (region is not None and b.region != region)
+                or (zone is not None and b.zone != zone)
+                or self.static(shape, b.labels, b.taints, b.tmpl, b.node) is not None
+            ):
                 i += 1
                 continue
             c = capacity(shape, matched, b.st)
@@ -195,40 +209,43 @@ class Packer:
             i += ins + 1
         return placed
 
-    def place_new(self, cls: PodClass, n: int, region: str | None) -> int:
-        """Open new nodes for up to ``n`` pods, in the order of :meth:`group_order`."""
+    def place_new(self, cls: PodClass, n: int, region: str | None, zone: str | None = None) -> int:
+        """Open new nodes for up to ``n`` pods, in the order of :meth:`group_order` (in ``zone`` when given)."""
         placed = 0
         for room, k in self.group_order(cls):
             if n <= 0:
                 break
             g = room.group
-            if region is not None and g.region != region:
+            if (region is not None and g.region != region) or (zone is not None and zone not in g.zones):
                 continue
             if room.blocked:
                 cls.notes.setdefault(g.name, ("blocked", room.blocked))
                 continue
             avail = min(room.headroom - room.new, self.cap_left)
             if avail <= 0:
-                if room.headroom - room.new <= 0:
-                    cls.notes.setdefault(
-                        g.name, ("max", f"group {g.name} is at its maximum of {g.max} nodes")
-                    )
-                else:
-                    cls.notes.setdefault(
-                        g.name, ("cap", f"the limit of {self.max_new} new nodes per plan is reached")
-                    )
+                self._note_full(cls, room)
                 continue
             take = min(math.ceil(n / k), avail)
             got = min(n, take * k)
-            self._open(room, cls, take, k, got)
+            self._open(room, cls, take, k, got, zone)
             placed += got
             n -= got
+            if n > 0:
+                self._note_full(cls, room)
         return placed
 
-    def _open(self, room: Room, cls: PodClass, take: int, k: int, n: int) -> None:
+    def _note_full(self, cls: PodClass, room: Room) -> None:
         g = room.group
-        run = Bin(NEW, g, g.region, None, g.labels, g.taints, room.tmpl, NodeState(dict(g.allocatable)), take)
-        run.serial = room.new
+        if room.headroom - room.new <= 0:
+            cls.notes[g.name] = ("max", f"group {g.name} is at its maximum size ({g.max})")
+        else:
+            cls.notes[g.name] = ("cap", f"the limit of {self.max_new} new nodes per plan is reached")
+
+    def _open(self, room: Room, cls: PodClass, take: int, k: int, n: int, zone: str | None = None) -> None:
+        g = room.group
+        run = Bin(
+            NEW, g, g.region, None, g.labels, g.taints, room.tmpl, NodeState(dict(g.allocatable)), take, zone
+        )
         if self.journal is not None:
             old_new, old_cap = room.new, self.cap_left
 

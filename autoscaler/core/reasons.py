@@ -40,7 +40,7 @@ def _static_summary(cls: PodClass, notes: dict, groups: list[Group]) -> str:
         return _size_reason(cls, groups, matching=False)
     parts = []
     for g in big_enough[:3]:
-        parts.append(f"group {g.name} {notes[g.name][1]}")
+        parts.append(f"group {g.name} {notes.get(g.name, ('', 'cannot take it'))[1]}")
     more = f" (and {len(big_enough) - 3} more groups)" if len(big_enough) > 3 else ""
     return "; ".join(parts) + more
 

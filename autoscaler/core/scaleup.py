@@ -78,6 +78,7 @@ def _node_bins(snap: Snapshot, packer: Packer, bound: dict[str, list[Pod]], keys
             taints,
             packer.template_id({k: v for k, v in n.labels.items() if k != "kubernetes.io/hostname"}, taints),
             st,
+            zone=n.zone,
         )
         (out_tainted if tainted else out_existing).append(b)
     return out_existing + out_tainted
@@ -135,19 +136,21 @@ def scale_up(
     units = _units(classes.values())
     result = ScaleUp({}, {}, {}, [], [], [], classes=len(classes), pending=len(pending))
     gang_notes: dict[str, str] = {}
+    running: dict[str, list[Pod]] = {}
+    for pods in bound.values():
+        for p in pods:
+            if p.gang is not None:
+                running.setdefault(p.gang, []).append(p)
     for unit in units:
         if unit[0].gang is not None:
-            reason = _place_gang(unit, packer, snap, bound)
+            reason = _place_gang(unit, packer, snap, running.get(unit[0].gang, []), config)
             if reason:
                 gang_notes[unit[0].gang] = reason
             continue
         cls = unit[0]
         if cls.shape.unsupported:
             continue
-        n = len(cls.pods)
-        cls.placed = packer.place_existing(cls, n, None)
-        if cls.placed < n and cls.may_scale_up:
-            cls.placed += packer.place_new(cls, n - cls.placed, None)
+        cls.placed = packer.place(cls, len(cls.pods), None, cls.may_scale_up)
     _collect(result, packer, classes.values(), snap.groups, config, gang_notes)
     return result
 
@@ -183,29 +186,25 @@ def _units(classes) -> list[list[PodClass]]:
     return units
 
 
-def _place_gang(members: list[PodClass], packer: Packer, snap: Snapshot, bound: dict) -> str | None:
-    """All members of a gang in one region, or none; the reason when none."""
+def _place_gang(
+    members: list[PodClass], packer: Packer, snap: Snapshot, running: list[Pod], config
+) -> str | None:
+    """All members of a gang in one region, or none; the reason when none. ``running``: its bound members."""
     gang = members[0].gang
     count = sum(len(c.pods) for c in members)
     for c in members:
         if c.shape.unsupported:
             return f"gang {gang}: {c.shape.unsupported[0]}"
     size = max((p.gang_size or 0 for c in members for p in c.pods), default=0)
-    nodes = {n.name: n for n in snap.nodes}
-    running = [p for pods in bound.values() for p in pods if p.gang == gang]
     if size and count + len(running) < size:
         return f"gang {gang} has {count + len(running)} of its {size} pods; waiting for the rest"
+    nodes = {n.name: n for n in snap.nodes} if running else {}
     groups = {g.name: g for g in snap.groups}
-    regions: list[str | None]
-    locked = {
-        (
-            groups[nodes[p.node_name].group].region
-            if nodes[p.node_name].group
-            else nodes[p.node_name].region or ""
-        )
-        for p in running
-        if p.node_name in nodes
-    }
+    locked = set()
+    for p in running:
+        n = nodes.get(p.node_name)
+        if n is not None:
+            locked.add(groups[n.group].region if n.group in groups else n.region or "")
     if locked:
         regions = sorted(locked)[:1]
     else:
@@ -213,25 +212,25 @@ def _place_gang(members: list[PodClass], packer: Packer, snap: Snapshot, bound: 
     tried = []
     may_grow = all(c.may_scale_up for c in members)
     for region in regions:
-        packer.begin()
-        ok = True
         for c in members:
-            n = len(c.pods)
-            got = packer.place_existing(c, n, region)
-            if got < n and may_grow:
-                got += packer.place_new(c, n - got, region)
-            if got < n:
-                ok = False
+            c.notes = {}
+        packer.begin()
+        failed = None
+        for c in members:
+            if packer.place(c, len(c.pods), region, may_grow) < len(c.pods):
+                failed = c
                 break
-        if ok:
+        if failed is None:
             packer.commit()
             for c in members:
                 c.placed = len(c.pods)
             return None
         packer.rollback()
-        tried.append(region or "on-premises nodes")
-    where = ", ".join(tried) if tried else "no region"
-    return f"gang {gang} ({count} pods) must run in one region and fits in none of: {where}"
+        in_region = [g for g in snap.groups if g.region == region]
+        why = why_unplaced(failed, in_region, config.priority_cutoff) if in_region else "no room on its nodes"
+        tried.append(f"{region or 'on-premises nodes'}: {why}")
+    where = "; ".join(tried) if tried else "no region to try"
+    return f"gang {gang} ({count} pods) must run in one region; {where}"
 
 
 def _collect(
