@@ -1,0 +1,112 @@
+"""Leader election on a Lease in the emulator: two replicas, a virtual clock, never two leaders."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from kubernetes import client
+
+from autoscaler.adapters.kubernetes import api_client
+from autoscaler.controller import Controller, ControllerConfig
+from autoscaler.leader import LeaderElector
+from tests.autoscaler.adapters.conftest import emu, kubeconfig  # noqa: F401 - fixtures
+from tests.autoscaler.fakes import FakeCloud, FakeCluster
+
+
+class Clock:
+    t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+@pytest.fixture
+def coordination(kubeconfig):  # noqa: F811
+    api = api_client(kubeconfig)
+    yield client.CoordinationV1Api(api)
+    api.close()
+
+
+def electors(coordination, clock):
+    return [LeaderElector(coordination, "kube-system", name, clock=clock, wall=lambda: 1.767e9 + clock())
+            for name in ("replica-a", "replica-b")]  # fmt: skip
+
+
+def test_the_first_candidate_leads_and_the_second_waits(coordination):
+    clock = Clock()
+    a, b = electors(coordination, clock)
+    assert a.try_acquire_or_renew() and not b.try_acquire_or_renew()
+    lease = coordination.read_namespaced_lease("research-autoscaler", "kube-system")
+    assert lease.spec.holder_identity == "replica-a" and lease.spec.lease_duration_seconds == 15
+
+
+def test_a_silent_leader_is_replaced_only_after_it_stopped_acting(coordination):
+    clock = Clock()
+    a, b = electors(coordination, clock)
+    a.try_acquire_or_renew()
+    b.try_acquire_or_renew()  # b first sees a's record now
+    for _ in range(7):  # a stops renewing (paused, partitioned); b keeps trying every 2 s
+        clock.t += 2
+        assert not (a.is_leader() and b.try_acquire_or_renew())
+    assert not a.is_leader() and not b.is_leader()  # 14 s: a gave up at 10 s; b waits 15 s
+    clock.t += 2
+    assert b.try_acquire_or_renew() and not a.is_leader()
+    assert not a.try_acquire_or_renew()  # a comes back: b holds the lease
+    lease = coordination.read_namespaced_lease("research-autoscaler", "kube-system")
+    assert lease.spec.holder_identity == "replica-b" and lease.spec.lease_transitions == 1
+
+
+def test_random_interleavings_never_have_two_leaders(coordination):
+    rng = random.Random(7)
+    clock = Clock()
+    pair = electors(coordination, clock)
+    paused = {e.identity: 0.0 for e in pair}
+    leaders_seen = set()
+    for _ in range(100):
+        clock.t += rng.uniform(0.2, 3.0)
+        for e in rng.sample(pair, 2):
+            if rng.random() < 0.05:
+                paused[e.identity] = clock.t + rng.uniform(5, 25)  # a GC pause or a network partition
+            if clock.t >= paused[e.identity]:
+                e.try_acquire_or_renew()
+            assert sum(x.is_leader() for x in pair) <= 1
+            leaders_seen |= {x.identity for x in pair if x.is_leader()}
+    assert leaders_seen == {"replica-a", "replica-b"}, "the lease changed hands at least once"
+
+
+def test_two_controllers_never_both_act(coordination):
+    clock = Clock()
+    pair = electors(coordination, clock)
+    cluster, cloud = FakeCluster(), FakeCloud([])
+    acted = []
+
+    class Tagged(FakeCluster):
+        def __init__(self, identity):
+            self.identity = identity
+
+        def __getattr__(self, name):
+            return getattr(cluster, name)
+
+        def write_state(self, data):
+            acted.append((clock.t, self.identity))
+            cluster.write_state(data)
+
+    controllers = [Controller(Tagged(e.identity), cloud, ControllerConfig(), clock, may_act=e.is_leader)
+                   for e in pair]  # fmt: skip
+    rng = random.Random(3)
+    pause_a = (40.0, 70.0)
+    for _ in range(60):
+        clock.t += rng.uniform(1, 3)
+        for e, ctl in zip(pair, controllers, strict=True):
+            if e.identity == "replica-a" and pause_a[0] <= clock.t < pause_a[1]:
+                continue
+            e.try_acquire_or_renew()
+            ctl.run_once()
+    by_time: dict[float, set] = {}
+    for t, who in acted:
+        by_time.setdefault(t, set()).add(who)
+    assert all(len(who) == 1 for who in by_time.values())
+    assert {who for _, who in acted} == {"replica-a", "replica-b"}
+    handover = min(t for t, who in acted if who == "replica-b")
+    assert handover >= pause_a[0] + 15 - 3  # b acted only after a's lease ran out (a renewed < 3 s before)
