@@ -1,0 +1,104 @@
+"""When passes run: a periodic scan, and sooner when new pods are pending (event-driven, batched).
+
+A burst of pods arrives over a few seconds; planning after the first one would request capacity for a part of
+it. So a pending pod opens a batching window: the pass runs once no new pending pod has come for ``idle_s``
+(about 1 s), or ``max_wait_s`` (10 s) after the window opened, whichever is first; without events, every
+``scan_interval_s``. :class:`BatchWindow` is the pure timing rule; :class:`Runner` sleeps on it in a thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from autoscaler import metrics
+
+log = logging.getLogger("autoscaler.loop")
+
+
+class BatchWindow:
+    """The next pass's due time, from the last pass and the pending-pod events since (times in seconds)."""
+
+    def __init__(self, scan_interval_s: float, idle_s: float = 1.0, max_wait_s: float = 10.0):
+        self.scan_interval_s = scan_interval_s
+        self.idle_s = idle_s
+        self.max_wait_s = max_wait_s
+        self.last_pass: float | None = None
+        self.first_event: float | None = None
+        self.last_event: float | None = None
+
+    def event(self, t: float) -> None:
+        if self.first_event is None:
+            self.first_event = t
+        self.last_event = t
+
+    def due(self) -> float:
+        """The time the next pass is due (the first pass is due at once)."""
+        if self.last_pass is None:
+            return float("-inf")
+        periodic = self.last_pass + self.scan_interval_s
+        if self.first_event is None:
+            return periodic
+        return min(periodic, self.last_event + self.idle_s, self.first_event + self.max_wait_s)
+
+    def ran(self, t: float) -> None:
+        """A pass started at ``t``: events before it are covered."""
+        self.last_pass = t
+        self.first_event = self.last_event = None
+
+
+class Runner:
+    def __init__(
+        self,
+        run_pass: Callable[[], object],
+        window: BatchWindow,
+        *,
+        may_run: Callable[[], bool] = lambda: True,
+        monotonic: Callable[[], float] = time.monotonic,
+    ):
+        """``run_pass`` is ``Controller.run_once``; ``may_run`` (leader election) gates each pass."""
+        self._run_pass = run_pass
+        self.window = window
+        self._may_run = may_run
+        self._monotonic = monotonic
+        self._cond = threading.Condition()
+        self._stop = False
+        self.passes = 0
+        self.last_pass_end: float | None = None
+
+    def trigger(self) -> None:
+        """A new pending pod (called from the informer's thread)."""
+        with self._cond:
+            self.window.event(self._monotonic())
+            self._cond.notify()
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stop = True
+            self._cond.notify()
+
+    def run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._stop:
+                    wait = self.window.due() - self._monotonic()
+                    if wait <= 0:
+                        break
+                    self._cond.wait(wait)
+                if self._stop:
+                    return
+                self.window.ran(self._monotonic())
+            if not self._may_run():
+                self.last_pass_end = self._monotonic()  # alive, standing by
+                continue
+            start = self._monotonic()
+            try:
+                self._run_pass()
+            except Exception:  # noqa: BLE001 - run_once catches its own; this is the last guard
+                log.exception("pass crashed")
+            finally:
+                self.passes += 1
+                self.last_pass_end = self._monotonic()
+                metrics.LOOP_DURATION.observe(self.last_pass_end - start)
