@@ -42,6 +42,8 @@ class Instance:
     state: str = PENDING
     node_name: str | None = None
     private_ip: str = ""
+    registered_at: float | None = None  # when its node joined
+    terminated_at: float | None = None
 
     def snapshot(self) -> dict:
         return {
@@ -131,7 +133,8 @@ class CloudModel:
             self.capacity[(region, itype)] = int(limit)
         self.launch_retry_s = launch_retry_s
         self.groups: dict[str, Group] = {}
-        self.instances: dict[str, Instance] = {}
+        self.instances: dict[str, Instance] = {}  # live instances by id
+        self.history: list[Instance] = []  # every instance ever launched or attached (GPU-hours, cost)
         self.activities: list[dict] = []  # failed scaling activities, oldest first
         self.api_calls: Counter[str] = Counter()
         self.launched = 0
@@ -321,6 +324,7 @@ class CloudModel:
         n = self._ips
         inst.private_ip = f"10.{list(self.groups).index(group) % 200 + 20}.{(n >> 8) & 255}.{n & 255}"
         self.instances[instance_id] = inst
+        self.history.append(inst)
         g.instances.append(inst)
         self.launched += 1
         if booted:
@@ -339,12 +343,14 @@ class CloudModel:
 
     def _booted(self, inst: Instance) -> None:
         if inst.state == RUNNING and inst.node_name is None:
+            inst.registered_at = self._now()
             self._on_booted(inst)
 
     def terminate(self, inst: Instance, why: str) -> None:
         if inst.state == TERMINATED:
             return
         inst.state = TERMINATED
+        inst.terminated_at = self._now()
         self.terminated += 1
         self.instances.pop(inst.id, None)
         g = self.groups.get(inst.group)

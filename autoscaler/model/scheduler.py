@@ -1,9 +1,10 @@
-"""An incremental scheduler: binds Pending pods to Ready, schedulable nodes with the planner's predicate.
+"""An incremental scheduler: binds Pending pods to Ready, schedulable nodes with the planner's predicate
+(``autoscaler.core.fit.pod_fits_node``).
 
 A pass runs only when something changed (a pod arrived, capacity was freed or added, a node changed), and
 then only over the pods that could now fit: new pods when nothing was freed, every pending pod otherwise.
 Within a pass a pod shape (requests, tolerations, selectors, affinity) that did not fit is not tried again,
-and pods larger than the largest free slot are rejected without a scan. Nodes are bucketed by free GPUs
+and pods needing more GPUs than any node has free are rejected without a scan. Nodes are bucketed by free GPUs
 and scanned smallest-fitting bucket first (best fit for GPUs, CPU-only pods to GPU-less nodes first).
 Gangs (``pods.gang_key``) are placed tentatively and bound only when every member fits.
 """
@@ -12,8 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from autoscaler.core.errors import SnapshotError
+from autoscaler.core.fit import pod_fits_node
 from autoscaler.model import pods as P
-from autoscaler.model.fit import pod_fits_node
 from autoscaler.model.quantity import parse_quantity
 
 GPU = "nvidia.com/gpu"
@@ -199,29 +201,25 @@ class Scheduler:
         return list(ni.pods) if ni else []
 
     # --- placement ---------------------------------------------------------------------------------------
-    def _max_free(self) -> dict[str, float]:
-        out: dict[str, float] = {}
-        for bucket in self._buckets.values():
-            for ni in bucket.values():
-                for r, q in ni.free.items():
-                    if q > out.get(r, -1.0):
-                        out[r] = q
-        return out
+    def _max_free_gpus(self) -> int:
+        return max((b for b, nodes in self._buckets.items() if nodes), default=-1)
 
-    def _find(self, pod: dict, max_free: dict[str, float]) -> tuple[NodeInfo | None, str]:
+    def _find(self, pod: dict, max_gpus: int) -> tuple[NodeInfo | None, str]:
         req = self.req(pod)
-        for r, q in req.items():
-            if q > max_free.get(r, 0.0) + EPS:
-                return None, f"Insufficient {r}"
-        reason = "no node matches the pod's tolerations, selectors or affinity"
         g = int(req.get(GPU, 0.0) + 1 - EPS) if req.get(GPU, 0.0) > 0 else 0
+        if g > max_gpus:
+            return None, f"Insufficient {GPU}" if max_gpus >= 0 else "no schedulable node"
+        reason = "no node has room for the pod's requests"
         for b in sorted(k for k in self._buckets if k >= g):
             for ni in list(self._buckets[b].values()):
                 free = ni.free
                 if any(q > free.get(r, 0.0) + EPS for r, q in req.items()):
                     continue
                 self.attempts += 1
-                why = pod_fits_node(pod, ni.node, ni.pods)
+                try:
+                    why = pod_fits_node(pod, ni.node, ni.pods)
+                except SnapshotError as e:  # a pod the planner cannot read cannot be placed either
+                    return None, f"invalid pod: {e}"
                 if why is None:
                     return ni, ""
                 reason = why
@@ -240,7 +238,7 @@ class Scheduler:
         self._new.clear()
         if not candidates:
             return 0
-        max_free = self._max_free()
+        max_gpus = self._max_free_gpus()  # an upper bound for the whole pass: binding only lowers it
         failed: dict[str, str] = {}
         seen_gangs: set[tuple] = set()
         bound = 0
@@ -253,7 +251,7 @@ class Scheduler:
                 if sig in failed:
                     self.on_unschedulable(pod, failed[sig])
                     continue
-                ni, why = self._find(pod, max_free)
+                ni, why = self._find(pod, max_gpus)
                 if ni is None:
                     failed[sig] = why
                     self.on_unschedulable(pod, why)
@@ -270,10 +268,10 @@ class Scheduler:
                 for m in members:
                     self.on_unschedulable(m, f"waiting for the gang's other pods ({len(members)}/{size})")
                 continue
-            sig = repr(sorted(self._signature(m) for m in members))
+            sig = "gang:" + "|".join(sorted(self._signature(m) for m in members))
             why = failed.get(sig)
             if why is None:
-                placed, why = self._place_gang(members, max_free)
+                placed, why = self._place_gang(members, max_gpus)
                 if placed is not None:
                     self._commit(placed)
                     bound += len(placed)
@@ -283,11 +281,11 @@ class Scheduler:
                 self.on_unschedulable(m, f"gang of {size} does not fit: {why}")
         return bound
 
-    def _place_gang(self, members: list[dict], max_free: dict[str, float]):
+    def _place_gang(self, members: list[dict], max_gpus: int):
         placed: list[tuple[NodeInfo, dict]] = []
         order = sorted(members, key=lambda p: -self.req(p).get(GPU, 0.0))
         for m in order:
-            ni, why = self._find(m, max_free)
+            ni, why = self._find(m, max_gpus)
             if ni is None:
                 for pni, pm in reversed(placed):
                     self._unreserve(pni, pm)

@@ -84,3 +84,14 @@ def test_api_calls_are_counted_per_method():
     cloud.list_groups()
     cloud.set_desired("g8", 1)
     assert cloud.calls == {"list_groups": 2, "set_desired": 1}
+
+
+def test_instance_history_keeps_launch_registration_and_termination_times():
+    m = model(group(), boot_delays={"p3": 100})
+    cloud = ModelCloud(m)
+    cloud.set_desired("g8", 1)
+    m.advance(150)
+    cloud.set_desired("g8", 0)
+    (inst,) = m.cloud.history
+    assert (inst.launched_at, inst.registered_at, inst.terminated_at) == (0.0, 100.0, 150.0)
+    assert cloud.list_groups()[0]["instances"] == []
