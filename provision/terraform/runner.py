@@ -130,16 +130,17 @@ class Runner:
         return self.tf.cmd(*args, **options)
 
     def _fail(self, what: str, code: int, err: str) -> UserError:
-        if any(sign in err for sign in _STATE_SIGNS):
+        if any(sign in " ".join(err.split()) for sign in _STATE_SIGNS):
             return UserError(f"{self.root}: {STATE_HINT}")
         detail = _error_lines(err) if err else "see Terraform's messages above"
         return UserError(f"{self.root}: terraform {what} failed (exit {code}): {detail}")
 
     def init(self) -> None:
         options = {"input": False, "plugin_dir": str(self.plugin_dir) if self.plugin_dir else None}
-        code, _, err = self._run("init", **options)
+        code, _, raw = self._run("init", **options)
         if code == 0:
             return
+        err = " ".join(raw.split())  # Terraform wraps its messages at 78 columns
         if self.plugin_dir and "not found in any of the search locations" in err:
             raise UserError(MIRROR_HINT.format(plugin_dir=self.plugin_dir, root=self.root))
         if any(sign in err for sign in _REGISTRY_SIGNS):
@@ -150,7 +151,7 @@ class Runner:
             raise UserError(BAD_CREDENTIALS_HINT)
         if "GetCallerIdentity" in err and any(s in err for s in ("dial tcp", "i/o timeout", "no such host")):
             raise UserError(AWS_UNREACHABLE_HINT)
-        raise self._fail("init", code, err)
+        raise self._fail("init", code, raw)
 
     def plan(self, destroy: bool = False) -> Changes:
         """A saved plan (``tfplan`` or ``destroy.tfplan`` in the root) and what it would change."""
