@@ -26,8 +26,8 @@ class Driver:
 
     @property
     def package(self) -> str:
-        """The Ubuntu package that installs it (from the graphics-drivers/CUDA apt repositories)."""
-        return f"nvidia-driver-{self.branch}" + ("-open" if self.flavour == "open" else "") + "-server"
+        """Ubuntu's metapackage: ``nvidia-driver-570-server`` or ``nvidia-driver-570-server-open``."""
+        return f"nvidia-driver-{self.branch}-server" + ("-open" if self.flavour == "open" else "")
 
 
 def select_driver(branch: int, flavour: str, models: set[str]) -> Driver:

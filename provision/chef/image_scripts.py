@@ -8,7 +8,6 @@ import shutil
 from pathlib import Path
 
 from provision.packer import template
-from provision.packer.images import driver_package
 from provision.packer.variables import image_driver, packer_variables
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,7 +39,7 @@ def script_attributes(cluster, site: str) -> dict:
     values |= {
         "nvidia_driver_branch": str(driver.branch),
         "nvidia_driver_flavour": driver.flavour,
-        "nvidia_driver_package": driver_package(driver),
+        "nvidia_driver_package": driver.package,
     }
     env = template.script_environment(values)
     order = template.provisioner_scripts()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from provision.drivers import Driver
-
 CANONICAL_OWNER = "099720109477"
 
 # release -> (codename, the image family's path); 24.04 images moved to gp3 root volumes.
@@ -18,12 +16,3 @@ def source_ami_name(ubuntu: str, serial: str = "*") -> str:
     """``ubuntu/images/hvm-ssd/ubuntu-jammy-22.04-amd64-server-*`` for 22.04 (a serial instead of ``*``)."""
     codename, family = UBUNTU_RELEASES[ubuntu]
     return f"ubuntu/images/{family}/ubuntu-{codename}-{ubuntu}-amd64-server-{serial}"
-
-
-def driver_package(driver: Driver) -> str:
-    """Ubuntu's metapackage for the driver: ``nvidia-driver-570-server`` or ``nvidia-driver-570-server-open``.
-
-    The archive names the open-module flavour with an ``-open`` suffix after ``-server`` (packages.ubuntu.com:
-    nvidia-driver-550-server-open, nvidia-driver-565-server-open); ``Driver.package`` puts it before.
-    """
-    return f"nvidia-driver-{driver.branch}-server" + ("-open" if driver.flavour == "open" else "")

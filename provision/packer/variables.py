@@ -8,7 +8,7 @@ from pathlib import Path
 
 from provision import drivers
 from provision.errors import UserError
-from provision.packer.images import driver_package, source_ami_name
+from provision.packer.images import source_ami_name
 from provision.spec import Cluster
 
 BUILDER_INSTANCE_TYPE = "g4dn.xlarge"  # a GPU, so check.sh sees the driver module next to a real device
@@ -57,7 +57,7 @@ def packer_variables(cluster: Cluster, region: str, *, ec2_endpoint: str = "", n
         "ubuntu_version": sw.ubuntu,
         "nvidia_driver_branch": str(driver.branch),
         "nvidia_driver_flavour": driver.flavour,
-        "nvidia_driver_package": driver_package(driver),
+        "nvidia_driver_package": driver.package,
         "cuda_version": sw.cuda,
         "containerd_version": sw.containerd,
         "nvidia_container_toolkit_version": sw.nvidia_container_toolkit,

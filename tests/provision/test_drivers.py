@@ -6,7 +6,7 @@ from provision.drivers import check_cuda, select_driver
 @pytest.mark.parametrize(
     ("branch", "flavour", "models", "expected"),
     [
-        (570, "auto", {"T4", "A100", "H100"}, ("open", "nvidia-driver-570-open-server")),
+        (570, "auto", {"T4", "A100", "H100"}, ("open", "nvidia-driver-570-server-open")),
         (570, "auto", {"V100", "T4"}, ("proprietary", "nvidia-driver-570-server")),
         (580, "auto", {"titan-x-pascal"}, ("proprietary", "nvidia-driver-580-server")),
         (470, "proprietary", {"K80"}, ("proprietary", "nvidia-driver-470-server")),
