@@ -1,3 +1,3 @@
 """The ``autoscaler`` subcommands, one module each; ``autoscaler.cli`` registers the modules named here."""
 
-COMMANDS = ["plan", "bench"]
+COMMANDS = ["plan", "bench", "run", "snapshot"]

@@ -45,14 +45,34 @@ def _static_summary(cls: PodClass, notes: dict, groups: list[Group]) -> str:
     return "; ".join(parts) + more
 
 
-def why_unplaced(cls: PodClass, groups: list[Group], cutoff: int) -> str:
-    """The reason the remaining pods of ``cls`` fit on no existing node and no new node."""
+def nodes_summary(cls: PodClass, bins: list, static) -> str:
+    """Why no existing node takes the pod: the first few distinct reasons, naming a node for each."""
+    seen: dict[str, str] = {}
+    for b in bins:
+        if b.node is None:
+            continue
+        why = static(cls.shape, b.labels, b.taints, b.tmpl, b.node)
+        if why is None:
+            why = capacity_reason(cls.shape, cls.matched, b.st) or "has no room"
+        seen.setdefault(why, b.node)
+        if len(seen) > 3:
+            break
+    if not seen:
+        return "the cluster has no nodes and no node groups"
+    parts = [f"node {node} {why}" for why, node in list(seen.items())[:3]]
+    return "no node fits and there are no node groups to grow: " + "; ".join(parts)
+
+
+def why_unplaced(cls: PodClass, groups: list[Group], cutoff: int, nodes_reason=None) -> str:
+    """The reason the remaining pods of ``cls`` fit on no existing node and no new node.
+
+    ``nodes_reason``: called for the reason from the existing nodes when there are no groups to grow."""
     if cls.shape.unsupported:
         return cls.shape.unsupported[0]
     if not cls.may_scale_up:
         return f"priority {cls.priority} is below the autoscaler's cut-off {cutoff}; it waits for free room"
     if not groups:
-        return "no node has room and the cluster has no node groups to grow"
+        return nodes_reason() if nodes_reason else "no node has room and there are no node groups to grow"
     notes = cls.notes
     limited = [text for kind, text in notes.values() if kind in ("blocked", "max", "cap")]
     if limited:

@@ -35,6 +35,7 @@ class Plan:
             "scale_down": list(self.scale_down),
             "annotations": dict(self.annotations),
             "node_states": dict(self.node_states),
+            "node_reasons": dict(self.node_reasons),
             "node_state_counts": self.state_counts(),
             "group_state": dict(self.group_state),
             "events": list(self.events),

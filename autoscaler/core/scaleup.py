@@ -14,7 +14,7 @@ from autoscaler.core.fit import NodeState, matching, selector_keys
 from autoscaler.core.model import Group, Pod, Snapshot
 from autoscaler.core.names import TO_BE_DELETED_TAINT
 from autoscaler.core.packing import EXISTING, NEW, TAINTED, UPCOMING, Bin, Packer, PodClass, Room
-from autoscaler.core.reasons import why_unplaced
+from autoscaler.core.reasons import nodes_summary, why_unplaced
 
 UNSCHEDULABLE_TAINT = ("node.kubernetes.io/unschedulable", "", "NoSchedule")
 
@@ -271,7 +271,12 @@ def _collect(
     for cls in classes:
         if cls.placed < len(cls.pods):
             reason = gang_notes.get(cls.gang) if cls.gang else None
-            reason = reason or why_unplaced(cls, groups, config.priority_cutoff)
+            reason = reason or why_unplaced(
+                cls,
+                groups,
+                config.priority_cutoff,
+                lambda cls=cls: nodes_summary(cls, packer.bins, packer.static),
+            )
             for p in cls.pods[cls.placed :]:
                 result.unschedulable.append((p, reason))
     result.bins = packer.bins

@@ -259,8 +259,9 @@ def _node(raw: object, where: str, by_instance: dict, groups: set, errors: list[
         errors.append(f"{w}.status.allocatable: missing; a node needs its allocatable resources")
     allocatable = parse_resources(alloc_raw, f"{w}.status.allocatable", errors)
     taints = parse_taints(spec.get("taints"), f"{w}.spec.taints", errors)
-    ready, changed = False, None
-    for cond in status.get("conditions") or ():
+    conditions = status.get("conditions") or ()
+    ready, changed = not conditions, None  # a node listed without conditions is taken as ready
+    for cond in conditions:
         if cond.get("type") == "Ready":
             ready = cond.get("status") == "True"
             changed = parse_time(cond.get("lastTransitionTime"), f"{w}.status.conditions[Ready]", errors)

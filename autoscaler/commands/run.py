@@ -1,0 +1,42 @@
+"""``autoscaler run``: the live autoscaler (or one pass of it with ``--once``; ``--dry-run`` changes nothing)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from autoscaler.commands.live_options import COMMON, RUN, add_options, resolve
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "run",
+        help="run the autoscaler against a Kubernetes cluster and its Auto Scaling groups",
+        description="Watch pending pods and nodes, plan, and scale the cluster's Auto Scaling groups in every "
+        "region. Every flag can also be set by its environment variable (shown in brackets). "
+        "Bad options: one line and exit status 2.",
+    )
+    add_options(p, COMMON + RUN)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from autoscaler import jsonlog, service
+
+    opts = resolve(args, COMMON + RUN)
+    jsonlog.setup(opts["log_level"])
+    svc = service.build(opts)
+    if opts["once"]:
+        service.sync_once(svc)
+        result = svc.controller.run_once()
+        out = {
+            "time": result.now.isoformat().replace("+00:00", "Z"),
+            "dry_run": bool(opts["dry_run"]),
+            "plan": result.plan,
+            "actions": result.actions,
+            "errors": result.errors,
+        }
+        sys.stdout.write(json.dumps(out, indent=2, sort_keys=True, default=str) + "\n")
+        return 0 if result.ok else 1
+    return service.serve(svc, opts["metrics_port"])
