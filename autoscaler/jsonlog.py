@@ -35,5 +35,8 @@ def setup(level: str = "info", stream=None) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    for noisy in ("botocore", "boto3", "urllib3", "kubernetes"):
+    for noisy in ("botocore", "boto3", "kubernetes"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    logging.getLogger("urllib3").setLevel(
+        logging.ERROR
+    )  # its retries are logged by our callers when they fail

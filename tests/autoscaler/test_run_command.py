@@ -1,0 +1,128 @@
+"""``autoscaler run`` and ``autoscaler snapshot`` end to end: the emulator (Kubernetes) and a moto server (AWS)."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from autoscaler.cli import main
+from autoscaler.emulator import Emulator
+from autoscaler.model import ClusterModel, VirtualClock
+from provision.loader import load_spec
+from tests.autoscaler.aws_setup import SESSION, create_groups
+from tests.autoscaler.model.builders import pod
+from tests.autoscaler.moto_fixtures import _moto_server, moto_url  # noqa: F401 - fixtures
+
+REGIONS = "us-west-2,us-east-1,us-east-2"
+V100 = {"research.cluster/gpu-model": "v100"}
+
+
+@pytest.fixture(autouse=True)
+def _keep_logging():
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    yield
+    root.handlers[:] = saved[0]
+    root.setLevel(saved[1])
+
+
+@pytest.fixture
+def live(moto_url, tmp_path):  # noqa: F811
+    create_groups(load_spec(), moto_url)
+    model = ClusterModel(VirtualClock(start=1_767_225_600.0))
+    with Emulator(model) as emu:
+        with model.lock:
+            for i in range(2):
+                p = pod(f"train-{i}", gpus=8)
+                p["spec"]["nodeSelector"] = dict(V100)
+                model.submit_pod(p)
+        yield emu, str(emu.write_kubeconfig(tmp_path / "kubeconfig")), moto_url
+
+
+def desired(url: str) -> dict[str, int]:
+    out = {}
+    for region in REGIONS.split(","):
+        asg = SESSION.client("autoscaling", region_name=region, endpoint_url=url)
+        for g in asg.describe_auto_scaling_groups()["AutoScalingGroups"]:
+            out[g["AutoScalingGroupName"]] = g["DesiredCapacity"]
+    return out
+
+
+def test_once_dry_run_prints_the_plan_and_changes_nothing(live, capsys):
+    emu, kubeconfig, url = live
+    before = desired(url)
+    real, methods = emu.api.handle, []
+    emu.api.handle = lambda m, *rest: (methods.append(m), real(m, *rest))[1]
+    code = main(["run", "--cluster-name", "dlr", "--regions", REGIONS, "--kubeconfig", kubeconfig,
+                 "--aws-endpoint-url", url, "--once", "--dry-run", "--metrics-port", "0"])  # fmt: skip
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["dry_run"] is True and out["errors"] == []
+    assert out["plan"]["scale_up"] == {"dlr-us-west-2-gpu-v100x8": 2}
+    assert {"action": "set_desired", "group": "dlr-us-west-2-gpu-v100x8", "from": 0, "desired": 2,
+            "dry_run": True} in out["actions"]  # fmt: skip
+    assert desired(url) == before
+    assert methods and set(methods) == {"GET"}, "the dry run only read from Kubernetes"
+
+
+def test_once_acts_and_snapshot_replays(live, capsys, tmp_path):
+    emu, kubeconfig, url = live
+    common = [
+        "--cluster-name",
+        "dlr",
+        "--regions",
+        REGIONS,
+        "--kubeconfig",
+        kubeconfig,
+        "--aws-endpoint-url",
+        url,
+    ]
+    assert main(["run", *common, "--once", "--metrics-port", "0"]) == 0
+    capsys.readouterr()
+    assert desired(url)["dlr-us-west-2-gpu-v100x8"] == 2
+    reasons = {e["reason"] for e in emu.model.events_for("research", "train-1")}
+    assert "TriggeredScaleUp" in reasons
+    assert main(["snapshot", *common]) == 0
+    snap = json.loads(capsys.readouterr().out)
+    assert {"pods", "nodes", "groups", "regions", "now", "scaling_failures", "group_state"} <= set(snap)
+    assert len(snap["groups"]) == 15 and snap["regions"] == REGIONS.split(",")
+    path = tmp_path / "snapshot.json"
+    path.write_text(json.dumps(snap))
+    assert main(["plan", str(path), "--json"]) == 0
+    replay = json.loads(capsys.readouterr().out)
+    assert replay["scale_up"] == {}, "the replayed pass sees the 2 nodes already requested"
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "line"),
+    [
+        (["run", "--regions", "us-west-2"], {}, "--cluster-name (or AUTOSCALER_CLUSTER_NAME) is required"),
+        (["run", "--cluster-name", "dlr", "--regions", "us-west-2", "--scan-interval", "10x"], {},
+         "--scan-interval: '10x' is not a duration; use e.g. 10s, 10m, 1h30m"),
+        (["run", "--cluster-name", "dlr"], {"AUTOSCALER_REGIONS": "mars-1"},
+         "AUTOSCALER_REGIONS: 'mars-1' is not a comma-separated list of AWS regions such as us-west-2,us-east-1"),
+        (["run", "--cluster-name", "dlr", "--regions", "us-west-2", "--warm-pool", "gpu"], {},
+         "--warm-pool: 'gpu' is not GROUP=N (e.g. dlr-us-west-2-gpu-t4=1)"),
+        (["run", "--cluster-name", "dlr", "--regions", "us-west-2", "--kubeconfig", "/nonexistent"], {},
+         "cannot load the kubeconfig /nonexistent: Invalid kube-config file. No configuration found."),
+        (["snapshot", "--cluster-name", "Bad_Name", "--regions", "us-west-2"], {},
+         "--cluster-name: 'Bad_Name' is not a cluster name (lowercase letters, digits and '-')"),
+    ],
+)  # fmt: skip
+def test_bad_options_are_one_line_and_exit_2(argv, env, line, capsys, monkeypatch):
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    assert main(argv) == 2
+    assert capsys.readouterr().err.splitlines() == [line]
+
+
+def test_an_unreachable_api_is_one_line_and_exit_1(tmp_path, capsys):
+    from autoscaler.emulator.kubeconfig import write_kubeconfig
+
+    kubeconfig = write_kubeconfig(tmp_path / "kc", "http://127.0.0.1:9")
+    code = main(["run", "--cluster-name", "dlr", "--regions", "us-west-2", "--kubeconfig", str(kubeconfig),
+                 "--once", "--metrics-port", "0"])  # fmt: skip
+    assert code == 1
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith("cannot list from the Kubernetes API at http://127.0.0.1:9: ")
