@@ -1,5 +1,8 @@
 """Run the emulator standalone: ``python -m autoscaler.emulator [--port N] [--kubeconfig PATH] [--spec-groups FILE]``.
 
+``--follow-aws URL`` makes the nodes follow the instances of the cluster's Auto Scaling groups at that
+endpoint (a moto server), as ``make demo`` needs; groups then come from AWS.
+
 ``--spec-groups`` takes a cluster spec (``cluster.yaml``) or a JSON/YAML list of groups in the snapshot format.
 Prints one JSON line ``{"url", "kubeconfig"}`` when ready and serves until interrupted.
 """
@@ -49,6 +52,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--capacity", action="append", default=[], metavar="REGION/TYPE=N")
     ap.add_argument("--boot-delay", action="append", default=[], metavar="FAMILY=SECONDS")
     ap.add_argument("--external-groups", action="store_true", help="groups are driven from outside (attach)")
+    ap.add_argument(
+        "--follow-aws", metavar="URL", help="nodes follow the Auto Scaling groups at this endpoint"
+    )
+    ap.add_argument("--cluster-name", default="dlr", help="the groups' cluster tag (with --follow-aws)")
+    ap.add_argument("--regions", default="us-west-2,us-east-1,us-east-2", help="regions to follow")
+    ap.add_argument("--follow-interval", type=float, default=1.0, help="seconds between AWS listings")
     args = ap.parse_args(argv)
     model = ClusterModel(
         WallClock(args.compression),
@@ -57,14 +66,23 @@ def main(argv: list[str] | None = None) -> int:
         record_model_events=True,
     )
     for g in load_groups(args.spec_groups) if args.spec_groups else []:
-        model.cloud.add_group(g, external=args.external_groups)
+        model.cloud.add_group(g, external=args.external_groups or bool(args.follow_aws))
     emu = Emulator(model, port=args.port).start()
+    follower = None
+    if args.follow_aws:
+        from autoscaler.adapters.aws import AwsCloud  # boto3 only when following AWS
+        from autoscaler.emulator.aws_follow import AwsFollower
+
+        cloud = AwsCloud(args.cluster_name, args.regions.split(","), endpoint_url=args.follow_aws)
+        follower = AwsFollower(model, cloud, args.follow_interval).start()
     kubeconfig = str(emu.write_kubeconfig(args.kubeconfig)) if args.kubeconfig else None
     print(json.dumps({"url": emu.url, "kubeconfig": kubeconfig}), flush=True)
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())
     done.wait()
+    if follower is not None:
+        follower.stop()
     emu.stop()
     return 0
 

@@ -1,4 +1,4 @@
-"""An emulator on loopback over a virtual-clock model, and official-client APIs pointed at it."""
+"""An emulator on loopback over a virtual-clock model, official-client APIs pointed at it, a moto server."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from kubernetes import client, config
 from autoscaler.emulator import Emulator
 from autoscaler.model import ClusterModel, VirtualClock
 from tests.autoscaler.model.builders import group
+from tests.autoscaler.moto_fixtures import _moto_server, moto_url  # noqa: F401 - fixtures
 
 AGENT = {
     "apiVersion": "apps/v1",
