@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -42,11 +43,33 @@ def render_roots(cluster: Cluster, regions: list[str] | None, out: Path, state_b
     print(f"{len(done)} roots in {time.perf_counter() - started:.2f}s")
 
 
+# Root variables of the primary region (the Client VPN's ACM certificates): never in the repository.
+PRIMARY_VARIABLES = ("client_vpn_server_certificate_arn", "client_vpn_client_ca_arn")
+# `up --yes` applies a plan that destroys at most this many resources; more needs a person to confirm.
+MAX_UNATTENDED_DELETES = 5
+
+
+def require_primary_variables(cluster: Cluster, names: list[str], out: Path) -> None:
+    if cluster.primary_region not in names:
+        return
+    root = out / cluster.primary_region
+    if list(root.glob("*.auto.tfvars")) + list(root.glob("terraform.tfvars")):
+        return
+    missing = [v for v in PRIMARY_VARIABLES if not os.environ.get(f"TF_VAR_{v}")]
+    if missing:
+        raise UserError(
+            f"{cluster.primary_region} needs the Client VPN certificates imported into ACM: set "
+            + " and ".join(f"TF_VAR_{v}" for v in missing)
+            + " to their ARNs (docs/terraform.md)"
+        )
+
+
 def _prepare(
     cluster: Cluster, names: list[str], out: Path, state_bucket: str | None, plugin_dir: Path | None
 ) -> dict[str, Runner]:
     require_terraform()
     require_aws_credentials()
+    require_primary_variables(cluster, names, out)
     render(cluster, regions=[n for n in names if n != GLOBAL] or None, out_dir=out, state_bucket=state_bucket)
     runners = {}
     for name in names:
@@ -102,6 +125,12 @@ def up(
         if changes.delete:
             shown = "\n  ".join(changes.delete[:20]) + ("\n  ..." if len(changes.delete) > 20 else "")
             print(f"[{name}] this plan DESTROYS or replaces:\n  {shown}")
+            if yes and len(changes.delete) > MAX_UNATTENDED_DELETES:
+                raise UserError(
+                    f"[{name}] the plan destroys {len(changes.delete)} resources, more than --yes may "
+                    f"({MAX_UNATTENDED_DELETES}): review it with `invoke plan --region {name}` and run up "
+                    "without --yes to confirm"
+                )
             _confirm(f"type {name} to apply it: ", name, yes, ask)
         runner.apply()
         print(f"[{name}] applied; outputs in {runner.write_outputs()}")

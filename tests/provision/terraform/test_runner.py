@@ -41,6 +41,8 @@ class FakeTerraform:
         monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
         monkeypatch.setenv("FAKE_TF_SCRIPT", str(self.script_path))
         monkeypatch.setenv("FAKE_TF_LOG", str(self.log_path))
+        for name in commands.PRIMARY_VARIABLES:
+            monkeypatch.setenv(f"TF_VAR_{name}", "arn:aws:acm:us-west-2:123456789012:certificate/x")
 
     def script(self, data: dict) -> None:
         self.script_path.write_text(json.dumps(data))
@@ -177,3 +179,24 @@ def test_region_and_all_together_or_neither_is_an_error(cluster):
         commands.selected_roots(cluster, "us-west-2", True)
     with pytest.raises(UserError, match="--region is required"):
         commands.selected_roots(cluster, None, False)
+
+
+def test_primary_region_without_the_vpn_certificates_names_the_variables(
+    cluster, fake, tmp_path, monkeypatch
+):
+    monkeypatch.delenv("TF_VAR_client_vpn_client_ca_arn")
+    with pytest.raises(UserError) as err:
+        commands.plan(cluster, ["us-west-2"], out=tmp_path / "out")
+    assert err.value.lines == [
+        "us-west-2 needs the Client VPN certificates imported into ACM: set TF_VAR_client_vpn_client_ca_arn "
+        "to their ARNs (docs/terraform.md)"
+    ]
+    assert fake.calls == []
+
+
+def test_up_yes_refuses_a_plan_that_destroys_more_than_the_cap(cluster, fake, tmp_path):
+    many = [{"address": f"a.b{i}", "change": {"actions": ["delete", "create"]}} for i in range(6)]
+    fake.script({"plans": {"tfplan": {"resource_changes": many}}})
+    with pytest.raises(UserError, match="destroys 6 resources, more than --yes may"):
+        commands.up(cluster, ["us-east-1"], out=tmp_path / "out", yes=True)
+    assert "apply" not in fake.commands()
