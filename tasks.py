@@ -194,3 +194,31 @@ def bench(c, json=False, no_process=False):
     from autoscaler.commands.bench import run
 
     run(argparse.Namespace(json=json, no_process=no_process))
+
+
+# --- autoscaler deployment (issue 4; docs/autoscaler.md) -------------------------------------------------------
+@task(
+    name="deploy-autoscaler",
+    help={
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+        "dry_run": "print the manifests instead of applying them",
+    },
+)
+@user_errors
+def deploy_autoscaler(c, spec=None, dry_run=False):
+    """Render the autoscaler's manifests from the spec; apply them with kubectl when a cluster is reachable."""
+    import sys
+
+    from provision.deploy import apply, write
+    from provision.loader import load_spec
+
+    path = write(load_spec(spec))
+    if dry_run:
+        print(path.read_text(), end="")
+        return
+    code = apply(path)
+    if code == -1:
+        print(path.read_text(), end="")
+        print(f"no reachable cluster (no kubectl or no context): printed {path}", file=sys.stderr)
+    elif code:
+        raise SystemExit(code)

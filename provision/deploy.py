@@ -1,0 +1,153 @@
+"""The autoscaler's Kubernetes manifests, rendered from the cluster spec (templates in ``deploy/manifests``).
+
+Namespace, ServiceAccount, least-privilege ClusterRole/Role (no wildcard verbs or resources), the AWS SDK
+config, a Deployment of two replicas with leader election, a PodDisruptionBudget and the metrics Service. The
+Deployment's flags come from the spec's ``autoscaler`` section and its node groups' warm pools; the role the
+autoscaler assumes comes from Terraform's global outputs when they exist.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import jinja2
+import yaml
+
+from autoscaler.adapters.kubernetes import DEFAULT_NAMESPACE, STATE_CONFIGMAP, STATUS_CONFIGMAP
+from autoscaler.leader import LEASE_NAME
+from provision.errors import UserError
+from provision.spec import Cluster
+
+REPO = Path(__file__).resolve().parent.parent
+TEMPLATES = REPO / "deploy" / "manifests"
+OUT = REPO / "build" / "deploy" / "autoscaler.yaml"
+TERRAFORM_GLOBAL_OUTPUTS = REPO / "build" / "terraform" / "global" / "outputs.json"
+ORDER = ["namespace", "rbac", "aws-config", "deployment", "disruption-budget", "service"]
+NAME = "research-autoscaler"
+METRICS_PORT = 8085
+REPLICAS = 2
+
+
+def _duration(seconds: int) -> str:
+    return f"{seconds}s"
+
+
+def autoscaler_args(cluster: Cluster) -> list[str]:
+    """The container's arguments: ``run`` with the spec's settings (and leader election, for two replicas)."""
+    s = cluster.autoscaler
+    args = [
+        "run",
+        f"--cluster-name={cluster.name}",
+        f"--regions={','.join(cluster.spill_over_order)}",
+        f"--scan-interval={_duration(s.scan_interval_s)}",
+        f"--idle-threshold={_duration(s.idle_threshold_s)}",
+        f"--boot-timeout={_duration(s.boot_timeout_s)}",
+        f"--max-scale-in-fraction={s.max_scale_in_fraction}",
+        f"--max-new-nodes={s.max_new_nodes_per_loop}",
+        f"--priority-cutoff={s.priority_cutoff}",
+        f"--metrics-port={METRICS_PORT}",
+        "--leader-elect",
+    ]
+    for region in cluster.spill_over_order:
+        for group in cluster.region(region).node_groups:
+            if group.warm_pool:
+                args.append(f"--warm-pool={cluster.asg_name(region, group)}={group.warm_pool}")
+    return args
+
+
+def role_arn(path: Path = TERRAFORM_GLOBAL_OUTPUTS) -> str | None:
+    """``autoscaler_role_arn`` from ``terraform output -json`` of the global root, None before Terraform ran."""
+    if not path.exists():
+        return None
+    try:
+        value = json.loads(path.read_text())["autoscaler_role_arn"]["value"]
+    except (ValueError, KeyError, TypeError):
+        raise UserError(
+            f"{path}: no autoscaler_role_arn output; re-run the Terraform apply of the global root"
+        ) from None
+    if not isinstance(value, str) or not value.startswith("arn:"):
+        raise UserError(f"{path}: autoscaler_role_arn {value!r} is not a role ARN")
+    return value
+
+
+def _mapping_lines(data: dict[str, str]) -> str:
+    return "\n".join(f"{k}: {json.dumps(v)}" for k, v in data.items())
+
+
+def render(cluster: Cluster, arn: str | None = None) -> list[dict]:
+    """The manifests as objects, in apply order."""
+    selector = {"app.kubernetes.io/name": NAME}
+    labels = {
+        **selector,
+        "app.kubernetes.io/part-of": cluster.name,
+        "app.kubernetes.io/component": "autoscaler",
+    }
+    values = {
+        "name": NAME,
+        "namespace": DEFAULT_NAMESPACE,
+        "labels": _mapping_lines(labels),
+        "selector": _mapping_lines(selector),
+        "image": cluster.autoscaler.image,
+        "args": autoscaler_args(cluster),
+        "replicas": REPLICAS,
+        "metrics_port": METRICS_PORT,
+        "primary_region": cluster.primary_region,
+        "role_arn": arn,
+        "state_configmap": STATE_CONFIGMAP,
+        "status_configmap": STATUS_CONFIGMAP,
+        "lease": LEASE_NAME,
+    }
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+    )
+    docs: list[dict] = []
+    for name in ORDER:
+        text = env.get_template(f"{name}.yaml.j2").render(**values)
+        docs.extend(d for d in yaml.safe_load_all(text) if d)
+    return docs
+
+
+class _Dumper(yaml.SafeDumper):
+    """Multi-line strings (the AWS config file) as literal blocks, as a person would write them."""
+
+
+_Dumper.add_representer(
+    str,
+    lambda d, s: d.represent_scalar("tag:yaml.org,2002:str", s, style="|" if "\n" in s else None),
+)
+
+
+def dump(docs: list[dict]) -> str:
+    return "---\n".join(yaml.dump(d, Dumper=_Dumper, sort_keys=False) for d in docs)
+
+
+def write(cluster: Cluster, out: Path = OUT, arn: str | None = None) -> Path:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(dump(render(cluster, arn if arn is not None else role_arn())))
+    return out
+
+
+def cluster_reachable(kubectl: str) -> bool:
+    try:
+        done = subprocess.run(
+            [kubectl, "version", "--request-timeout=5s", "-o", "json"],
+            capture_output=True,
+            timeout=15,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0 and b"serverVersion" in done.stdout
+
+
+def apply(path: Path) -> int:
+    """``kubectl apply -f path`` when kubectl and a cluster are there; None-like -1 when there is none."""
+    kubectl = shutil.which("kubectl")
+    if not kubectl or not cluster_reachable(kubectl):
+        return -1
+    return subprocess.run([kubectl, "apply", "-f", str(path)], check=False).returncode

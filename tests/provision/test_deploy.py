@@ -1,0 +1,206 @@
+"""The autoscaler's deployment: manifests rendered from the spec (validated offline, strict) and the Dockerfile
+(checked statically: no Docker engine runs here)."""
+
+from __future__ import annotations
+
+import json
+import re
+from importlib.metadata import distribution
+
+import kubernetes_validate
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from autoscaler.cli import build_parser
+from autoscaler.commands.live_options import COMMON, RUN, resolve
+from provision import deploy
+from provision.errors import UserError
+from provision.loader import load_spec, spec_from_data
+from tests.support import ROOT, example_spec_data, set_path
+
+ARN = "arn:aws:iam::123456789012:role/dlr-autoscaler"
+
+
+@pytest.fixture(scope="module")
+def spec():
+    return load_spec()
+
+
+@pytest.fixture(scope="module")
+def docs(spec):
+    return deploy.render(spec, ARN)
+
+
+def kinds(docs) -> dict[str, dict]:
+    return {d["kind"]: d for d in docs}
+
+
+def test_every_manifest_passes_strict_validation(docs, spec):
+    version = spec.kubernetes.minor + ".0"
+    for doc in docs:
+        kubernetes_validate.validate(doc, version, strict=True)  # raises on any problem
+    assert [d["kind"] for d in docs] == ["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
+                                         "RoleBinding", "ConfigMap", "Deployment", "PodDisruptionBudget", "Service"]  # fmt: skip
+
+
+def test_the_written_file_passes_the_validator_cli(spec, tmp_path):
+    import subprocess
+
+    path = deploy.write(spec, tmp_path / "autoscaler.yaml", arn=ARN)
+    done = subprocess.run(
+        [str(ROOT / ".venv" / "bin" / "kubernetes-validate"), "--strict", "--quiet", "-k", spec.kubernetes.minor + ".0",
+         str(path)], capture_output=True, text=True, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_rbac_is_least_privilege(docs):
+    rules = {d["kind"]: d["rules"] for d in docs if d["kind"] in ("ClusterRole", "Role")}
+    for rule in rules["ClusterRole"] + rules["Role"]:
+        for key in ("verbs", "resources", "apiGroups"):
+            assert "*" not in rule.get(key, []), rule
+    granted = {(g, r, v) for rule in rules["ClusterRole"] for g in rule["apiGroups"] for r in rule["resources"]
+               for v in rule["verbs"]}  # fmt: skip
+    assert granted == {
+        ("", "pods", "get"), ("", "pods", "list"), ("", "pods", "watch"), ("", "pods/eviction", "create"),
+        ("", "nodes", "get"), ("", "nodes", "list"), ("", "nodes", "watch"), ("", "nodes", "patch"),
+        ("", "nodes", "delete"), ("policy", "poddisruptionbudgets", "list"),
+        ("policy", "poddisruptionbudgets", "watch"), ("", "events", "create"), ("", "events", "patch"),
+    }  # fmt: skip
+    named = [r for r in rules["Role"] if "resourceNames" in r]
+    assert {n for r in named for n in r["resourceNames"]} == {
+        "research-autoscaler-state", "research-autoscaler-status", "research-autoscaler"}  # fmt: skip
+    assert all(set(r["verbs"]) == {"create"} for r in rules["Role"] if "resourceNames" not in r)
+
+
+def test_the_deployment_runs_two_hardened_replicas_with_leader_election(docs):
+    dep = kinds(docs)["Deployment"]
+    assert dep["spec"]["replicas"] == 2
+    pod = dep["spec"]["template"]["spec"]
+    [container] = pod["containers"]
+    assert "--leader-elect" in container["args"] and "--metrics-port=8085" in container["args"]
+    sc = container["securityContext"]
+    assert sc["readOnlyRootFilesystem"] and sc["runAsNonRoot"] and not sc["allowPrivilegeEscalation"]
+    assert sc["capabilities"]["drop"] == ["ALL"] and pod["securityContext"]["runAsUser"] != 0
+    assert {m["mountPath"] for m in container["volumeMounts"]} == {"/tmp", "/etc/aws"}
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    pdb, svc = kinds(docs)["PodDisruptionBudget"], kinds(docs)["Service"]
+    assert pdb["spec"]["minAvailable"] == 1
+    assert (
+        pdb["spec"]["selector"]["matchLabels"]
+        == dep["spec"]["selector"]["matchLabels"]
+        == svc["spec"]["selector"]
+    )
+    assert svc["spec"]["ports"][0]["port"] == 8085
+
+
+def test_the_arguments_are_the_specs_settings_as_the_cli_reads_them(docs, spec):
+    args = kinds(docs)["Deployment"]["spec"]["template"]["spec"]["containers"][0]["args"]
+    parsed = build_parser().parse_args(args)
+    opts = resolve(parsed, COMMON + RUN, environ={})
+    s = spec.autoscaler
+    assert opts["cluster_name"] == "dlr" and opts["regions"] == spec.spill_over_order
+    assert (opts["scan_interval"], opts["idle_threshold"], opts["boot_timeout"]) == (
+        s.scan_interval_s, s.idle_threshold_s, s.boot_timeout_s)  # fmt: skip
+    assert opts["max_scale_in_fraction"] == s.max_scale_in_fraction
+    assert opts["max_new_nodes"] == s.max_new_nodes_per_loop and opts["priority_cutoff"] == s.priority_cutoff
+    assert opts["warm_pool"] == {f"dlr-{r}-gpu-t4": 1 for r in spec.spill_over_order}
+    assert opts["leader_elect"] is True and opts["dry_run"] is False
+
+
+def test_settings_changed_in_the_spec_reach_the_deployment():
+    data = example_spec_data()
+    set_path(data, "autoscaler.scan_interval_s", 30)
+    set_path(data, "autoscaler.image", "registry.example/autoscaler:1.2.3")
+    set_path(data, "spill_over", ["us-east-1", "us-west-2", "us-east-2"])
+    dep = kinds(deploy.render(spec_from_data(data, "test"), None))["Deployment"]
+    container = dep["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"] == "registry.example/autoscaler:1.2.3"
+    assert (
+        "--scan-interval=30s" in container["args"]
+        and "--regions=us-east-1,us-west-2,us-east-2" in container["args"]
+    )
+
+
+def test_the_aws_config_assumes_the_terraform_role(tmp_path, spec):
+    outputs = tmp_path / "outputs.json"
+    assert deploy.role_arn(outputs) is None
+    outputs.write_text(
+        json.dumps({"autoscaler_role_arn": {"value": ARN, "type": "string", "sensitive": False}})
+    )
+    assert deploy.role_arn(outputs) == ARN
+    config = kinds(deploy.render(spec, ARN))["ConfigMap"]["data"]["config"]
+    assert f"role_arn = {ARN}" in config and "credential_source = Ec2InstanceMetadata" in config
+    assert "role_arn" not in kinds(deploy.render(spec, None))["ConfigMap"]["data"]["config"]
+    outputs.write_text(json.dumps({"other": {"value": 1}}))
+    with pytest.raises(UserError, match="no autoscaler_role_arn output"):
+        deploy.role_arn(outputs)
+
+
+SECRETS = re.compile(r"AKIA[0-9A-Z]{16}|aws_secret_access_key|hooks\.slack\.com|BEGIN (RSA |EC )?PRIVATE KEY|"
+                     r"password\s*[:=]", re.I)  # fmt: skip
+
+
+def test_no_secret_in_the_rendered_manifests_or_the_image(docs):
+    assert not SECRETS.search(deploy.dump(docs))
+    for path in (ROOT / "deploy").rglob("*"):
+        if path.is_file():
+            assert not SECRETS.search(path.read_text()), path
+
+
+DOCKERFILE = (ROOT / "deploy" / "Dockerfile").read_text()
+
+
+def test_the_dockerfile_is_pinned_slim_and_non_root():
+    bases = re.findall(r"^FROM\s+(\S+)", DOCKERFILE, re.M)
+    assert bases and all(re.fullmatch(r"python:\d+\.\d+\.\d+-slim-\w+", b) for b in bases), bases
+    [user] = re.findall(r"^USER\s+(\S+)", DOCKERFILE, re.M)
+    assert user.split(":")[0] not in ("0", "root")
+    assert re.findall(r"^ENTRYPOINT \[\"autoscaler\"\]", DOCKERFILE, re.M)
+    assert "pip install --no-deps -r deploy/requirements.txt" in DOCKERFILE and "--no-deps ." in DOCKERFILE
+    assert not re.search(r"^(ARG|ENV)\s+\S*(SECRET|TOKEN|PASSWORD|KEY)", DOCKERFILE, re.M | re.I)
+    ignore = (ROOT / "deploy" / "Dockerfile.dockerignore").read_text().split()
+    assert ignore[ignore.index("*") :][:2] == ["*", "!pyproject.toml"], "the build context is an allow-list"
+
+
+def _pins() -> dict[str, str]:
+    lines = (ROOT / "deploy" / "requirements.txt").read_text().splitlines()
+    reqs = [Requirement(ln) for ln in lines if ln.strip() and not ln.startswith("#")]
+    assert all(len(r.specifier) == 1 and next(iter(r.specifier)).operator == "==" for r in reqs)
+    return {canonicalize_name(r.name): next(iter(r.specifier)).version for r in reqs}
+
+
+def test_the_image_requirements_are_pinned_and_closed():
+    pins = _pins()
+    for root in ("kubernetes", "boto3", "tenacity", "prometheus-client", "pyyaml"):
+        assert root in pins
+    for name in pins:
+        for raw in distribution(name).requires or []:
+            req = Requirement(raw)
+            if req.marker and not req.marker.evaluate({"extra": ""}):
+                continue
+            assert canonicalize_name(req.name) in pins, f"{name} needs {req.name}, which is not pinned"
+    project = (ROOT / "pyproject.toml").read_text()
+    for name in ("kubernetes", "boto3", "tenacity", "prometheus-client", "PyYAML"):
+        assert name in project
+
+
+def test_deploy_templates_exist_for_every_rendered_part():
+    assert sorted(p.name for p in deploy.TEMPLATES.glob("*.yaml.j2")) == sorted(
+        f"{n}.yaml.j2" for n in deploy.ORDER
+    )
+
+
+def test_the_invoke_task_prints_when_no_cluster_is_reachable(capsys, monkeypatch):
+    from invoke import Context
+
+    import tasks
+
+    monkeypatch.setattr(deploy.shutil, "which", lambda _name: None)  # no kubectl, whatever the machine has
+    tasks.deploy_autoscaler(Context(), dry_run=False)
+    out, err = capsys.readouterr()
+    assert out.startswith("apiVersion: v1\nkind: Namespace") and "kind: Deployment" in out
+    assert err.startswith("no reachable cluster") and str(deploy.OUT) in err
+    tasks.deploy_autoscaler(Context(), dry_run=True)
+    assert capsys.readouterr().out == out
