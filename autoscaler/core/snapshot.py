@@ -143,13 +143,15 @@ def _group(g: dict, name: str, w: str, errors: list[str]) -> Group | None:
     if not isinstance(itype, str) or not itype:
         errors.append(f"{w}.instance_type: missing; give the EC2 instance type, e.g. p3.16xlarge")
         itype = ""
+    before = len(errors)
     lo = _int(g, "min", w, errors)
     hi = _int(g, "max", w, errors)
     desired = _int(g, "desired", w, errors)
-    if hi < lo:
-        errors.append(f"{w}.max: {hi} is below min {lo}; max must be at least min")
-    if not lo <= desired <= max(hi, lo):
-        errors.append(f"{w}.desired: {desired} is outside [min {lo}, max {hi}]")
+    if len(errors) == before:
+        if hi < lo:
+            errors.append(f"{w}.max: {hi} is below min {lo}; max must be at least min")
+        elif not lo <= desired <= hi:
+            errors.append(f"{w}.desired: {desired} is outside [min {lo}, max {hi}]")
     labels = g.get("labels") or {}
     if not isinstance(labels, dict):
         errors.append(f"{w}.labels: expected a mapping of label to value")
@@ -254,7 +256,9 @@ def _node(raw: object, where: str, by_instance: dict, groups: set, errors: list[
     status = raw.get("status") or {}
     labels = meta.get("labels") or {}
     annotations = meta.get("annotations") or {}
-    alloc_raw = status.get("allocatable") or status.get("capacity")
+    alloc_raw = status.get("allocatable")
+    if alloc_raw is None:
+        alloc_raw = status.get("capacity")
     if alloc_raw is None:
         errors.append(f"{w}.status.allocatable: missing; a node needs its allocatable resources")
     allocatable = parse_resources(alloc_raw, f"{w}.status.allocatable", errors)
