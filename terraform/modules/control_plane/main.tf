@@ -70,6 +70,7 @@ resource "aws_instance" "member" {
     service_cidr       = var.service_cidr
     prefix             = var.join_parameter_prefix
     kms_key_arn        = var.kms_key_arn
+    flannel_manifest   = var.flannel_manifest_url
   })
 
   metadata_options {

@@ -88,3 +88,9 @@ variable "join_parameter_prefix" {
   description = "SSM prefix of the kubeadm parameters (/<cluster>/kubeadm): join-token, ca-cert-hash, certificate-key."
   type        = string
 }
+
+variable "flannel_manifest_url" {
+  description = "flannel's release manifest (pinned); member 0 applies it with the pod network substituted."
+  type        = string
+  default     = "https://github.com/flannel-io/flannel/releases/download/v0.26.1/kube-flannel.yml"
+}

@@ -1,0 +1,38 @@
+"""User data as Terraform renders it: valid bash (shellcheck-clean) that joins with the right arguments."""
+
+import json
+import subprocess
+
+import pytest
+import yaml
+
+from provision.terraform.hcl import inline
+from tests.provision.terraform.tf_files import MODULES
+from tests.support import ROOT, require_tool
+
+CASES = yaml.safe_load((ROOT / "tests/provision/terraform/data/user_data.yaml").read_text())
+
+
+def _render(terraform: str, template: str, values: dict, cwd) -> str:
+    expression = f"jsonencode(templatefile({inline(str(MODULES / template))}, {inline(values)}))"
+    result = subprocess.run(
+        [terraform, "console"], input=expression, cwd=cwd, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(json.loads(result.stdout))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
+def test_user_data_is_valid_bash_with_the_expected_arguments(case, tmp_path):
+    terraform = require_tool("terraform")
+    script = _render(terraform, case["template"], case["vars"], tmp_path)
+    for text in case.get("expect", []):
+        assert text in script
+    for text in case.get("absent", []):
+        assert text not in script
+    path = tmp_path / "user-data.sh"
+    path.write_text(script)
+    assert subprocess.run(["bash", "-n", str(path)], capture_output=True).returncode == 0
+    shellcheck = require_tool("shellcheck", str(ROOT / ".venv/bin/shellcheck"))
+    result = subprocess.run([shellcheck, "-S", "warning", str(path)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout
