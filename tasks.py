@@ -41,6 +41,27 @@ def demo(c, spec=None):
     print_address_plan(cluster)
 
 
+# --- simulator (issue 7; docs/simulator.md) ----------------------------------------------------------------
+@task(
+    help={
+        "trace": "job trace CSV (default: ../shared/data/philly-week-2017-12-08.csv next to the repository)",
+        "scenario": "a generated scenario instead of a trace: burst",
+        "policies": "comma-separated: batch,step,ca-like,static (default: all)",
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+        "json": "write the figures as JSON to this file",
+        "report": "write an HTML report (plots and table) into this directory",
+        "workers": "processes running policies side by side (default: one per core, at most 2)",
+    }
+)
+@user_errors
+def simulate(c, trace=None, scenario=None, policies="batch,step,ca-like,static", spec=None, json=None,
+             report=None, workers=None):  # fmt: skip
+    """Replay a job trace (or the burst scenario) through the cluster model under each scaling policy."""
+    from autoscaler.sim.simulate import main
+
+    main(trace, scenario, policies, spec, json, report, int(workers) if workers else None)
+
+
 # --- Terraform (issue 5; docs/terraform.md) ----------------------------------------------------------------
 _TF_HELP = {
     "region": "one root: a region of the spec, or global",

@@ -48,11 +48,16 @@ class Loop:
 
 @dataclass(frozen=True)
 class Burst:
-    """Jobs submitted together: from ``start_s``, the jobs listed."""
+    """Jobs submitted together: the jobs listed, from ``start_s`` to ``end_s`` (the last submission)."""
 
     start_s: float
     job_ids: tuple[str, ...]
     gpus: int
+    end_s: float | None = None  # None: same as start_s
+
+    @property
+    def last_submit_s(self) -> float:
+        return self.start_s if self.end_s is None else self.end_s
 
 
 @dataclass
@@ -65,24 +70,28 @@ class RunRecord:
     api_calls: int = 0
     end_s: float = 0.0
     scale_events: list[dict] = field(default_factory=list)  # {"t", "group", "region", "from", "to"}
+    warnings: int = 0  # warnings the autoscaler logged during the run
+    first_warning: str | None = None
 
 
-def find_bursts(jobs: list[Job], gap_s: float = 60.0, min_gpus: int = 32) -> list[Burst]:
-    """Maximal runs of submissions less than ``gap_s`` apart that request at least ``min_gpus`` GPUs together."""
+def find_bursts(jobs: list[Job], window_s: float = 300.0, min_gpus: int = 32) -> list[Burst]:
+    """Bursts in a trace: from a submission, the jobs submitted within ``window_s`` when together they ask for
+    at least ``min_gpus`` GPUs; the next burst is looked for after its last job (greedy, in submission order)."""
+    ordered = sorted(jobs, key=lambda j: (j.submit_s, j.id))
     bursts: list[Burst] = []
-    run: list[Job] = []
-
-    def close() -> None:
-        total = sum(j.gpus for j in run)
-        if run and total >= min_gpus:
-            bursts.append(Burst(run[0].submit_s, tuple(j.id for j in run), total))
-
-    for job in sorted(jobs, key=lambda j: j.submit_s):
-        if run and job.submit_s - run[-1].submit_s >= gap_s:
-            close()
-            run = []
-        run.append(job)
-    close()
+    i = 0
+    while i < len(ordered):
+        j = i
+        total = 0
+        while j < len(ordered) and ordered[j].submit_s < ordered[i].submit_s + window_s:
+            total += ordered[j].gpus
+            j += 1
+        if total >= min_gpus:
+            run = ordered[i:j]
+            bursts.append(Burst(run[0].submit_s, tuple(x.id for x in run), total, run[-1].submit_s))
+            i = j
+        else:
+            i += 1
     return bursts
 
 
@@ -117,11 +126,11 @@ def burst_to_running_s(record: RunRecord, burst: Burst) -> float | None:
 
 
 def loops_to_request(record: RunRecord, burst: Burst) -> int | None:
-    """The policy's loops from a burst's submission until the GPUs it had requested from the cloud covered the
-    GPU demand (0 when they already did); None when they never did."""
+    """The policy's loops, from the moment the whole burst was submitted, until the GPUs it had requested from
+    the cloud (desired capacity) covered the GPU demand: 0 when they already did; None when they never did."""
     count = 0
     for loop in record.loops:
-        if loop.t < burst.start_s:
+        if loop.t < burst.last_submit_s:
             continue
         if loop.requested_before >= loop.demand_gpus:
             return count

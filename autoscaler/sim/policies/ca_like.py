@@ -1,0 +1,239 @@
+"""``ca-like``: Kubernetes Cluster Autoscaler's documented behaviour, with its defaults.
+
+Each loop (the scan interval):
+
+- **Scale-up, one node group per loop.** Pending pods that fit on free room of registered nodes or on nodes
+  already requested (desired minus registered, shaped like the group) are left alone. For the rest, each group
+  not backed off gets a First-Fit Decreasing estimate of the new nodes it needs (up to its max); the expander
+  picks ONE group (``priority``: region spill-over order and group priority, then ``least-waste`` of GPUs) and
+  only that group grows. Pods are taken one by one: CA knows no gangs.
+- **Capacity that never arrives.** CA does not read the cloud's scaling activities: when a group's requested
+  nodes have not registered after ``max_node_provision_s`` (15 min), it gives up on them (desired back to the
+  registered nodes) and backs the group off (5 min, doubling up to 30 min), so the next loop tries another group.
+- **Scale-down.** A node whose requested share (the GPU share on GPU nodes) stays under ``utilization`` for
+  ``unneeded_s`` (10 min), whose pods could all run elsewhere, is removed, not within ``delay_after_add_s`` of a
+  scale-up: empty nodes up to ``max_empty_bulk_delete`` per loop, else one busy node per loop whose pods are
+  evicted (Job pods carry a controller, so CA evicts them), then after ``grace_s`` the instance is terminated
+  and the node deleted. A job whose pod is evicted is killed (it restarts from scratch).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from autoscaler.interfaces import TO_BE_DELETED_TAINT
+from autoscaler.sim.policies.base import Policy, PolicyContext
+from autoscaler.sim.policies.binpack import Bins, decreasing, pack_new_nodes, take, template_node
+from autoscaler.sim.policies.view import (
+    GPU,
+    ClusterView,
+    allocatable,
+    instance_id_of,
+    is_daemonset_pod,
+    requests,
+)
+
+
+@dataclass(frozen=True)
+class CaSettings:
+    max_node_provision_s: float = 900.0
+    backoff_s: float = 300.0
+    max_backoff_s: float = 1800.0
+    unneeded_s: float = 600.0
+    utilization: float = 0.5
+    delay_after_add_s: float = 600.0
+    max_empty_bulk_delete: int = 10
+    grace_s: float = 30.0
+
+
+class CaLikePolicy(Policy):
+    loop_on_usage_change = True
+    name = "ca-like"
+
+    def __init__(self, ctx: PolicyContext, settings: CaSettings | None = None):
+        super().__init__(ctx)
+        self.s = settings or CaSettings()
+        self.rank = {g.name: i for i, g in enumerate(ctx.gpu_groups())}
+        self.waiting_since: dict[str, float] = {}  # group -> since when it has requested, unregistered nodes
+        self.backoff_until: dict[str, float] = {}
+        self.backoff_len: dict[str, float] = {}
+        self.unneeded_since: dict[str, float] = {}
+        self.draining: dict[str, tuple[float, str, str]] = {}  # node -> (terminate at, group, instance)
+        self.last_scale_up = float("-inf")
+        self.uncovered = False  # pending pods not yet provided for: the next loop looks again
+        self.last_run = float("-inf")
+
+    # --- the loop -------------------------------------------------------------------------------------
+    def run_once(self) -> None:
+        now = self.last_run = self.ctx.now_s()
+        view = ClusterView.read(self.ctx.cluster, self.ctx.cloud)
+        self._finish_drains(now, view)
+        self._provision_timeouts(now, view)
+        scaled = self._scale_up(now, view)
+        if not scaled and now - self.last_scale_up >= self.s.delay_after_add_s:
+            self._scale_down(now, view)
+        else:
+            self.unneeded_since.clear()
+
+    def next_wakeup(self) -> float | None:
+        due = [t for t, _, _ in self.draining.values()]
+        due += [t + self.s.max_node_provision_s for t in self.waiting_since.values()]
+        due += [t + self.s.unneeded_s for t in self.unneeded_since.values()]
+        if self.unneeded_since:
+            due.append(self.last_scale_up + self.s.delay_after_add_s)
+        if self.uncovered:
+            due += list(self.backoff_until.values())
+        if self.uncovered and not self.backoff_until:
+            due.append(self.last_run + self.ctx.scan_interval_s)
+        # a deadline already passed did not lead to an action (a group at its min...): only a change can
+        due = [t for t in due if t > self.last_run]
+        return min(due) if due else None
+
+    # --- scale-up -------------------------------------------------------------------------------------
+    def _registered(self, view: ClusterView) -> dict[str, int]:
+        out = dict.fromkeys(view.by_name, 0)
+        for n in view.nodes:
+            g = view.node_group(n)
+            if g in out:
+                out[g] += 1
+        return out
+
+    def _provision_timeouts(self, now: float, view: ClusterView) -> None:
+        registered = self._registered(view)
+        for name, group in view.by_name.items():
+            if group["desired"] <= registered[name]:
+                self.waiting_since.pop(name, None)
+                continue
+            since = self.waiting_since.setdefault(name, now)
+            if now - since >= self.s.max_node_provision_s:
+                self.ctx.cloud.set_desired(name, registered[name])
+                group["desired"] = registered[name]
+                length = min(self.backoff_len.get(name, self.s.backoff_s / 2) * 2, self.s.max_backoff_s)
+                self.backoff_len[name] = length
+                self.backoff_until[name] = now + length
+                self.waiting_since.pop(name, None)
+
+    def _scale_up(self, now: float, view: ClusterView) -> bool:
+        self.uncovered = False
+        pending = view.pending()
+        if not pending:
+            return False
+        bins = Bins()
+        for node in view.nodes:
+            if _unschedulable(node):
+                continue
+            free = allocatable(node)
+            for p in view.pods_on[node["metadata"]["name"]]:
+                take(requests(p), free)
+            bins.add(node, free)
+        registered = self._registered(view)
+        for name, group in view.by_name.items():
+            for _ in range(max(0, group["desired"] - registered[name])):
+                bins.add(template_node(group), allocatable(group))
+        rest = [p for p in decreasing(pending) if bins.place(p) is None]
+        if not rest:
+            return False
+        options = []
+        for name, group in view.by_name.items():
+            room = group["max"] - group["desired"]
+            if room <= 0 or self.backoff_until.get(name, 0.0) > now:
+                continue
+            count, placed, waste = pack_new_nodes(rest, group, room)
+            if placed:
+                options.append((self.rank.get(name, len(self.rank)), waste, name, group, count))
+        if not options:
+            self.uncovered = True
+            return False
+        _, _, name, group, count = min(options, key=lambda o: o[:3])
+        self.ctx.cloud.set_desired(name, group["desired"] + count)
+        self.waiting_since.setdefault(name, now)
+        self.last_scale_up = now
+        self.uncovered = True  # other groups may be needed for the rest: the next loop looks again
+        return True
+
+    # --- scale-down -----------------------------------------------------------------------------------
+    def _finish_drains(self, now: float, view: ClusterView) -> None:
+        for node, (at, group, instance) in list(self.draining.items()):
+            if at > now:
+                continue
+            self.ctx.cloud.terminate_instance(group, instance)  # the node object goes with the instance
+            del self.draining[node]
+
+    def _scale_down(self, now: float, view: ClusterView) -> None:
+        candidates = []
+        for node in view.nodes:
+            name = node["metadata"]["name"]
+            if name in self.draining or view.node_group(node) not in view.by_name:
+                self.unneeded_since.pop(name, None)
+                continue
+            pods = [p for p in view.pods_on[name] if not is_daemonset_pod(p)]
+            if _utilization(node, pods) >= self.s.utilization or not self._movable(view, node, pods):
+                self.unneeded_since.pop(name, None)
+                continue
+            since = self.unneeded_since.setdefault(name, now)
+            if now - since >= self.s.unneeded_s:
+                candidates.append((node, pods))
+        live = {n["metadata"]["name"] for n in view.nodes}
+        for name in [n for n in self.unneeded_since if n not in live]:
+            del self.unneeded_since[name]
+        registered = self._registered(view)
+        removed_empty = 0
+        removed_busy = False
+        for node, pods in candidates:
+            group = view.node_group(node)
+            instance = instance_id_of(node)
+            if instance is None or registered[group] <= view.by_name[group]["min"]:
+                continue
+            name = node["metadata"]["name"]
+            if not pods and removed_empty < self.s.max_empty_bulk_delete:
+                self.ctx.cloud.terminate_instance(group, instance)
+                removed_empty += 1
+            elif pods and not removed_busy:
+                self.ctx.cluster.taint_node(
+                    name, {"key": TO_BE_DELETED_TAINT, "value": "", "effect": "NoSchedule"}
+                )
+                for p in pods:
+                    self.ctx.cluster.evict_pod(
+                        p["metadata"].get("namespace", "default"), p["metadata"]["name"]
+                    )
+                self.draining[name] = (now + self.s.grace_s, group, instance)
+                removed_busy = True
+            else:
+                continue
+            registered[group] -= 1
+            self.unneeded_since.pop(name, None)
+
+    def _movable(self, view: ClusterView, node: dict, pods: list[dict]) -> bool:
+        """Whether every pod could run on another registered node's free room."""
+        if not pods:
+            return True
+        bins = Bins()
+        for other in view.nodes:
+            oname = other["metadata"]["name"]
+            if other is node or oname in self.draining or _unschedulable(other):
+                continue
+            free = allocatable(other)
+            for p in view.pods_on[oname]:
+                take(requests(p), free)
+            if free.get(GPU, 0.0) > 0 or not any(requests(p).get(GPU) for p in pods):
+                bins.add(other, free)
+        return all(bins.place(p) is not None for p in decreasing(pods))
+
+
+def _unschedulable(node: dict) -> bool:
+    spec = node.get("spec") or {}
+    return bool(spec.get("unschedulable")) or any(
+        t.get("key") == TO_BE_DELETED_TAINT for t in spec.get("taints") or ()
+    )
+
+
+def _utilization(node: dict, pods: list[dict]) -> float:
+    """CA's utilization: the GPU share on GPU nodes, else the larger of the CPU and memory shares."""
+    alloc = allocatable(node)
+    used: dict[str, float] = {}
+    for p in pods:
+        take({r: -q for r, q in requests(p).items()}, used)
+    if alloc.get(GPU):
+        return used.get(GPU, 0.0) / alloc[GPU]
+    shares = [used.get(r, 0.0) / alloc[r] for r in ("cpu", "memory") if alloc.get(r)]
+    return max(shares, default=0.0)

@@ -1,0 +1,222 @@
+"""One simulated run: a scenario's jobs through the cluster model under one policy, on a virtual clock.
+
+The clock jumps from event to event (``ClusterModel.next_event_time``: submissions, boots, completions, launch
+retries, capacity changes). The policy runs at scan-interval granularity (times ``k * scan_interval`` from the
+start), and only when the cluster changed in a way a policy can react to (``ModelTracker.changed``, or a new
+failed scaling activity) or when its own timer (``Policy.next_wakeup``) is due, never more than once per scan interval. Nothing is skipped that a
+loop would have acted on: a loop with nothing changed and no timer due is a no-op for every policy here.
+
+The run ends when every job has finished, or at the horizon (the latest ``submit + duration`` of the trace
+plus ``horizon_slack_s``), whichever comes first.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from autoscaler.catalog import instance_types
+from autoscaler.model.adapters import ModelCloud, ModelCluster
+from autoscaler.model.clock import VirtualClock, to_datetime
+from autoscaler.model.cluster_model import ClusterModel
+from autoscaler.model.pods import DURATION_ANNOTATION
+from autoscaler.model.spec_groups import groups_from_spec
+from autoscaler.sim.metrics import JobOutcome, Loop, RunRecord, Sample
+from autoscaler.sim.policies.base import Policy, PolicyContext
+from autoscaler.sim.traces import Job
+from autoscaler.sim.tracker import ModelTracker
+from autoscaler.sim.workload import NAMESPACE, job_pods
+from provision.spec import Cluster as Spec
+
+
+@dataclass
+class Scenario:
+    """A workload to replay: jobs, the regions' capacity limits and capacity events (seconds from the start)."""
+
+    name: str
+    description: str
+    jobs: list[Job]
+    capacity: dict[str, int] = field(default_factory=dict)  # "region/instance-type" -> instances at most
+    capacity_events: list[tuple[float, str, str, int | None]] = field(default_factory=list)
+    bursts: list | None = None  # explicit bursts (metrics.Burst); None: found in the trace
+    horizon_slack_s: float = 2 * 86400.0
+
+
+PolicyFactory = Callable[[PolicyContext, "Run"], Policy]
+
+
+class Run:
+    def __init__(self, scenario: Scenario, spec: Spec, policy_name: str, factory: PolicyFactory):
+        self.scenario = scenario
+        self.spec = spec
+        self.clock = VirtualClock()
+        self.t0 = self.clock.now()
+        self.scan = float(spec.autoscaler.scan_interval_s)
+        self.model = ClusterModel(self.clock, capacity=scenario.capacity)
+        self.regions = list(spec.spill_over_order)
+        self.tracker = ModelTracker(self.regions, self.clock.now)
+        self.model.subscribe(self.tracker)
+        for group in groups_from_spec(spec.model_dump(mode="json")):
+            self.model.cloud.add_group(group)
+        self.cluster = ModelCluster(self.model)
+        self.cloud = ModelCloud(self.model)
+        self.ctx = PolicyContext(
+            cluster=self.cluster,
+            cloud=self.cloud,
+            clock=lambda: to_datetime(self.clock.now()),
+            spec=spec,
+            jobs=scenario.jobs,
+            scan_interval_s=self.scan,
+        )
+        self.gpus_per_node = max(g.gpus for g in self.ctx.gpu_groups())
+        self.pods_per_job = {}
+        for job in scenario.jobs:
+            self.model.queue.push(self.t0 + job.submit_s, self._submit, job)
+        for at, region, itype, limit in scenario.capacity_events:
+            self.model.cloud.schedule_capacity(self.t0 + at, region, itype, limit)
+        self.total_pods = 0
+        self.submitted = 0
+        self.horizon = (
+            self.t0 + max(j.submit_s + j.duration_s for j in scenario.jobs) + scenario.horizon_slack_s
+        )
+        self.record = RunRecord(policy_name, regions=tuple(self.regions))
+        self._instances_key: tuple | None = None
+        self._activities = 0  # failed scaling activities seen by the last loop
+        self._provisioned = (0, 0.0)
+        self.policy = factory(self.ctx, self)
+
+    # --- workload ---------------------------------------------------------------------------------------
+    def _submit(self, job: Job) -> None:
+        pods = job_pods(job, self.gpus_per_node, DURATION_ANNOTATION)
+        self.pods_per_job[job.id] = len(pods)
+        self.total_pods += len(pods)
+        self.submitted += 1
+        for pod in pods:
+            self.model.submit_pod(pod)
+
+    def done(self) -> bool:
+        return (
+            self.submitted == len(self.scenario.jobs) and self.model.stats.pods_succeeded >= self.total_pods
+        )
+
+    # --- measuring ----------------------------------------------------------------------------------------
+    def requested_gpus(self) -> int:
+        types = instance_types()
+        return sum(g.desired * types[g.instance_type].gpus for g in self.model.cloud.groups.values())
+
+    def _instances(self) -> tuple[int, float]:
+        cloud = self.model.cloud
+        key = (cloud.launched, cloud.terminated)
+        if key != self._instances_key:
+            types = instance_types()
+            gpus = 0
+            cost = 0.0
+            for inst in cloud.instances.values():
+                gpus += types[inst.instance_type].gpus
+                cost += cloud.groups[inst.group].spec.get("price_per_hour") or 0.0
+            self._instances_key = key
+            self._provisioned = (gpus, cost)
+        return self._provisioned
+
+    def _sample(self) -> None:
+        tr = self.tracker
+        gpus, cost = self._instances()
+        sample = Sample(
+            self.clock.now() - self.t0,
+            tr.demand,
+            tr.used,
+            tr.capacity,
+            gpus,
+            round(cost, 6),
+            tuple(tr.capacity_by_region[r] for r in self.regions),
+        )
+        samples = self.record.samples
+        if samples and _same(samples[-1], sample):
+            return
+        if samples and samples[-1].t == sample.t:
+            samples[-1] = sample
+        else:
+            samples.append(sample)
+
+    # --- the loop ---------------------------------------------------------------------------------------
+    def _grid(self, t: float) -> float:
+        return self.t0 + math.ceil((t - self.t0) / self.scan - 1e-9) * self.scan
+
+    def _next_loop(self, last: float | None) -> float:
+        now = self.clock.now()
+        earliest = now if last is None else max(now, last + self.scan)
+        usage = self.policy.loop_on_usage_change
+        if self.tracker.changed(usage) or len(self.model.cloud.activities) != self._activities:
+            return self._grid(earliest)
+        wake = self.policy.next_wakeup()
+        if wake is None:
+            return math.inf
+        return self._grid(max(wake, earliest))
+
+    def _loop(self) -> None:
+        groups = self.model.cloud.groups
+        desired = {name: g.desired for name, g in groups.items()}
+        before = self.requested_gpus()
+        self.tracker.clear()
+        self._activities = len(self.model.cloud.activities)
+        self.policy.run_once()
+        t = self.clock.now() - self.t0
+        self.record.loops.append(Loop(t, before, self.requested_gpus(), self.tracker.demand))
+        for name, g in groups.items():
+            if g.desired != desired.get(name):
+                self.record.scale_events.append(
+                    {"t": t, "group": name, "region": g.region, "from": desired.get(name), "to": g.desired}
+                )
+
+    def run(self, progress: Callable[[float], None] | None = None) -> RunRecord:
+        last: float | None = None
+        self._sample()
+        while not self.done():
+            ev = self.model.next_event_time()
+            loop_at = self._next_loop(last)
+            nxt = min(ev if ev is not None else math.inf, loop_at)
+            if nxt == math.inf or nxt > self.horizon:
+                break
+            if ev is not None and ev <= loop_at:
+                self.model.advance(ev)
+            else:
+                self.model.advance(loop_at)
+                self._loop()
+                last = loop_at
+            self._sample()
+            if progress:
+                progress(self.clock.now() - self.t0)
+        self.record.end_s = self.clock.now() - self.t0
+        self.record.api_calls = sum(self.model.cloud.api_calls.values())
+        self.record.jobs = self._outcomes()
+        return self.record
+
+    def _outcomes(self) -> dict[str, JobOutcome]:
+        by_job: dict[str, list] = {}
+        for rec in self.model.records.values():
+            kind, ns, name = rec.job
+            if kind == "job" and ns == NAMESPACE:
+                by_job.setdefault(name, []).append(rec)
+        out = {}
+        for job in self.scenario.jobs:
+            recs = by_job.get(job.id, [])
+            done = [r for r in recs if r.outcome == "Succeeded"]
+            outcome = JobOutcome(job)
+            if done and len(done) >= self.pods_per_job.get(job.id, 1):
+                outcome.start_s = max(r.started for r in done) - self.t0
+                outcome.end_s = max(r.finished for r in done) - self.t0
+            outcome.kills = len({r.started for r in recs if r.outcome in ("Killed", "Evicted") and r.started})
+            out[job.id] = outcome
+        return out
+
+
+def _same(a: Sample, b: Sample) -> bool:
+    return (
+        a.demand_gpus == b.demand_gpus
+        and a.used_gpus == b.used_gpus
+        and a.capacity_gpus == b.capacity_gpus
+        and a.provisioned_gpus == b.provisioned_gpus
+        and a.cost_per_hour == b.cost_per_hour
+        and a.capacity_by_region == b.capacity_by_region
+    )

@@ -1,0 +1,211 @@
+"""``invoke simulate``: run a scenario under each policy, print the figures, write ``--json`` and ``--report``."""
+
+from __future__ import annotations
+
+import json
+import logging
+import multiprocessing as mp
+import os
+import sys
+import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from autoscaler.sim.metrics import RunRecord, find_bursts, summarize
+from autoscaler.sim.policies import POLICIES, make_policy
+from autoscaler.sim.runner import Run, Scenario
+from autoscaler.sim.scenarios import SCENARIOS, burst_scenario, trace_scenario
+from autoscaler.sim.traces import default_trace
+from provision.errors import UserError
+from provision.loader import load_spec
+from provision.spec import Cluster as Spec
+
+SHOWN = [
+    ("wait_p50_s", "wait p50 s"),
+    ("wait_p95_s", "p95 s"),
+    ("wait_p99_s", "p99 s"),
+    ("burst_to_running_max_s", "burst->running s"),
+    ("loops_to_request_burst_max", "loops/burst"),
+    ("gpu_hours_provisioned", "GPU-h prov"),
+    ("gpu_hours_used", "GPU-h used"),
+    ("cost_usd", "cost $"),
+    ("jobs_killed", "killed"),
+    ("jobs_finished", "finished"),
+    ("api_calls", "API calls"),
+]
+
+
+def parse_policies(text: str) -> list[str]:
+    names = [p.strip() for p in text.split(",") if p.strip()]
+    unknown = [p for p in names if p not in POLICIES]
+    if unknown or not names:
+        raise UserError(
+            f"--policies: unknown {', '.join(unknown) or '(none given)'}; choose from {','.join(POLICIES)}"
+        )
+    return names
+
+
+class _Counting(logging.Handler):
+    """Counts the autoscaler's warnings during a run instead of printing them over the progress bar."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.count = 0
+        self.first: str | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.count += 1
+        self.first = self.first or record.getMessage()
+
+
+def run_policy(scenario: Scenario, spec: Spec, policy: str, progress=None) -> RunRecord:
+    """One policy over the scenario, with the autoscaler's warnings counted rather than printed."""
+    logger = logging.getLogger("autoscaler")
+    handler = _Counting()
+    logger.addHandler(handler)
+    old_propagate, logger.propagate = logger.propagate, False
+    try:
+        run = Run(scenario, spec, policy, lambda ctx, r: make_policy(policy, ctx, r))
+        record = run.run(progress)
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = old_propagate
+    record.warnings = handler.count
+    record.first_warning = handler.first
+    return record
+
+
+def _worker(scenario: Scenario, spec: Spec, policy: str, queue) -> tuple[RunRecord, float]:
+    started = time.process_time()
+    step = max(j.submit_s + j.duration_s for j in scenario.jobs) / 200
+    last = [-step]
+
+    def tick(t: float) -> None:
+        if t - last[0] >= step:
+            last[0] = t
+            queue.put((policy, t))
+
+    record = run_policy(scenario, spec, policy, tick)
+    return record, time.process_time() - started
+
+
+def simulate(
+    scenario: Scenario,
+    spec: Spec,
+    policies: list[str],
+    console: Console | None = None,
+    workers: int | None = None,
+) -> tuple[list[RunRecord], dict[str, dict]]:
+    """Every policy over the scenario, up to ``workers`` at once in separate processes (default: one per core,
+    at most 2); the records in the order asked and each policy's figures."""
+    console = console or Console(stderr=True)
+    bursts = scenario.bursts if scenario.bursts is not None else find_bursts(scenario.jobs)
+    span = max(j.submit_s + j.duration_s for j in scenario.jobs)
+    workers = workers or min(2, os.cpu_count() or 1, len(policies))
+    results: dict[str, tuple[RunRecord, float]] = {}
+    with Progress(
+        TextColumn("{task.description:>8}"),
+        BarColumn(),
+        TextColumn("{task.fields[t]}"),
+        TimeElapsedColumn(),
+        console=console,
+        disable=not console.is_terminal,
+    ) as bar:
+        tasks = {name: bar.add_task(name, total=span, t="waiting") for name in policies}
+
+        def show(name: str, t: float) -> None:
+            bar.update(tasks[name], completed=min(t, span), t=f"day {t / 86400:5.2f}")
+
+        if workers <= 1:
+            for name in policies:
+                queue = _Direct(show)
+                results[name] = _worker(scenario, spec, name, queue)
+                bar.update(tasks[name], completed=span, t="done")
+        else:
+            ctx = mp.get_context("spawn")
+            with ctx.Manager() as manager, ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+                queue = manager.Queue()
+                futures = {pool.submit(_worker, scenario, spec, name, queue): name for name in policies}
+                pending = set(futures)
+                while pending:
+                    done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                    while not queue.empty():
+                        show(*queue.get())
+                    for f in done:
+                        name = futures[f]
+                        results[name] = f.result()
+                        bar.update(tasks[name], completed=span, t="done")
+    records, figures = [], {}
+    for name in policies:
+        record, cpu = results[name]
+        records.append(record)
+        figures[name] = summarize(record, bursts)
+        figures[name]["cpu_seconds"] = round(cpu, 1)
+        if record.warnings:
+            console.print(
+                f"[yellow]{name}: the autoscaler logged {record.warnings} warning(s); first: {record.first_warning}"
+            )
+    return records, figures
+
+
+class _Direct:
+    """A queue stand-in for runs in this process: progress goes straight to the bar."""
+
+    def __init__(self, show) -> None:
+        self.show = show
+
+    def put(self, item: tuple[str, float]) -> None:
+        self.show(*item)
+
+
+def figures_table(title: str, figures: dict[str, dict]) -> Table:
+    table = Table(title=title)
+    table.add_column("policy")
+    for _, label in SHOWN:
+        table.add_column(label, justify="right")
+    for name, f in figures.items():
+        table.add_row(name, *("-" if f.get(k) is None else f"{f[k]:,}" for k, _ in SHOWN))
+    return table
+
+
+def main(
+    trace: str | None = None,
+    scenario: str | None = None,
+    policies: str = ",".join(POLICIES),
+    spec: str | None = None,
+    json_out: str | None = None,
+    report: str | None = None,
+    workers: int | None = None,
+) -> dict:
+    """The ``invoke simulate`` task: returns the JSON document it writes."""
+    names = parse_policies(policies)
+    cluster = load_spec(spec)
+    if trace and scenario:
+        raise UserError("give either --trace or --scenario, not both")
+    if scenario:
+        if scenario not in SCENARIOS:
+            raise UserError(f"--scenario: unknown {scenario!r}; choose from {', '.join(SCENARIOS)}")
+        sc = burst_scenario(cluster)
+    else:
+        sc = trace_scenario(trace or default_trace())
+    console = Console(width=None if sys.stdout.isatty() else 160)
+    console.print(f"simulating {sc.description} under {', '.join(names)}")
+    if workers is not None and workers < 1:
+        raise UserError("--workers must be at least 1")
+    records, figures = simulate(sc, cluster, names, Console(stderr=True), workers)
+    console.print(figures_table(sc.name, figures))
+    doc = {"scenario": sc.name, "description": sc.description, "policies": figures}
+    if json_out:
+        Path(json_out).parent.mkdir(parents=True, exist_ok=True)
+        Path(json_out).write_text(json.dumps(doc, indent=2) + "\n")
+        console.print(f"figures: {json_out}")
+    if report:
+        from autoscaler.sim.report import write_report  # matplotlib only when a report is asked for
+
+        path = write_report(report, f"Simulation: {sc.name}", sc.description, records, figures)
+        console.print(f"report: {path}")
+    return doc
