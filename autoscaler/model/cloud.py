@@ -44,15 +44,19 @@ class Instance:
     private_ip: str = ""
     registered_at: float | None = None  # when its node joined
     terminated_at: float | None = None
+    _snap: dict | None = field(default=None, repr=False, compare=False)
 
     def snapshot(self) -> dict:
-        return {
-            "id": self.id,
-            "state": self.state,
-            "launched_at": iso(self.launched_at),
-            "zone": self.zone,
-            "instance_type": self.instance_type,
-        }
+        """The snapshot entry, shared between calls until the state changes (read-only, like all lists)."""
+        if self._snap is None or self._snap["state"] != self.state:
+            self._snap = {
+                "id": self.id,
+                "state": self.state,
+                "launched_at": iso(self.launched_at),
+                "zone": self.zone,
+                "instance_type": self.instance_type,
+            }
+        return self._snap
 
 
 @dataclass
@@ -79,7 +83,8 @@ class Group:
         return [i for i in self.instances if i.state != TERMINATED]
 
     def snapshot(self) -> dict:
-        out = {k: copy.deepcopy(v) for k, v in self.spec.items() if k != "instances"}
+        """A new top-level dict; nested values (labels, taints, allocatable) are shared and read-only."""
+        out = {k: v for k, v in self.spec.items() if k != "instances"}
         out["desired"] = self.desired
         out["instances"] = [i.snapshot() for i in self.instances if i.state != TERMINATED]
         return out
