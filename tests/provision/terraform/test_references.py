@@ -12,6 +12,7 @@ from tests.provision.terraform.tf_files import (
     module_dir,
     module_dirs,
     outputs,
+    parse,
     tf_files,
     variables,
 )
@@ -26,6 +27,13 @@ def _roots(rendered):
 
 def _directories(rendered):
     return _roots(rendered) + module_dirs()
+
+
+def test_every_rendered_and_module_file_parses_with_python_hcl2(rendered):
+    files = [p for d in _directories(rendered) for p in tf_files(d)]
+    assert len(files) > 60
+    for path in files:
+        assert isinstance(parse(path), dict), path
 
 
 @pytest.mark.parametrize("module", module_dirs(), ids=lambda p: p.name)
