@@ -9,7 +9,6 @@ Kubernetes objects as kubectl prints them.
 from __future__ import annotations
 
 from autoscaler.core.errors import SnapshotError
-from autoscaler.core.names import HOSTNAME_KEY
 from autoscaler.core.podspec import PodShape, parse_shape
 from autoscaler.core.quantity import format_amount, parse_resources
 from autoscaler.core.selectors import (
@@ -51,13 +50,6 @@ class NodeState:
             self.ports |= shape.host_ports
         for sel in shape.anti_affinity:
             self.anti_held[sel] = self.anti_held.get(sel, 0) + k
-
-
-def name_sensitive(shape: PodShape) -> bool:
-    """Whether the shape's node constraints look at the node's name (so templates cannot be cached)."""
-    if any(r[0] == HOSTNAME_KEY for r in shape.node_selector):
-        return True
-    return any(fields or any(r[0] == HOSTNAME_KEY for r in labels) for labels, fields in shape.affinity_terms)
 
 
 def static_reason(shape: PodShape, labels: dict, taints: tuple, name: str | None = None) -> str | None:

@@ -67,10 +67,11 @@ class Pod:
     finished_at: datetime | None
     gang: str | None  # gang id ("job:<ns>/<job>" or "podgroup:<ns>/<group>"), None for independent pods
     gang_size: int | None  # required members of a PodGroup gang (None: all pending members of the gang)
+    key: str = ""  # "<namespace>/<name>"
 
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
+    def __post_init__(self) -> None:
+        if not self.key:
+            self.key = f"{self.namespace}/{self.name}"
 
     @property
     def terminated(self) -> bool:

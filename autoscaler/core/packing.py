@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from autoscaler.core.fit import BIG, NodeState, capacity, name_sensitive, static_reason
+from autoscaler.core.fit import BIG, NodeState, capacity, static_reason
 from autoscaler.core.model import Group
 from autoscaler.core.podspec import PodShape
 
@@ -108,7 +108,7 @@ class Packer:
         return self._templates.setdefault(key, len(self._templates))
 
     def static(self, shape: PodShape, labels: dict, taints: tuple, tmpl: int, name: str | None) -> str | None:
-        if name is not None and name_sensitive(shape):
+        if name is not None and shape.by_name:
             return static_reason(shape, labels, taints, name)
         key = (shape, tmpl)
         try:

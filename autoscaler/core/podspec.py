@@ -25,6 +25,7 @@ class PodShape:
     spread_host: tuple  # DoNotSchedule spread on hostname: (max_skew, selector key)
     spread_zone: tuple  # DoNotSchedule spread on zone: (max_skew, selector key)
     unsupported: tuple[str, ...]  # constraints the planner cannot model (the pod is reported, never placed)
+    by_name: bool = False  # node constraints look at the node's name or hostname (no caching per template)
 
     def request(self, resource: str) -> int:
         for r, q in self.requests:
@@ -216,6 +217,8 @@ def parse_shape(spec: dict, namespace: str, where: str, errors: list[str]) -> Po
         spread_host=host,
         spread_zone=zone,
         unsupported=tuple(unsupported + unsupported2),
+        by_name=any(r[0] == HOSTNAME_KEY for r in node_selector)
+        or any(fields or any(r[0] == HOSTNAME_KEY for r in labels) for labels, fields in terms),
     )
     if key is not None:
         if len(_SHAPES) > 200_000:

@@ -361,6 +361,7 @@ def _pod(raw: object, where: str, errors: list[str]) -> Pod | None:
         finished,
         gang,
         gang_size,
+        f"{namespace}/{name}",
     )
 
 
