@@ -96,7 +96,7 @@ def test_two_controllers_never_both_act(coordination):
                    for e in pair]  # fmt: skip
     rng = random.Random(3)
     pause_a = (40.0, 70.0)
-    for _ in range(60):
+    for _ in range(45):
         clock.t += rng.uniform(1, 3)
         for e, ctl in zip(pair, controllers, strict=True):
             if e.identity == "replica-a" and pause_a[0] <= clock.t < pause_a[1]:

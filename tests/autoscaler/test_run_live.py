@@ -1,0 +1,84 @@
+"""The real ``autoscaler run`` process, event-driven, against the emulator and a moto server: it becomes ready,
+scales up for pods that appear while it runs, serves /metrics, and stops cleanly on SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from autoscaler.emulator import Emulator
+from autoscaler.model import ClusterModel, VirtualClock
+from provision.loader import load_spec
+from tests.autoscaler.aws_setup import SESSION, create_groups
+from tests.autoscaler.model.builders import pod
+from tests.autoscaler.moto_fixtures import _moto_server, moto_url  # noqa: F401 - fixtures
+from tests.support import ROOT
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, ""
+    except OSError:
+        return 0, ""
+
+
+def wait_for(check, proc, timeout_s=30.0):
+    """A correctness wait (a timeout, not a performance assertion); fails early when the process died."""
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert proc.poll() is None, proc.stderr.read()
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.1)
+
+
+def test_the_live_process(moto_url, tmp_path):  # noqa: F811
+    create_groups(load_spec(), moto_url, regions=["us-west-2"])
+    model = ClusterModel(VirtualClock(start=time.time()))
+    port = free_port()
+    with Emulator(model) as emu:
+        kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
+        env = {**os.environ, "AUTOSCALER_CLUSTER_NAME": "dlr", "AUTOSCALER_REGIONS": "us-west-2"}
+        proc = subprocess.Popen(
+            [str(Path(sys.executable).parent / "autoscaler"), "run", "--kubeconfig", str(kubeconfig),
+             "--aws-endpoint-url", moto_url, "--scan-interval", "1h", "--metrics-port", str(port)],
+            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            base = f"http://127.0.0.1:{port}"
+            wait_for(lambda: get(base + "/readyz")[0] == 200, proc)
+            assert get(base + "/healthz")[0] == 200
+            with model.lock:  # a pod appears while the autoscaler runs: the watch brings the pass forward
+                p = pod("train-0", gpus=8)
+                p["spec"]["nodeSelector"] = {"research.cluster/gpu-model": "v100"}
+                model.submit_pod(p)
+            asg = SESSION.client("autoscaling", region_name="us-west-2", endpoint_url=moto_url)
+
+            def scaled() -> bool:
+                groups = asg.describe_auto_scaling_groups(AutoScalingGroupNames=["dlr-us-west-2-gpu-v100x8"])
+                return groups["AutoScalingGroups"][0]["DesiredCapacity"] == 1
+
+            wait_for(scaled, proc)  # long before the 1 h periodic scan
+            line = 'autoscaler_scale_up_nodes_total{group="dlr-us-west-2-gpu-v100x8",region="us-west-2"} 1.0'
+            wait_for(lambda: line in get(base + "/metrics")[1], proc)
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=20) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
