@@ -152,14 +152,26 @@ def matching(keys, namespace: str, labels: dict) -> frozenset:
 
 
 # --- Kubernetes objects (dict level), for the simulator's scheduler ---------------------------------------------
+_POD_CACHE: dict[int, tuple] = {}
+
+
 def _pod_parts(pod: dict) -> tuple[PodShape, str, dict]:
+    """The pod's shape, namespace and labels; cached by the dict's identity (the entry keeps the dict alive, so
+    an id is never reused while cached)."""
+    hit = _POD_CACHE.get(id(pod))
+    if hit is not None and hit[0] is pod:
+        return hit[1]
     meta = pod.get("metadata") or {}
     ns = meta.get("namespace") or "default"
     errors: list[str] = []
     shape = parse_shape(pod.get("spec"), ns, f"pod {ns}/{meta.get('name')}", errors)
     if shape is None:
         raise SnapshotError(errors)
-    return shape, ns, meta.get("labels") or {}
+    parts = (shape, ns, meta.get("labels") or {})
+    if len(_POD_CACHE) > 100_000:
+        _POD_CACHE.clear()
+    _POD_CACHE[id(pod)] = (pod, parts)
+    return parts
 
 
 def _node_parts(node: dict) -> tuple[str, dict, tuple, dict, bool, bool]:
@@ -189,6 +201,9 @@ def pod_fits_node(pod: dict, node: dict, pods_on_node: list[dict]) -> str | None
     taints and tolerations, cordoned and NotReady nodes, host ports, required hostname anti-affinity (both
     ways) and DoNotSchedule topology spread on the hostname (skew against an empty node). Zone topology spread
     needs the whole cluster's counts and is left to the caller. Finished pods on the node are ignored.
+
+    Parsed pods are cached by identity: a pod dict's spec must not change while the caller keeps passing it
+    (binding it, i.e. setting ``spec.nodeName`` or the phase, is fine).
     """
     shape, ns, labels = _pod_parts(pod)
     name, node_labels, taints, alloc, unschedulable, ready = _node_parts(node)
