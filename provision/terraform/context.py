@@ -31,6 +31,11 @@ def ami_id(region: str, ami_dir: Path = AMI_DIR) -> str:
     value = data.get("ami_id") if isinstance(data, dict) else None
     if not isinstance(value, str) or not value.startswith("ami-"):
         raise UserError(f"{path}: field ami_id is {value!r}; expected an AMI id like ami-0123456789abcdef0")
+    if data.get("ec2_endpoint"):
+        raise UserError(
+            f"{path}: records a local bake against {data['ec2_endpoint']}; that AMI does not exist in AWS "
+            f"(run `invoke bake-ami --region {region}` or delete the file)"
+        )
     if data.get("region", region) != region:
         raise UserError(f"{path}: field region is {data['region']!r}; expected {region!r} (the file's name)")
     return value
