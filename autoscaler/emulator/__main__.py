@@ -64,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         boot_delays={k: float(v) for k, v in _pairs(args.boot_delay, "boot-delay").items()},
         capacity={k: int(v) for k, v in _pairs(args.capacity, "capacity").items()},
         record_model_events=True,
+        node_gc_delay_s=args.node_gc_delay,
     )
     for g in load_groups(args.spec_groups) if args.spec_groups else []:
         model.cloud.add_group(g, external=args.external_groups or bool(args.follow_aws))

@@ -51,8 +51,10 @@ class ModelCluster:
         return self.model.evict_pod(namespace, name)
 
     def delete_node(self, name: str) -> None:
+        """Idempotent, as the Kubernetes adapter is (a 404 is success): the node may be gone already."""
         self._count("delete_node")
-        self.model.delete_node(name)
+        if self.model.store.find("nodes", None, name) is not None:
+            self.model.delete_node(name)
 
     def record_event(self, pod: dict, reason: str, message: str, type: str = "Normal") -> None:
         self._count("record_event")

@@ -76,6 +76,7 @@ class ClusterModel:
         terminated_pod_ttl_s: float | None = 600.0,
         event_ttl_s: float = 3600.0,
         record_model_events: bool = False,
+        node_gc_delay_s: float = 0.0,
         state_configmap: tuple[str, str] = STATE_CONFIGMAP,
         seed: int = 0,
     ) -> None:
@@ -89,6 +90,8 @@ class ClusterModel:
         self.terminated_pod_ttl_s = terminated_pod_ttl_s
         self.event_ttl_s = event_ttl_s
         self.record_model_events = record_model_events
+        self.node_gc_delay_s = node_gc_delay_s
+        self._lingering: set[str] = set()
         self.state_configmap = state_configmap
         self.scheduler = Scheduler(self._bind, self._unschedulable)
         self._running: dict[str, dict] = {}  # uid -> running pod with a completion event
@@ -296,16 +299,47 @@ class ClusterModel:
         return any(not P.is_daemonset(p) for p in self.scheduler.pods_on(inst.node_name or ""))
 
     def _instance_gone(self, inst: Instance, why: str) -> None:
-        if inst.node_name:
-            self._remove_node(inst.node_name, "InstanceTerminated", f"instance {inst.id} was {why}")
+        name = inst.node_name
+        if not name:
+            return
+        if self.node_gc_delay_s <= 0:
+            self._remove_node(name, "InstanceTerminated", f"instance {inst.id} was {why}")
+            return
+        # The pods die with the instance; the Node stays, NotReady, until the cloud's node lifecycle
+        # controller deletes it (or someone deletes it first).
+        self._remove_node(name, "InstanceTerminated", f"instance {inst.id} was {why}", keep_object=True)
+        node = self.store.find("nodes", None, name)
+        if node is None:
+            return
+        t = iso(self.clock.now())
+        for cond in node["status"].get("conditions") or ():
+            if cond["type"] == "Ready":
+                cond.update(
+                    status="Unknown",
+                    reason="NodeStatusUnknown",
+                    lastTransitionTime=t,
+                    message="Kubelet stopped posting node status.",
+                )
+        taints = node["spec"].setdefault("taints", [])
+        taints.append({"key": "node.kubernetes.io/unreachable", "effect": "NoExecute", "timeAdded": t})
+        self.store.modified("nodes", node)
+        self._lingering.add(name)
+        self.queue.push(self.clock.now() + self.clock.scale(self.node_gc_delay_s), self._gc_node, name)
 
-    def _remove_node(self, name: str, reason: str, message: str) -> None:
+    def _gc_node(self, name: str) -> None:
+        if name in self._lingering:
+            self._lingering.discard(name)
+            if self.store.find("nodes", None, name) is not None:
+                self.store.delete("nodes", None, name)
+
+    def _remove_node(self, name: str, reason: str, message: str, keep_object: bool = False) -> None:
         inst = self._node_instance.pop(name, None)
         if inst is not None:
             inst.node_name = None
         for pod in self.scheduler.remove_node(name):
             self._kill(pod, reason, message)
-        if self.store.find("nodes", None, name) is not None:
+        self._lingering.discard(name)
+        if not keep_object and self.store.find("nodes", None, name) is not None:
             self.store.delete("nodes", None, name)
 
     def replace_node(self, node: dict, check_version: bool = True) -> dict:

@@ -99,3 +99,30 @@ def test_evicted_job_pod_is_replaced_and_budget_refusals_are_counted():
     assert m.evict_pod("research", "t") is True
     assert phases(m) == {"t-r1": "Running"}
     assert m.stats.pods_evicted == 1 and m.stats.jobs_killed == 0
+
+
+def test_node_of_a_terminated_instance_lingers_not_ready_until_collected():
+    m = model(group(desired=1), node_gc_delay_s=30, restart_jobs=False)
+    m.submit_pod(pod("a", gpus=1, duration=None))
+    name = m.nodes()[0]["metadata"]["name"]
+    ModelCloud(m).set_desired("g8", 0)
+    assert phases(m) == {"a": "Failed"}, "the pods die with the instance at once"
+    (node,) = m.nodes()
+    ready = next(c for c in node["status"]["conditions"] if c["type"] == "Ready")
+    assert ready["status"] == "Unknown"
+    assert {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}.items() <= node["spec"]["taints"][
+        -1
+    ].items()
+    m.advance(29)
+    assert [n["metadata"]["name"] for n in m.nodes()] == [name]
+    m.advance(30)
+    assert m.nodes() == []
+
+
+def test_adapter_delete_node_is_idempotent_like_the_kubernetes_adapter():
+    m = model(group(desired=1))
+    cluster = ModelCluster(m)
+    name = m.nodes()[0]["metadata"]["name"]
+    cluster.delete_node(name)
+    cluster.delete_node(name)
+    assert m.nodes() == [] and cluster.calls["delete_node"] == 2
