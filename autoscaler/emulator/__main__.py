@@ -58,6 +58,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cluster-name", default="dlr", help="the groups' cluster tag (with --follow-aws)")
     ap.add_argument("--regions", default="us-west-2,us-east-1,us-east-2", help="regions to follow")
     ap.add_argument("--follow-interval", type=float, default=1.0, help="seconds between AWS listings")
+    ap.add_argument(
+        "--node-gc-delay",
+        type=float,
+        default=30.0,
+        help="model seconds a terminated instance's node stays NotReady",
+    )
     args = ap.parse_args(argv)
     model = ClusterModel(
         WallClock(args.compression),
