@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import boto3
 from botocore.config import Config
@@ -25,7 +25,10 @@ from autoscaler.interfaces import CA_CLUSTER_TAG_PREFIX, CA_ENABLED_TAG, PRIORIT
 log = logging.getLogger("autoscaler.aws")
 
 AWS_ERRORS = (BotoCoreError, ClientError)
-_TEMPLATE_TTL_S = 300.0  # launch template versions ($Latest/$Default) are re-read this often
+_TEMPLATE_TTL_S = 300.0
+_ACTIVITY_HORIZON = timedelta(
+    hours=1
+)  # a launch activity lasts far less; older ones end the read  # launch template versions ($Latest/$Default) are re-read this often
 
 
 class CloudError(Exception):
@@ -300,18 +303,26 @@ class AwsCloud:
         return out
 
     def _region_failures(self, region: str, ours: set[str], since: datetime) -> list[dict]:
+        """Failed activities of our groups that ENDED at or after ``since`` (an activity that started before the
+        last pass may fail after it). Activities come newest start first; reading stops once they started more
+        than ``_ACTIVITY_HORIZON`` before ``since``."""
         out = []
+        horizon = since - _ACTIVITY_HORIZON
         pages = self.client("autoscaling", region).get_paginator("describe_scaling_activities").paginate()
         for page in pages:
             older = False
             for act in page["Activities"]:
-                at = act.get("StartTime")
-                if at and at < since:
-                    older = True  # newest first: the rest are older still
+                started = act.get("StartTime")
+                if started and started < horizon:
+                    older = True
                     continue
-                if act.get("AutoScalingGroupName") not in ours:
+                ended = act.get("EndTime") or started
+                if act.get("AutoScalingGroupName") not in ours or act.get("StatusCode") not in (
+                    "Failed",
+                    "Cancelled",
+                ):
                     continue
-                if act.get("StatusCode") not in ("Failed", "Cancelled"):
+                if ended is None or ended < since:
                     continue
                 message = act.get("StatusMessage") or act.get("Description", "")
                 out.append(
@@ -320,7 +331,7 @@ class AwsCloud:
                         "region": region,
                         "reason": failures.classify(message),
                         "message": message,
-                        "at": _iso(act.get("EndTime") or at),
+                        "at": _iso(ended),
                         "missing": failures.missing_instances(act.get("Description", "")),
                     }
                 )

@@ -35,7 +35,7 @@ def http_error(client, operation: str, status: int, code: str, times: int | None
 
 def failed_activities(client, activities: list[dict]) -> None:
     """DescribeScalingActivities returns ``activities`` (moto returns none): each
-    ``{"group", "message", "at": datetime, "description"?}``."""
+    ``{"group", "message", "at": datetime (its end), "started"?: datetime, "description"?, "status"?}``."""
 
     def handler(**_):
         parsed = {
@@ -47,13 +47,15 @@ def failed_activities(client, activities: list[dict]) -> None:
                         "description", "Launching a new EC2 instance.  Status Reason: failed"
                     ),
                     "Cause": "a user request update of AutoScalingGroup constraints",
-                    "StartTime": a["at"],
+                    "StartTime": a.get("started", a["at"]),
                     "EndTime": a["at"],
                     "StatusCode": a.get("status", "Failed"),
                     "StatusMessage": a["message"],
                     "Progress": 100,
                 }
-                for i, a in enumerate(sorted(activities, key=lambda a: a["at"], reverse=True))
+                for i, a in enumerate(
+                    sorted(activities, key=lambda a: a.get("started", a["at"]), reverse=True)
+                )
             ]
         }
         return AWSResponse("http://injected", 200, {}, _Raw(b"")), parsed

@@ -129,6 +129,8 @@ def test_scaling_failures_are_classified_and_filtered(cloud):
             {"group": "not-ours", "at": aws_faults.at("2026-11-29T10:03:00Z"), "message": "VcpuLimitExceeded"},
             {"group": "dlr-us-west-2-cpu", "at": aws_faults.at("2026-11-29T09:00:00Z"),
              "message": "InstanceLimitExceeded"},
+            {"group": "dlr-us-west-2-gpu-a100x8", "started": aws_faults.at("2026-11-29T09:59:50Z"),
+             "at": aws_faults.at("2026-11-29T10:00:20Z"), "message": "VcpuLimitExceeded - You have requested more vCPU capacity"},
         ],
     )  # fmt: skip
     found = cloud.scaling_failures(aws_faults.at("2026-11-29T10:00:00Z"))
@@ -140,7 +142,15 @@ def test_scaling_failures_are_classified_and_filtered(cloud):
             "message": found[0]["message"],
             "at": "2026-11-29T10:05:00Z",
             "missing": 4,
-        }
+        },
+        {  # started before the last read, failed after it
+            "group": "dlr-us-west-2-gpu-a100x8",
+            "region": "us-west-2",
+            "reason": "vcpu-limit",
+            "message": found[1]["message"],
+            "at": "2026-11-29T10:00:20Z",
+            "missing": 1,
+        },
     ]
 
 
