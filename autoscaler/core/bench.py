@@ -29,6 +29,7 @@ class Case:
     group_kinds: int = 10
     gpu_share: float = 0.5
     target_s: float | None = None
+    gang_size: int = 0
 
 
 CASES = [
@@ -36,6 +37,7 @@ CASES = [
     Case("mixed-10k-200-shapes", pods=10_000, shapes=200, nodes=500, target_s=2.0),
     Case("gpu-mixed-5k", pods=5_000, shapes=40, nodes=0, gpu_share=1.0),
     Case("identical-20k", pods=20_000, shapes=1, nodes=0, gpu_share=0.0),
+    Case("gangs-1k-of-8", pods=8_000, shapes=10, nodes=1_000, gang_size=8),
 ]
 CONFIG = PlannerConfig(max_new_nodes_per_loop=1_000_000)
 
@@ -68,6 +70,7 @@ def run_case(case: Case, seed: int = 1) -> dict:
         group_kinds=case.group_kinds,
         gpu_share=case.gpu_share,
         seed=seed,
+        gang_size=case.gang_size,
     )
     for g in data["groups"]:
         g["max"] = max(g["max"], 100_000)

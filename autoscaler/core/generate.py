@@ -135,9 +135,10 @@ def snapshot(
     seed: int = 1,
     gpu_share: float = 0.5,
     fill: int = 3,
+    gang_size: int = 0,
 ) -> dict:
     """A burst: ``pods`` pending pods of ``shape_count`` shapes; ``nodes`` existing nodes spread over the groups,
-    each running ``fill`` pods already."""
+    each running ``fill`` pods already. With ``gang_size``, consecutive pending pods form PodGroup gangs."""
     rng = random.Random(seed)
     gs = groups(group_kinds)
     items_nodes, bound = [], []
@@ -157,5 +158,8 @@ def snapshot(
     pending = []
     for i in range(pods):
         req, gpu = kinds[i % len(kinds)]
-        pending.append(pod(f"p-{i}", req, gpu=gpu))
+        labels = {"scheduling.x-k8s.io/pod-group": f"gang-{i // gang_size}"} if gang_size else None
+        if gang_size:
+            req, gpu = kinds[(i // gang_size) % len(kinds)]
+        pending.append(pod(f"p-{i}", req, gpu=gpu, labels=labels))
     return {"now": NOW, "regions": list(REGIONS), "groups": gs, "nodes": items_nodes, "pods": bound + pending}
