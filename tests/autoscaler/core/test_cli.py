@@ -74,3 +74,13 @@ def test_python_m_reads_stdin_and_reports_bad_snapshot_without_traceback() -> No
     assert proc.stderr.strip().splitlines() == [
         'groups[0] (g).allocatable.cpu: \'two\' is not a Kubernetes quantity; use e.g. "500m", "2", "64Gi"'
     ]
+
+
+def test_the_autoscaler_package_does_not_import_provision() -> None:
+    code = (
+        "import sys, autoscaler.cli, autoscaler.core.planner, autoscaler.core.snapshot, autoscaler.core.fit\n"
+        "autoscaler.cli.build_parser()\n"
+        "print([m for m in sys.modules if m == 'provision' or m.startswith('provision.')])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
