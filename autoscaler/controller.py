@@ -205,6 +205,12 @@ class Controller:
         return None
 
     # -- acting ----------------------------------------------------------------------------------------------
+    def execute(self, plan: dict, snapshot: dict) -> LoopResult:
+        """Carry out ``plan`` (``Plan.to_dict()``) on the world ``snapshot`` describes: the acting half of a pass."""
+        result = LoopResult(now=self.now(), plan=plan)
+        self._act(plan, {_key(p): p for p in snapshot["pods"]}, snapshot, result)
+        return result
+
     def _act(self, plan: dict, pods: dict[str, dict], snapshot: dict, result: LoopResult) -> None:
         groups = {g["name"]: g for g in snapshot["groups"]}
         nodes = {n["metadata"]["name"]: n for n in snapshot["nodes"]}
@@ -214,8 +220,17 @@ class Controller:
                 continue
             self._do(result, {"action": "set_desired", "group": group, "from": current, "desired": desired},
                      self.cloud.set_desired, group, desired)  # fmt: skip
-        for step in plan.get("scale_down") or []:
-            self._scale_down(step, nodes, pods, groups, result)
+        steps = plan.get("scale_down") or []
+        if any(s.get("action") == "terminate" for s in steps):
+            by_node: dict[str, dict] = {}
+            for key, pod in pods.items():
+                where = (pod.get("spec") or {}).get("nodeName")
+                if where:
+                    by_node.setdefault(where, {})[key] = pod
+        else:
+            by_node = {}
+        for step in steps:
+            self._scale_down(step, nodes, by_node.get(step.get("node") or "", {}), groups, result)
         for node, wanted in sorted((plan.get("annotations") or {}).items()):
             self._do(result, {"action": "annotate", "node": node, "annotations": wanted},
                      self.cluster.annotate_node, node, wanted)  # fmt: skip
@@ -244,6 +259,7 @@ class Controller:
         return True
 
     def _scale_down(self, step: dict, nodes: dict, pods: dict, groups: dict, result: LoopResult) -> None:
+        """One scale-down step; ``pods`` are the pods bound to the step's node."""
         node, action = step.get("node"), step["action"]
         base = {"action": action, "node": node, "group": step.get("group"), "reason": step.get("reason", "")}
         if action == "taint":

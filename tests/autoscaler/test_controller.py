@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
+import yaml
 
 from autoscaler.controller import STATE_FAILURES_READ, STATE_GROUPS, Controller, ControllerConfig
 from autoscaler.core.config import PlannerConfig
@@ -255,3 +257,33 @@ def test_capacity_failure_spills_over_and_its_state_survives_a_restart():
     controller(cluster, cloud, clock).run_once()
     assert json.loads(cluster.state[STATE_GROUPS])["c-us-west-2-v100"]["failures"] == 1, "counted once"
     assert cloud.groups["c-us-west-2-v100"]["desired"] == 0
+
+
+STEPS = yaml.safe_load((Path(__file__).parent / "scale_down_steps.yaml").read_text())
+
+
+@pytest.mark.parametrize("case", STEPS, ids=[c["name"] for c in STEPS])
+def test_scale_down_steps(case):
+    clock = Clock()
+    cluster, cloud, iid = idle_gpu_world(clock)
+    node_obj = cluster.nodes["gpu-0"]
+    if case["node"] == "draining":
+        node_obj["spec"]["taints"].append({"key": TO_BE_DELETED_TAINT, "value": "1", "effect": "NoSchedule"})
+    elif case["node"] == "absent":
+        del cluster.nodes["gpu-0"]
+    for p in case["pods"]:
+        obj = pod(p["name"], node="gpu-0", owner=p["owner"], phase=p.get("phase"))
+        cluster.pods[f"research/{p['name']}"] = obj
+        if p.get("refuse"):
+            cluster.refuse_evictions.add(f"research/{p['name']}")
+    step = {"node": None if case["node"] == "absent" else "gpu-0", "group": "c-us-west-2-v100",
+            "instance_id": iid, "action": "terminate", "reason": "test"}  # fmt: skip
+    snapshot = {"pods": cluster.list_pods(), "nodes": cluster.list_nodes(), "groups": cloud.list_groups()}
+    cloud.changes = cluster.changes  # one sequence of changes across both sides
+    result = controller(cluster, cloud, clock).execute({"scale_down": [step]}, snapshot)
+    done = [c[0] if c[0] != "evict" else f"evict {c[1]}" for c in cluster.changes]
+    assert [d for d in done if d.split()[0] in ("evict", "terminate", "delete_node")] == case["done"]
+    if "error" in case:
+        assert any(case["error"] in e for e in result.errors), result.errors
+    else:
+        assert result.errors == []
