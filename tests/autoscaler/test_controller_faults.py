@@ -94,3 +94,48 @@ def test_a_failed_scale_up_call_is_retried_by_the_next_pass(setup, status, code)
     second = ctl.run_once()
     assert [a["ok"] for a in second.actions if a["action"] == "set_desired"] == [True]
     assert desired(cloud)["dlr-us-west-2-gpu-v100x8"] == 3
+
+
+def test_kubernetes_errors_do_not_stop_the_pass(tmp_path):
+    """The real Kubernetes adapter on the emulator: Events answer 500 every time, the state ConfigMap answers
+    429 once (retried): the pass still scales up and persists its state."""
+    from autoscaler.adapters.kubernetes import KubeCluster, api_client
+    from autoscaler.emulator import Emulator
+    from autoscaler.emulator.api import Reply, status_body
+    from autoscaler.model import ClusterModel, VirtualClock
+    from tests.autoscaler.fakes import V100 as V100_ALLOCATABLE
+    from tests.autoscaler.fakes import FakeCloud, group
+    from tests.autoscaler.model.builders import pod as model_pod
+
+    model = ClusterModel(VirtualClock(start=1_767_225_600.0))
+    with Emulator(model) as emu:
+        with model.lock:
+            p = model_pod("train-0", gpus=8)
+            p["spec"]["nodeSelector"] = dict(V100)
+            model.submit_pod(p)
+        real, failed = emu.api.handle, {"events": 0, "configmaps": 0}
+
+        def handle(method, path, *rest):
+            if method == "POST" and "/events" in path:
+                failed["events"] += 1
+                return Reply(500, status_body(500, "InternalError", "injected"))
+            if method in ("PUT", "POST") and "/configmaps" in path and not failed["configmaps"]:
+                failed["configmaps"] += 1
+                return Reply(429, status_body(429, "TooManyRequests", "injected"))
+            return real(method, path, *rest)
+
+        emu.api.handle = handle
+        api = api_client(str(emu.write_kubeconfig(tmp_path / "kubeconfig")))
+        kube = KubeCluster(api, namespace="kube-system")
+        kube.sync()
+        cloud = FakeCloud([group("dlr-us-west-2-gpu-v100x8", "us-west-2", "p3.16xlarge", max=4, labels=V100,
+                                 taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}],
+                                 allocatable=V100_ALLOCATABLE)], clock=Clock())  # fmt: skip
+        ctl = Controller(kube, cloud, ControllerConfig(regions=["us-west-2"]), cloud.clock)
+        result = ctl.run_once()
+        state = kube.read_state()
+        api.close()
+    assert cloud.groups["dlr-us-west-2-gpu-v100x8"]["desired"] == 1
+    assert failed["events"] == 4, "one event, tried 4 times"
+    assert any("create event" in e and "HTTP 500" in e for e in result.errors)
+    assert failed["configmaps"] == 1 and set(state) == {"group_state", "failures_read_until"}
