@@ -54,7 +54,7 @@ class Pod:
     namespace: str
     name: str
     labels: dict[str, str]
-    phase: str
+    phase: str  # status.phase; Gated or Deleting for unbound pods with scheduling gates or being deleted
     node_name: str | None
     owner_kind: str | None  # kind of the controlling owner (DaemonSet, Job, ReplicaSet, ...), None when bare
     owner_name: str | None

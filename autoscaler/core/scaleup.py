@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from autoscaler.core.config import PlannerConfig
 from autoscaler.core.failures import GroupStatus
 from autoscaler.core.fit import NodeState, matching, selector_keys
-from autoscaler.core.model import Group, Pod, Snapshot
+from autoscaler.core.model import Group, Node, Pod, Snapshot
 from autoscaler.core.names import TO_BE_DELETED_TAINT
 from autoscaler.core.packing import EXISTING, NEW, TAINTED, UPCOMING, Bin, Packer, PodClass, Room
 from autoscaler.core.reasons import nodes_summary, why_unplaced
@@ -53,12 +53,24 @@ def build_classes(pods: list[Pod], keys: list, cutoff: int) -> dict:
     return classes
 
 
-def _node_bins(snap: Snapshot, packer: Packer, bound: dict[str, list[Pod]], keys: list) -> list[Bin]:
+def _booting(n: Node, now, config: PlannerConfig) -> bool:
+    """A registered node of a group that is not Ready yet, created less than the boot timeout ago."""
+    return (
+        n.group is not None
+        and n.created_at is not None
+        and (now - n.created_at).total_seconds() < config.boot_timeout_s
+    )
+
+
+def _node_bins(
+    snap: Snapshot, packer: Packer, bound: dict[str, list[Pod]], keys: list, config: PlannerConfig
+) -> list[Bin]:
+    """Existing nodes as bins: Ready ones, and NotReady ones still booting (capacity about to be there)."""
     out_existing, out_tainted = [], []
     anti_keys = bool(keys)
     groups = {g.name: g for g in snap.groups}
     for n in snap.nodes:
-        if not n.ready:
+        if not n.ready and not _booting(n, snap.now, config):
             continue
         tainted = any(t[0] == TO_BE_DELETED_TAINT for t in n.taints)
         taints = tuple(t for t in n.taints if t[0] != TO_BE_DELETED_TAINT) if tainted else n.taints
@@ -103,7 +115,7 @@ def scale_up(
     keys = list(keys_set)
     region_idx = {r: i for i, r in enumerate(snap.regions)}
     packer = Packer([], [], config.max_new_nodes_per_loop)
-    bins = _node_bins(snap, packer, bound, keys)
+    bins = _node_bins(snap, packer, bound, keys, config)
     for g in snap.groups:
         if upcoming.get(g.name, 0) > 0:
             tmpl = packer.template_id(g.labels, g.taints)

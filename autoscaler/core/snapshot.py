@@ -317,6 +317,11 @@ def _pod(raw: object, where: str, errors: list[str]) -> Pod | None:
             owner_kind, owner_name = ref.get("kind"), ref.get("name")
     phase = status.get("phase") or "Pending"
     node_name = (spec or {}).get("nodeName") or None
+    if phase == "Pending" and not node_name:
+        if meta.get("deletionTimestamp"):
+            phase = "Deleting"  # going away: nothing is launched for it
+        elif (spec or {}).get("schedulingGates"):
+            phase = "Gated"  # the scheduler does not consider it until its gates are removed
     priority = (spec or {}).get("priority") or 0
     if isinstance(priority, bool) or not isinstance(priority, int):
         errors.append(f"{w}.spec.priority: expected an integer, got {priority!r}")
