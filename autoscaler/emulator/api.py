@@ -19,6 +19,7 @@ from autoscaler.emulator import resources as R
 from autoscaler.emulator.events_v1 import from_events_v1, to_events_v1
 from autoscaler.emulator.patch import apply_patch
 from autoscaler.emulator.selectors import BadRequest, parse_field_selector, parse_label_selector
+from autoscaler.emulator.tables import table, wants_table
 from autoscaler.emulator.watch import WatchHub
 from autoscaler.model import ClusterModel
 from autoscaler.model.disruption import budget_status
@@ -78,6 +79,7 @@ class KubeApi:
 
     # --- entry point -------------------------------------------------------------------------------------
     def handle(self, method: str, path: str, query: dict[str, str], content_type: str, body: bytes):
+        """One request. Tests wrap this method to inject faults; keep its signature."""
         try:
             return self._handle(method.upper(), path, query, content_type or "", body)
         except StoreError as e:
@@ -144,6 +146,20 @@ class KubeApi:
             if method == "DELETE":
                 return Reply(200, self._delete(res, namespace, name))
         raise MethodNotAllowed(f"{method} is not supported")
+
+    def as_table(self, reply: Reply, accept: str) -> Reply:
+        """The reply as a meta.k8s.io Table when the client asked for one (kubectl's default output)."""
+        body = reply.body
+        if not wants_table(accept) or reply.status != 200 or "metadata" not in body:
+            return reply
+        if body.get("kind") in ("Status", "APIResourceList", "APIGroup", "APIGroupList", "APIVersions"):
+            return reply
+        plural = next((r.plural for r in R.RESOURCES if body.get("kind") in (r.kind, f"{r.kind}List")), "")
+        if body["kind"].endswith("List"):
+            objects, meta = body.get("items", []), body["metadata"]
+        else:
+            objects, meta = [body], {"resourceVersion": body["metadata"].get("resourceVersion", "")}
+        return Reply(200, table(plural, objects, meta, self.model.now()))
 
     # --- discovery ---------------------------------------------------------------------------------------
     def _discovery(self, parts: list[str]) -> dict | None:

@@ -32,6 +32,8 @@ class _Handler(BaseHTTPRequestHandler):
         api: KubeApi = self.server.api  # type: ignore[attr-defined]
         try:
             result = api.handle(self.command, url.path, query, self.headers.get("Content-Type", ""), body)
+            if isinstance(result, Reply) and self.command == "GET":
+                result = api.as_table(result, self.headers.get("Accept", ""))
         except Exception as e:  # a bug must not kill the connection silently
             log.exception("emulator error on %s %s", self.command, self.path)
             result = Reply(500, status_body(500, "InternalError", f"{type(e).__name__}: {e}"))

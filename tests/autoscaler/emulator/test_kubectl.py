@@ -50,6 +50,11 @@ def test_get_nodes_and_pods_as_json(kubectl, emu):
     }
     one = json.loads(kubectl("get", "pod", "train", "-n", "research", "-o", "json").stdout)
     assert one["spec"]["nodeName"] in expected
+    rows = [
+        line.split() for line in kubectl("get", "pods", "-n", "research", "-o", "wide").stdout.splitlines()
+    ]
+    assert rows[0][:5] == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+    assert rows[1][:3] == ["train", "1/1", "Running"] and one["spec"]["nodeName"] in rows[1]
 
 
 def test_cordon_and_uncordon(kubectl, emu):
@@ -57,6 +62,9 @@ def test_cordon_and_uncordon(kubectl, emu):
         name = emu.model.nodes()[0]["metadata"]["name"]
     kubectl("cordon", name)
     assert emu.model.node(name)["spec"]["unschedulable"] is True
+    table = kubectl("get", "nodes").stdout.splitlines()
+    assert table[0].split() == ["NAME", "STATUS", "ROLES", "AGE", "VERSION"]
+    assert [line.split()[1] for line in table[1:] if line.startswith(name)] == ["Ready,SchedulingDisabled"]
     kubectl("uncordon", name)
     assert not emu.model.node(name)["spec"].get("unschedulable")
 
