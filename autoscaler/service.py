@@ -116,7 +116,7 @@ def serve(service: Service, metrics_port: int, ready_timeout_s: float = 120.0) -
         BatchWindow(scan),
         may_run=service.elector.is_leader if service.elector else (lambda: True),
     )
-    service.cluster._on_pending_pod = lambda _pod: runner.trigger()
+    service.cluster.on_pending_pod = lambda _pod: runner.trigger()
     started = time.monotonic()
 
     def healthy() -> tuple[bool, str]:

@@ -74,6 +74,7 @@ class AwsCloud:
         self._known: dict[str, _Known] = {}
         self._capacity: dict[tuple[str, str], catalog.InstanceType | None] = {}
         self._templates: dict[tuple, tuple[float, dict]] = {}
+        self._launched: dict[str, dict[str, datetime]] = {}  # region -> instance id -> launch time
 
     # -- clients ------------------------------------------------------------------------------------------
     def client(self, service: str, region: str):
@@ -177,18 +178,22 @@ class AwsCloud:
         return group
 
     def _launch_times(self, region: str, ids: list[str]) -> dict[str, datetime]:
-        out: dict[str, datetime] = {}
+        """Launch time per instance; an instance's never changes, so only new instances are looked up."""
+        known = self._launched.setdefault(region, {})
+        new = [i for i in ids if i not in known]
         ec2 = self.client("ec2", region)
-        for start in range(0, len(ids), 500):
+        for start in range(0, len(new), 500):
             try:
-                pages = ec2.get_paginator("describe_instances").paginate(InstanceIds=ids[start : start + 500])
+                pages = ec2.get_paginator("describe_instances").paginate(InstanceIds=new[start : start + 500])
                 for page in pages:
                     for res in page["Reservations"]:
                         for inst in res["Instances"]:
-                            out[inst["InstanceId"]] = inst.get("LaunchTime")
+                            if inst.get("LaunchTime"):
+                                known[inst["InstanceId"]] = inst["LaunchTime"]
             except AWS_ERRORS as e:  # launch times only refine boot timeouts; the groups stay usable
                 self._error(region, "DescribeInstances", e)
-        return out
+        self._launched[region] = {i: known[i] for i in ids if i in known}  # forget instances that are gone
+        return self._launched[region]
 
     # -- instance types --------------------------------------------------------------------------------------
     def _instance_type(self, region: str, g: dict) -> str:

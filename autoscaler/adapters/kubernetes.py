@@ -83,7 +83,7 @@ class KubeCluster:
         self.core = client.CoreV1Api(api)
         self.policy = client.PolicyV1Api(api)
         self.namespace = namespace
-        self._on_pending_pod = on_pending_pod
+        self.on_pending_pod = on_pending_pod
         kw = {"page_size": page_size, "watch_timeout_s": watch_timeout_s}
         self.informers = {
             "pods": Informer(
@@ -121,8 +121,8 @@ class KubeCluster:
         return all(i.synced.wait(timeout_s) for i in self.informers.values())
 
     def _pod_event(self, kind: str, pod: dict) -> None:
-        if kind != "DELETED" and self._on_pending_pod is not None and is_pending(pod):
-            self._on_pending_pod(pod)
+        if kind != "DELETED" and self.on_pending_pod is not None and is_pending(pod):
+            self.on_pending_pod(pod)
 
     def list_pods(self) -> list[dict]:
         return self.informers["pods"].items()

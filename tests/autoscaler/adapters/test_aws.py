@@ -182,3 +182,14 @@ def test_failed_set_desired_raises_one_line(cloud):
     with pytest.raises(CloudError, match="SetDesiredCapacity 2 failed") as e:
         cloud.set_desired("dlr-us-east-2-gpu-t4", 2)
     assert "\n" not in str(e.value)
+
+
+def test_launch_times_are_looked_up_once_per_instance(cloud):
+    calls = []
+    ec2 = cloud.client("ec2", "us-east-2")
+    ec2.meta.events.register("before-call.ec2.DescribeInstances", lambda params, **_: calls.append(params))
+    cloud.list_groups()
+    first = len(calls)
+    again = {g["name"]: g for g in cloud.list_groups()}
+    assert first >= 1 and len(calls) == first, "no new instance: no DescribeInstances"
+    assert again["dlr-us-east-2-cpu"]["instances"][0]["launched_at"].endswith("Z")

@@ -42,11 +42,11 @@ def fail_requests(emu, method: str, path_part: str, times: int, status: int = 50
     """The emulator answers the first ``times`` matching requests with ``status``."""
     real, seen = emu.api.handle, {"n": 0}
 
-    def handle(m, path, query, content_type, body):
+    def handle(m, path, *rest):
         if m == method and path_part in path and seen["n"] < times:
             seen["n"] += 1
             return Reply(status, status_body(status, "InternalError", "injected"))
-        return real(m, path, query, content_type, body)
+        return real(m, path, *rest)
 
     emu.api.handle = handle
     return seen
@@ -66,7 +66,7 @@ def test_sync_lists_every_object_page_by_page(kube, emu):
 
 def test_watch_applies_changes_and_reports_pending_pods(kube, emu):
     pending = []
-    kube._on_pending_pod = lambda p: pending.append(p["metadata"]["name"])
+    kube.on_pending_pod = lambda p: pending.append(p["metadata"]["name"])
     kube.start()
     assert kube.wait_synced(10)
     submit(emu, model_pod("new", gpus=16))
@@ -119,12 +119,16 @@ def test_a_taint_racing_another_writer_rereads_and_keeps_both_changes(kube, emu)
     name = kube.list_nodes()[0]["metadata"]["name"]
     real = emu.api.handle
 
-    def handle(m, path, query, content_type, body):
-        if m == "PATCH" and path.endswith(f"/nodes/{name}") and b"resourceVersion" in body:
+    def handle(m, path, *rest):
+        if (
+            m == "PATCH"
+            and path.endswith(f"/nodes/{name}")
+            and any(isinstance(a, bytes) and b"resourceVersion" in a for a in rest)
+        ):
             emu.api.handle = real  # once: someone else labels the node between our read and our patch
             with emu.model.lock:
                 emu.model.annotate_node(name, {"other-writer": "yes"})
-        return real(m, path, query, content_type, body)
+        return real(m, path, *rest)
 
     emu.api.handle = handle
     kube.taint_node(name, TAINT)
