@@ -9,7 +9,9 @@ idle nodes, newest first). Instances boot: lifecycle state ``Pending`` -> ``InSe
 then the node registers after the family's boot delay (``boot.py``).
 
 Groups marked ``external`` are driven from outside (the demo follows a moto server's instances through
-``ClusterModel.attach_instance``/``detach_instance``): they never launch or terminate by themselves.
+``ClusterModel.attach_instance``/``detach_instance``): they never launch or terminate by themselves. An
+external instance beyond the region's capacity is ``held``: it exists, but its node does not register until
+capacity allows (so a capacity shortage can be shown behind an AWS that always launches).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ class Instance:
     private_ip: str = ""
     registered_at: float | None = None  # when its node joined
     terminated_at: float | None = None
+    held: bool = False  # an external instance beyond the region's capacity: its node does not register
     _snap: dict | None = field(default=None, repr=False, compare=False)
 
     def snapshot(self) -> dict:
@@ -194,7 +197,7 @@ class CloudModel:
         used = sum(
             1
             for i in self.instances.values()
-            if i.region == region and i.instance_type == itype and i.state != TERMINATED
+            if i.region == region and i.instance_type == itype and i.state != TERMINATED and not i.held
         )
         return max(0, limit - used)
 
@@ -245,6 +248,7 @@ class CloudModel:
 
     def _reconcile(self, g: Group) -> None:
         if g.external:
+            self._release_held(g)
             return
         live = g.live()
         need = g.desired - len(live)
@@ -317,6 +321,7 @@ class CloudModel:
     ) -> Instance:
         """Track an instance (launched by the model or found outside it) and schedule its boot."""
         g = self.group(group)
+        room = self._room(g.region, g.instance_type) if g.external and not booted else None
         inst = Instance(
             id=instance_id,
             group=group,
@@ -335,11 +340,27 @@ class CloudModel:
         if booted:
             self._running(inst)
             self._booted(inst)
-        else:
-            delay = self._scale(boot_delay(inst.instance_type, self.boot_delays))
-            self._queue.push(launched_at + min(self._scale(INSTANCE_RUNNING_S), delay), self._running, inst)
-            self._queue.push(launched_at + delay, self._booted, inst)
+            return inst
+        if room is not None and room < 1:
+            inst.held = True
+            return inst
+        self._boot(inst, launched_at)
         return inst
+
+    def _boot(self, inst: Instance, start: float) -> None:
+        delay = self._scale(boot_delay(inst.instance_type, self.boot_delays))
+        self._queue.push(start + min(self._scale(INSTANCE_RUNNING_S), delay), self._running, inst)
+        self._queue.push(start + delay, self._booted, inst)
+
+    def _release_held(self, g: Group) -> None:
+        """Boot held instances of an external group as far as the region's capacity now allows."""
+        for inst in g.instances:
+            if inst.held and inst.state != TERMINATED:
+                room = self._room(g.region, g.instance_type)
+                if room is not None and room < 1:
+                    return
+                inst.held = False
+                self._boot(inst, self._now())
 
     def _running(self, inst: Instance) -> None:
         if inst.state == PENDING:
@@ -362,3 +383,6 @@ class CloudModel:
         if g is not None:
             g.instances = [i for i in g.instances if i is not inst]
         self._on_terminated(inst, why)
+        for other in self.groups.values():  # the freed room may let a held instance boot
+            if other.external and other.region == inst.region and other.instance_type == inst.instance_type:
+                self._release_held(other)
