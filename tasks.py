@@ -29,16 +29,13 @@ def plan_addresses(c, spec=None):
     print_address_plan(load_spec(spec))
 
 
-@task(help={"spec": "path of the cluster spec (default: cluster.yaml)"})
+@task(help={"spec": "path of the cluster spec (default: cluster.yaml)", "out": "logs and plot (build/demo)"})
 @user_errors
-def demo(c, spec=None):
-    """Validate the spec and print the address plan (the end-to-end autoscaler demo replaces this)."""
-    from provision.loader import load_spec
-    from provision.report import print_address_plan, summary
+def demo(c, spec=None, out=None):
+    """The real autoscaler on an embedded AWS (moto) and a local Kubernetes API, a bursty workload (docs/demo.md)."""
+    from autoscaler.demo.run import main
 
-    cluster = load_spec(spec)
-    print(f"ok: {summary(cluster)}")
-    print_address_plan(cluster)
+    main(spec, out)
 
 
 # --- simulator (issue 7; docs/simulator.md) ----------------------------------------------------------------

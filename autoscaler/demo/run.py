@@ -1,0 +1,309 @@
+"""``make demo``: the real autoscaler process against an embedded AWS and a local Kubernetes API, end to end.
+
+1. the embedded AWS: a moto server on loopback (``aws_server``) where the first region has room for only a couple
+   of its 8-GPU instances (InsufficientInstanceCapacity beyond that, recorded as failed scaling activities);
+2. a local bootstrap of the spec's node groups in moto in every region (``bootstrap``; not Terraform);
+3. the Kubernetes API emulator driven by the cluster model, following moto's instances (a node registers once
+   its instance exists and has booted; time compressed);
+4. the REAL ``autoscaler run`` process pointed at both;
+5. three waves of jobs (``workload``); live progress: pending pods, nodes per group and region, and every scale
+   decision and capacity failure as it happens; then a summary and a timeline plot.
+
+No network but loopback; every process it starts is stopped at the end, on failure and on Ctrl-C. It fails
+loudly (exit status 1) when the autoscaler does not bring capacity for every pod in time.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from autoscaler.demo.bootstrap import create_groups
+from autoscaler.demo.processes import Child, ChildError, Children
+from autoscaler.demo.timeline import plot_timeline
+from autoscaler.demo.watch import Decision, Watcher
+from autoscaler.demo.workload import Wave, wave_pods, waves
+from autoscaler.sim.workload import NAMESPACE
+from provision.errors import UserError
+from provision.loader import load_spec
+from provision.spec import Cluster as Spec
+
+COMPRESSION = 60.0  # model seconds per real second: a 4.5-minute GPU boot takes 4.5 s
+SCAN_INTERVAL = "2s"
+
+
+class DemoFailed(UserError):
+    """The demo ran but the autoscaler did not do its job: exit status 1."""
+
+    exit_code = 1
+
+
+def capacity_limits(spec: Spec) -> dict[tuple[str, str], int]:
+    """The first region's 8-GPU types the workload uses: room for 2 instances of the preferred one, none of the
+    others, so the sweep has to spill over to the next region."""
+    first = spec.spill_over_order[0]
+    groups = sorted(
+        (
+            g
+            for g in spec.region(first).node_groups
+            if g.gpus >= 8 and all(t.key == "nvidia.com/gpu" for t in g.taints)
+        ),
+        key=lambda g: -g.priority,
+    )
+    return {(first, g.instance_type): (2 if i == 0 else 0) for i, g in enumerate(groups)}
+
+
+def _child_env() -> dict[str, str]:
+    loopback = "127.0.0.1,localhost"
+    return {
+        "AWS_ACCESS_KEY_ID": "demo",
+        "AWS_SECRET_ACCESS_KEY": "demo",
+        "AWS_DEFAULT_REGION": "us-west-2",
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "NO_PROXY": loopback,
+        "no_proxy": loopback,
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+def _wait_for_log(child: Child, message: str, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    needle = f'"message":"{message}"'
+    while time.monotonic() < deadline:
+        if child.log_path.exists() and needle in child.log_path.read_text():
+            return
+        if not child.running():
+            raise DemoFailed(f"{child.name} exited with status {child.proc.returncode}; see {child.log_path}")
+        time.sleep(0.2)
+    raise DemoFailed(f"{child.name} did not start within {timeout_s:.0f} s; see {child.log_path}")
+
+
+def _status_table(watcher: Watcher, regions: list[str]) -> Table:
+    sample = watcher.samples[-1] if watcher.samples else None
+    table = Table(title=f"t={watcher.now():5.1f}s  " + _counts(sample), title_justify="left")
+    table.add_column("group")
+    table.add_column("region")
+    table.add_column("nodes", justify="right")
+    for group, n in sorted((sample.nodes_by_group if sample else {}).items()):
+        region = next((r for r in regions if f"-{r}-" in group), "?")
+        table.add_row(group, region, str(n))
+    return table
+
+
+def _counts(sample) -> str:
+    if sample is None:
+        return ""
+    gpus = ", ".join(f"{r} {g}" for r, g in sorted(sample.gpus_by_region.items()))
+    return f"pods pending {sample.pending}, running {sample.running}, done {sample.done}; GPUs: {gpus}"
+
+
+def _say(console: Console, d: Decision) -> None:
+    style = {"scale": "green", "failure": "red", "error": "yellow"}[d.kind]
+    console.print(f"[{style}]{d.t:6.1f}s  {d.text}")
+
+
+def run_demo(
+    spec_path: str | None = None, out_dir: str | Path = "build/demo", deadline_s: float = 75.0
+) -> dict:
+    """Run the demo; returns its summary. Raises DemoFailed (exit 1) when capacity never came."""
+    spec = load_spec(spec_path)
+    regions = list(spec.spill_over_order)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    console = Console(width=None if sys.stdout.isatty() else 140)
+    env = _child_env()
+    os.environ.update({k: v for k, v in env.items() if k in ("NO_PROXY", "no_proxy")})
+    limits = capacity_limits(spec)
+    py = sys.executable
+    with Children() as children:
+        console.rule("make demo: the real autoscaler on an embedded AWS and a local Kubernetes API")
+        aws = children.start(
+            Child(
+                "aws",
+                [
+                    py,
+                    "-m",
+                    "autoscaler.demo.aws_server",
+                    *[f"--limit={r}/{t}={n}" for (r, t), n in limits.items()],
+                ],
+                out,
+                env,
+            )
+        )
+        url = aws.ready_line(60)["url"]
+        room = ", ".join(f"{n} {t}" for (_, t), n in limits.items())
+        console.print(
+            f"embedded AWS (moto) at {url}; {regions[0]} has room for: {room} (InsufficientInstanceCapacity beyond)"
+        )
+        names = create_groups(spec, url, regions)
+        console.print(
+            f"local bootstrap (not Terraform): {len(names)} Auto Scaling groups in {', '.join(regions)}"
+        )
+        kubeconfig = out / "kubeconfig"
+        emulator = children.start(
+            Child(
+                "emulator",
+                [
+                    py,
+                    "-m",
+                    "autoscaler.emulator",
+                    "--follow-aws",
+                    url,
+                    "--cluster-name",
+                    spec.name,
+                    "--regions",
+                    ",".join(regions),
+                    "--compression",
+                    str(COMPRESSION),
+                    "--follow-interval",
+                    "0.5",
+                    "--kubeconfig",
+                    str(kubeconfig),
+                ],  # fmt: skip
+                out,
+                env,
+            )
+        )
+        api_url = emulator.ready_line(60)["url"]
+        console.print(
+            f"Kubernetes API emulator at {api_url} (model time x{COMPRESSION:g}), kubeconfig {kubeconfig}"
+        )
+        autoscaler = children.start(
+            Child(
+                "autoscaler",
+                [
+                    py,
+                    "-m",
+                    "autoscaler",
+                    "run",
+                    "--cluster-name",
+                    spec.name,
+                    "--regions",
+                    ",".join(regions),
+                    "--kubeconfig",
+                    str(kubeconfig),
+                    "--aws-endpoint-url",
+                    url,
+                    "--scan-interval",
+                    SCAN_INTERVAL,
+                    "--metrics-port",
+                    "0",
+                    "--log-level",
+                    "info",
+                ],  # fmt: skip
+                out,
+                env,
+            )
+        )
+        _wait_for_log(autoscaler, "running", 60)
+        console.print(f"autoscaler run: pid {autoscaler.proc.pid}, log {autoscaler.log_path}")
+        core = k8s.CoreV1Api(k8s_config.new_client_from_config(config_file=str(kubeconfig)))
+        summary = _drive(console, core, url, regions, autoscaler, deadline_s)
+    plot = plot_timeline(
+        out / "timeline.png", summary.pop("_samples"), summary.pop("_decisions"),
+        [(w.at_s, w.title) for w in waves()], regions,
+    )  # fmt: skip
+    summary["timeline"] = str(plot)
+    _print_summary(console, summary)
+    return summary
+
+
+def _drive(
+    console: Console, core, aws_url: str, regions: list[str], autoscaler: Child, deadline_s: float
+) -> dict:
+    plan = waves()
+    pods_of = {w.title: wave_pods(w) for w in plan}
+    names_of = {
+        w.title: {p["metadata"]["name"] for p in pods} for w, pods in zip(plan, pods_of.values(), strict=True)
+    }
+    total = sum(len(p) for p in pods_of.values())
+    watcher = Watcher(core, aws_url, regions, autoscaler.log_path)
+    submitted: list[Wave] = []
+    all_running_at: dict[str, float] = {}
+    live = Live(console=console, refresh_per_second=4, transient=True) if console.is_terminal else None
+    last_status = -10.0
+    if live:
+        live.start()
+    try:
+        while True:
+            now = watcher.now()
+            for wave in plan:
+                if wave not in submitted and now >= wave.at_s:
+                    for pod in pods_of[wave.title]:
+                        core.create_namespaced_pod(NAMESPACE, pod, _preload_content=False)
+                    submitted.append(wave)
+                    console.print(
+                        f"[bold]{now:6.1f}s  submitted {wave.title}: {len(wave.jobs)} jobs, {wave.gpus} GPUs, {len(pods_of[wave.title])} pods"
+                    )
+            sample = watcher.look()
+            for d in watcher.new_decisions():
+                _say(console, d)
+            phases = watcher.phases
+            for wave in submitted:
+                if wave.title not in all_running_at and all(
+                    phases.get(n) in ("Running", "Succeeded") for n in names_of[wave.title]
+                ):
+                    all_running_at[wave.title] = now
+                    console.print(
+                        f"[bold green]{now:6.1f}s  every pod of '{wave.title}' is running ({now - wave.at_s:.1f}s after it was submitted)"
+                    )
+            if live:
+                live.update(_status_table(watcher, regions))
+            elif now - last_status >= 5:
+                console.print(f"{now:6.1f}s  {_counts(sample)}")
+                last_status = now
+            if len(submitted) == len(plan) and len(all_running_at) == len(plan):
+                break
+            if not autoscaler.running():
+                raise DemoFailed(
+                    f"the autoscaler exited with status {autoscaler.proc.returncode}; see {autoscaler.log_path}"
+                )
+            if now - plan[-1].at_s > deadline_s:
+                raise DemoFailed(
+                    f"the autoscaler never brought capacity: {sample.pending} of {total} pods still pending "
+                    f"{deadline_s:.0f} s after the last wave; see {autoscaler.log_path}"
+                )
+            time.sleep(0.3)
+    finally:
+        if live:
+            live.stop()
+    last = watcher.samples[-1]
+    return {
+        "seconds": round(watcher.now(), 1),
+        "pods": total,
+        "waves": {w.title: round(all_running_at[w.title] - w.at_s, 1) for w in plan},
+        "gpus_by_region": last.gpus_by_region,
+        "nodes_by_group": last.nodes_by_group,
+        "scale_decisions": sum(1 for d in watcher.decisions if d.kind == "scale"),
+        "capacity_failures": sum(1 for d in watcher.decisions if d.kind == "failure"),
+        "_samples": watcher.samples,
+        "_decisions": watcher.decisions,
+    }
+
+
+def _print_summary(console: Console, summary: dict) -> None:
+    console.rule("summary")
+    for title, seconds in summary["waves"].items():
+        console.print(f"'{title}': every pod running {seconds:.1f} s after submission")
+    gpus = ", ".join(f"{r}: {g}" for r, g in sorted(summary["gpus_by_region"].items()))
+    console.print(f"GPUs registered per region at the end: {gpus}")
+    console.print(
+        f"{summary['scale_decisions']} scale decisions, {summary['capacity_failures']} InsufficientInstanceCapacity "
+        f"failures absorbed by spill-over; {summary['pods']} pods; {summary['seconds']:.0f} s"
+    )
+    console.print(f"timeline plot: {summary['timeline']}")
+
+
+def main(spec: str | None = None, out: str | None = None) -> None:
+    try:
+        run_demo(spec, out or "build/demo")
+    except ChildError as e:
+        raise DemoFailed(str(e)) from None

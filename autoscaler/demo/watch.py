@@ -1,0 +1,149 @@
+"""What the demo shows while it runs: the cluster through the Kubernetes API, the autoscaler's decisions from its
+JSON log, and capacity failures from the Auto Scaling API; each look is one :class:`Sample` for the timeline."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import boto3
+
+from autoscaler.interfaces import NODE_GROUP_LABEL
+from autoscaler.sim.workload import NAMESPACE
+
+GPU = "nvidia.com/gpu"
+ACTIVITY_POLL_S = 1.5  # scaling activities are read this often (three regions, three calls)
+
+
+@dataclass
+class Sample:
+    t: float
+    pending: int
+    running: int
+    done: int
+    gpus_by_region: dict[str, int]
+    nodes_by_group: dict[str, int]
+
+
+@dataclass
+class Decision:
+    t: float
+    text: str
+    kind: str  # scale, failure, error
+
+
+@dataclass
+class Watcher:
+    core_api: object  # kubernetes.client.CoreV1Api
+    aws_url: str
+    regions: list[str]
+    autoscaler_log: Path
+    t0: float = field(default_factory=time.monotonic)
+    samples: list[Sample] = field(default_factory=list)
+    decisions: list[Decision] = field(default_factory=list)
+    _log_pos: int = 0
+    _seen_activities: set = field(default_factory=set)
+    _clients: dict = field(default_factory=dict)
+    _activities_at: float = float("-inf")
+    phases: dict[str, str] = field(default_factory=dict)  # pod name -> phase, at the last look
+
+    def now(self) -> float:
+        return time.monotonic() - self.t0
+
+    def _list(self, fn, *args) -> list[dict]:
+        """Raw JSON from the API (the client's model classes are slow to build for a live view)."""
+        return json.loads(fn(*args, _preload_content=False).data)["items"]
+
+    def look(self) -> Sample:
+        pods = self._list(self.core_api.list_namespaced_pod, NAMESPACE)
+        self.phases = {p["metadata"]["name"]: (p.get("status") or {}).get("phase", "Pending") for p in pods}
+        phases = Counter(self.phases.values())
+        by_group: Counter[str] = Counter()
+        by_region: Counter[str] = Counter()
+        for n in self._list(self.core_api.list_node):
+            labels = n["metadata"].get("labels") or {}
+            by_group[labels.get(NODE_GROUP_LABEL, "?")] += 1
+            gpus = int((n.get("status") or {}).get("allocatable", {}).get(GPU, 0))
+            by_region[labels.get("topology.kubernetes.io/region", "?")] += gpus
+        sample = Sample(
+            self.now(),
+            phases["Pending"],
+            phases["Running"],
+            phases["Succeeded"],
+            dict(by_region),
+            dict(by_group),
+        )
+        self.samples.append(sample)
+        return sample
+
+    def new_decisions(self) -> list[Decision]:
+        """Decisions and failures since the last call: the autoscaler's actions and the cloud's failed launches."""
+        out = self._from_log() + self._from_activities()
+        self.decisions.extend(out)
+        return out
+
+    def _from_log(self) -> list[Decision]:
+        if not self.autoscaler_log.exists():
+            return []
+        with self.autoscaler_log.open() as f:
+            f.seek(self._log_pos)
+            chunk = f.read()
+        complete = chunk[: chunk.rfind("\n") + 1]
+        self._log_pos += len(complete.encode())
+        out = []
+        for line in complete.splitlines():
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            msg = rec.get("message")
+            if msg == "action" and rec.get("action") == "set_desired":
+                verb = "scale up" if (rec.get("desired") or 0) > (rec.get("from") or 0) else "scale down"
+                out.append(
+                    Decision(
+                        self.now(), f"{verb} {rec['group']}: {rec.get('from')} -> {rec['desired']}", "scale"
+                    )
+                )
+            elif msg == "action" and rec.get("action") in ("taint", "terminate"):
+                out.append(
+                    Decision(
+                        self.now(), f"{rec['action']} {rec.get('node')} ({rec.get('reason', '')})", "scale"
+                    )
+                )
+            elif msg == "action failed" or rec.get("level") == "error":
+                out.append(Decision(self.now(), f"autoscaler: {msg}: {rec.get('error', '')}", "error"))
+        return out
+
+    def _client(self, region: str):
+        if region not in self._clients:
+            self._clients[region] = boto3.Session(
+                aws_access_key_id="demo", aws_secret_access_key="demo"
+            ).client("autoscaling", region_name=region, endpoint_url=self.aws_url)
+        return self._clients[region]
+
+    def _from_activities(self) -> list[Decision]:
+        if self.now() - self._activities_at < ACTIVITY_POLL_S:
+            return []
+        self._activities_at = self.now()
+        out = []
+        for region in self.regions:
+            for act in self._client(region).describe_scaling_activities()["Activities"]:
+                if act["ActivityId"] in self._seen_activities or act.get("StatusCode") != "Failed":
+                    continue
+                self._seen_activities.add(act["ActivityId"])
+                reason = act.get("Description", "").split("Status Reason: ")[-1]
+                what = act.get("Description", "").split(".")[0]
+                out.append(
+                    Decision(
+                        self.now(), f"AWS {region} {act['AutoScalingGroupName']}: {what}: {reason}", "failure"
+                    )
+                )
+        return out
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).strftime("%H:%M:%S")
