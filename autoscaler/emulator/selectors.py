@@ -63,12 +63,16 @@ FIELDS = {
     "spec.nodeName": lambda o: (o.get("spec") or {}).get("nodeName") or "",
     "status.phase": lambda o: (o.get("status") or {}).get("phase") or "",
     "spec.unschedulable": lambda o: str(bool((o.get("spec") or {}).get("unschedulable"))).lower(),
-    "involvedObject.name": lambda o: (o.get("involvedObject") or {}).get("name", ""),
-    "involvedObject.kind": lambda o: (o.get("involvedObject") or {}).get("kind", ""),
-    "involvedObject.namespace": lambda o: (o.get("involvedObject") or {}).get("namespace", ""),
     "reason": lambda o: o.get("reason", ""),
     "type": lambda o: o.get("type", ""),
+    "source": lambda o: (o.get("source") or {}).get("component", ""),
+    "reportingComponent": lambda o: o.get("reportingComponent", ""),
 }
+for _field in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath"):
+    # core/v1 Events by involvedObject, events.k8s.io/v1 by regarding (the same stored field)
+    FIELDS[f"involvedObject.{_field}"] = FIELDS[f"regarding.{_field}"] = lambda o, f=_field: (
+        o.get("involvedObject") or {}
+    ).get(f, "")
 
 
 def parse_field_selector(text: str | None):

@@ -7,6 +7,7 @@ import subprocess
 
 import pytest
 
+from autoscaler.model import ModelCluster
 from tests.autoscaler.model.builders import pod
 from tests.support import require_tool
 
@@ -98,3 +99,14 @@ def test_drain_respects_a_refusing_budget(kubectl, emu):
     assert "disruption budget" in out.stderr
     assert emu.model.pod("research", "guarded")["status"]["phase"] == "Running"
     assert emu.model.stats.evictions_refused >= 1
+
+
+def test_describe_pod_shows_the_autoscaler_events(kubectl, emu):
+    _submit(emu, "huge", gpus=9)
+    with emu.model.lock:
+        ModelCluster(emu.model).record_event(
+            emu.model.pod("research", "huge"), "NotTriggerScaleUp", "no group fits 9 GPUs", "Warning"
+        )
+    out = kubectl("describe", "pod", "huge", "-n", "research").stdout
+    events = out[out.index("Events:") :]
+    assert "NotTriggerScaleUp" in events and "no group fits 9 GPUs" in events
