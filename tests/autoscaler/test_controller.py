@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from autoscaler import metrics
 from autoscaler.controller import STATE_FAILURES_READ, STATE_GROUPS, Controller, ControllerConfig
 from autoscaler.core.config import PlannerConfig
 from autoscaler.interfaces import TO_BE_DELETED_TAINT
@@ -44,6 +45,10 @@ def world(pods=(), *, clock, cpu_nodes=1):
         cloud.groups["c-us-west-2-cpu"]["desired"] += 1
         nodes.append(node(f"cpu-{i}", cloud.groups["c-us-west-2-cpu"], iid, created=T0 - timedelta(hours=1)))
     return FakeCluster(pods=pods, nodes=nodes), cloud
+
+
+def sample(name, **labels):
+    return metrics.REGISTRY.get_sample_value(name, labels)
 
 
 def controller(cluster, cloud, clock, **kw):
@@ -135,6 +140,7 @@ def test_an_idle_node_is_tainted_then_terminated_and_deleted():
     second = ctl.run_once()
     assert [(s["node"], s["action"]) for s in second.plan["scale_down"]] == [("gpu-0", "taint")]
     assert any(t["key"] == TO_BE_DELETED_TAINT for t in cluster.nodes["gpu-0"]["spec"]["taints"])
+    assert sample("autoscaler_nodes", group="c-us-west-2-v100", state="draining") == 1
     clock.advance(10)
     ctl.run_once()
     assert ("terminate", "c-us-west-2-v100", iid) in cloud.changes
@@ -250,6 +256,8 @@ def test_capacity_failure_spills_over_and_its_state_survives_a_restart():
     controller(cluster, cloud, clock).run_once()
     assert cloud.groups["c-us-west-2-v100"]["desired"] == 0
     assert cloud.groups["c-us-east-1-v100"]["desired"] == 2
+    assert sample("autoscaler_group_backoff", group="c-us-west-2-v100") == 1
+    assert sample("autoscaler_group_backoff", group="c-us-east-1-v100") is None
     saved = json.loads(cluster.state[STATE_GROUPS])["c-us-west-2-v100"]
     assert saved["failures"] == 1 and saved["last_failure"]["reason"] == "insufficient-capacity"
     clock.advance(10)

@@ -1,0 +1,52 @@
+from argparse import Namespace
+from pathlib import Path
+
+import pytest
+import yaml
+
+from autoscaler.commands.live_options import COMMON, RUN, UsageError, namespace, parse_duration, resolve
+
+DURATIONS = yaml.safe_load((Path(__file__).parent / "durations.yaml").read_text())
+
+
+@pytest.mark.parametrize(("text", "seconds"), DURATIONS, ids=[str(d[0]) or "empty" for d in DURATIONS])
+def test_parse_duration(text, seconds):
+    if seconds is None:
+        with pytest.raises(ValueError, match="is not a duration"):
+            parse_duration(str(text))
+    else:
+        assert parse_duration(str(text)) == pytest.approx(seconds)
+
+
+def args(**given) -> Namespace:
+    return Namespace(**{o.dest: given.get(o.dest) for o in COMMON + RUN})
+
+
+def test_a_flag_wins_over_its_variable_and_the_variable_over_the_default():
+    env = {"AUTOSCALER_CLUSTER_NAME": "dlr", "AUTOSCALER_REGIONS": "us-west-2,us-east-1",
+           "AUTOSCALER_SCAN_INTERVAL": "30s", "AUTOSCALER_DRY_RUN": "true",
+           "AUTOSCALER_WARM_POOL": "a=1,b=2"}  # fmt: skip
+    opts = resolve(args(scan_interval="5s"), COMMON + RUN, environ=env)
+    assert opts["scan_interval"] == 5 and opts["regions"] == ["us-west-2", "us-east-1"]
+    assert opts["dry_run"] is True and opts["warm_pool"] == {"a": 1, "b": 2}
+    assert opts["idle_threshold"] == 600 and opts["metrics_port"] == 8085 and opts["leader_elect"] is False
+
+
+def test_every_problem_is_one_line():
+    with pytest.raises(UsageError) as e:
+        resolve(args(metrics_port="70000", max_scale_in_fraction="2"), COMMON + RUN,
+                environ={"AUTOSCALER_DRY_RUN": "perhaps"})  # fmt: skip
+    assert e.value.lines == [
+        "--cluster-name (or AUTOSCALER_CLUSTER_NAME) is required",
+        "--regions (or AUTOSCALER_REGIONS) is required",
+        "--max-scale-in-fraction: 2 is not a fraction in (0, 1]",
+        "AUTOSCALER_DRY_RUN: 'perhaps' is not true or false",
+        "--metrics-port: 70000 is not a port (1-65535, or 0 for none)",
+    ]
+    assert e.value.exit_code == 2
+
+
+def test_namespace():
+    assert namespace("x", {"POD_NAMESPACE": "y"}) == "x"
+    assert namespace(None, {"POD_NAMESPACE": "y"}) == "y"
+    assert namespace(None, {}) == "research-autoscaler"
