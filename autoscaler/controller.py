@@ -123,6 +123,7 @@ class Controller:
             if snapshot is not None:
                 result.plan = self._plan(snapshot, result)
             if result.plan is not None:
+                result.pending_pods = _pending(snapshot["pods"])
                 self._act(result.plan, pods, snapshot, result)
                 self._observe(result.plan, snapshot, result)
         except Exception as e:  # noqa: BLE001 - one bad pass must not end the process; logged and counted
@@ -237,7 +238,7 @@ class Controller:
         self._forget_removed_nodes(nodes, groups, result)
         for event in plan.get("events") or []:
             self._event(event, pods, result)
-        self._persist(plan, result)
+        self._persist(plan, snapshot, result)
 
     def _do(self, result: LoopResult, action: dict, fn, *args) -> bool:
         """Record ``action`` and, unless dry-run (or no longer the leader), carry it out."""
@@ -373,7 +374,7 @@ class Controller:
         if len(self._events_sent) > 4 * max(1, len(pods)):  # forget pods that are gone
             self._events_sent = {k: v for k, v in self._events_sent.items() if k[0] in pods}
 
-    def _persist(self, plan: dict, result: LoopResult) -> None:
+    def _persist(self, plan: dict, snapshot: dict, result: LoopResult) -> None:
         if self.config.dry_run or not self._may_act():
             return
         data = {
@@ -383,34 +384,51 @@ class Controller:
         self._call(result, "write state", self.cluster.write_state, data)
         write_status = getattr(self.cluster, "write_status", None)
         if write_status is not None:
-            self._call(result, "write status", write_status, self._status(plan, result))
+            self._call(result, "write status", write_status, self._status(plan, snapshot, result))
 
-    def _status(self, plan: dict, result: LoopResult) -> dict[str, str]:
-        """The status ConfigMap's data: one JSON document per group, and a summary."""
+    def _status(self, plan: dict, snapshot: dict, result: LoopResult) -> dict[str, str]:
+        """The status ConfigMap's data: a summary, and one JSON document per group (sizes, nodes, what this pass
+        asked of it, and its failure and back-off state when it has one)."""
         out = {
             "summary": json.dumps(
                 {
                     "time": _iso(result.now),
+                    "pending_pods": result.pending_pods,
                     "scale_up": plan.get("scale_up") or {},
                     "unschedulable_pods": len(plan.get("unschedulable") or []),
                     "scale_down": len(plan.get("scale_down") or []),
+                    "errors": len(result.errors),
                 },
                 sort_keys=True,
             )
         }
-        for group, state in sorted((plan.get("group_state") or {}).items()):
-            out[f"group.{group}"] = json.dumps(state, sort_keys=True)
+        registered: dict[str, int] = {}
+        for n in snapshot["nodes"]:
+            group = ((n.get("metadata") or {}).get("labels") or {}).get(NODE_GROUP_LABEL)
+            if group:
+                registered[group] = registered.get(group, 0) + 1
+        states = plan.get("group_state") or {}
+        for g in sorted(snapshot["groups"], key=lambda g: g["name"]):
+            name = g["name"]
+            doc = {
+                "region": g["region"],
+                "instance_type": g["instance_type"],
+                "min": g["min"],
+                "max": g["max"],
+                "desired": (plan.get("desired") or {}).get(name, g["desired"]),
+                "instances": len(g.get("instances") or []),
+                "nodes": registered.get(name, 0),
+                "scale_up": (plan.get("scale_up") or {}).get(name, 0),
+                "health": "backed-off" if _backed_off(states.get(name), result.now) else "ok",
+            }
+            if name in states:
+                doc["failure_state"] = states[name]
+            out[f"group.{name}"] = json.dumps(doc, sort_keys=True)
         return out
 
     # -- observing ---------------------------------------------------------------------------------------------
     def _observe(self, plan: dict, snapshot: dict, result: LoopResult) -> None:
-        pending = sum(
-            1
-            for p in snapshot["pods"]
-            if (p.get("status") or {}).get("phase", "Pending") == "Pending"
-            and not (p.get("spec") or {}).get("nodeName")
-        )
-        result.pending_pods = pending
+        pending = result.pending_pods
         metrics.PENDING_PODS.set(pending)
         metrics.UNSCHEDULABLE_PODS.set(len(plan.get("unschedulable") or []))
         regions = {g["name"]: g["region"] for g in snapshot["groups"]}
@@ -426,8 +444,7 @@ class Controller:
             metrics.NODES.labels(group, state).set(n)
         metrics.BACKOFF.clear()
         for group, state in (plan.get("group_state") or {}).items():
-            until = _parse_iso((state or {}).get("backoff_until"))
-            metrics.BACKOFF.labels(group).set(1 if until and until > result.now else 0)
+            metrics.BACKOFF.labels(group).set(1 if _backed_off(state, result.now) else 0)
         if self._notifier is not None and not self.config.dry_run:
             self._notifier.plan_done(plan, result)
         log.info(
@@ -441,6 +458,20 @@ class Controller:
                 "dry_run": self.config.dry_run,
             },
         )
+
+
+def _pending(pods: list[dict]) -> int:
+    return sum(
+        1
+        for p in pods
+        if (p.get("status") or {}).get("phase", "Pending") == "Pending"
+        and not (p.get("spec") or {}).get("nodeName")
+    )
+
+
+def _backed_off(state: dict | None, now: datetime) -> bool:
+    until = _parse_iso((state or {}).get("backoff_until"))
+    return bool(until and until > now)
 
 
 class _Refused(Exception):

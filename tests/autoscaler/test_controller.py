@@ -77,6 +77,11 @@ def test_pending_gpu_pods_scale_the_first_region_and_explain_it():
         cluster.state[STATE_FAILURES_READ] == "2026-03-02T09:00:00Z"
     )  # the injected clock, not the system's
     assert json.loads(cluster.status["summary"])["scale_up"] == {"c-us-west-2-v100": 3}
+    assert json.loads(cluster.status["summary"])["pending_pods"] == 3
+    assert json.loads(cluster.status["group.c-us-west-2-v100"]) == {
+        "region": "us-west-2", "instance_type": "p3.16xlarge", "min": 0, "max": 4, "desired": 3, "instances": 0,
+        "nodes": 0, "scale_up": 3, "health": "ok"}  # fmt: skip
+    assert json.loads(cluster.status["group.c-us-west-2-cpu"])["nodes"] == 1
     assert result.pending_pods == 3
 
 
@@ -257,6 +262,8 @@ def test_capacity_failure_spills_over_and_its_state_survives_a_restart():
     assert cloud.groups["c-us-west-2-v100"]["desired"] == 0
     assert cloud.groups["c-us-east-1-v100"]["desired"] == 2
     assert sample("autoscaler_group_backoff", group="c-us-west-2-v100") == 1
+    status = json.loads(cluster.status["group.c-us-west-2-v100"])
+    assert status["health"] == "backed-off" and status["failure_state"]["failures"] == 1
     assert sample("autoscaler_group_backoff", group="c-us-east-1-v100") is None
     saved = json.loads(cluster.state[STATE_GROUPS])["c-us-west-2-v100"]
     assert saved["failures"] == 1 and saved["last_failure"]["reason"] == "insufficient-capacity"
