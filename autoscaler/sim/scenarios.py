@@ -31,11 +31,11 @@ def burst_scenario(spec: Spec, *, ice_limit: int = 6) -> Scenario:
     shapes = [1] * 12 + [4] * 4 + [8] * 4
     for i, g in enumerate(shapes):
         jobs.append(Job(f"job-{len(jobs):05d}", 3600 + 5 * i, g, 3600 + 300 * (i % 4)))
-    # 1,600 GPUs: a sweep of 64 jobs of 8 GPUs, 48 jobs of 16 GPUs (Indexed Jobs of 2 pods), 16 jobs of 20 GPUs
+    # 1,600 GPUs at once: a sweep of 64 jobs of 8 GPUs, 48 of 16 (Indexed Jobs of 2 pods), 16 of 20 (3 pods)
     start = 4 * 3600
     sweep = [8] * 64 + [16] * 48 + [20] * 16
     for i, g in enumerate(sweep):
-        jobs.append(Job(f"job-{len(jobs):05d}", start + i, g, 2 * 3600 + 600 * (i % 6)))
+        jobs.append(Job(f"job-{len(jobs):05d}", start, g, 2 * 3600 + 600 * (i % 6)))
     first = spec.spill_over_order[0]
     preferred = _preferred_big_type(spec, first)
     return Scenario(

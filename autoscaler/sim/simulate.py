@@ -59,7 +59,9 @@ class _Counting(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         self.count += 1
-        self.first = self.first or record.getMessage()
+        if self.first is None:
+            error = getattr(record, "error", None)
+            self.first = record.getMessage() + (f" ({error})" if error else "")
 
 
 def run_policy(scenario: Scenario, spec: Spec, policy: str, progress=None) -> RunRecord:

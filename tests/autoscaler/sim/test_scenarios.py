@@ -44,3 +44,5 @@ def test_ca_like_waits_on_the_group_that_has_no_capacity(burst):
     theirs = burst_to_running_s(records["ca-like"], big)
     assert theirs >= 15 * 60  # max-node-provision-time before it gives up on us-west-2
     assert ours < theirs
+    # one node group per loop against all of them in one pass
+    assert loops_to_request(records["ca-like"], big) > loops_to_request(records["batch"], big)
