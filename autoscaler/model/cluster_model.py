@@ -17,8 +17,7 @@ import threading
 from collections import deque
 from dataclasses import dataclass, field
 
-from autoscaler.catalog import instance_types
-from autoscaler.interfaces import NODE_GROUP_LABEL
+from autoscaler.model import objects as O
 from autoscaler.model import pods as P
 from autoscaler.model.clock import VirtualClock, WallClock, iso
 from autoscaler.model.cloud import CloudModel, Instance
@@ -27,7 +26,6 @@ from autoscaler.model.event_queue import EventQueue
 from autoscaler.model.scheduler import Scheduler
 from autoscaler.model.store import Invalid, NotFound, ObjectStore
 
-KUBELET_VERSION = "v1.31.4"
 STATE_CONFIGMAP = ("kube-system", "research-autoscaler-state")
 
 
@@ -196,65 +194,8 @@ class ClusterModel:
     # --- nodes -------------------------------------------------------------------------------------------
     def _register_node(self, inst: Instance) -> None:
         group = self.cloud.groups[inst.group]
-        spec = group.spec
-        name = f"ip-{inst.private_ip.replace('.', '-')}.{inst.region}.compute.internal"
-        itype = instance_types().get(inst.instance_type)
-        capacity = dict(spec["allocatable"])
-        if itype is not None:
-            capacity.update(cpu=str(itype.vcpu), memory=f"{int(itype.memory_gib * 1024 * 1024)}Ki")
-        labels = {
-            **spec.get("labels", {}),
-            NODE_GROUP_LABEL: group.name,
-            "kubernetes.io/hostname": name,
-            "kubernetes.io/os": "linux",
-            "kubernetes.io/arch": "amd64",
-            "topology.kubernetes.io/region": inst.region,
-            "topology.kubernetes.io/zone": inst.zone,
-            "node.kubernetes.io/instance-type": inst.instance_type,
-        }
-        now = iso(self.clock.now())
-        node = {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {"name": name, "labels": labels, "annotations": {}},
-            "spec": {
-                "providerID": f"aws:///{inst.zone}/{inst.id}",
-                "taints": copy.deepcopy(spec.get("taints", [])),
-            },
-            "status": {
-                "capacity": capacity,
-                "allocatable": dict(spec["allocatable"]),
-                "conditions": [
-                    {
-                        "type": "Ready",
-                        "status": "True",
-                        "reason": "KubeletReady",
-                        "message": "kubelet is posting ready status",
-                        "lastHeartbeatTime": now,
-                        "lastTransitionTime": now,
-                    }
-                ],
-                "addresses": [
-                    {"type": "InternalIP", "address": inst.private_ip},
-                    {"type": "Hostname", "address": name},
-                    {"type": "InternalDNS", "address": name},
-                ],
-                "nodeInfo": {
-                    "kubeletVersion": KUBELET_VERSION,
-                    "kubeProxyVersion": KUBELET_VERSION,
-                    "containerRuntimeVersion": "containerd://1.7.24",
-                    "operatingSystem": "linux",
-                    "architecture": "amd64",
-                    "osImage": "Ubuntu 22.04.5 LTS",
-                    "kernelVersion": "6.8.0-1019-aws",
-                    "machineID": inst.id,
-                    "systemUUID": inst.id,
-                    "bootID": inst.id,
-                },
-            },
-        }
-        if not node["spec"]["taints"]:
-            del node["spec"]["taints"]
+        node = O.node_object(inst, group.spec, self.clock.now())
+        name = node["metadata"]["name"]
         self.store.create("nodes", node)
         inst.node_name = name
         self._node_instance[name] = inst
@@ -265,35 +206,9 @@ class ClusterModel:
             self._start_daemon_pod(ds, node)
 
     def _start_daemon_pod(self, ds: dict, node: dict) -> None:
-        template = copy.deepcopy((ds.get("spec") or {}).get("template") or {})
-        spec = template.get("spec") or {}
-        labels = node["metadata"]["labels"]
-        if any(labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
-            return
-        meta = template.get("metadata") or {}
-        ds_meta = ds["metadata"]
-        pod = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "name": f"{ds_meta['name']}-{node['metadata']['name'].split('.')[0]}",
-                "namespace": ds_meta.get("namespace", "default"),
-                "labels": dict(meta.get("labels") or {}),
-                "annotations": dict(meta.get("annotations") or {}),
-                "ownerReferences": [
-                    {
-                        "apiVersion": "apps/v1",
-                        "kind": "DaemonSet",
-                        "name": ds_meta["name"],
-                        "uid": ds_meta.get("uid", ""),
-                        "controller": True,
-                        "blockOwnerDeletion": True,
-                    }
-                ],
-            },
-            "spec": {**spec, "nodeName": node["metadata"]["name"]},
-        }
-        self.submit_pod(pod)
+        pod = O.daemon_pod(ds, node)
+        if pod is not None:
+            self.submit_pod(pod)
 
     def _instance_has_pods(self, inst: Instance) -> bool:
         return any(not P.is_daemonset(p) for p in self.scheduler.pods_on(inst.node_name or ""))
@@ -435,40 +350,7 @@ class ClusterModel:
         t = iso(now)
         pod["spec"]["nodeName"] = node_name
         node = self.store.find("nodes", None, node_name)
-        host_ip = next(
-            (
-                a["address"]
-                for a in (node or {}).get("status", {}).get("addresses", [])
-                if a["type"] == "InternalIP"
-            ),
-            "",
-        )
-        ready = {"status": "True", "lastProbeTime": None, "lastTransitionTime": t}
-        pod["status"] = {
-            "phase": "Running",
-            "hostIP": host_ip,
-            "podIP": host_ip,
-            "startTime": t,
-            "qosClass": pod["status"].get("qosClass", "Burstable"),
-            "conditions": [
-                {"type": "PodScheduled", **ready},
-                {"type": "Initialized", **ready},
-                {"type": "ContainersReady", **ready},
-                {"type": "Ready", **ready},
-            ],
-            "containerStatuses": [
-                {
-                    "name": c.get("name", "main"),
-                    "image": c.get("image", ""),
-                    "imageID": "",
-                    "ready": True,
-                    "started": True,
-                    "restartCount": 0,
-                    "state": {"running": {"startedAt": t}},
-                }
-                for c in pod["spec"].get("containers") or ()
-            ],
-        }
+        pod["status"] = O.running_status(pod, node, t)
         self.store.modified("pods", pod)
         self.stats.pods_bound += 1
         rec = self.records.get(pod["metadata"]["uid"])
@@ -488,16 +370,8 @@ class ClusterModel:
         status = pod["status"]
         if status.get("conditions"):
             return  # reported once; later passes do not churn resourceVersions
-        status["conditions"] = [
-            {
-                "type": "PodScheduled",
-                "status": "False",
-                "reason": "Unschedulable",
-                "message": f"0/{len(self.scheduler.nodes)} nodes are available: {why}.",
-                "lastProbeTime": None,
-                "lastTransitionTime": iso(self.clock.now()),
-            }
-        ]
+        message = f"0/{len(self.scheduler.nodes)} nodes are available: {why}."
+        status["conditions"] = [O.unschedulable_condition(message, iso(self.clock.now()))]
         self.store.modified("pods", pod)
         self._model_event(pod, "FailedScheduling", status["conditions"][0]["message"], "Warning")
 
@@ -508,29 +382,7 @@ class ClusterModel:
         uid = pod["metadata"]["uid"]
         self._running.pop(uid, None)
         self.scheduler.forget(pod)
-        status = pod["status"]
-        started = status.get("startTime") or t
-        status["phase"] = phase
-        if phase == "Failed":
-            status["reason"], status["message"] = reason, message
-            status.setdefault("conditions", []).append(
-                {
-                    "type": "DisruptionTarget",
-                    "status": "True",
-                    "reason": reason,
-                    "message": message,
-                    "lastTransitionTime": t,
-                }
-            )
-        for cond in status.get("conditions") or ():
-            if cond["type"] in ("Ready", "ContainersReady"):
-                cond.update(status="False", reason="PodCompleted", lastTransitionTime=t)
-        exit_code = 0 if phase == "Succeeded" else 137
-        for cs in status.get("containerStatuses") or ():
-            cs.update(ready=False, started=False)
-            cs["state"] = {
-                "terminated": {"exitCode": exit_code, "reason": reason, "startedAt": started, "finishedAt": t}
-            }
+        O.finish_status(pod["status"], phase, reason, message, t)
         self.store.modified("pods", pod)
         rec = self.records.get(uid)
         if rec is not None:
@@ -619,32 +471,8 @@ class ClusterModel:
     # --- events, state, leases and other plain objects ---------------------------------------------------
     def record_event(self, obj: dict, reason: str, message: str, type: str = "Normal") -> dict:
         """A core/v1 Event about ``obj`` (a pod or node)."""
-        meta = obj["metadata"]
-        ns = meta.get("namespace") or "default"
-        t = iso(self.clock.now())
-        event = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {
-                "name": f"{meta['name']}.{len(self._events) + self.store.resource_version:x}",
-                "namespace": ns,
-            },
-            "involvedObject": {
-                "apiVersion": obj.get("apiVersion", "v1"),
-                "kind": obj.get("kind", "Pod"),
-                "name": meta["name"],
-                "namespace": meta.get("namespace", ""),
-                "uid": meta.get("uid", ""),
-            },
-            "reason": reason,
-            "message": message,
-            "type": type,
-            "count": 1,
-            "firstTimestamp": t,
-            "lastTimestamp": t,
-            "source": {"component": "research-autoscaler"},
-            "reportingComponent": "research-autoscaler",
-        }
+        name = f"{obj['metadata']['name']}.{len(self._events) + self.store.resource_version:x}"
+        event = O.event_object(obj, name, reason, message, type, iso(self.clock.now()))
         return self.add_event(event)
 
     def add_event(self, event: dict) -> dict:
