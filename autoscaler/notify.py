@@ -36,6 +36,7 @@ class SlackNotifier:
         self._monotonic = monotonic
         self._sent: deque[float] = deque()
         self._suppressed = 0
+        self._told_stuck: set[str] = set()
         self._queue: queue.Queue[str | None] = queue.Queue(maxsize=100)
         self._thread = threading.Thread(target=self._worker, name="slack", daemon=True)
         self._thread.start()
@@ -50,7 +51,9 @@ class SlackNotifier:
         removed = [s["node"] for s in plan.get("scale_down") or [] if s.get("action") == "terminate"]
         if removed:
             self.send(f":arrow_down: removing {len(removed)} idle nodes: {', '.join(removed[:10])}")
-        stuck = plan.get("unschedulable") or []
+        stuck_now = plan.get("unschedulable") or []
+        stuck = [u for u in stuck_now if u["pod"] not in self._told_stuck]  # each stuck pod once
+        self._told_stuck = {u["pod"] for u in stuck_now}
         if stuck:
             first = stuck[0]
             more = f" (and {len(stuck) - 1} more)" if len(stuck) > 1 else ""

@@ -63,6 +63,12 @@ def test_scale_events_and_unschedulable_pods_are_posted(webhook):
     assert texts[2].startswith(":warning: alice/big cannot be scheduled: needs 16 nvidia.com/gpu") and (
         "(and 1 more)" in texts[2]
     )
+    plan["unschedulable"].append({"pod": "bob/huge", "reason": "needs 32 nvidia.com/gpu"})
+    notifier.plan_done({"unschedulable": plan["unschedulable"]}, SimpleNamespace(pending_pods=3))
+    notifier.flush()
+    assert [r["text"] for r in received[3:]] == [
+        ":warning: bob/huge cannot be scheduled: needs 32 nvidia.com/gpu"
+    ]
 
 
 def test_the_rate_limit_suppresses_and_then_summarizes(webhook):
