@@ -204,3 +204,48 @@ def test_the_invoke_task_prints_when_no_cluster_is_reachable(capsys, monkeypatch
     assert err.startswith("no reachable cluster") and str(deploy.OUT) in err
     tasks.deploy_autoscaler(Context(), dry_run=True)
     assert capsys.readouterr().out == out
+
+
+BLOCKER = """
+import importlib.abc, sys
+BLOCKED = set(sys.argv[1].split(","))
+class Blocker(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ImportError("not in the image: " + name)
+sys.meta_path.insert(0, Blocker())
+sys.argv = ["autoscaler"] + sys.argv[2:]
+from autoscaler.cli import main
+sys.exit(main())
+"""
+
+
+def test_the_image_command_needs_nothing_beyond_its_requirements(tmp_path):
+    """Run ``autoscaler`` with every installed package that the image lacks made unimportable."""
+    import subprocess
+    import sys
+    from importlib.metadata import packages_distributions
+
+    pins = _pins()
+    blocked = {"provision"} | {
+        name
+        for name, dists in packages_distributions().items()
+        if name.isidentifier() and name != "autoscaler"
+        and not any(canonicalize_name(d) in pins for d in dists)
+    }  # fmt: skip
+    assert {"moto", "jinja2", "invoke", "provision"} <= blocked
+    script = tmp_path / "image_autoscaler.py"
+    script.write_text(BLOCKER)
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "x",
+        "clusters": [{"name": "x", "cluster": {"server": "http://127.0.0.1:9"}}],
+        "users": [{"name": "x", "user": {"token": "t"}}],
+        "contexts": [{"name": "x", "context": {"cluster": "x", "user": "x"}}]}))  # fmt: skip
+    argv = [sys.executable, str(script), ",".join(sorted(blocked)), "run", "--cluster-name", "dlr",
+            "--regions", "us-west-2", "--kubeconfig", str(kubeconfig), "--once", "--dry-run"]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, timeout=60, check=False)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines()[-1].startswith(
+        "cannot list from the Kubernetes API at http://127.0.0.1:9"
+    )
