@@ -60,6 +60,7 @@ class Informer:
         self.synced = threading.Event()
         self.relists = 0  # full lists so far
         self.pages = 0  # list requests so far
+        self.watches = 0  # watch requests so far
 
     # -- reading ----------------------------------------------------------------------------------------------
     def items(self) -> list[dict]:
@@ -106,6 +107,7 @@ class Informer:
     def watch_once(self) -> None:
         """Apply changes from ``resource_version`` until the server closes the watch; Gone on 410."""
         self._watch = watch.Watch(return_type="object")  # events stay plain dicts
+        self.watches += 1
         try:
             stream = self._watch.stream(
                 self._list,

@@ -77,6 +77,17 @@ def test_watch_applies_changes_and_reports_pending_pods(kube, emu):
     wait_until(lambda: names(kube.list_pods()) == [])
 
 
+def test_a_watch_the_server_ends_resumes_from_its_version_without_relisting(kube, emu):
+    informer = kube.informers["pods"]
+    informer.watch_timeout_s = 1
+    informer.start()
+    assert informer.synced.wait(10)
+    wait_until(lambda: informer.watches >= 3)  # the server ended two watches (timeoutSeconds=1)
+    submit(emu, model_pod("after", gpus=16))
+    wait_until(lambda: names(informer.items()) == ["after"])
+    assert informer.relists == 1
+
+
 def test_an_expired_watch_relists(kube, emu):
     informer = kube.informers["pods"]
     informer.sync()
