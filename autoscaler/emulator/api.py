@@ -11,7 +11,6 @@ import base64
 import binascii
 import copy
 import json
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -385,39 +384,15 @@ class KubeApi:
                 gone = status_body(410, "Expired", f"too old resource version: {last} ({hub._oldest})")
                 return WatchStream(iter([{"type": "ERROR", "object": gone}]))
 
-        def stream() -> Iterator[dict]:
-            nonlocal last
-            yield from initial
-            deadline = time.monotonic() + timeout
-            last_sent = time.monotonic()
-            while not self.stopping:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return
-                out: list[dict] = []
-                with hub.cond:
-                    events = hub.events_after(res.store, last)
-                    if not events:
-                        hub.cond.wait(min(remaining, self.bookmark_interval_s, 0.5))
-                        events = hub.events_after(res.store, last)
-                    for rv, etype, obj in events:
-                        last = rv
-                        if matches(obj):
-                            out.append({"type": etype, "object": self._out(res, obj)})
-                    if not out and bookmarks and time.monotonic() - last_sent >= self.bookmark_interval_s:
-                        last = max(last, self.model.store.resource_version)
-                        out.append(
-                            {
-                                "type": "BOOKMARK",
-                                "object": {
-                                    "kind": res.kind,
-                                    "apiVersion": res.api_version,
-                                    "metadata": {"resourceVersion": str(last)},
-                                },
-                            }
-                        )
-                if out:
-                    last_sent = time.monotonic()
-                    yield from out
-
-        return WatchStream(stream())
+        return WatchStream(
+            hub.stream(
+                res.store,
+                last,
+                initial,
+                lambda obj: self._out(res, obj) if matches(obj) else None,
+                {"kind": res.kind, "apiVersion": res.api_version} if bookmarks else None,
+                timeout,
+                self.bookmark_interval_s,
+                lambda: self.stopping,
+            )
+        )

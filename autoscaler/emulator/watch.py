@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import copy
 import threading
+import time
 from collections import deque
+from collections.abc import Callable, Iterator
 
 from autoscaler.model import ClusterModel
 
@@ -54,3 +56,47 @@ class WatchHub:
                 self._log.pop(kind, None)
             self._oldest = rv
             return rv
+
+    def stream(
+        self,
+        kind: str,
+        last: int,
+        initial: list[dict],
+        render: Callable[[dict], dict | None],
+        bookmark: dict | None,
+        timeout_s: float,
+        bookmark_interval_s: float,
+        stopping: Callable[[], bool],
+    ) -> Iterator[dict]:
+        """Watch events of ``kind`` after resourceVersion ``last``: ``initial`` first, then each logged change
+        whose object ``render`` shows (None: filtered out), until ``timeout_s``. With ``bookmark``
+        (``{kind, apiVersion}``), a BOOKMARK at the current resourceVersion after each idle interval."""
+        yield from initial
+        deadline = time.monotonic() + timeout_s
+        last_sent = time.monotonic()
+        while not stopping():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            out: list[dict] = []
+            with self.cond:
+                events = self.events_after(kind, last)
+                if not events:
+                    self.cond.wait(min(remaining, bookmark_interval_s, 0.5))
+                    events = self.events_after(kind, last)
+                for rv, event_type, obj in events:
+                    last = rv
+                    shown = render(obj)
+                    if shown is not None:
+                        out.append({"type": event_type, "object": shown})
+                if not out and bookmark and time.monotonic() - last_sent >= bookmark_interval_s:
+                    last = max(last, self.model.store.resource_version)
+                    out.append(
+                        {
+                            "type": "BOOKMARK",
+                            "object": {**bookmark, "metadata": {"resourceVersion": str(last)}},
+                        }
+                    )
+            if out:
+                last_sent = time.monotonic()
+                yield from out
