@@ -63,8 +63,8 @@ def groups(kinds: int = 10, regions: list[str] | None = None, max_size: int = 20
     return out
 
 
-def node(name: str, g: dict, instance_id: str) -> dict:
-    zone = g["zones"][hash(name) % len(g["zones"])] if g["zones"] else None
+def node(name: str, g: dict, instance_id: str, index: int = 0) -> dict:
+    zone = g["zones"][index % len(g["zones"])] if g["zones"] else None
     alloc = catalog.instance_type(g["instance_type"]).allocatable()
     labels = dict(g["labels"], **{NODE_GROUP_LABEL: g["name"], "kubernetes.io/hostname": name})
     if zone:
@@ -106,9 +106,13 @@ def pod(
 
 
 def shapes(count: int, rng: random.Random, gpu_share: float = 0.5) -> list[tuple[dict, bool]]:
-    """``count`` distinct request shapes: (requests, needs a GPU toleration)."""
+    """``count`` distinct request shapes: (requests, needs a GPU toleration). At most about 2,900 exist."""
     out, seen = [], set()
+    tries = 0
     while len(out) < count:
+        tries += 1
+        if tries > 100 * count:
+            raise ValueError(f"cannot draw {count} distinct shapes (about 2,900 exist); ask for fewer")
         if rng.random() < gpu_share:
             gpus = rng.choice([1, 1, 2, 4, 8])
             req = {
@@ -149,7 +153,7 @@ def snapshot(
         g["instances"].append({"id": iid, "state": "InService", "launched_at": EARLIER})
         g["desired"] += 1
         g["max"] = max(g["max"], g["desired"])
-        items_nodes.append(node(name, g, iid))
+        items_nodes.append(node(name, g, iid, i // len(gs)))
         gpu = bool(g["taints"])
         for j in range(fill):
             req = {"cpu": "1", "memory": "2Gi"} | ({"nvidia.com/gpu": "1"} if gpu else {})

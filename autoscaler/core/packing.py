@@ -92,15 +92,66 @@ class Room:
         self.tmpl = tmpl
 
 
+STAGES = {EXISTING: 0, TAINTED: 1, UPCOMING: 2, NEW: 3}
+
+
+def _max_free(run: list[Bin]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for b in run:
+        for r, q in b.st.free.items():
+            if q > out.get(r, 0):
+                out[r] = q
+    return out
+
+
 class Packer:
-    def __init__(self, bins: list[Bin], rooms: list[Room], max_new: int):
-        self.bins = bins
+    """Bins in runs by (stage, template): first fit goes stage by stage, skipping whole templates a class cannot
+    use, and bins no pending pod fits on any more are retired from the scan (kept for the result)."""
+
+    def __init__(self, rooms: list[Room], max_new: int):
         self.rooms = rooms
         self.cap_left = max_new
         self.max_new = max_new
         self.journal: list | None = None
+        self.runs: dict[tuple[int, int], list[Bin]] = {}
+        self.bounds: dict[tuple[int, int], dict[str, int]] = {}  # per run: at least the free room of any node
+        self.order: list[tuple[int, int]] = []  # keys of runs, by stage then creation
+        self.retired: list[Bin] = []
+        self.floor: dict[str, int] = {}  # per resource, the least any pending class requests (all request it)
         self._static: dict = {}
         self._templates: dict = {}
+
+    @property
+    def bins(self) -> list[Bin]:
+        """Every bin, in first-fit order, then the retired ones."""
+        return [b for key in self.order for b in self.runs[key]] + self.retired
+
+    def add(self, b: Bin) -> tuple[list[Bin], int]:
+        """Append ``b`` to its run; (the run, b's index)."""
+        key = (STAGES[b.kind], b.tmpl)
+        run = self.runs.get(key)
+        if run is None:
+            run = self.runs[key] = []
+            self.bounds[key] = {}
+            self._insert_key(key)
+        run.append(b)
+        bound = self.bounds[key]
+        for r, q in b.st.free.items():
+            if q > bound.get(r, 0):
+                bound[r] = q
+        if self.journal is not None:
+            self.journal.append(lambda: run.remove(b) and None)
+        return run, len(run) - 1
+
+    def _insert_key(self, key: tuple[int, int]) -> None:
+        i = len(self.order)
+        while i > 0 and self.order[i - 1][0] > key[0]:
+            i -= 1
+        self.order.insert(i, key)
+
+    def _dead(self, b: Bin) -> bool:
+        free = b.st.free
+        return any(free.get(r, 0) < q for r, q in self.floor.items())
 
     # --- templates and static fit -----------------------------------------------------------------------------
     def template_id(self, labels: dict, taints: tuple) -> int:
@@ -139,10 +190,10 @@ class Packer:
 
             self.journal.append(undo)
 
-    def _insert(self, i: int, new: list[Bin]) -> None:
-        self.bins[i:i] = new
+    def _insert(self, run: list[Bin], i: int, new: list[Bin]) -> None:
+        run[i:i] = new
         if self.journal is not None:
-            self.journal.append(lambda: [self.bins.remove(b) for b in new] and None)
+            self.journal.append(lambda: [run.remove(b) for b in new] and None)
 
     # --- placing ----------------------------------------------------------------------------------------------
     def _apply(self, b: Bin, cls: PodClass, k: int) -> None:
@@ -150,8 +201,9 @@ class Packer:
         b.st.add(cls.shape, cls.matched, k)
         b.history.append((cls, k))
 
-    def _fill(self, i: int, b: Bin, cls: PodClass, c: int, n: int) -> tuple[int, int]:
-        """Put up to ``n`` pods, ``c`` per node, on the run of nodes ``b``; (placed, bins inserted before i)."""
+    def _fill(self, run: list[Bin], i: int, b: Bin, cls: PodClass, c: int, n: int) -> tuple[int, int]:
+        """Put up to ``n`` pods, ``c`` per node, on the run of nodes ``b`` (at ``run[i]``); (placed, bins
+        inserted before it)."""
         m = b.count
         if n >= c * m:
             self._apply(b, cls, c)
@@ -170,7 +222,7 @@ class Packer:
             piece.history.append((cls, k))
             inserted.append(piece)
         if inserted:
-            self._insert(i, inserted)
+            self._insert(run, i, inserted)
         return n, len(inserted)
 
     def place(self, cls: PodClass, n: int, region: str | None, allow_new: bool) -> int:
@@ -187,26 +239,44 @@ class Packer:
     def place_existing(self, cls: PodClass, n: int, region: str | None, zone: str | None = None) -> int:
         """First fit over the bins in order (existing, re-usable, upcoming, then new ones of this plan)."""
         placed = 0
-        bins = self.bins
         shape, matched = cls.shape, cls.matched
-        i = 0
-        while i < len(bins) and n > 0:
-            b = bins[i]
-            if (
-                (region is not None and b.region != region)
-                or (zone is not None and b.zone != zone)
-                or self.static(shape, b.labels, b.taints, b.tmpl, b.node) is not None
-            ):
-                i += 1
+        by_name = shape.by_name
+        for key in self.order:
+            if n <= 0:
+                break
+            run = self.runs[key]
+            if not run:
                 continue
-            c = capacity(shape, matched, b.st)
-            if c <= 0:
-                i += 1
+            bound = self.bounds[key]
+            if any(q > bound.get(r, 0) for r, q in shape.requests):
+                continue  # no node of the run has room for one pod
+            rep = run[0]
+            if not by_name and self.static(shape, rep.labels, rep.taints, rep.tmpl, None) is not None:
                 continue
-            got, ins = self._fill(i, b, cls, c, n)
-            placed += got
-            n -= got
-            i += ins + 1
+            before = placed
+            i = 0
+            while i < len(run) and n > 0:
+                b = run[i]
+                if (
+                    (region is not None and b.region != region)
+                    or (zone is not None and b.zone != zone)
+                    or (by_name and self.static(shape, b.labels, b.taints, b.tmpl, b.node) is not None)
+                ):
+                    i += 1
+                    continue
+                c = capacity(shape, matched, b.st)
+                if c <= 0:
+                    if self.journal is None and self._dead(b):
+                        self.retired.append(run.pop(i))
+                    else:
+                        i += 1
+                    continue
+                got, ins = self._fill(run, i, b, cls, c, n)
+                placed += got
+                n -= got
+                i += ins + 1
+            if placed == before and self.journal is None:
+                self.bounds[key] = _max_free(run)  # tighten: placements only ever lowered free room
         return placed
 
     def place_new(self, cls: PodClass, n: int, region: str | None, zone: str | None = None) -> int:
@@ -255,10 +325,8 @@ class Packer:
             self.journal.append(undo)
         room.new += take
         self.cap_left -= take
-        self.bins.append(run)
-        if self.journal is not None:
-            self.journal.append(lambda: self.bins.remove(run) and None)
-        self._fill(len(self.bins) - 1, run, cls, k, n)
+        runs, i = self.add(run)
+        self._fill(runs, i, run, cls, k, n)
 
     def group_order(self, cls: PodClass) -> list[tuple[Room, int]]:
         """Groups a new node for ``cls`` may come from, best first, with pods per node.

@@ -114,7 +114,7 @@ def scale_up(
                 keys_set[k] = None
     keys = list(keys_set)
     region_idx = {r: i for i, r in enumerate(snap.regions)}
-    packer = Packer([], [], config.max_new_nodes_per_loop)
+    packer = Packer([], config.max_new_nodes_per_loop)
     bins = _node_bins(snap, packer, bound, keys, config)
     for g in snap.groups:
         if upcoming.get(g.name, 0) > 0:
@@ -142,8 +142,12 @@ def scale_up(
         )
         for g in snap.groups
     ]
-    packer.bins, packer.rooms = bins, rooms
+    packer.rooms = rooms
+    for b in bins:
+        packer.add(b)
+    has_site = any(b.region == "" for b in bins)
     classes = build_classes(pending, keys, config.priority_cutoff)
+    packer.floor = _floor(classes.values())
     _sizes(classes.values(), snap)
     units = _units(classes.values())
     result = ScaleUp({}, {}, {}, [], [], [], classes=len(classes), pending=len(pending))
@@ -155,7 +159,7 @@ def scale_up(
                 running.setdefault(p.gang, []).append(p)
     for unit in units:
         if unit[0].gang is not None:
-            reason = _place_gang(unit, packer, snap, running.get(unit[0].gang, []), config)
+            reason = _place_gang(unit, packer, snap, running.get(unit[0].gang, []), config, has_site)
             if reason:
                 gang_notes[unit[0].gang] = reason
             continue
@@ -165,6 +169,15 @@ def scale_up(
         cls.placed = packer.place(cls, len(cls.pods), None, cls.may_scale_up)
     _collect(result, packer, classes.values(), snap.groups, config, gang_notes)
     return result
+
+
+def _floor(classes) -> dict[str, int]:
+    """Per resource that every class requests, the smallest request: a node with less free fits no pod."""
+    floor: dict[str, int] | None = None
+    for cls in classes:
+        req = dict(cls.shape.requests)
+        floor = req if floor is None else {r: min(q, req[r]) for r, q in floor.items() if r in req}
+    return floor or {}
 
 
 def _sizes(classes, snap: Snapshot) -> None:
@@ -199,7 +212,7 @@ def _units(classes) -> list[list[PodClass]]:
 
 
 def _place_gang(
-    members: list[PodClass], packer: Packer, snap: Snapshot, running: list[Pod], config
+    members: list[PodClass], packer: Packer, snap: Snapshot, running: list[Pod], config, has_site: bool
 ) -> str | None:
     """All members of a gang in one region, or none; the reason when none. ``running``: its bound members."""
     gang = members[0].gang
@@ -217,10 +230,7 @@ def _place_gang(
         n = nodes.get(p.node_name)
         if n is not None:
             locked.add(groups[n.group].region if n.group in groups else n.region or "")
-    if locked:
-        regions = sorted(locked)[:1]
-    else:
-        regions = ([""] if any(b.region == "" for b in packer.bins) else []) + list(snap.regions)
+    regions = sorted(locked)[:1] if locked else ([""] if has_site else []) + list(snap.regions)
     tried = []
     may_grow = all(c.may_scale_up for c in members)
     for region in regions:
@@ -253,7 +263,8 @@ def _collect(
     for room in packer.rooms:
         if room.new:
             result.new_nodes[room.group.name] = room.new
-    for b in packer.bins:
+    bins = packer.bins
+    for b in bins:
         if not b.history:
             continue
         if b.kind in (EXISTING, TAINTED):
@@ -287,8 +298,8 @@ def _collect(
                 cls,
                 groups,
                 config.priority_cutoff,
-                lambda cls=cls: nodes_summary(cls, packer.bins, packer.static),
+                lambda cls=cls: nodes_summary(cls, bins, packer.static),
             )
             for p in cls.pods[cls.placed :]:
                 result.unschedulable.append((p, reason))
-    result.bins = packer.bins
+    result.bins = bins
