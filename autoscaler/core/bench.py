@@ -38,6 +38,7 @@ CASES = [
     Case("gpu-mixed-5k", pods=5_000, shapes=40, nodes=0, gpu_share=1.0),
     Case("identical-20k", pods=20_000, shapes=1, nodes=0, gpu_share=0.0),
     Case("gangs-1k-of-8", pods=8_000, shapes=10, nodes=1_000, gang_size=8),
+    Case("many-shapes-10k-2000", pods=10_000, shapes=2_000, nodes=3_000),
 ]
 CONFIG = PlannerConfig(max_new_nodes_per_loop=1_000_000)
 
