@@ -66,19 +66,53 @@ def _parse(data: dict) -> Snapshot:
     nodes = [
         n
         for i, raw in enumerate(_items(data.get("nodes", []), "nodes", errors))
-        if (n := _node(raw, f"nodes[{i}]", by_instance, group_names, errors))
+        if (n := _guard(_node, f"nodes[{i}]", errors, raw, f"nodes[{i}]", by_instance, group_names, errors))
     ]
     pods = [
         p
         for i, raw in enumerate(_items(data.get("pods", []), "pods", errors))
-        if (p := _pod(raw, f"pods[{i}]", errors))
+        if (p := _guard(_pod, f"pods[{i}]", errors, raw, f"pods[{i}]", errors))
     ]
     pdbs = _items(data.get("pdbs") or [], "pdbs", errors)
-    failures = _failures(data.get("scaling_failures") or [], group_names, errors)
-    state = _group_state(data.get("group_state") or {}, group_names, errors)
+    failures = _guard(
+        _failures,
+        "snapshot.scaling_failures",
+        errors,
+        data.get("scaling_failures") or [],
+        group_names,
+        errors,
+    )
+    state = _guard(
+        _group_state, "snapshot.group_state", errors, data.get("group_state") or {}, group_names, errors
+    )
     if errors:
         raise SnapshotError(errors)
     return Snapshot(now, pods, nodes, groups, regions, pdbs, failures, state)
+
+
+def _strings(raw: object, where: str, errors: list[str]) -> dict[str, str]:
+    """Labels or annotations: a mapping of string to string."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in raw.items()
+    ):
+        errors.append(f'{where}: expected a mapping of string to string (quote values such as "true" or "4")')
+        return {}
+    return raw
+
+
+def _guard(parse, where: str, errors: list[str], *args):
+    """``parse(*args)``; a value of the wrong kind deep inside an object becomes one error line, not a traceback.
+    The parsers check the common mistakes themselves with precise messages; this catches the rest."""
+    try:
+        return parse(*args)
+    except (AttributeError, TypeError, ValueError, KeyError, IndexError) as e:
+        errors.append(
+            f"{where}: a field holds the wrong kind of value ({e}); give the object as kubectl prints it "
+            "(docs/snapshot.md)"
+        )
+        return None
 
 
 def _items(value: object, where: str, errors: list[str]) -> list:
@@ -124,7 +158,7 @@ def _groups(raw: object, errors: list[str]) -> list[Group]:
         if name in seen:
             errors.append(f"{w}.name: duplicate group name; each group appears once")
         seen.add(name)
-        group = _group(g, name, w, errors)
+        group = _guard(_group, w, errors, g, name, w, errors)
         if group:
             out.append(group)
     return out
@@ -152,10 +186,7 @@ def _group(g: dict, name: str, w: str, errors: list[str]) -> Group | None:
             errors.append(f"{w}.max: {hi} is below min {lo}; max must be at least min")
         elif not lo <= desired <= hi:
             errors.append(f"{w}.desired: {desired} is outside [min {lo}, max {hi}]")
-    labels = g.get("labels") or {}
-    if not isinstance(labels, dict):
-        errors.append(f"{w}.labels: expected a mapping of label to value")
-        labels = {}
+    labels = _strings(g.get("labels"), f"{w}.labels", errors)
     taints = parse_taints(g.get("taints"), f"{w}.taints", errors)
     info = catalog.instance_types().get(itype)
     alloc_raw = g.get("allocatable")
@@ -254,8 +285,8 @@ def _node(raw: object, where: str, by_instance: dict, groups: set, errors: list[
     n_err = len(errors)
     spec = raw.get("spec") or {}
     status = raw.get("status") or {}
-    labels = meta.get("labels") or {}
-    annotations = meta.get("annotations") or {}
+    labels = _strings(meta.get("labels"), f"{w}.metadata.labels", errors)
+    annotations = _strings(meta.get("annotations"), f"{w}.metadata.annotations", errors)
     alloc_raw = status.get("allocatable")
     if alloc_raw is None:
         alloc_raw = status.get("capacity")
@@ -271,6 +302,9 @@ def _node(raw: object, where: str, by_instance: dict, groups: set, errors: list[
             changed = parse_time(cond.get("lastTransitionTime"), f"{w}.status.conditions[Ready]", errors)
     created = parse_time(meta.get("creationTimestamp"), f"{w}.metadata.creationTimestamp", errors)
     provider = spec.get("providerID") or ""
+    if not isinstance(provider, str):
+        errors.append(f"{w}.spec.providerID: expected a string such as aws:///us-west-2a/i-0abc")
+        provider = ""
     instance_id = zone = None
     if provider.startswith("aws://"):
         parts = provider[len("aws://") :].strip("/").split("/")
@@ -304,12 +338,15 @@ def _pod(raw: object, where: str, errors: list[str]) -> Pod | None:
     if name is None:
         return None
     namespace = meta.get("namespace") or "default"
+    if not isinstance(namespace, str):
+        errors.append(f"{where}.metadata.namespace: expected a string")
+        return None
     w = f"{where} ({namespace}/{name})"
     n_err = len(errors)
     spec = raw.get("spec")
     status = raw.get("status") or {}
-    labels = meta.get("labels") or {}
-    annotations = meta.get("annotations") or {}
+    labels = _strings(meta.get("labels"), f"{w}.metadata.labels", errors)
+    annotations = _strings(meta.get("annotations"), f"{w}.metadata.annotations", errors)
     shape = parse_shape(spec, namespace, w, errors)
     owner_kind = owner_name = None
     for ref in meta.get("ownerReferences") or ():
@@ -317,6 +354,9 @@ def _pod(raw: object, where: str, errors: list[str]) -> Pod | None:
             owner_kind, owner_name = ref.get("kind"), ref.get("name")
     phase = status.get("phase") or "Pending"
     node_name = (spec or {}).get("nodeName") or None
+    if not isinstance(phase, str) or not (node_name is None or isinstance(node_name, str)):
+        errors.append(f"{w}: status.phase and spec.nodeName must be strings")
+        return None
     if phase == "Pending" and not node_name:
         if meta.get("deletionTimestamp"):
             phase = "Deleting"  # going away: nothing is launched for it
