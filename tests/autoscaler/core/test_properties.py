@@ -1,6 +1,6 @@
 """Properties of any plan, checked against an independent reading of the snapshot: no node over capacity, no
-group over its max, every placed pod's constraints hold on its node, gangs whole and in one region, and every
-pending pod either placed or reported."""
+group over its max, every placed pod's constraints hold on its node, gangs whole and in one region, every
+pending pod either placed or reported, and the same plan again from the same snapshot."""
 
 from __future__ import annotations
 
@@ -57,7 +57,10 @@ def _target(targets: dict, where: str) -> dict:
 @given(snapshots())
 def test_plan_properties(data: dict) -> None:
     config = PlannerConfig(max_new_nodes_per_loop=8)
-    result = plan(parse_snapshot(data), config)
+    snapshot = parse_snapshot(data)
+    result = plan(snapshot, config)
+    # pure: planning the same snapshot again gives the same plan (nothing in the snapshot was changed)
+    assert plan(snapshot, config).to_dict(placements=True) == result.to_dict(placements=True)
     pods = {f"lab/{p['metadata']['name']}": p for p in data["pods"]}
     targets = _targets(data)
     on: dict[str, list[dict]] = defaultdict(list)
