@@ -63,6 +63,9 @@ def _plan(snapshot: Snapshot, config: PlannerConfig) -> Plan:
     out.scale_up = {g: n for g, n in new_nodes.items() if n}
     for g in snapshot.groups:
         want = statuses[g.name].desired + new_nodes.get(g.name, 0)
+        # terminations (dead or never-registered instances) decrement the group: keep it at its minimum,
+        # which replaces those instances
+        want += max(0, g.min - (want - removed.get(g.name, 0)))
         if want != g.desired:
             out.desired[g.name] = want
         st = statuses[g.name].state
