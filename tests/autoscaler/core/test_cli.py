@@ -84,3 +84,27 @@ def test_the_autoscaler_package_does_not_import_provision() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_plan_text_shows_scale_down_and_back_off(tmp_path, capsys) -> None:
+    cases = Path(__file__).parent / "cases"
+    for name, wanted in [
+        (
+            "scale_down_two_steps",
+            ["Scale down:", "terminate n4 (cpu): still empty on re-check", "taint     n2 (cpu)"],
+        ),
+        (
+            "failure_spill_over",
+            [
+                "Backing off:",
+                "west: until 2025-01-31T12:01:00Z after 1 failure(s), last insufficient-capacity",
+            ],
+        ),
+        ("never_registered", ["terminate instance i-2 (west): not registered 1200s after launch"]),
+    ]:
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(yaml.safe_load((cases / f"{name}.yaml").read_text())["snapshot"]))
+        assert main(["plan", str(path)]) == 0
+        out = capsys.readouterr().out
+        for line in wanted:
+            assert line in out, f"{name}: {line!r} not in\n{out}"
