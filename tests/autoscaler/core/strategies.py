@@ -77,6 +77,16 @@ def pod(draw, name: str, node: str | None = None) -> dict:
                 ]
             }
         }
+    elif draw(st.integers(0, 5)) == 0:
+        labels["app"] = "spread"
+        spec["topologySpreadConstraints"] = [
+            {
+                "maxSkew": 2,
+                "topologyKey": "kubernetes.io/hostname",
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"app": "spread"}},
+            }
+        ]
     status = {"phase": "Pending"}
     if node:
         spec["nodeName"] = node

@@ -89,6 +89,8 @@ def test_plan_properties(data: dict) -> None:
         assert len(ports) <= 1, f"{where}: host port 8080 used twice"
         solo = [p for p in placed if p["metadata"]["labels"].get("app") == "solo"]
         assert len(solo) <= 1, f"{where}: anti-affinity broken"
+        spread = [p for p in placed if p["metadata"]["labels"].get("app") == "spread"]
+        assert len(spread) <= 2, f"{where}: hostname spread (maxSkew 2) broken"
         for p in placed:
             if p["spec"].get("nodeName"):
                 continue
