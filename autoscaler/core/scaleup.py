@@ -30,7 +30,6 @@ class ScaleUp:
     classes: int = 0
     pending: int = 0
     upcoming_used: dict[str, int] = field(default_factory=dict)
-    bins: list[Bin] = field(default_factory=list)
 
 
 def pending_pods(snap: Snapshot) -> list[Pod]:
@@ -302,4 +301,3 @@ def _collect(
             )
             for p in cls.pods[cls.placed :]:
                 result.unschedulable.append((p, reason))
-    result.bins = bins
