@@ -41,6 +41,7 @@ class ControllerConfig:
     regions: list[str] = field(default_factory=list)  # spill-over order; groups' other regions go last
     dry_run: bool = False
     failure_lookback_s: float = 900.0  # without persisted state: how far back to read failed activities
+    max_events_per_loop: int = 500  # pod Events written per pass; the rest go out in the next passes
 
 
 @dataclass
@@ -52,6 +53,7 @@ class LoopResult:
     actions: list[dict] = field(default_factory=list)  # what was done (or, in dry-run, would be done)
     errors: list[str] = field(default_factory=list)
     pending_pods: int = 0
+    events_written: int = 0
 
     @property
     def ok(self) -> bool:
@@ -360,7 +362,10 @@ class Controller:
         kind = "Warning" if event["reason"] == "NotTriggerScaleUp" else "Normal"
         if self.config.dry_run:
             return  # events are listed in the plan; a dry run writes nothing
+        if result.events_written >= self.config.max_events_per_loop:
+            return  # a burst of thousands of pods must not hold the pass up: not marked sent, so next pass
         if self._may_act():
+            result.events_written += 1
             self._call(
                 result,
                 f"event on {event['pod']}",

@@ -126,6 +126,19 @@ def test_an_unschedulable_pod_gets_a_warning_event_with_the_reason():
     assert "16 nvidia.com/gpu" in message
 
 
+def test_pod_events_are_capped_per_pass_and_the_rest_follow_in_later_passes():
+    clock = Clock()
+    cluster, cloud = world([pod(f"huge-{i}", gpus=16, selector=GPU_LABELS) for i in range(5)], clock=clock)
+    ctl = controller(cluster, cloud, clock, max_events_per_loop=2)
+    written = []
+    for _ in range(4):
+        ctl.run_once()
+        written.append(len(cluster.events))
+        clock.advance(10)
+    assert written == [2, 4, 5, 5]
+    assert sorted(e[0] for e in cluster.events) == [f"research/huge-{i}" for i in range(5)]
+
+
 def idle_gpu_world(clock):
     cluster, cloud = world(clock=clock, cpu_nodes=0)
     g = cloud.groups["c-us-west-2-v100"]
