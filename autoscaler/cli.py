@@ -14,8 +14,18 @@ import sys
 from autoscaler.commands import COMMANDS
 
 
+class OneLineErrorParser(argparse.ArgumentParser):
+    """argparse prints the usage and then the error; this prints one line (``--help`` shows the usage).
+
+    Subparsers are made of the same class, so every subcommand reports bad arguments the same way."""
+
+    def error(self, message: str):
+        print(f"{self.prog}: {message} (see --help)", file=sys.stderr)
+        raise SystemExit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrorParser(
         prog="autoscaler", description="Batch-optimized Kubernetes autoscaler for the research cluster."
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

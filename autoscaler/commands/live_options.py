@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import sys
 from dataclasses import dataclass
 
 ENV_PREFIX = "AUTOSCALER_"
@@ -159,17 +158,6 @@ def add_options(parser: argparse.ArgumentParser, options: list[Option]) -> None:
             parser.add_argument(
                 opt.flag, default=None, metavar=opt.dest.split("_")[-1].upper(), help=help_text
             )
-    _one_line_errors(parser)
-
-
-def _one_line_errors(parser: argparse.ArgumentParser) -> None:
-    """argparse prints the usage and then the error; we print one line (``--help`` shows the usage)."""
-
-    def error(message: str):
-        print(f"{parser.prog}: {message} (see --help)", file=sys.stderr)
-        raise SystemExit(2)
-
-    parser.error = error  # type: ignore[method-assign]
 
 
 def resolve(args: argparse.Namespace, options: list[Option], environ=os.environ) -> dict:
