@@ -17,6 +17,7 @@ capacity allows (so a capacity shortage can be shown behind an AWS that always l
 from __future__ import annotations
 
 import copy
+import ipaddress
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -91,6 +92,18 @@ class Group:
         out["desired"] = self.desired
         out["instances"] = [i.snapshot() for i in self.instances if i.state != TERMINATED]
         return out
+
+
+def _private_ip(g: Group, zone: str, n: int, group_index: int) -> str:
+    """An address for the ``n``-th instance: in its zone's private subnet when the group knows its VPC
+    (``x-vpc-cidr``; the subnet is the address plan's ``cidrsubnet(vpc, 3, zone index)``), else a made-up one."""
+    vpc = g.spec.get("x-vpc-cidr")
+    if not vpc:
+        return f"10.{group_index % 200 + 20}.{(n >> 8) & 255}.{n & 255}"
+    zones = g.spec.get("zones") or []
+    subnets = list(ipaddress.ip_network(vpc).subnets(prefixlen_diff=3))
+    subnet = subnets[zones.index(zone) if zone in zones else 0]
+    return str(subnet.network_address + 10 + n % (subnet.num_addresses - 20))
 
 
 def _fill_defaults(spec: dict) -> dict:
@@ -331,8 +344,7 @@ class CloudModel:
             launched_at=launched_at,
         )
         self._ips += 1
-        n = self._ips
-        inst.private_ip = f"10.{list(self.groups).index(group) % 200 + 20}.{(n >> 8) & 255}.{n & 255}"
+        inst.private_ip = _private_ip(g, zone, self._ips, list(self.groups).index(group))
         self.instances[instance_id] = inst
         self.history.append(inst)
         g.instances.append(inst)

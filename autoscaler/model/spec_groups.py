@@ -48,6 +48,7 @@ def groups_from_spec(spec: dict, regions: list[str] | None = None) -> list[dict]
                     "price_per_hour": itype.price_in(region["name"]),
                     "spot": bool(g.get("spot", False)),
                     "instances": [],
+                    "x-vpc-cidr": region["cidr"],  # the model's node addresses come from its subnets
                 }
             )
     return out

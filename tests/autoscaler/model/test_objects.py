@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ipaddress
+
 import pytest
 
 from autoscaler.model import ModelCluster
@@ -93,3 +95,16 @@ def test_watch_listeners_see_every_change_in_order():
     m.advance(5)
     assert [(k, e) for k, e, _ in seen] == [("pods", "ADDED"), ("pods", "MODIFIED"), ("pods", "MODIFIED")]
     assert [rv for _, _, rv in seen] == sorted(rv for _, _, rv in seen)
+
+
+def test_nodes_of_a_group_that_knows_its_vpc_get_addresses_of_their_zones_private_subnet():
+    m = model(group(desired=4, **{"x-vpc-cidr": "10.1.0.0/16"}))
+    m.advance(3600)
+    nodes = m.nodes()
+    assert len(nodes) == 4
+    for n in nodes:
+        ip = next(a["address"] for a in n["status"]["addresses"] if a["type"] == "InternalIP")
+        zone = n["metadata"]["labels"]["topology.kubernetes.io/zone"]
+        subnet = "10.1.0.0/19" if zone == "us-west-2a" else "10.1.32.0/19"  # cidrsubnet(vpc, 3, zone index)
+        assert ipaddress.ip_address(ip) in ipaddress.ip_network(subnet)
+        assert n["metadata"]["name"] == f"ip-{ip.replace('.', '-')}.us-west-2.compute.internal"
