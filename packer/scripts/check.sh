@@ -33,7 +33,9 @@ if ! kubelet --version 2>/dev/null | grep -qx "Kubernetes v${KUBERNETES_VERSION}
 fi
 command -v kubeadm >/dev/null || fail "kubeadm is not installed"
 [[ "$(sysctl -n net.ipv4.ip_forward)" == 1 ]] || fail "IPv4 forwarding is off"
-lsmod | grep -q '^br_netfilter' || fail "br_netfilter is not loaded"
+# /proc/modules rather than lsmod piped into grep -q: grep quits at the match and, under pipefail, lsmod's next write
+# (SIGPIPE) would fail the pipeline and report a loaded module as missing.
+grep -q '^br_netfilter ' /proc/modules || fail "br_netfilter is not loaded"
 command -v aws >/dev/null || fail "the AWS CLI is not installed"
 command -v mount.nfs4 >/dev/null || fail "the NFS client is not installed"
 
