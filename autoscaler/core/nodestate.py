@@ -76,13 +76,23 @@ def tainted_since(node: Node) -> datetime | None:
     return parse_time(node.annotations.get(TO_BE_DELETED_SINCE_ANNOTATION), "", [])
 
 
+def not_ready_for(n: Node, now: datetime) -> float:
+    """Seconds a NotReady node has been NotReady (since its Ready condition changed, else since it registered)."""
+    since = n.ready_changed_at or n.created_at or now
+    return (now - since).total_seconds()
+
+
+def is_dead(n: Node, now: datetime, config: PlannerConfig) -> bool:
+    """NotReady for the dead-node timeout or longer: the plan terminates it."""
+    return not n.ready and not_ready_for(n, now) >= config.dead_node_timeout_s
+
+
 def node_state(f: NodeFacts, now: datetime, config: PlannerConfig) -> tuple[str, str]:
     """(state, reason) of one registered node."""
     n = f.node
     if not n.ready:
-        since = n.ready_changed_at or n.created_at or now
-        age = (now - since).total_seconds()
-        if age >= config.dead_node_timeout_s:
+        age = not_ready_for(n, now)
+        if is_dead(n, now, config):
             return "dead", f"NotReady for {age:.0f}s (dead-node timeout {config.dead_node_timeout_s:g}s)"
         return "unready", f"NotReady for {age:.0f}s"
     work = f.workload()

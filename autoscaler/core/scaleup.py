@@ -13,6 +13,7 @@ from autoscaler.core.failures import GroupStatus
 from autoscaler.core.fit import NodeState, matching, selector_keys
 from autoscaler.core.model import Group, Node, Pod, Snapshot
 from autoscaler.core.names import TO_BE_DELETED_TAINT
+from autoscaler.core.nodestate import is_dead
 from autoscaler.core.packing import EXISTING, NEW, TAINTED, UPCOMING, Bin, Packer, PodClass, Room
 from autoscaler.core.reasons import nodes_summary, why_unplaced
 
@@ -53,11 +54,13 @@ def build_classes(pods: list[Pod], keys: list, cutoff: int) -> dict:
 
 
 def _booting(n: Node, now, config: PlannerConfig) -> bool:
-    """A registered node of a group that is not Ready yet, created less than the boot timeout ago."""
+    """A registered node of a group that is not Ready yet, created less than the boot timeout ago, and not dead
+    (a node the plan terminates is no capacity)."""
     return (
         n.group is not None
         and n.created_at is not None
         and (now - n.created_at).total_seconds() < config.boot_timeout_s
+        and not is_dead(n, now, config)
     )
 
 
