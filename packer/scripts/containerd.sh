@@ -24,9 +24,13 @@ if [[ -z "$containerd_pkg" || -z "$toolkit_pkg" ]]; then
   echo "containerd: containerd.io $CONTAINERD_VERSION or nvidia-container-toolkit $NVIDIA_CONTAINER_TOOLKIT_VERSION is not in the repositories" >&2
   exit 1
 fi
+# The toolkit's libraries at its version too, as NVIDIA's install guide pins them: left to apt they come at the
+# repository's newest version (or fail to install where the toolkit depends on exactly its own version).
 apt-get install -y -q --no-install-recommends "containerd.io=$containerd_pkg" \
-  "nvidia-container-toolkit=$toolkit_pkg" "nvidia-container-toolkit-base=$toolkit_pkg"
-apt-mark hold containerd.io nvidia-container-toolkit nvidia-container-toolkit-base
+  "nvidia-container-toolkit=$toolkit_pkg" "nvidia-container-toolkit-base=$toolkit_pkg" \
+  "libnvidia-container-tools=$toolkit_pkg" "libnvidia-container1=$toolkit_pkg"
+apt-mark hold containerd.io nvidia-container-toolkit nvidia-container-toolkit-base \
+  libnvidia-container-tools libnvidia-container1
 
 install -d -m 0755 /etc/containerd
 containerd config default >/etc/containerd/config.toml

@@ -98,3 +98,23 @@ def test_no_pipeline_into_a_reader_that_quits_early(script):
     for number, line in enumerate(script.read_text().splitlines(), start=1):
         for m in EARLY_QUITTING_READER.finditer(line):
             assert ONE_LINE_WRITER.search(line[: m.start()]), f"{script.name}:{number}: {line.strip()}"
+
+
+def _commands(script) -> list[str]:
+    """The script's lines with backslash continuations joined."""
+    return script.read_text().replace("\\\n", " ").splitlines()
+
+
+def test_the_container_toolkit_comes_whole_at_the_spec_version():
+    # NVIDIA's install guide pins all four packages to one version; the toolkit depends on its libraries.
+    wanted = {
+        "nvidia-container-toolkit",
+        "nvidia-container-toolkit-base",
+        "libnvidia-container-tools",
+        "libnvidia-container1",
+    }
+    lines = _commands(SCRIPTS / "containerd.sh")
+    (install,) = [line for line in lines if line.startswith("apt-get install")]
+    assert set(re.findall(r'"([\w.-]+)=\$toolkit_pkg"', install)) == wanted
+    (hold,) = [line for line in lines if line.startswith("apt-mark hold")]
+    assert wanted <= set(hold.split())
