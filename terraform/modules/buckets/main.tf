@@ -75,11 +75,13 @@ resource "aws_s3_bucket_server_side_encryption_configuration" "this" {
   bucket   = aws_s3_bucket.this[each.key].id
 
   rule {
+    # S3 server access logging delivers only to targets whose default encryption is SSE-S3 (the log-delivery
+    # service has no grant on a customer key), so the access-log bucket uses AES256.
     apply_server_side_encryption_by_default {
-      sse_algorithm     = "aws:kms"
-      kms_master_key_id = aws_kms_key.s3.arn
+      sse_algorithm     = each.key == "access-logs" ? "AES256" : "aws:kms"
+      kms_master_key_id = each.key == "access-logs" ? null : aws_kms_key.s3.arn
     }
-    bucket_key_enabled = true
+    bucket_key_enabled = each.key != "access-logs"
   }
 }
 
@@ -130,6 +132,31 @@ data "aws_iam_policy_document" "tls_only" {
       test     = "Bool"
       variable = "aws:SecureTransport"
       values   = ["false"]
+    }
+  }
+
+  # Object ownership is BucketOwnerEnforced (no ACLs), so S3 server access logs reach the log bucket only
+  # through a bucket policy grant to the logging service principal, limited to this account's data buckets.
+  dynamic "statement" {
+    for_each = each.key == "access-logs" ? [1] : []
+    content {
+      sid       = "S3ServerAccessLogsDelivery"
+      actions   = ["s3:PutObject"]
+      resources = ["${aws_s3_bucket.this[each.key].arn}/*"]
+      principals {
+        type        = "Service"
+        identifiers = ["logging.s3.amazonaws.com"]
+      }
+      condition {
+        test     = "ArnLike"
+        variable = "aws:SourceArn"
+        values   = [for purpose in keys(local.data_buckets) : aws_s3_bucket.this[purpose].arn]
+      }
+      condition {
+        test     = "StringEquals"
+        variable = "aws:SourceAccount"
+        values   = [data.aws_caller_identity.this.account_id]
+      }
     }
   }
 }
