@@ -15,6 +15,7 @@ nfs['exports'].each do |e|
     device "#{nfs['server_ip']}:#{e['path']}"
     fstype 'nfs'
     options nfs['mount_options'].split(',')
+    pass 0 # fstab's fsck order: never for an NFS or bind mount (Chef's default is 2)
     action %i(mount enable)
   end
 end

@@ -22,6 +22,7 @@ nfs['exports'].each do |e|
     device e['path']
     fstype 'none'
     options %w(bind)
+    pass 0 # fstab's fsck order: never for an NFS or bind mount (Chef's default is 2)
     action %i(mount enable)
   end
 end
