@@ -149,7 +149,9 @@ def _spread(spec: dict, namespace: str, where: str, errors: list[str]) -> tuple[
             errors.append(f"{w}.maxSkew: expected an integer of at least 1, got {skew!r}")
             continue
         sel = parse_label_selector(c.get("labelSelector"), f"{w}.labelSelector", errors)
-        key = (frozenset((namespace,)), sel or ())
+        if sel is None:
+            continue  # without a labelSelector no pod is counted (not even this one): it never limits
+        key = (frozenset((namespace,)), sel)
         if c.get("topologyKey") == HOSTNAME_KEY:
             host.append((skew, key))
         elif c.get("topologyKey") == ZONE_KEY:
