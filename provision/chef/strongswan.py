@@ -1,7 +1,9 @@
 """The spec's ``vpn.tunnel`` algorithms in strongSwan's proposal syntax (what swanctl.conf needs).
 
 AWS names them as the Terraform VPN module sets them (``AES256``, ``SHA2-256``, DH group ``14``); strongSwan
-wants ``aes256-sha256-modp2048``. One proposal carries every algorithm the spec allows.
+wants ``aes256-sha256-modp2048``. One proposal carries every algorithm the spec allows, except that AEAD (GCM)
+and classic ciphers cannot share a proposal (strongSwan's proposals docs, RFC 7296 3.3): a spec listing both
+kinds gets two proposals, comma-separated, in the order the spec names the kinds.
 """
 
 from __future__ import annotations
@@ -22,17 +24,30 @@ DH_GROUPS = {
 }  # fmt: skip
 
 
+def _by_kind(encryption: list[str]) -> list[list[str]]:
+    """The strongSwan ciphers split into AEAD and classic ones, each kind where the spec first names it."""
+    kinds: dict[bool, list[str]] = {}
+    for e in encryption:
+        kinds.setdefault("gcm" in e, []).append(e)
+    return list(kinds.values())
+
+
 def ike_proposal(t: TunnelCrypto) -> str:
-    """IKE SA proposal; with only AEAD ciphers the integrity algorithms become PRFs (``prfsha256``)."""
-    enc = [ENCRYPTION[e] for e in t.ike_encryption]
-    aead_only = all("gcm" in e for e in enc)
-    integ = [("prf" if aead_only else "") + INTEGRITY[i] for i in t.ike_integrity]
-    return "-".join(enc + integ + [DH_GROUPS[g] for g in t.dh_groups])
+    """IKE SA proposals; with AEAD ciphers the integrity algorithms become PRFs (``prfsha256``)."""
+    dh = [DH_GROUPS[g] for g in t.dh_groups]
+    proposals = []
+    for enc in _by_kind([ENCRYPTION[e] for e in t.ike_encryption]):
+        aead = "gcm" in enc[0]
+        integ = [("prf" if aead else "") + INTEGRITY[i] for i in t.ike_integrity]
+        proposals.append("-".join(enc + integ + dh))
+    return ",".join(proposals)
 
 
 def esp_proposal(t: TunnelCrypto) -> str:
-    """CHILD SA proposal with PFS in the same DH groups (the VPN module sets phase-2 groups = phase-1)."""
-    enc = [ENCRYPTION[e] for e in t.esp_encryption]
-    aead_only = all("gcm" in e for e in enc)
-    integ = [] if aead_only else [INTEGRITY[i] for i in t.esp_integrity]
-    return "-".join(enc + integ + [DH_GROUPS[g] for g in t.dh_groups])
+    """CHILD SA proposals with PFS in the same DH groups (the VPN module sets phase-2 groups = phase-1)."""
+    dh = [DH_GROUPS[g] for g in t.dh_groups]
+    proposals = []
+    for enc in _by_kind([ENCRYPTION[e] for e in t.esp_encryption]):
+        integ = [] if "gcm" in enc[0] else [INTEGRITY[i] for i in t.esp_integrity]
+        proposals.append("-".join(enc + integ + dh))
+    return ",".join(proposals)
