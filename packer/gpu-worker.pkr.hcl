@@ -73,7 +73,7 @@ build {
     except           = ["amazon-ebs.local"]
     environment_vars = local.script_env
     execute_command  = "chmod +x {{ .Path }}; sudo -E {{ .Vars }} bash '{{ .Path }}'"
-    # One script per concern, in this order; chef/cookbooks/gpu_node runs the same list.
+    # One script per concern, in this order; chef/cookbooks/cluster_node runs the same list.
     scripts = [
       "${path.root}/scripts/base.sh",
       "${path.root}/scripts/aws-cli.sh",

@@ -1,5 +1,5 @@
 # Every value below is generated from cluster.yaml by provision/packer/variables.py into
-# build/packer/<region>.pkrvars.json; the defaults only make `packer validate` possible without it.
+# build/packer/<region>/variables.pkrvars.json; the defaults only make `packer validate` possible without it.
 
 variable "cluster" {
   type        = string
