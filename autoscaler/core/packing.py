@@ -59,7 +59,7 @@ class Bin:
         self.st: NodeState = st
         self.count: int = count
         self.history: list = []  # (PodClass, pods per node)
-        self.zone: str | None = zone  # None for new and upcoming nodes: the group chooses their zone
+        self.zone: str | None = zone  # None for new and upcoming nodes of a group with several zones
 
     def clone(self, count: int) -> Bin:
         b = Bin(
@@ -93,6 +93,11 @@ class Room:
 
 
 STAGES = {EXISTING: 0, TAINTED: 1, UPCOMING: 2, NEW: 3}
+
+
+def group_zone(g: Group) -> str | None:
+    """The zone of a group's new and upcoming nodes: its only zone, else None (the group chooses)."""
+    return g.zones[0] if len(g.zones) == 1 else None
 
 
 def _max_free(run: list[Bin]) -> dict[str, int]:
@@ -314,7 +319,16 @@ class Packer:
     def _open(self, room: Room, cls: PodClass, take: int, k: int, n: int, zone: str | None = None) -> None:
         g = room.group
         run = Bin(
-            NEW, g, g.region, None, g.labels, g.taints, room.tmpl, NodeState(dict(g.allocatable)), take, zone
+            NEW,
+            g,
+            g.region,
+            None,
+            g.labels,
+            g.taints,
+            room.tmpl,
+            NodeState(dict(g.allocatable)),
+            take,
+            zone if zone is not None else group_zone(g),
         )
         if self.journal is not None:
             old_new, old_cap = room.new, self.cap_left

@@ -14,7 +14,17 @@ from autoscaler.core.fit import NodeState, matching, selector_keys
 from autoscaler.core.model import Group, Node, Pod, Snapshot
 from autoscaler.core.names import TO_BE_DELETED_TAINT
 from autoscaler.core.nodestate import is_dead
-from autoscaler.core.packing import EXISTING, NEW, TAINTED, UPCOMING, Bin, Packer, PodClass, Room
+from autoscaler.core.packing import (
+    EXISTING,
+    NEW,
+    TAINTED,
+    UPCOMING,
+    Bin,
+    Packer,
+    PodClass,
+    Room,
+    group_zone,
+)
 from autoscaler.core.reasons import nodes_summary, why_unplaced
 
 UNSCHEDULABLE_TAINT = ("node.kubernetes.io/unschedulable", "", "NoSchedule")
@@ -132,6 +142,7 @@ def scale_up(
                     tmpl,
                     NodeState(dict(g.allocatable)),
                     upcoming[g.name],
+                    group_zone(g),
                 )
             )
     rooms = [
