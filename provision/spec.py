@@ -144,7 +144,9 @@ class Nfs(Strict):
 
 class Efs(Strict):
     enabled: bool = True
-    throughput_mode: Literal["bursting", "elastic", "provisioned"] = "elastic"
+    throughput_mode: Literal["bursting", "elastic"] = Field(
+        "elastic", description="provisioned throughput would need a MiB/s figure the spec does not carry"
+    )
     mount: str = Field("/mnt/efs", pattern=r"^/")
 
 

@@ -137,6 +137,8 @@ def region_context(
         routes = {f"vpc-{r.name}": r.cidr for r in cluster.regions if r.name != region_name}
         routes |= {f"site-{s.name}": s.cidr for s in cluster.sites}
         routes["pods"] = cluster.kubernetes.pod_cidr
+        if not cluster.vpn.split_tunnel:
+            routes["internet"] = "0.0.0.0/0"  # full tunnel: laptops reach the internet through the VPC's NAT
         ctx |= {
             "control_plane": {"count": cp.count, "instance_type": cp.instance_type},
             "kubernetes": {

@@ -24,12 +24,12 @@ variable "client_cidrs" {
 }
 
 variable "throughput_mode" {
-  description = "EFS throughput mode from cluster.yaml storage.efs (bursting, elastic or provisioned)."
+  description = "EFS throughput mode from cluster.yaml storage.efs (bursting or elastic)."
   type        = string
 
   validation {
-    condition     = contains(["bursting", "elastic", "provisioned"], var.throughput_mode)
-    error_message = "throughput_mode must be bursting, elastic or provisioned."
+    condition     = contains(["bursting", "elastic"], var.throughput_mode)
+    error_message = "throughput_mode must be bursting or elastic (provisioned needs a throughput figure)."
   }
 }
 

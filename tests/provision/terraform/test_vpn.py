@@ -1,7 +1,10 @@
 """Site-to-site VPN: tunnels pinned to the spec (strongSwan uses the same), keys only in SSM, and the output
 Chef reads carries names, never secrets."""
 
+from provision.loader import spec_from_data
+from provision.terraform.render import render
 from tests.provision.terraform.tf_files import MODULES, module_calls, outputs, parse, resources
+from tests.support import example_spec_data
 
 # aws_vpn_connection argument suffix (after tunnel1_/tunnel2_) -> the spec's vpn.tunnel field it must come from
 PINNED = {
@@ -83,3 +86,13 @@ def test_client_vpn_is_mutual_tls_and_routes_every_vpc_site_and_the_pods(cluster
     assert call["client_cidr"] == cluster.vpn.client_cidr
     main = parse(MODULES / "client_vpn/main.tf")["locals"][0]
     assert main["destinations"] == "${merge({local-vpc = var.vpc_cidr}, var.routes)}"
+
+
+def test_a_full_tunnel_routes_laptops_to_the_internet_through_the_vpc(tmp_path):
+    data = example_spec_data()
+    data["vpn"]["split_tunnel"] = False
+    cluster = spec_from_data(data, "cluster.yaml")
+    render(cluster, regions=[cluster.primary_region], out_dir=tmp_path)
+    call = module_calls(tmp_path / cluster.primary_region)["client_vpn"]
+    assert call["split_tunnel"] is False
+    assert call["routes"]["internet"] == "0.0.0.0/0"
