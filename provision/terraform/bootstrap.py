@@ -1,7 +1,9 @@
 """Create the Terraform state bucket and lock table (once per cluster, before the first `invoke up`).
 
 Idempotent: what exists is left alone (and reported). The bucket is versioned, encrypted, private and TLS-only;
-the table is on-demand, encrypted and has point-in-time recovery.
+the table is on-demand, encrypted and has point-in-time recovery. It also makes sure the account has the Auto
+Scaling service-linked role, which the cluster's KMS key policy names (on an account that never had an Auto
+Scaling group the role does not exist yet, and creating a key policy naming it fails).
 """
 
 from __future__ import annotations
@@ -98,13 +100,39 @@ def _table(dynamodb, backend: Backend) -> str:
     return "created"
 
 
+AUTOSCALING_SERVICE = "autoscaling.amazonaws.com"
+AUTOSCALING_ROLE = "AWSServiceRoleForAutoScaling"
+
+
+def _autoscaling_role(iam) -> str:
+    try:
+        iam.get_role(RoleName=AUTOSCALING_ROLE)
+        return "exists"
+    except ClientError as e:
+        if e.response.get("Error", {}).get("Code") != "NoSuchEntity":
+            raise
+    try:
+        iam.create_service_linked_role(AWSServiceName=AUTOSCALING_SERVICE)
+    except ClientError as e:  # created meanwhile (e.g. by a first Auto Scaling group)
+        if "has been taken" not in str(e.response.get("Error", {}).get("Message", "")):
+            raise
+        return "exists"
+    return "created"
+
+
 def bootstrap_state(backend: Backend, session: boto3.Session | None = None) -> dict[str, str]:
-    """Create (or confirm) the state bucket and lock table; returns ``{name: "created" | "exists"}``."""
+    """Create (or confirm) the state bucket, the lock table and the Auto Scaling service-linked role;
+    returns ``{name: "created" | "exists"}``."""
     session = session or boto3.Session(region_name=backend.region)
     try:
         s3 = session.client("s3", region_name=backend.region)
         dynamodb = session.client("dynamodb", region_name=backend.region)
-        return {backend.bucket: _bucket(s3, backend), backend.lock_table: _table(dynamodb, backend)}
+        iam = session.client("iam", region_name=backend.region)
+        return {
+            backend.bucket: _bucket(s3, backend),
+            backend.lock_table: _table(dynamodb, backend),
+            AUTOSCALING_ROLE: _autoscaling_role(iam),
+        }
     except NoCredentialsError:
         raise UserError(CREDENTIALS_HINT) from None
     except ClientError as e:

@@ -22,6 +22,7 @@ def test_creates_a_private_versioned_encrypted_bucket_and_a_lock_table(aws):
     assert bootstrap_state(BACKEND, aws) == {
         "dlr-terraform-state": "created",
         "dlr-terraform-locks": "created",
+        "AWSServiceRoleForAutoScaling": "created",
     }
     s3 = aws.client("s3")
     assert s3.get_bucket_versioning(Bucket=BACKEND.bucket)["Status"] == "Enabled"
@@ -37,7 +38,17 @@ def test_creates_a_private_versioned_encrypted_bucket_and_a_lock_table(aws):
 
 def test_is_idempotent(aws):
     bootstrap_state(BACKEND, aws)
-    assert bootstrap_state(BACKEND, aws) == {"dlr-terraform-state": "exists", "dlr-terraform-locks": "exists"}
+    assert bootstrap_state(BACKEND, aws) == {
+        "dlr-terraform-state": "exists",
+        "dlr-terraform-locks": "exists",
+        "AWSServiceRoleForAutoScaling": "exists",
+    }
+
+
+def test_creates_the_auto_scaling_service_linked_role_the_kms_key_policy_names(aws):
+    bootstrap_state(BACKEND, aws)
+    role = aws.client("iam").get_role(RoleName="AWSServiceRoleForAutoScaling")["Role"]
+    assert role["Path"] == "/aws-service-role/autoscaling.amazonaws.com/"
 
 
 def test_a_bucket_name_taken_by_another_account_is_one_line():
