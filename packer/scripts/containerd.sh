@@ -16,8 +16,11 @@ echo "deb [signed-by=/etc/apt/keyrings/nvidia-container-toolkit.gpg] https://nvi
   >/etc/apt/sources.list.d/nvidia-container-toolkit.list
 apt-get update -q
 
-# The exact upstream version from the spec, whatever packaging revision the repository gives it.
-pick() { apt-cache madison "$1" | awk -v v="$2" '$3 == v || index($3, v "-") == 1 { print $3; exit }'; }
+# The exact upstream version from the spec, whatever packaging revision the repository gives it. awk reads to the
+# end rather than exit at the match: under pipefail, apt-cache's next write would get SIGPIPE and fail the lookup.
+pick() {
+  apt-cache madison "$1" | awk -v v="$2" '!found && ($3 == v || index($3, v "-") == 1) { print $3; found = 1 }'
+}
 containerd_pkg=$(pick containerd.io "$CONTAINERD_VERSION")
 toolkit_pkg=$(pick nvidia-container-toolkit "$NVIDIA_CONTAINER_TOOLKIT_VERSION")
 if [[ -z "$containerd_pkg" || -z "$toolkit_pkg" ]]; then

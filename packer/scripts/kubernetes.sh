@@ -11,7 +11,9 @@ echo "deb [signed-by=/etc/apt/keyrings/kubernetes.gpg] https://pkgs.k8s.io/core:
   >/etc/apt/sources.list.d/kubernetes.list
 apt-get update -q
 
-pkg=$(apt-cache madison kubelet | awk -v v="$KUBERNETES_VERSION" 'index($3, v "-") == 1 { print $3; exit }')
+# awk reads to the end rather than exit at the match (SIGPIPE to apt-cache under pipefail).
+pkg=$(apt-cache madison kubelet |
+  awk -v v="$KUBERNETES_VERSION" '!found && index($3, v "-") == 1 { print $3; found = 1 }')
 if [[ -z "$pkg" ]]; then
   echo "kubernetes: kubelet $KUBERNETES_VERSION is not in pkgs.k8s.io v$KUBERNETES_MINOR" >&2
   exit 1
