@@ -37,6 +37,10 @@ def group_statuses(
     for f in snap.scaling_failures:
         by_group.setdefault(f.group, []).append(f)
     registered = {n.instance_id for n in snap.nodes if n.instance_id}
+    nodes_of: dict[str, int] = {}
+    for n in snap.nodes:
+        if n.group:
+            nodes_of[n.group] = nodes_of.get(n.group, 0) + 1
     out = {}
     for g in snap.groups:
         st = replace(snap.group_state.get(g.name) or GroupState())
@@ -61,7 +65,10 @@ def group_statuses(
             ]
             if ok:
                 st = GroupState()  # a node launched after the failure registered: reset
-        desired = min(g.desired, len(live)) if fresh else g.desired
+        # what exists: the live instances, and at least the group's registered nodes (a node matched to the group
+        # by its label while the snapshot lists no instances, or not all of them, still runs)
+        exists = max(len(live), nodes_of.get(g.name, 0))
+        desired = min(g.desired, exists) if fresh else g.desired
         blocked = None
         if st.backoff_until is not None and snap.now < st.backoff_until:
             blocked = (
