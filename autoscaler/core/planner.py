@@ -61,11 +61,16 @@ def _plan(snapshot: Snapshot, config: PlannerConfig) -> Plan:
     _warm_pool(snapshot, config, statuses, up, down, upcoming, new_nodes)
 
     out.scale_up = {g: n for g, n in new_nodes.items() if n}
+    held: dict[str, int] = {}
     for g in snapshot.groups:
         want = statuses[g.name].desired + new_nodes.get(g.name, 0)
         # terminations (dead or never-registered instances) decrement the group: keep it at its minimum,
-        # which replaces those instances
+        # which replaces those instances; but never above its maximum (the API refuses it): the terminations
+        # that would then take the group below its minimum are held back
         want += max(0, g.min - (want - removed.get(g.name, 0)))
+        if want > g.max:
+            held[g.name] = want - g.max
+            want = g.max
         if want != g.desired:
             out.desired[g.name] = want
         st = statuses[g.name].state
@@ -75,6 +80,8 @@ def _plan(snapshot: Snapshot, config: PlannerConfig) -> Plan:
     out.scale_down.extend(down.actions)
     out.node_states.update(down.states)
     out.node_reasons.update(down.reasons)
+    if held:
+        _hold_back(out, held, snapshot)
     out.annotations = down.annotations
     out.placements = up.placements
     out.events = _events(snapshot, up, statuses, new_nodes, config.max_events)
@@ -91,6 +98,29 @@ def _plan(snapshot: Snapshot, config: PlannerConfig) -> Plan:
     for name, state in out.node_states.items():
         log.debug("node %s: %s (%s)", name, state, out.node_reasons.get(name, ""))
     return out
+
+
+def _hold_back(out: Plan, held: dict[str, int], snapshot: Snapshot) -> None:
+    """Drop the last ``held[group]`` terminations of dead or never-registered instances of each group: the group
+    cannot be raised above its maximum to replace them, and a terminate (which decrements) would take it below
+    its minimum. They stay in their state with the reason."""
+    groups = {g.name: g for g in snapshot.groups}
+    kept = []
+    for a in reversed(out.scale_down):
+        key, g = a["node"] or a["instance_id"], a["group"]
+        if (
+            a["action"] == "terminate"
+            and held.get(g)
+            and out.node_states.get(key) in ("dead", "unregistered")
+        ):
+            held[g] -= 1
+            out.node_reasons[key] += (
+                f"; not terminated: group {g} is at its maximum ({groups[g].max}) and a terminate would take it"
+                f" below its minimum ({groups[g].min})"
+            )
+            continue
+        kept.append(a)
+    out.scale_down = kept[::-1]
 
 
 def _warm_pool(snapshot, config, statuses, up, down, upcoming, new_nodes) -> None:
