@@ -68,6 +68,7 @@ class Pod:
     gang: str | None  # gang id ("job:<ns>/<job>" or "podgroup:<ns>/<group>"), None for independent pods
     gang_size: int | None  # required members of a PodGroup gang (None: all pending members of the gang)
     key: str = ""  # "<namespace>/<name>"
+    nominated: str | None = None  # status.nominatedNodeName of an unbound pod: it preempted pods on that node
 
     def __post_init__(self) -> None:
         if not self.key:

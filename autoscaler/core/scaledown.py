@@ -34,7 +34,8 @@ class ScaleDown:
 def gather(snap: Snapshot) -> dict[str, NodeFacts]:
     facts = {n.name: NodeFacts(n, [], None, False) for n in snap.nodes}
     for p in snap.pods:
-        f = facts.get(p.node_name) if p.node_name else None
+        where = p.node_name or p.nominated  # a nominated pod is about to run there
+        f = facts.get(where) if where else None
         if f is None:
             continue
         if not p.terminated:

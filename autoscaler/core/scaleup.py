@@ -44,8 +44,12 @@ class ScaleUp:
 
 
 def pending_pods(snap: Snapshot) -> list[Pod]:
+    """Pods to place. A pod nominated onto a node (it preempted pods there) waits for that node: it is counted
+    on it, like a bound pod, and nothing is launched for it."""
     return [
-        p for p in snap.pods if p.phase == "Pending" and not p.node_name and not p.daemonset and not p.mirror
+        p
+        for p in snap.pods
+        if p.phase == "Pending" and not p.node_name and not p.nominated and not p.daemonset and not p.mirror
     ]
 
 
@@ -114,8 +118,8 @@ def scale_up(
     pending = pending_pods(snap)
     bound: dict[str, list[Pod]] = {}
     for p in snap.pods:
-        if p.node_name and not p.terminated:
-            bound.setdefault(p.node_name, []).append(p)
+        if (p.node_name or p.nominated) and not p.terminated:
+            bound.setdefault(p.node_name or p.nominated, []).append(p)
     keys_set: dict = {}
     for shape in {p.shape for p in pending}:
         for k in selector_keys(shape):
@@ -240,7 +244,7 @@ def _place_gang(
     groups = {g.name: g for g in snap.groups}
     locked = set()
     for p in running:
-        n = nodes.get(p.node_name)
+        n = nodes.get(p.node_name or p.nominated)
         if n is not None:
             locked.add(groups[n.group].region if n.group in groups else n.region or "")
     regions = sorted(locked)[:1] if locked else ([""] if has_site else []) + list(snap.regions)

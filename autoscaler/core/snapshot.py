@@ -73,6 +73,10 @@ def _parse(data: dict) -> Snapshot:
         for i, raw in enumerate(_items(data.get("pods", []), "pods", errors))
         if (p := _guard(_pod, f"pods[{i}]", errors, raw, f"pods[{i}]", errors))
     ]
+    names = {n.name for n in nodes}
+    for p in pods:
+        if p.nominated not in names:
+            p.nominated = None  # nominated onto a node that is gone: an ordinary pending pod
     pdbs = _items(data.get("pdbs") or [], "pdbs", errors)
     failures = _guard(
         _failures,
@@ -387,6 +391,9 @@ def _pod(raw: object, where: str, errors: list[str]) -> Pod | None:
     elif JOB_INDEX_LABEL in labels and (labels.get(JOB_NAME_LABEL) or owner_kind == "Job"):
         gang = f"job:{namespace}/{labels.get(JOB_NAME_LABEL) or owner_name}"
     evict = annotations.get(SAFE_TO_EVICT_ANNOTATION)
+    nominated = status.get("nominatedNodeName") if phase == "Pending" and not node_name else None
+    if nominated is not None and not isinstance(nominated, str):
+        errors.append(f"{w}.status.nominatedNodeName: expected a node name")
     if len(errors) > n_err or shape is None:
         return None
     return Pod(
@@ -407,6 +414,7 @@ def _pod(raw: object, where: str, errors: list[str]) -> Pod | None:
         gang,
         gang_size,
         f"{namespace}/{name}",
+        nominated or None,
     )
 
 
