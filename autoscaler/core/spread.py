@@ -7,14 +7,26 @@ over its zones the same way (docs/planner.md, "Topology spread").
 
 from __future__ import annotations
 
+from autoscaler.core.fit import static_reason
 from autoscaler.core.packing import Packer, PodClass
 
 
 def _domains(packer: Packer, cls: PodClass, region: str | None, allow_new: bool) -> set[str]:
     zones = set()
+    seen: dict[int, bool] = {}  # template -> node selector and affinity admit the pod
     for b in packer.bins:
-        usable = b.zone and (region is None or b.region == region)
-        if usable and packer.static(cls.shape, b.labels, b.taints, b.tmpl, b.node) is None:
+        if not b.zone or b.zone in zones or (region is not None and b.region != region):
+            continue
+        # Kubernetes counts the zone of every node the pod's node selector and affinity admit, whatever the
+        # node's taints (nodeTaintsPolicy defaults to Ignore): a zone of tainted nodes only still holds the
+        # minimum down
+        if cls.shape.by_name:
+            ok = static_reason(cls.shape, b.labels, (), b.node) is None
+        else:
+            ok = seen.get(b.tmpl)
+            if ok is None:
+                ok = seen[b.tmpl] = static_reason(cls.shape, b.labels, (), None) is None
+        if ok:
             zones.add(b.zone)
     if allow_new:
         for room, _ in packer.group_order(cls):
