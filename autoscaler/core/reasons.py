@@ -45,8 +45,10 @@ def _static_summary(cls: PodClass, notes: dict, groups: list[Group]) -> str:
     return "; ".join(parts) + more
 
 
-def nodes_summary(cls: PodClass, bins: list, static) -> str:
-    """Why no existing node takes the pod: the first few distinct reasons, naming a node for each."""
+def nodes_summary(cls: PodClass, bins: list, static, admitted: bool = False) -> str:
+    """Why no existing node takes the pod: the first few distinct reasons, naming a node for each.
+
+    ``admitted``: only the nodes whose labels and taints admit the pod ("" when there are none)."""
     seen: dict[str, str] = {}
     for b in bins:
         if b.node is None:
@@ -54,19 +56,24 @@ def nodes_summary(cls: PodClass, bins: list, static) -> str:
         why = static(cls.shape, b.labels, b.taints, b.tmpl, b.node)
         if why is None:
             why = capacity_reason(cls.shape, cls.matched, b.st) or "has no room"
+        elif admitted:
+            continue
         seen.setdefault(why, b.node)
         if len(seen) > 3:
             break
+    parts = [f"node {node} {why}" for why, node in list(seen.items())[:3]]
+    if admitted:
+        return "no room on the nodes it may use: " + "; ".join(parts) if parts else ""
     if not seen:
         return "the cluster has no nodes and no node groups"
-    parts = [f"node {node} {why}" for why, node in list(seen.items())[:3]]
     return "no node fits and there are no node groups to grow: " + "; ".join(parts)
 
 
 def why_unplaced(cls: PodClass, groups: list[Group], cutoff: int, nodes_reason=None) -> str:
     """The reason the remaining pods of ``cls`` fit on no existing node and no new node.
 
-    ``nodes_reason``: called for the reason from the existing nodes when there are no groups to grow."""
+    ``nodes_reason``: called for the reason from the existing nodes when there are no groups to grow, and with
+    True (only the nodes that admit the pod) when no group could ever take it."""
     if cls.shape.unsupported:
         return cls.shape.unsupported[0]
     if not cls.may_scale_up:
@@ -82,4 +89,10 @@ def why_unplaced(cls: PodClass, groups: list[Group], cutoff: int, nodes_reason=N
     sized = [g for g in groups if notes.get(g.name, ("",))[0] == "size"]
     if sized:
         return _size_reason(cls, sized, matching=len(sized) < len(groups))
-    return _static_summary(cls, notes, groups)
+    summary = _static_summary(cls, notes, groups)
+    if nodes_reason and all(notes.get(g.name, ("",))[0] == "static" for g in groups):
+        # no group can ever take it: say why the existing nodes it may use do not (e.g. the node it is pinned to)
+        full = nodes_reason(True)
+        if full:
+            summary = f"{summary}; {full}"
+    return summary

@@ -315,7 +315,7 @@ def _collect(
                 cls,
                 groups,
                 config.priority_cutoff,
-                lambda cls=cls: nodes_summary(cls, bins, packer.static),
+                lambda admitted=False, cls=cls: nodes_summary(cls, bins, packer.static, admitted),
             )
             for p in cls.pods[cls.placed :]:
                 result.unschedulable.append((p, reason))
