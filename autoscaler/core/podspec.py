@@ -26,6 +26,8 @@ class PodShape:
     spread_zone: tuple  # DoNotSchedule spread on zone: (max_skew, selector key)
     unsupported: tuple[str, ...]  # constraints the planner cannot model (the pod is reported, never placed)
     by_name: bool = False  # node constraints look at the node's name or hostname (no caching per template)
+    # per spread_zone constraint: (honour taints, honour node affinity, minDomains) for counting domains
+    spread_zone_opts: tuple = ()
 
     def request(self, resource: str) -> int:
         for r, q in self.requests:
@@ -138,8 +140,10 @@ def _pod_terms(spec: dict, namespace: str, where: str, errors: list[str]) -> tup
     return tuple(anti), unsupported
 
 
-def _spread(spec: dict, namespace: str, where: str, errors: list[str]) -> tuple[tuple, tuple, list[str]]:
-    host, zone, unsupported = [], [], []
+def _spread(
+    spec: dict, namespace: str, where: str, errors: list[str]
+) -> tuple[tuple, tuple, tuple, list[str]]:
+    host, zone, zone_opts, unsupported = [], [], [], []
     for i, c in enumerate(spec.get("topologySpreadConstraints") or ()):
         w = f"{where}.spec.topologySpreadConstraints[{i}]"
         if c.get("whenUnsatisfiable", "DoNotSchedule") != "DoNotSchedule":
@@ -156,11 +160,18 @@ def _spread(spec: dict, namespace: str, where: str, errors: list[str]) -> tuple[
             host.append((skew, key))
         elif c.get("topologyKey") == ZONE_KEY:
             zone.append((skew, key))
+            min_domains = c.get("minDomains")
+            if not isinstance(min_domains, int) or isinstance(min_domains, bool) or min_domains < 1:
+                min_domains = 1
+            # Kubernetes' defaults: node taints ignored, node affinity honoured when counting the domains
+            zone_opts.append(
+                (c.get("nodeTaintsPolicy") == "Honor", c.get("nodeAffinityPolicy") != "Ignore", min_domains)
+            )
         else:
             unsupported.append(
                 f"topology spread on {c.get('topologyKey')!r} is not supported (only {HOSTNAME_KEY}, {ZONE_KEY})"
             )
-    return tuple(host), tuple(zone), unsupported
+    return tuple(host), tuple(zone), tuple(zone_opts), unsupported
 
 
 def parse_shape(spec: dict, namespace: str, where: str, errors: list[str]) -> PodShape | None:
@@ -206,7 +217,7 @@ def parse_shape(spec: dict, namespace: str, where: str, errors: list[str]) -> Po
         errors.append(f"{where}.spec.containers[].ports: hostPort must be an integer port number")
         ports = frozenset()
     anti, unsupported = _pod_terms(spec, namespace, where, errors)
-    host, zone, unsupported2 = _spread(spec, namespace, where, errors)
+    host, zone, zone_opts, unsupported2 = _spread(spec, namespace, where, errors)
     if len(errors) > before:
         return None
     shape = PodShape(
@@ -218,6 +229,7 @@ def parse_shape(spec: dict, namespace: str, where: str, errors: list[str]) -> Po
         anti_affinity=anti,
         spread_host=host,
         spread_zone=zone,
+        spread_zone_opts=zone_opts,
         unsupported=tuple(unsupported + unsupported2),
         by_name=any(r[0] == HOSTNAME_KEY for r in node_selector)
         or any(fields or any(r[0] == HOSTNAME_KEY for r in labels) for labels, fields in terms),

@@ -1,6 +1,8 @@
 """Topology spread over zones (DoNotSchedule): pods go one at a time to the zone with the fewest matching pods.
 
-The zones (domains) are those of existing nodes the pod may use plus those of the groups that may grow for it.
+The pod goes to the zones of existing nodes it may use and of the groups that may grow for it; the zones counted
+for the skew (domains) also include those of nodes it may not use, as the constraint's nodeTaintsPolicy (default
+Ignore) and nodeAffinityPolicy (default Honor) say, and fewer domains than minDomains make the minimum 0.
 A new node opened for a zone-spread pod is counted in that zone: the Auto Scaling group balances new instances
 over its zones the same way (docs/planner.md, "Topology spread").
 """
@@ -9,24 +11,15 @@ from __future__ import annotations
 
 from autoscaler.core.fit import static_reason
 from autoscaler.core.packing import Packer, PodClass
+from autoscaler.core.selectors import untolerated
 
 
 def _domains(packer: Packer, cls: PodClass, region: str | None, allow_new: bool) -> set[str]:
+    """The zones the pod may go to: of existing nodes it may use, and of the groups that may grow for it."""
     zones = set()
-    seen: dict[int, bool] = {}  # template -> node selector and affinity admit the pod
     for b in packer.bins:
-        if not b.zone or b.zone in zones or (region is not None and b.region != region):
-            continue
-        # Kubernetes counts the zone of every node the pod's node selector and affinity admit, whatever the
-        # node's taints (nodeTaintsPolicy defaults to Ignore): a zone of tainted nodes only still holds the
-        # minimum down
-        if cls.shape.by_name:
-            ok = static_reason(cls.shape, b.labels, (), b.node) is None
-        else:
-            ok = seen.get(b.tmpl)
-            if ok is None:
-                ok = seen[b.tmpl] = static_reason(cls.shape, b.labels, (), None) is None
-        if ok:
+        usable = b.zone and (region is None or b.region == region)
+        if usable and packer.static(cls.shape, b.labels, b.taints, b.tmpl, b.node) is None:
             zones.add(b.zone)
     if allow_new:
         for room, _ in packer.group_order(cls):
@@ -39,21 +32,50 @@ def _domains(packer: Packer, cls: PodClass, region: str | None, allow_new: bool)
     return zones
 
 
+def _counted(packer: Packer, cls: PodClass, region: str | None, taints: bool, affinity: bool) -> set[str]:
+    """The zones Kubernetes counts for one constraint: of every node, honouring the node's taints and the pod's
+    node selector and affinity only as the constraint's nodeTaintsPolicy and nodeAffinityPolicy say (by default
+    taints are ignored: a zone of tainted nodes only still holds the minimum down)."""
+    zones = set()
+    seen: dict[int, bool] = {}  # template -> admitted
+    shape = cls.shape
+    for b in packer.bins:
+        if not b.zone or b.zone in zones or (region is not None and b.region != region):
+            continue
+        node_taints = b.taints if taints else ()
+        if not affinity:
+            ok = untolerated(shape.tolerations, node_taints) is None
+        elif shape.by_name:
+            ok = static_reason(shape, b.labels, node_taints, b.node) is None
+        else:
+            ok = seen.get(b.tmpl)
+            if ok is None:
+                ok = seen[b.tmpl] = static_reason(shape, b.labels, node_taints, None) is None
+        if ok:
+            zones.add(b.zone)
+    return zones
+
+
 def place_spread(packer: Packer, cls: PodClass, n: int, region: str | None, allow_new: bool) -> int:
     zones = _domains(packer, cls, region, allow_new)
     if not zones:
         cls.notes.setdefault("*spread", ("static", "no zone offers a node it may use"))
         return 0
     constraints = cls.shape.spread_zone
-    counts = [{z: 0 for z in zones} for _ in constraints]
+    opts = cls.shape.spread_zone_opts
+    counts = [
+        {z: 0 for z in zones | _counted(packer, cls, region, taints, affinity)}
+        for taints, affinity, _ in opts
+    ]
     for b in packer.bins:
-        if b.zone in zones:
-            for i, (_, sel) in enumerate(constraints):
+        for i, (_, sel) in enumerate(constraints):
+            if b.zone in counts[i]:
                 counts[i][b.zone] += b.st.sel_counts.get(sel, 0) * b.count
     placed = 0
     full: set[str] = set()
     while placed < n:
-        lows = [min(c.values()) for c in counts]
+        # fewer domains than minDomains: the global minimum counts as 0
+        lows = [min(c.values()) if len(c) >= opts[i][2] else 0 for i, c in enumerate(counts)]
         order = sorted(zones - full, key=lambda z: (counts[0][z], z))
         done = False
         for z in order:
