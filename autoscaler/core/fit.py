@@ -61,8 +61,13 @@ def static_reason(shape: PodShape, labels: dict, taints: tuple, name: str | None
             return f"does not match nodeSelector {show_requirement(req)}"
     if shape.affinity_terms:
         for label_reqs, field_reqs in shape.affinity_terms:
-            if all(requirement_holds(r, labels) for r in label_reqs) and all(
-                name is not None and requirement_holds(r, {"metadata.name": name}) for r in field_reqs
+            # an empty term matches no node (Kubernetes: "a null or empty node selector term matches no objects")
+            if (
+                (label_reqs or field_reqs)
+                and all(requirement_holds(r, labels) for r in label_reqs)
+                and all(
+                    name is not None and requirement_holds(r, {"metadata.name": name}) for r in field_reqs
+                )
             ):
                 break
         else:
