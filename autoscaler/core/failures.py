@@ -29,6 +29,11 @@ def live_instances(group: Group) -> list:
     return [i for i in group.instances if i.state.lower() not in GONE_STATES]
 
 
+def gone_instances(snap: Snapshot) -> set[str]:
+    """Ids of the instances the groups list as terminating or terminated: their nodes are going away."""
+    return {i.id for g in snap.groups for i in g.instances if i.state.lower() in GONE_STATES}
+
+
 def group_statuses(
     snap: Snapshot, config: PlannerConfig, doomed: dict[str, list[str]]
 ) -> dict[str, GroupStatus]:

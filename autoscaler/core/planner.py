@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from autoscaler.core.config import PlannerConfig
-from autoscaler.core.failures import group_statuses, live_instances, state_to_dict
+from autoscaler.core.failures import gone_instances, group_statuses, live_instances, state_to_dict
 from autoscaler.core.gcpause import gc_paused
 from autoscaler.core.model import Snapshot
 from autoscaler.core.nodestate import instance_state
@@ -27,8 +27,9 @@ def plan(snapshot: Snapshot, config: PlannerConfig | None = None) -> Plan:
 def _plan(snapshot: Snapshot, config: PlannerConfig) -> Plan:
     out = Plan()
     registered: dict[str, int] = {}
+    gone = gone_instances(snapshot)
     for n in snapshot.nodes:
-        if n.group:
+        if n.group and n.instance_id not in gone:  # a node of a terminating instance is no capacity
             registered[n.group] = registered.get(n.group, 0) + 1
     node_ids = {n.instance_id for n in snapshot.nodes if n.instance_id}
     doomed: dict[str, list[str]] = {}

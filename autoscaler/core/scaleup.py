@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from autoscaler.core.config import PlannerConfig
-from autoscaler.core.failures import GroupStatus
+from autoscaler.core.failures import GroupStatus, gone_instances
 from autoscaler.core.fit import NodeState, matching, selector_keys
 from autoscaler.core.model import Group, Node, Pod, Snapshot
 from autoscaler.core.names import TO_BE_DELETED_TAINT
@@ -85,9 +85,12 @@ def _node_bins(
     out_existing, out_tainted = [], []
     anti_keys = bool(keys)
     groups = {g.name: g for g in snap.groups}
+    gone = gone_instances(snap)
     for n in snap.nodes:
         if not n.ready and not _booting(n, snap.now, config):
             continue
+        if n.instance_id in gone:
+            continue  # its instance is terminating or terminated (e.g. a spot interruption): the node goes away
         tainted = any(t[0] == TO_BE_DELETED_TAINT for t in n.taints)
         taints = tuple(t for t in n.taints if t[0] != TO_BE_DELETED_TAINT) if tainted else n.taints
         if n.unschedulable:
