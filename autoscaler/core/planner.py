@@ -32,10 +32,20 @@ def _plan(snapshot: Snapshot, config: PlannerConfig) -> Plan:
         if n.group and n.instance_id not in gone:  # a node of a terminating instance is no capacity
             registered[n.group] = registered.get(n.group, 0) + 1
     node_ids = {n.instance_id for n in snapshot.nodes if n.instance_id}
+    listed = {i.id for g in snapshot.groups for i in g.instances}
+    unnamed: dict[str, int] = {}  # per group, nodes matched by label only: no providerID names their instance
+    for n in snapshot.nodes:
+        if n.group and n.instance_id not in listed:
+            unnamed[n.group] = unnamed.get(n.group, 0) + 1
     doomed: dict[str, list[str]] = {}
     for g in snapshot.groups:
-        for inst in live_instances(g):
-            if inst.id in node_ids:
+        waiting = [inst for inst in live_instances(g) if inst.id not in node_ids]
+        # a node matched by label is one of these instances, we cannot tell which: that many of them (the oldest)
+        # count as registered rather than as never registered
+        oldest = sorted(waiting, key=lambda i: (i.launched_at is None, i.launched_at or snapshot.now))
+        named = {i.id for i in oldest[: unnamed.get(g.name, 0)]}
+        for inst in waiting:
+            if inst.id in named:
                 continue
             state, reason = instance_state(inst.launched_at, snapshot.now, config)
             out.node_states[inst.id], out.node_reasons[inst.id] = state, reason
