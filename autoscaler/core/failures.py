@@ -42,11 +42,11 @@ def group_statuses(
     for f in snap.scaling_failures:
         by_group.setdefault(f.group, []).append(f)
     registered = {n.instance_id for n in snap.nodes if n.instance_id}
-    listed = {i.id for g in snap.groups for i in g.instances}
-    unlisted: dict[str, int] = {}  # per group, registered nodes whose instance the group does not list
+    gone = gone_instances(snap)
+    nodes_of: dict[str, int] = {}  # per group, registered nodes whose instance is not going away
     for n in snap.nodes:
-        if n.group and n.instance_id not in listed:
-            unlisted[n.group] = unlisted.get(n.group, 0) + 1
+        if n.group and n.instance_id not in gone:
+            nodes_of[n.group] = nodes_of.get(n.group, 0) + 1
     out = {}
     for g in snap.groups:
         st = replace(snap.group_state.get(g.name) or GroupState())
@@ -71,9 +71,9 @@ def group_statuses(
             ]
             if ok:
                 st = GroupState()  # a node launched after the failure registered: reset
-        # what exists: the live instances, plus the group's nodes whose instance it does not list (matched by the
-        # node-group label; instances are optional in the snapshot): those run too
-        exists = len(live) + unlisted.get(g.name, 0)
+        # what exists: the live instances, and at least the group's nodes whose instance is not going away (nodes
+        # matched by the node-group label run too, whether or not the snapshot lists their instances)
+        exists = max(len(live), nodes_of.get(g.name, 0))
         desired = min(g.desired, exists) if fresh else g.desired
         blocked = None
         if st.backoff_until is not None and snap.now < st.backoff_until:
