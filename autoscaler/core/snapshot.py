@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from autoscaler import catalog
+from autoscaler.core.daemonsets import with_daemonset_overhead
 from autoscaler.core.errors import SnapshotError
 from autoscaler.core.gcpause import gc_paused
 from autoscaler.core.model import Failure, Group, GroupState, Instance, Node, Pod, Snapshot
@@ -91,6 +92,7 @@ def _parse(data: dict) -> Snapshot:
     )
     if errors:
         raise SnapshotError(errors)
+    groups = with_daemonset_overhead(groups, pods)
     return Snapshot(now, pods, nodes, groups, regions, pdbs, failures, state)
 
 
