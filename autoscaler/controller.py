@@ -25,6 +25,7 @@ from autoscaler.core.config import PlannerConfig
 from autoscaler.core.errors import SnapshotError
 from autoscaler.core.planner import plan as make_plan
 from autoscaler.core.snapshot import parse_snapshot
+from autoscaler.core.timeutil import parse_time, show_time
 from autoscaler.interfaces import NODE_GROUP_LABEL, TO_BE_DELETED_TAINT, Cloud, Cluster
 
 log = logging.getLogger("autoscaler.controller")
@@ -60,18 +61,9 @@ class LoopResult:
         return self.plan is not None
 
 
-def _iso(t: datetime) -> str:
-    return t.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
 def _parse_iso(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    try:
-        t = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return t if t.tzinfo else t.replace(tzinfo=UTC)
+    """The time, or None when it is missing or malformed (persisted state is never trusted blindly)."""
+    return parse_time(value, "", [])
 
 
 def _key(obj: dict) -> str:
@@ -173,7 +165,7 @@ class Controller:
             if g["region"] not in regions:
                 regions.append(g["region"])
         snapshot = {
-            "now": _iso(now),
+            "now": show_time(now),
             "regions": regions,
             "pods": pods,
             "nodes": nodes,
@@ -384,7 +376,7 @@ class Controller:
             return
         data = {
             STATE_GROUPS: json.dumps(plan.get("group_state") or {}, sort_keys=True),
-            STATE_FAILURES_READ: _iso(result.now),
+            STATE_FAILURES_READ: show_time(result.now),
         }
         self._call(result, "write state", self.cluster.write_state, data)
         write_status = getattr(self.cluster, "write_status", None)
@@ -397,7 +389,7 @@ class Controller:
         out = {
             "summary": json.dumps(
                 {
-                    "time": _iso(result.now),
+                    "time": show_time(result.now),
                     "pending_pods": result.pending_pods,
                     "scale_up": plan.get("scale_up") or {},
                     "unschedulable_pods": len(plan.get("unschedulable") or []),

@@ -84,6 +84,5 @@ def load_spec(path: str | Path | None = None) -> Cluster:
         text = p.read_text()
     except OSError as e:
         raise SpecError(f"{p}: cannot read the cluster spec: {e.strerror}") from None
-    return spec_from_data(
-        parse_yaml(text, p.name if p == DEFAULT_SPEC else str(p)), p.name if p == DEFAULT_SPEC else str(p)
-    )
+    source = p.name if p == DEFAULT_SPEC else str(p)
+    return spec_from_data(parse_yaml(text, source), source)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 import boto3
 from botocore.config import Config
@@ -20,6 +20,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from autoscaler import catalog, metrics
 from autoscaler.adapters import failures, node_template
+from autoscaler.core.timeutil import show_time
 from autoscaler.interfaces import CA_CLUSTER_TAG_PREFIX, CA_ENABLED_TAG, PRIORITY_TAG
 
 log = logging.getLogger("autoscaler.aws")
@@ -44,10 +45,6 @@ class _Known:
     max: int
     desired: int
     instances: set[str] = field(default_factory=set)
-
-
-def _iso(value: datetime | None) -> str | None:
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z") if value else None
 
 
 class AwsCloud:
@@ -165,7 +162,7 @@ class AwsCloud:
                     "id": i["InstanceId"],
                     "state": i.get("LifecycleState", "InService"),  # as Auto Scaling reports it
                     "zone": i.get("AvailabilityZone"),
-                    "launched_at": _iso(launched.get(i["InstanceId"])),
+                    "launched_at": show_time(launched.get(i["InstanceId"])),
                 }
                 for i in g.get("Instances", [])
             ],
@@ -336,7 +333,7 @@ class AwsCloud:
                         "region": region,
                         "reason": failures.classify(message),
                         "message": message,
-                        "at": _iso(ended),
+                        "at": show_time(ended),
                         "missing": failures.missing_instances(act.get("Description", "")),
                     }
                 )

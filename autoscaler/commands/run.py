@@ -7,6 +7,7 @@ import json
 import sys
 
 from autoscaler.commands.live_options import COMMON, RUN, add_options, resolve
+from autoscaler.core.timeutil import show_time
 
 
 def register(subparsers) -> None:
@@ -31,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
         service.sync_once(svc)
         result = svc.controller.run_once()
         out = {
-            "time": result.now.isoformat().replace("+00:00", "Z"),
+            "time": show_time(result.now),
             "dry_run": bool(opts["dry_run"]),
             "plan": result.plan,
             "actions": result.actions,
