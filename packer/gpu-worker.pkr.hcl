@@ -9,6 +9,12 @@ locals {
     "NVIDIA_DRIVER_BRANCH=${var.nvidia_driver_branch}",
     "NVIDIA_DRIVER_FLAVOUR=${var.nvidia_driver_flavour}",
     "NVIDIA_DRIVER_PACKAGE=${var.nvidia_driver_package}",
+    "NVIDIA_DRIVER_VERSION=${var.nvidia_driver_version}",
+    "NVIDIA_FABRICMANAGER=${var.nvidia_fabricmanager}",
+    "EFA_INSTALLER_VERSION=${var.efa_installer_version}",
+    "EFA_INSTALLER_KEY_FINGERPRINT=${var.efa_installer_key_fingerprint}",
+    "EXPECTED_GPUS=${var.expected_gpus}",
+    "UNATTENDED_UPGRADES=${var.unattended_upgrades}",
     "CUDA_VERSION=${var.cuda_version}",
     "CONTAINERD_VERSION=${var.containerd_version}",
     "NVIDIA_CONTAINER_TOOLKIT_VERSION=${var.nvidia_container_toolkit_version}",
@@ -21,17 +27,21 @@ locals {
     "research.cluster/role" = "gpu-worker"
     Cluster                 = var.cluster
     Ubuntu                  = var.ubuntu_version
-    NvidiaDriver            = "${var.nvidia_driver_branch}-${var.nvidia_driver_flavour}"
+    NvidiaDriver            = "${var.nvidia_driver_version}-${var.nvidia_driver_flavour}"
     Cuda                    = var.cuda_version
     Kubernetes              = var.kubernetes_version
   }
 }
 
 source "amazon-ebs" "ubuntu" {
-  region                 = var.region
-  instance_type          = var.instance_type
-  ami_name               = var.ami_name
-  ami_description        = "GPU worker for ${var.cluster}: Ubuntu ${var.ubuntu_version}, NVIDIA ${var.nvidia_driver_branch} (${var.nvidia_driver_flavour}), CUDA ${var.cuda_version}, Kubernetes ${var.kubernetes_version}"
+  region          = var.region
+  instance_type   = var.instance_type
+  ami_name        = var.ami_name
+  ami_description = "GPU worker for ${var.cluster}: Ubuntu ${var.ubuntu_version}, NVIDIA ${var.nvidia_driver_version} (${var.nvidia_driver_flavour}), CUDA ${var.cuda_version}, Kubernetes ${var.kubernetes_version}"
+  # One bake, copied to every other region of the spec; root snapshots encrypted (each region's default EBS key).
+  ami_regions            = var.ami_regions
+  encrypt_boot           = true
+  snapshot_tags          = local.tags
   custom_endpoint_ec2    = var.ec2_endpoint
   skip_region_validation = var.ec2_endpoint != ""
   ssh_username           = "ubuntu"
@@ -78,6 +88,9 @@ build {
       "${path.root}/scripts/base.sh",
       "${path.root}/scripts/aws-cli.sh",
       "${path.root}/scripts/nvidia-driver.sh",
+      "${path.root}/scripts/gpu-hardware.sh",
+      "${path.root}/scripts/fabric-manager.sh",
+      "${path.root}/scripts/efa.sh",
       "${path.root}/scripts/cuda.sh",
       "${path.root}/scripts/containerd.sh",
       "${path.root}/scripts/kubernetes.sh",
@@ -85,5 +98,19 @@ build {
       "${path.root}/scripts/storage-client.sh",
       "${path.root}/scripts/check.sh",
     ]
+  }
+
+  # The package lock: every installed package at its version, recorded beside the AMI id (build/ami/) so the
+  # physical servers install exactly these versions (Chef), and a later bake can be compared with this one.
+  provisioner "shell" {
+    except = ["amazon-ebs.local"]
+    inline = ["dpkg-query -W -f '$${binary:Package} $${Version}\\n' | sort >/tmp/package-lock"]
+  }
+
+  provisioner "file" {
+    except      = ["amazon-ebs.local"]
+    direction   = "download"
+    source      = "/tmp/package-lock"
+    destination = var.package_lock_path
   }
 }

@@ -26,7 +26,7 @@ variable "ami_name" {
 variable "source_ami_name" {
   type        = string
   description = "Canonical's image name pattern for the spec's Ubuntu release."
-  default     = "ubuntu/images/hvm-ssd/ubuntu-jammy-22.04-amd64-server-*"
+  default     = "ubuntu/images/hvm-ssd-gp3/ubuntu-noble-24.04-amd64-server-*"
 }
 
 variable "root_volume_gib" {
@@ -42,12 +42,12 @@ variable "ec2_endpoint" {
 
 variable "ubuntu_version" {
   type    = string
-  default = "22.04"
+  default = "24.04"
 }
 
 variable "nvidia_driver_branch" {
   type    = string
-  default = "570"
+  default = "580"
 }
 
 variable "nvidia_driver_flavour" {
@@ -58,30 +58,77 @@ variable "nvidia_driver_flavour" {
 
 variable "nvidia_driver_package" {
   type    = string
-  default = "nvidia-driver-570-server-open"
+  default = "nvidia-driver-580-server-open"
+}
+
+variable "nvidia_driver_version" {
+  type        = string
+  description = "The exact driver release (cluster.yaml software.nvidia_driver.version); fabric manager matches it."
+  default     = "580.178.04"
+}
+
+variable "nvidia_fabricmanager" {
+  type        = string
+  description = "1 when a cloud instance type of the spec has NVSwitch (p4d, p5): fabric manager is installed."
+  default     = "0"
+}
+
+variable "efa_installer_version" {
+  type        = string
+  description = "AWS EFA installer version when a cloud instance type of the spec has EFA; empty: none."
+  default     = ""
+}
+
+variable "efa_installer_key_fingerprint" {
+  type    = string
+  default = "4E9091BCBB97A96B26B15E59A05480B1DD2D3CCC"
+}
+
+variable "expected_gpus" {
+  type        = string
+  description = "GPUs of the builder instance: check.sh fails unless nvidia-smi lists exactly these."
+  default     = "1"
+}
+
+variable "unattended_upgrades" {
+  type        = string
+  description = "0 on Kubernetes workers (every node of this image): no upgrade under a running job."
+  default     = "0"
+}
+
+variable "ami_regions" {
+  type        = list(string)
+  description = "Regions the AMI is copied to after the bake (every other region of the spec)."
+  default     = []
+}
+
+variable "package_lock_path" {
+  type        = string
+  description = "Where the bake downloads the image's package lock (dpkg-query -W of every package)."
+  default     = "package-lock"
 }
 
 variable "cuda_version" {
   type    = string
-  default = "12.8"
+  default = "12.9"
 }
 
 variable "containerd_version" {
   type    = string
-  default = "1.7.24"
+  default = "2.2.6"
 }
 
 variable "nvidia_container_toolkit_version" {
   type    = string
-  default = "1.17.4"
+  default = "1.17.8"
 }
 
 variable "kubernetes_version" {
   type    = string
-  default = "1.31.4"
+  default = "1.35.8"
 }
 
 variable "kubernetes_minor" {
   type    = string
-  default = "1.31"
+  default = "1.35"
 }

@@ -25,7 +25,18 @@ def aws_regions() -> frozenset[str]:
 
 def check(cluster: Cluster) -> list[Problem]:
     out: list[Problem] = []
-    for rule in (_networks, _names, _regions, _node_groups, _sites, _labels, _drivers, _storage, _vpn):
+    for rule in (
+        _networks,
+        _names,
+        _regions,
+        _node_groups,
+        _sites,
+        _labels,
+        _drivers,
+        _versions,
+        _storage,
+        _vpn,
+    ):
         out.extend(rule(cluster))
     return out
 
@@ -229,9 +240,30 @@ def _drivers(c: Cluster) -> Iterator[Problem]:
         models = models & known
         try:
             drivers.select_driver(sw.nvidia_driver.branch, sw.nvidia_driver.flavour, models)
+        except ValueError as e:
+            yield "software.nvidia_driver", f"{e} (GPUs of the {what})"
+        try:
             drivers.check_cuda(sw.cuda, sw.nvidia_driver.branch, models)
         except ValueError as e:
-            yield "software", f"{e} (GPUs of the {what})"
+            yield "software.cuda", f"{e} (GPUs of the {what})"
+
+
+def _versions(c: Cluster) -> Iterator[Problem]:
+    """Versions that exist and are supported: the driver release for the Ubuntu release, the toolkit with the
+    container-escape fix, containerd 2, a maintained Kubernetes minor (provision/data/gpu_stack.yaml)."""
+    sw = c.software
+    checks = (
+        ("software.nvidia_driver.version", drivers.check_driver_version,
+         (sw.ubuntu, sw.nvidia_driver.branch, sw.nvidia_driver.version)),
+        ("software.nvidia_container_toolkit", drivers.check_toolkit, (sw.nvidia_container_toolkit,)),
+        ("software.containerd", drivers.check_containerd, (sw.containerd,)),
+        ("kubernetes.version", drivers.check_kubernetes, (c.kubernetes.version,)),
+    )  # fmt: skip
+    for path, rule, args in checks:
+        try:
+            rule(*args)
+        except ValueError as e:
+            yield path, str(e)
 
 
 def _storage(c: Cluster) -> Iterator[Problem]:

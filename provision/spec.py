@@ -162,18 +162,25 @@ class Storage(Strict):
 
 
 class NvidiaDriver(Strict):
-    branch: int = Field(ge=390, description="driver branch, e.g. 570")
+    branch: int = Field(ge=390, description="driver branch, e.g. 580")
+    version: str = Field(
+        pattern=r"^\d+\.\d+(\.\d+)?$",
+        description="the exact driver release, e.g. 580.178.04: it must exist for the Ubuntu release",
+    )
     flavour: Literal["auto", "open", "proprietary"] = Field(
         "auto", description="auto: open kernel modules where every GPU served supports them, else proprietary"
     )
 
 
 class Software(Strict):
-    ubuntu: Literal["20.04", "22.04", "24.04"] = "22.04"
+    ubuntu: Literal["20.04", "22.04", "24.04"] = "24.04"
     nvidia_driver: NvidiaDriver
     cuda: str = Field(pattern=r"^\d+\.\d+$")
     containerd: str = Field(pattern=r"^\d+\.\d+\.\d+$")
     nvidia_container_toolkit: str = Field(pattern=r"^\d+\.\d+\.\d+$")
+    efa_installer: str = Field(
+        "1.47.0", pattern=r"^\d+\.\d+\.\d+$", description="AWS EFA installer, installed where a type has EFA"
+    )
 
 
 class ControlPlane(Strict):

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# containerd (Docker's containerd.io package) with the NVIDIA container toolkit as its default runtime.
+# containerd 2.x (Docker's containerd.io package) with the NVIDIA container toolkit as its default runtime.
 set -euo pipefail
 : "${CONTAINERD_VERSION:?}" "${NVIDIA_CONTAINER_TOOLKIT_VERSION:?}"
 export DEBIAN_FRONTEND=noninteractive
@@ -36,8 +36,20 @@ apt-mark hold containerd.io nvidia-container-toolkit nvidia-container-toolkit-ba
   libnvidia-container-tools libnvidia-container1
 
 install -d -m 0755 /etc/containerd
+# containerd 2.x writes configuration version 3 (CRI under plugins.'io.containerd.cri.v1.runtime'); the runc
+# runtime uses the systemd cgroup driver, as the kubelet does (kubeadm's default cgroupDriver: systemd).
 containerd config default >/etc/containerd/config.toml
+if ! grep -q '^version = 3' /etc/containerd/config.toml; then
+  echo "containerd: $(containerd --version) does not write configuration version 3 (containerd 2.x does)" >&2
+  exit 1
+fi
 sed -i 's/SystemdCgroup = false/SystemdCgroup = true/' /etc/containerd/config.toml
+grep -q 'SystemdCgroup = true' /etc/containerd/config.toml || {
+  echo "containerd: the default configuration has no SystemdCgroup option to turn on" >&2
+  exit 1
+}
+# The nvidia runtime (a copy of runc's options, so systemd cgroups too) as the default: pods see GPUs through the
+# device plugin's NVIDIA_VISIBLE_DEVICES, and CDI specs are generated for the devices at boot.
 nvidia-ctk runtime configure --runtime=containerd --set-as-default
 systemctl enable containerd
 systemctl restart containerd

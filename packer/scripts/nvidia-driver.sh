@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The NVIDIA driver: the branch and kernel-module flavour that provision/drivers.py chose for the GPU models.
+# The NVIDIA driver at the exact release of cluster.yaml, in the kernel-module flavour provision/drivers.py chose.
 set -euo pipefail
-: "${NVIDIA_DRIVER_BRANCH:?}" "${NVIDIA_DRIVER_FLAVOUR:?}" "${NVIDIA_DRIVER_PACKAGE:?}"
+: "${NVIDIA_DRIVER_BRANCH:?}" "${NVIDIA_DRIVER_FLAVOUR:?}" "${NVIDIA_DRIVER_PACKAGE:?}" "${NVIDIA_DRIVER_VERSION:?}"
 export DEBIAN_FRONTEND=noninteractive
 
 case "$NVIDIA_DRIVER_FLAVOUR" in
@@ -20,7 +20,26 @@ options nouveau modeset=0
 CONF
 
 apt-get update -q
-apt-get install -y -q --no-install-recommends "$NVIDIA_DRIVER_PACKAGE" "nvidia-utils-${NVIDIA_DRIVER_BRANCH}-server"
-apt-mark hold "$NVIDIA_DRIVER_PACKAGE" "nvidia-utils-${NVIDIA_DRIVER_BRANCH}-server"
+# The exact release with whatever packaging revision Ubuntu gave it (580.178.04-0ubuntu0.24.04.1). An end-of-life
+# branch becomes a transitional package at another version: it is not the release asked for, so this fails.
+utils="nvidia-utils-${NVIDIA_DRIVER_BRANCH}-server"
+pkg=$(apt-cache madison "$NVIDIA_DRIVER_PACKAGE" |
+  awk -v v="$NVIDIA_DRIVER_VERSION" '!found && index($3, v "-") == 1 { print $3; found = 1 }')
+if [[ -z "$pkg" ]]; then
+  echo "nvidia-driver: $NVIDIA_DRIVER_PACKAGE $NVIDIA_DRIVER_VERSION is not in the archive (apt-cache madison $NVIDIA_DRIVER_PACKAGE)" >&2
+  exit 1
+fi
+apt-mark unhold "$NVIDIA_DRIVER_PACKAGE" "$utils" >/dev/null 2>&1 || true
+apt-get install -y -q --no-install-recommends "$NVIDIA_DRIVER_PACKAGE=$pkg" "$utils=$pkg"
+apt-mark hold "$NVIDIA_DRIVER_PACKAGE" "$utils"
+
+# Every package of the branch must be at that one version (the metapackage pins its parts with "=").
+# awk reads to the end (no early exit): under pipefail dpkg-query would otherwise get SIGPIPE.
+stray=$(dpkg-query -W -f '${Package} ${Version}\n' "*nvidia*-${NVIDIA_DRIVER_BRANCH}-server*" 2>/dev/null |
+  awk -v p="$pkg" '$2 != "" && $2 != p { print }')
+if [[ -n "$stray" ]]; then
+  echo "nvidia-driver: packages of branch $NVIDIA_DRIVER_BRANCH not at $pkg: $stray" >&2
+  exit 1
+fi
 # The persistence daemon keeps the GPUs initialised between jobs.
 systemctl enable nvidia-persistenced 2>/dev/null || true

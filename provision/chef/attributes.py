@@ -102,7 +102,7 @@ def _kubernetes(cluster: Cluster, outputs_dir: Path, placeholders: bool) -> dict
     return {
         "version": cluster.kubernetes.version,
         "minor": cluster.kubernetes.minor,
-        "kubeadm_api_version": "v1beta4" if int(cluster.kubernetes.minor.split(".")[1]) >= 31 else "v1beta3",
+        "kubeadm_api_version": "v1beta4",  # every supported minor (1.35+); v1beta3 is deprecated
         "api_endpoint": endpoint or f"api.{cluster.domain}:{API_PORT}",
         "parameter_region": primary,
         "join_token_parameter": f"/{cluster.name}/kubeadm/join-token",
@@ -130,6 +130,7 @@ def node_attributes(
             "ubuntu": env["UBUNTU_VERSION"],
             "nvidia_driver": {
                 "branch": int(env["NVIDIA_DRIVER_BRANCH"]),
+                "version": env["NVIDIA_DRIVER_VERSION"],
                 "flavour": env["NVIDIA_DRIVER_FLAVOUR"],
                 "package": env["NVIDIA_DRIVER_PACKAGE"],
             },

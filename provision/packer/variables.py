@@ -6,7 +6,8 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-from provision import drivers
+from autoscaler import catalog
+from provision import drivers, hardware
 from provision.errors import UserError
 from provision.packer.images import source_ami_name
 from provision.spec import Cluster
@@ -20,7 +21,9 @@ def image_driver(cluster: Cluster, site: str | None = None) -> drivers.Driver:
     models = cluster.site_gpu_models(site) if site else cluster.cloud_gpu_models()
     what = f"servers of site {site}" if site else "cloud node groups"
     try:
-        return drivers.select_driver(sw.nvidia_driver.branch, sw.nvidia_driver.flavour, models)
+        return drivers.select_driver(
+            sw.nvidia_driver.branch, sw.nvidia_driver.flavour, models, sw.nvidia_driver.version
+        )
     except ValueError as e:
         raise UserError(f"software.nvidia_driver: {e} (GPUs of the {what})") from None
 
@@ -30,7 +33,7 @@ def ami_name(cluster: Cluster, now: datetime | None = None) -> str:
     stamp = (now or datetime.now(UTC)).strftime("%Y%m%d-%H%M%S")
     driver = image_driver(cluster)
     return (
-        f"{cluster.name}-gpu-worker-ubuntu{sw.ubuntu}-nvidia{driver.branch}{driver.flavour[0]}"
+        f"{cluster.name}-gpu-worker-ubuntu{sw.ubuntu}-nvidia{driver.version}{driver.flavour[0]}"
         f"-cuda{sw.cuda}-k8s{cluster.kubernetes.version}-{stamp}"
     )
 
@@ -42,11 +45,19 @@ def check_region(cluster: Cluster, region: str) -> str:
         raise UserError(f"--region: {e.args[0]}") from None
 
 
-def packer_variables(cluster: Cluster, region: str, *, ec2_endpoint: str = "", now=None) -> dict:
-    """The values of packer/variables.pkr.hcl for a build in ``region``."""
+def packer_variables(
+    cluster: Cluster,
+    region: str,
+    *,
+    ec2_endpoint: str = "",
+    now=None,
+    package_lock_path: str = "package-lock",
+) -> dict:
+    """The values of packer/variables.pkr.hcl for a build in ``region`` (copied to the spec's other regions)."""
     check_region(cluster, region)
     sw = cluster.software
     driver = image_driver(cluster)
+    extras = hardware.image_components(cluster)
     return {
         "cluster": cluster.name,
         "region": region,
@@ -58,6 +69,14 @@ def packer_variables(cluster: Cluster, region: str, *, ec2_endpoint: str = "", n
         "nvidia_driver_branch": str(driver.branch),
         "nvidia_driver_flavour": driver.flavour,
         "nvidia_driver_package": driver.package,
+        "nvidia_driver_version": driver.version,
+        "nvidia_fabricmanager": "1" if "fabricmanager" in extras else "0",
+        "efa_installer_version": sw.efa_installer if "efa" in extras else "",
+        "efa_installer_key_fingerprint": drivers.stack_table()["efa_installer_key_fingerprint"],
+        "expected_gpus": str(catalog.instance_type(BUILDER_INSTANCE_TYPE).gpus),
+        "unattended_upgrades": "0",
+        "ami_regions": [r for r in cluster.spill_over_order if r != region],
+        "package_lock_path": package_lock_path,
         "cuda_version": sw.cuda,
         "containerd_version": sw.containerd,
         "nvidia_container_toolkit_version": sw.nvidia_container_toolkit,

@@ -42,17 +42,21 @@ def test_titan_x_site_gets_proprietary_modules_even_when_the_cloud_gets_open(tmp
     cluster = _cluster({"regions.0.node_groups.2": "__delete__"})  # no V100 left: the image uses open modules
     attrs = generate(cluster, tmp_path)[0]["cluster_node"]
     assert attrs["software"]["nvidia_driver"] == {
-        "branch": 570,
+        "branch": 580,
+        "version": "580.178.04",
         "flavour": "proprietary",
-        "package": "nvidia-driver-570-server",
+        "package": "nvidia-driver-580-server",
     }
-    assert attrs["image_scripts"]["environment"]["NVIDIA_DRIVER_PACKAGE"] == "nvidia-driver-570-server"
+    assert attrs["image_scripts"]["environment"]["NVIDIA_DRIVER_PACKAGE"] == "nvidia-driver-580-server"
 
 
 @pytest.mark.parametrize(
     ("changes", "expect"),
     [
-        ({"software.nvidia_driver.branch": 590}, "driver branch 590 does not support titan-x-maxwell"),
+        (
+            {"software.nvidia_driver.branch": 590, "software.nvidia_driver.version": "590.44.01"},
+            "driver branch 590 does not support titan-x-maxwell",
+        ),
         ({"software.nvidia_driver.flavour": "open"}, "open kernel modules do not support"),
         ({"software.cuda": "13.0", "software.nvidia_driver.branch": 580}, "CUDA 13.0 does not support"),
     ],
@@ -88,7 +92,7 @@ def test_scripts_are_the_image_scripts(tmp_path):
 
 def test_a_script_change_changes_its_digest(tmp_path):
     before = generate(load_spec(), tmp_path / "a")[0]["cluster_node"]["image_scripts"]["digests"]
-    after = generate(_cluster({"kubernetes.version": "1.31.5"}), tmp_path / "b")[0]
+    after = generate(_cluster({"kubernetes.version": "1.35.9"}), tmp_path / "b")[0]
     assert after["cluster_node"]["image_scripts"]["digests"] != before
 
 

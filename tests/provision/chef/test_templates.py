@@ -145,15 +145,3 @@ def test_kubeadm_join_config_has_labels_and_taints(tmp_path):
     assert labels["research.cluster/gpu-model"] == "titan-x"
     assert labels["research.cluster/gpu-architecture"] == "pascal"
     assert reg["taints"] == [{"key": "research.cluster/owner", "value": "vision", "effect": "NoSchedule"}]
-
-
-def test_kubeadm_join_config_v1beta3_for_older_kubernetes(tmp_path):
-    from tests.provision.chef.test_attributes import _cluster
-
-    attrs, node_json = generate(_cluster({"kubernetes.version": "1.30.8"}), tmp_path)
-    server = attrs["cluster_node"]["servers"]["titan-02"]
-    variables = {"node_name": "titan-02", "server": server, "token": "t", "ca_cert_hash": "h"}
-    config = yaml.safe_load(render("kubeadm-join.yaml.erb", node_json, variables, tmp_path))
-    assert config["apiVersion"] == "kubeadm.k8s.io/v1beta3"
-    assert config["nodeRegistration"]["kubeletExtraArgs"]["node-ip"] == "10.16.1.12"
-    assert config["nodeRegistration"]["taints"] == []

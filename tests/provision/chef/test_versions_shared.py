@@ -8,21 +8,23 @@ from tests.provision.chef.support import generate
 from tests.provision.chef.test_attributes import _cluster
 
 CHANGED = {
-    "software.ubuntu": "24.04",
-    "software.nvidia_driver.branch": 575,
-    "software.cuda": "12.9",
-    "software.containerd": "1.7.27",
-    "software.nvidia_container_toolkit": "1.17.8",
-    "kubernetes.version": "1.32.3",
+    "software.ubuntu": "22.04",
+    "software.nvidia_driver.branch": 570,
+    "software.nvidia_driver.version": "570.195.03",
+    "software.cuda": "12.8",
+    "software.containerd": "2.1.4",
+    "software.nvidia_container_toolkit": "1.18.0",
+    "kubernetes.version": "1.36.2",
 }
 EXPECTED = {
-    "UBUNTU_VERSION": "24.04",
-    "NVIDIA_DRIVER_BRANCH": "575",
-    "CUDA_VERSION": "12.9",
-    "CONTAINERD_VERSION": "1.7.27",
-    "NVIDIA_CONTAINER_TOOLKIT_VERSION": "1.17.8",
-    "KUBERNETES_VERSION": "1.32.3",
-    "KUBERNETES_MINOR": "1.32",
+    "UBUNTU_VERSION": "22.04",
+    "NVIDIA_DRIVER_BRANCH": "570",
+    "NVIDIA_DRIVER_VERSION": "570.195.03",
+    "CUDA_VERSION": "12.8",
+    "CONTAINERD_VERSION": "2.1.4",
+    "NVIDIA_CONTAINER_TOOLKIT_VERSION": "1.18.0",
+    "KUBERNETES_VERSION": "1.36.2",
+    "KUBERNETES_MINOR": "1.36",
 }
 
 
@@ -42,11 +44,11 @@ def test_changing_the_spec_changes_image_and_cookbook_alike(tmp_path):
     assert (
         after_image["NVIDIA_DRIVER_PACKAGE"]
         == after_chef["NVIDIA_DRIVER_PACKAGE"]
-        == "nvidia-driver-575-server"
+        == "nvidia-driver-570-server"
     )
 
 
 def test_the_image_scripts_read_every_version_from_the_environment():
     scripts = "".join(p.read_text() for p in (template.TEMPLATE_DIR / "scripts").glob("*.sh"))
-    for value in ("22.04", "570", "12.8", "1.7.24", "1.17.4", "1.31.4", "1.31"):
+    for value in ("24.04", "580", "580.178.04", "12.9", "2.2.6", "1.17.8", "1.35.8", "1.35", "1.47.0"):
         assert value not in scripts, f"a version ({value}) is written into packer/scripts instead of read"

@@ -55,7 +55,7 @@ def test_source_ami_follows_the_ubuntu_release(ubuntu, pattern):
 
 def test_ami_name_carries_the_versions_and_fits_aws_limits():
     name = ami_name(load_spec(), datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC))
-    assert name == "dlr-gpu-worker-ubuntu22.04-nvidia570p-cuda12.8-k8s1.31.4-20260102-030405"
+    assert name == "dlr-gpu-worker-ubuntu24.04-nvidia580.178.04p-cuda12.9-k8s1.35.8-20260102-030405"
     assert 3 <= len(name) <= 128
 
 
