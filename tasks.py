@@ -198,6 +198,26 @@ def chef_attributes(c, site, spec=None, outputs=None, placeholders=False):
     print(f"wrote {out}" + (" (placeholder VPN endpoints: not for a real converge)" if placeholders else ""))
 
 
+@task(
+    name="deploy-addons",
+    help={
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+        "dry_run": "only render build/deploy/addons.yaml and print it",
+    },
+)
+@user_errors
+def deploy_addons(c, spec=None, dry_run=False):
+    """Apply the GPU add-ons (NVIDIA device plugin, DCGM exporter, EFA device plugin) rendered from the spec."""
+    from provision.addons import deploy_addons as deploy
+    from provision.loader import load_spec
+
+    path = deploy(load_spec(spec), dry_run=dry_run)
+    if dry_run:
+        print(path.read_text(), end="")
+    else:
+        print(f"applied {path}")
+
+
 # --- autoscaler planner (issue 3; docs/planner.md) ------------------------------------------------------------
 @task(
     help={

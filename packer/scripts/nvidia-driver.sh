@@ -20,7 +20,7 @@ options nouveau modeset=0
 CONF
 
 apt-get update -q
-# The exact release with whatever packaging revision Ubuntu gave it (580.178.04-0ubuntu0.24.04.1). An end-of-life
+# The exact release with whatever packaging revision Ubuntu gave it (<version>-0ubuntu0.<release>.1). An end-of-life
 # branch becomes a transitional package at another version: it is not the release asked for, so this fails.
 utils="nvidia-utils-${NVIDIA_DRIVER_BRANCH}-server"
 pkg=$(apt-cache madison "$NVIDIA_DRIVER_PACKAGE" |
