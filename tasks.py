@@ -161,7 +161,7 @@ def bootstrap_state(c, spec=None, state_bucket=None):
 )
 @user_errors
 def bake_ami(c, region=None, local=False, spec=None):
-    """Bake the GPU worker AMI with Packer and record its id in build/ami/<region>.json and SSM."""
+    """Bake the GPU worker AMI once, copy it to every region; record build/ami/<region>.json, SSM and the package lock."""
     from provision.loader import load_spec
     from provision.packer.bake import bake
     from provision.packer.progress import packer_progress
@@ -171,7 +171,11 @@ def bake_ami(c, region=None, local=False, spec=None):
     region = check_region(cluster, region or cluster.primary_region)
     with packer_progress(f"bake-ami {region}{' (local)' if local else ''}") as on_event:
         done = bake(cluster, region, local=local, on_event=on_event)
-    print(f"baked {done['ami_id']} ({done['name']}): {done['file']}, SSM {done['ssm_parameter']}")
+    print(
+        f"baked {done['ami_id']} ({done['name']}) from {done['source_ami']}, copied to "
+        f"{', '.join(done['regions'])}: {done['file']}, SSM {done['ssm_parameter']}"
+        + (f", package lock {done['package_lock']}" if done["package_lock"] else " (local: no package lock)")
+    )
 
 
 @task(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build"
 AWS_BUILD = "amazon-ebs.gpu-worker"  # SSH communicator: runs every script, then check.sh
 LOCAL_BUILD = "amazon-ebs.local"  # no communicator: the API calls only; see docs/images.md
+_SOURCE_AMI = re.compile(r"Found Image ID: (ami-[0-9a-f]+)")
 
 
 def bake(
@@ -40,7 +42,11 @@ def bake(
 
 
 def _build(cluster, region, exe, staged, work, build_dir, only, endpoint, env, on_event) -> dict:
-    values = variables.packer_variables(cluster, region, ec2_endpoint=endpoint or "")
+    lock_path = work / "package-lock"
+    lock_path.unlink(missing_ok=True)
+    values = variables.packer_variables(
+        cluster, region, ec2_endpoint=endpoint or "", package_lock_path=str(lock_path)
+    )
     var_file = variables.write_var_file(values, work / "variables.pkrvars.json")
     result = runner.build(staged, var_file, only, executable=exe, env=env, on_event=on_event)
     log = work / "packer.log"
@@ -49,21 +55,39 @@ def _build(cluster, region, exe, staged, work, build_dir, only, endpoint, env, o
     if result.returncode != 0 or not ami:
         why = _first_problem(result.errors) or f"exit status {result.returncode}"
         raise UserError(f"packer build {only} in {region} failed: {why} (full log: {log})")
+    expected = {region, *values["ami_regions"]}
+    if set(result.amis) != expected:
+        raise UserError(
+            f"packer build {only}: AMIs in {', '.join(sorted(result.amis))}, expected {', '.join(sorted(expected))}"
+            f" (full log: {log})"
+        )
+    source = next((m.group(1) for line in result.log if (m := _SOURCE_AMI.search(line))), None)
     if endpoint:
-        _check_local_image(ami, values["ami_name"], region, endpoint, env)
-    return record.record_ami(
+        for r, image in result.amis.items():
+            _check_local_image(image, values["ami_name"], r, endpoint, env)
+        lock = None  # no communicator, no dpkg-query: a local bake has no package lock
+    else:
+        if not lock_path.exists():
+            raise UserError(
+                f"packer build {only}: no package lock downloaded to {lock_path} (full log: {log})"
+            )
+        lock = record.parse_package_lock(lock_path.read_text(), str(lock_path))
+    return record.record_bake(
         cluster.name,
         region,
-        ami,
+        result.amis,
         values["ami_name"],
-        build_dir / "ami",
+        record.record_dir(build_dir, local=bool(endpoint)),
+        source_ami=source,
+        package_lock=lock,
         endpoint_url=endpoint,
         credentials=env,
     ) | {"log": str(log), "packer": ".".join(map(str, runner.packer_version(exe)))}
 
 
 def _check_local_image(ami: str, name: str, region: str, endpoint: str, env: dict) -> None:
-    """The moto server must hold the AMI Packer reported, under the name the spec gave it."""
+    """The moto server must hold the AMI Packer reported in ``region``, under the spec's name. (moto's CopyImage
+    ignores ``Encrypted``, so encryption is not provable here: the template test checks ``encrypt_boot``.)"""
     ec2 = boto3.client(
         "ec2",
         region_name=region,
@@ -73,7 +97,7 @@ def _check_local_image(ami: str, name: str, region: str, endpoint: str, env: dic
     )
     images = ec2.describe_images(ImageIds=[ami])["Images"]
     if not images or images[0].get("Name") != name:
-        raise UserError(f"local bake: {endpoint} has no image {ami} named {name}")
+        raise UserError(f"local bake: {endpoint} has no image {ami} named {name} in {region}")
 
 
 def _first_problem(errors: list[str]) -> str:
