@@ -15,6 +15,7 @@ COOKBOOK = ROOT / "chef" / "cookbooks" / "cluster_node"
 FILES_DIR = COOKBOOK / "files" / "default" / "image_scripts"  # generated, ignored by git
 # What a server that is not a Kubernetes worker (gateway, NFS) runs: no driver, runtime or kubelet.
 COMMON = ["base.sh", "aws-cli.sh", "storage-client.sh"]
+PER_SERVER = ""  # environment values the recipe fills in for each server (EXPECTED_GPUS, UNATTENDED_UPGRADES)
 
 
 def copy_scripts(dest: Path = FILES_DIR) -> list[Path]:
@@ -40,6 +41,13 @@ def script_attributes(cluster, site: str) -> dict:
         "nvidia_driver_branch": str(driver.branch),
         "nvidia_driver_flavour": driver.flavour,
         "nvidia_driver_package": driver.package,
+        "nvidia_driver_version": driver.version,
+        # Physical servers (Titan X) have no NVSwitch and no EFA: neither is installed on them.
+        "nvidia_fabricmanager": "0",
+        "efa_installer_version": "",
+        # Set per server by the recipe: the server's GPU count, and upgrades off on workers only.
+        "expected_gpus": PER_SERVER,
+        "unattended_upgrades": PER_SERVER,
     }
     env = template.script_environment(values)
     order = template.provisioner_scripts()
