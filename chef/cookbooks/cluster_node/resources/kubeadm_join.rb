@@ -1,47 +1,58 @@
 # frozen_string_literal: true
 
-# kubeadm join, once: skipped when the kubelet's configuration exists (the node has joined). The join token and
-# the CA hash come from SSM at converge time; the config holding them is written 0600 and removed after joining.
+# kubeadm join that recovers (ClusterNode::Joiner): skipped when the node is registered with the API server (its
+# kubelet.conf works); a partial join is reset first; a failed join is reset and retried with backoff; an expired
+# token is replaced by the current one from SSM. The config holding the token is 0600 and removed afterwards.
 provides :cluster_node_kubeadm_join
 unified_mode true
 
 property :node_name, String, name_property: true
 property :server, Hash, required: true
 property :kubelet_config, String, default: '/var/lib/kubelet/config.yaml'
+property :kubelet_kubeconfig, String, default: '/etc/kubernetes/kubelet.conf'
+property :attempts, Integer, default: 3
 
 action :join do
-  if ::File.exist?(new_resource.kubelet_config)
-    Chef::Log.info("#{new_resource.node_name} has joined already (#{new_resource.kubelet_config} exists)")
-  else
-    k8s = node['cluster_node']['kubernetes']
-    config = node['cluster_node']['kubeadm_join_config']
+  k8s = node['cluster_node']['kubernetes']
+  config = node['cluster_node']['kubeadm_join_config']
+  name = new_resource.node_name
+  kubeconfig = new_resource.kubelet_kubeconfig
+  server = new_resource.server
+  template = ::File.expand_path('../templates/kubeadm-join.yaml.erb', __dir__)
 
-    directory ::File.dirname(config) do
-      mode '0755'
-    end
+  joined = lambda do
+    ::File.exist?(kubeconfig) &&
+      !shell_out('kubectl', '--kubeconfig', kubeconfig, 'get', 'node', name, '--request-timeout=20s').error?
+  end
+  partial = -> { ::File.exist?(new_resource.kubelet_config) || ::File.exist?(kubeconfig) }
+  write_config = lambda do |token|
+    ca_hash = ClusterNode::Ssm.secure_string(k8s['ca_cert_hash_parameter'], k8s['parameter_region'])
+    view = ClusterNode::ErbView.new(node, node_name: name, server: server, token: token, ca_cert_hash: ca_hash)
+    ::FileUtils.mkdir_p(::File.dirname(config), mode: 0o755)
+    text = view.render(::File.read(template))
+    ::File.open(config, ::File::WRONLY | ::File::CREAT | ::File::TRUNC, 0o600) { |f| f.write(text) }
+    config
+  end
+  run = lambda do |argv|
+    cmd = shell_out(*argv, timeout: 600)
+    ClusterNode::Joiner::Result.new(ok: !cmd.error?, output: "#{cmd.stdout}\n#{cmd.stderr}")
+  end
 
-    template config do
-      source 'kubeadm-join.yaml.erb'
-      cookbook 'cluster_node'
-      owner 'root'
-      group 'root'
-      mode '0600'
-      sensitive true
-      variables(
-        node_name: new_resource.node_name,
-        server: new_resource.server,
-        token: ClusterNode::Ssm.secure_string(k8s['join_token_parameter'], k8s['parameter_region']),
-        ca_cert_hash: ClusterNode::Ssm.secure_string(k8s['ca_cert_hash_parameter'], k8s['parameter_region'])
-      )
-    end
+  if joined.call
+    Chef::Log.info("#{name} is registered with the API server (#{kubeconfig} works): not joining")
+    return
+  end
 
-    execute 'kubeadm join' do
-      command ['kubeadm', 'join', '--config', config]
-      creates new_resource.kubelet_config
-    end
-
-    file config do
-      action :delete
+  converge_by("kubeadm join #{name} to #{k8s['api_endpoint']}") do
+    ops = ClusterNode::Joiner::Ops.new(
+      run: run, joined: joined, partial: partial, write_config: write_config,
+      fetch_token: -> { ClusterNode::Ssm.secure_string(k8s['join_token_parameter'], k8s['parameter_region']) }
+    )
+    joiner = ClusterNode::Joiner.new(ops, attempts: new_resource.attempts)
+    begin
+      Chef::Log.info("#{name}: #{joiner.join!}")
+    ensure
+      ::FileUtils.rm_f(config)
     end
   end
 end
