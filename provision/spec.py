@@ -213,6 +213,7 @@ class AutoscalerSettings(Strict):
 class User(Strict):
     name: Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_-]{0,31}$")]
     uid: int = Field(ge=1000, le=60000)
+    admin: bool = Field(False, description="member of the sudo group on the physical servers")
     ssh_keys: list[
         Annotated[str, Field(pattern=r"^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp\d+) [A-Za-z0-9+/=]+( .*)?$")]
     ]

@@ -18,7 +18,17 @@ apt-get update -q
 
 # The exact upstream version from the spec, whatever packaging revision the repository gives it. awk reads to the
 # end rather than exit at the match: under pipefail, apt-cache's next write would get SIGPIPE and fail the lookup.
+# On a physical server Chef writes the image's package lock: the exact version the image has wins over the archive's
+# newest build of the same release. awk reads to the end (no early exit): SIGPIPE under pipefail.
+lock="${PACKAGE_LOCK:-/etc/cluster/package-lock}"
+locked() { if [[ -f "$lock" ]]; then awk -v p="$1" '$1 == p { print $2 }' "$lock"; fi; }
 pick() {
+  local v
+  v=$(locked "$1")
+  if [[ -n "$v" ]]; then
+    echo "$v"
+    return
+  fi
   apt-cache madison "$1" | awk -v v="$2" '!found && ($3 == v || index($3, v "-") == 1) { print $3; found = 1 }'
 }
 containerd_pkg=$(pick containerd.io "$CONTAINERD_VERSION")

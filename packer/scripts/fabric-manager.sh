@@ -10,8 +10,13 @@ if [[ "$NVIDIA_FABRICMANAGER" != 1 ]]; then
   echo "fabric-manager: no NVSwitch type in cluster.yaml; not installed"
   exit 0
 fi
+# On a physical server Chef writes the image's package lock: the exact version the image has wins over the archive's
+# newest build of the same release. awk reads to the end (no early exit): SIGPIPE under pipefail.
+lock="${PACKAGE_LOCK:-/etc/cluster/package-lock}"
+locked() { if [[ -f "$lock" ]]; then awk -v p="$1" '$1 == p { print $2 }' "$lock"; fi; }
 fm="nvidia-fabricmanager-${NVIDIA_DRIVER_BRANCH}"
-pkg=$(apt-cache madison "$fm" |
+pkg=$(locked "$fm")
+[[ -n "$pkg" ]] || pkg=$(apt-cache madison "$fm" |
   awk -v v="$NVIDIA_DRIVER_VERSION" '!found && index($3, v "-") == 1 { print $3; found = 1 }')
 if [[ -z "$pkg" ]]; then
   echo "fabric-manager: $fm $NVIDIA_DRIVER_VERSION is not in the archive; it must match the driver exactly" >&2

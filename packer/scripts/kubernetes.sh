@@ -11,8 +11,12 @@ echo "deb [signed-by=/etc/apt/keyrings/kubernetes.gpg] https://pkgs.k8s.io/core:
   >/etc/apt/sources.list.d/kubernetes.list
 apt-get update -q
 
-# awk reads to the end rather than exit at the match (SIGPIPE to apt-cache under pipefail).
-pkg=$(apt-cache madison kubelet |
+# On a physical server Chef writes the image's package lock: the exact version the image has wins over the archive's
+# newest build of the same release. awk reads to the end (no early exit): SIGPIPE under pipefail.
+lock="${PACKAGE_LOCK:-/etc/cluster/package-lock}"
+locked() { if [[ -f "$lock" ]]; then awk -v p="$1" '$1 == p { print $2 }' "$lock"; fi; }
+pkg=$(locked kubelet)
+[[ -n "$pkg" ]] || pkg=$(apt-cache madison kubelet |
   awk -v v="$KUBERNETES_VERSION" '!found && index($3, v "-") == 1 { print $3; found = 1 }')
 if [[ -z "$pkg" ]]; then
   echo "kubernetes: kubelet $KUBERNETES_VERSION is not in pkgs.k8s.io v$KUBERNETES_MINOR" >&2

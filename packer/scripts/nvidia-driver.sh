@@ -19,11 +19,17 @@ blacklist nouveau
 options nouveau modeset=0
 CONF
 
+# On a physical server Chef writes the image's package lock: the exact version the image has wins over the archive's
+# newest build of the same release. awk reads to the end (no early exit): SIGPIPE under pipefail.
+lock="${PACKAGE_LOCK:-/etc/cluster/package-lock}"
+locked() { if [[ -f "$lock" ]]; then awk -v p="$1" '$1 == p { print $2 }' "$lock"; fi; }
+
 apt-get update -q
 # The exact release with whatever packaging revision Ubuntu gave it (<version>-0ubuntu0.<release>.1). An end-of-life
 # branch becomes a transitional package at another version: it is not the release asked for, so this fails.
 utils="nvidia-utils-${NVIDIA_DRIVER_BRANCH}-server"
-pkg=$(apt-cache madison "$NVIDIA_DRIVER_PACKAGE" |
+pkg=$(locked "$utils")
+[[ -n "$pkg" ]] || pkg=$(apt-cache madison "$NVIDIA_DRIVER_PACKAGE" |
   awk -v v="$NVIDIA_DRIVER_VERSION" '!found && index($3, v "-") == 1 { print $3; found = 1 }')
 if [[ -z "$pkg" ]]; then
   echo "nvidia-driver: $NVIDIA_DRIVER_PACKAGE $NVIDIA_DRIVER_VERSION is not in the archive (apt-cache madison $NVIDIA_DRIVER_PACKAGE)" >&2

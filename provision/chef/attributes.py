@@ -7,11 +7,13 @@ parameters and read by the cookbook at converge time.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from autoscaler import catalog
 from provision.chef import image_scripts, outputs, strongswan
 from provision.errors import UserError
+from provision.packer import record
 from provision.spec import Cluster
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,6 +25,13 @@ GPU_ARCHITECTURE_LABEL = "research.cluster/gpu-architecture"
 NFS_OPTIONS = "rw,sync,no_subtree_check,root_squash"
 NFS_MOUNT_OPTIONS = "nfsvers=4.2,hard,noatime,_netdev"
 API_PORT = 6443
+AMI_DIR = ROOT / "build" / "ami"
+# The GPU stack in the image's package lock: what the physical servers must run at exactly the image's versions
+# (driver and its libraries, fabric manager, CUDA and its libraries, containerd, the container toolkit, Kubernetes).
+STACK_PACKAGES = re.compile(
+    r"^(nvidia-|libnvidia-|cuda-|lib(cublas|cufft|cufile|curand|cusolver|cusparse|npp|nvjitlink|nvjpeg|nvfatbin)"
+    r"|containerd\.io$|kubelet$|kubeadm$|kubectl$|cri-tools$|kubernetes-cni$)"
+)
 
 
 def _server(cluster: Cluster, site_name: str, s) -> dict:
@@ -110,8 +119,45 @@ def _kubernetes(cluster: Cluster, outputs_dir: Path, placeholders: bool) -> dict
     }
 
 
+def _package_lock(cluster: Cluster, ami_dir: Path, placeholders: bool) -> dict | None:
+    """The stack's packages from the last real bake (``build/ami/package-lock.json``), checked against the spec."""
+    if placeholders and not (ami_dir / record.LOCK_FILE).exists():
+        return None
+    lock = record.load_package_lock(ami_dir)
+    packages = {n: v for n, v in lock["packages"].items() if STACK_PACKAGES.match(n)}
+    sw, source = cluster.software, ami_dir / record.LOCK_FILE
+    driver_utils = f"nvidia-utils-{sw.nvidia_driver.branch}-server"
+    expected = {
+        "kubelet": (cluster.kubernetes.version, "kubernetes.version"),
+        "containerd.io": (sw.containerd, "software.containerd"),
+        "nvidia-container-toolkit": (sw.nvidia_container_toolkit, "software.nvidia_container_toolkit"),
+        driver_utils: (sw.nvidia_driver.version, "software.nvidia_driver.version"),
+    }
+    for name, (version, field) in expected.items():
+        have = packages.get(name)
+        if have is None or not have.startswith(f"{version}-"):
+            raise UserError(
+                f"{source}: {name} is {have or 'missing'}, not cluster.yaml's {field} {version}; "
+                "bake the image again (`invoke bake-ami`)"
+            )
+    if f"cuda-toolkit-{sw.cuda.replace('.', '-')}" not in packages:
+        raise UserError(
+            f"{source}: no cuda-toolkit-{sw.cuda.replace('.', '-')} (cluster.yaml software.cuda); bake again"
+        )
+    return {
+        "ami_name": lock.get("ami_name"),
+        "source_ami": lock.get("source_ami"),
+        "packages": dict(sorted(packages.items())),
+    }
+
+
 def node_attributes(
-    cluster: Cluster, site_name: str, outputs_dir: Path = outputs.OUTPUTS_DIR, *, placeholders: bool = False
+    cluster: Cluster,
+    site_name: str,
+    outputs_dir: Path = outputs.OUTPUTS_DIR,
+    *,
+    placeholders: bool = False,
+    ami_dir: Path = AMI_DIR,
 ) -> dict:
     """The JSON a site's servers converge with (``chef-client -j``): run list plus ``cluster_node`` attributes."""
     try:
@@ -140,10 +186,11 @@ def node_attributes(
         },
         "image_scripts": scripts,
         "servers": {s.name: _server(cluster, site.name, s) for s in site.servers},
-        "users": [u.model_dump() for u in cluster.users],
+        "users": [u.model_dump() for u in cluster.users],  # admin: true -> the sudo group (admin_group)
         "nfs": _nfs(cluster),
         "vpn": _vpn(cluster, site, outputs_dir, placeholders),
         "kubernetes": _kubernetes(cluster, outputs_dir, placeholders),
+        "package_lock": _package_lock(cluster, ami_dir, placeholders),
     }
     return {"run_list": ["recipe[cluster_node]"], "cluster_node": attrs}
 
@@ -156,9 +203,10 @@ def write_node_attributes(
     *,
     placeholders: bool = False,
     cookbook_files: Path = image_scripts.FILES_DIR,
+    ami_dir: Path = AMI_DIR,
 ) -> Path:
     """Write ``<out_dir>/<site>.json`` and refresh the cookbook's copy of the image scripts."""
-    data = node_attributes(cluster, site_name, outputs_dir, placeholders=placeholders)
+    data = node_attributes(cluster, site_name, outputs_dir, placeholders=placeholders, ami_dir=ami_dir)
     image_scripts.copy_scripts(cookbook_files)
     out = out_dir / f"{site_name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -10,6 +10,7 @@ from pathlib import Path
 import yaml
 
 from provision.chef.attributes import write_node_attributes
+from provision.packer import record
 from tests.support import ROOT, require_tool, set_path
 
 HERE = ROOT / "tests/provision/chef"
@@ -28,9 +29,41 @@ def outputs_copy() -> dict:
     return copy.deepcopy(OUTPUTS)
 
 
+IMAGE_LOCK = HERE / "package_lock.txt"  # dpkg-query -W of an image baked from the example spec
+
+
+def write_lock(ami_dir: Path, text: str | None = None) -> Path:
+    """``build/ami/package-lock.json`` as a real bake of the example spec writes it (record.record_bake)."""
+    ami_dir.mkdir(parents=True, exist_ok=True)
+    packages = record.parse_package_lock(
+        text if text is not None else IMAGE_LOCK.read_text(), "package_lock.txt"
+    )
+    lock = {
+        "ami_name": "dlr-gpu-worker-ubuntu24.04-nvidia580.178.04p-cuda12.9-k8s1.35.8-20261130-090000",
+        "amis": {"us-west-2": "ami-0123456789abcdef0"},
+        "bake_region": "us-west-2",
+        "source_ami": "ami-0fedcba9876543210",
+        "packages": packages,
+    }
+    path = ami_dir / record.LOCK_FILE
+    path.write_text(json.dumps(lock))
+    return path
+
+
+def lock_text(replace: dict[str, str]) -> str:
+    """The example image's lock with versions replaced (``{"1.35.8-": "1.35.9-"}``): a bake of a changed spec."""
+    text = IMAGE_LOCK.read_text()
+    for old, new in replace.items():
+        text = text.replace(old, new)
+    return text
+
+
 def generate(cluster, tmp_path: Path, site: str = "lab", **kwargs) -> tuple[dict, Path]:
-    """Write outputs and attributes under ``tmp_path``; the attributes and their file."""
+    """Write outputs, the image's package lock and attributes under ``tmp_path``; the attributes and their file."""
     outputs = write_outputs(tmp_path / "terraform")
+    if "ami_dir" not in kwargs:
+        write_lock(tmp_path / "ami")
+        kwargs["ami_dir"] = tmp_path / "ami"
     path = write_node_attributes(
         cluster, site, outputs, tmp_path / "chef", cookbook_files=tmp_path / "files", **kwargs
     )

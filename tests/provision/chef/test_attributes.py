@@ -6,7 +6,7 @@ from provision.chef.image_scripts import COMMON
 from provision.errors import SpecError, UserError
 from provision.loader import load_spec, spec_from_data
 from provision.packer import template
-from tests.provision.chef.support import OUTPUTS, generate
+from tests.provision.chef.support import OUTPUTS, generate, lock_text, write_lock
 from tests.support import example_spec_data, set_path
 
 
@@ -92,7 +92,10 @@ def test_scripts_are_the_image_scripts(tmp_path):
 
 def test_a_script_change_changes_its_digest(tmp_path):
     before = generate(load_spec(), tmp_path / "a")[0]["cluster_node"]["image_scripts"]["digests"]
-    after = generate(_cluster({"kubernetes.version": "1.35.9"}), tmp_path / "b")[0]
+    write_lock(tmp_path / "b" / "ami", lock_text({"1.35.8-": "1.35.9-"}))
+    after = generate(
+        _cluster({"kubernetes.version": "1.35.9"}), tmp_path / "b", ami_dir=tmp_path / "b" / "ami"
+    )[0]
     assert after["cluster_node"]["image_scripts"]["digests"] != before
 
 

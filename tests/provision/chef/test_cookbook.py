@@ -46,6 +46,7 @@ def test_every_template_and_recipe_referenced_exists():
     for path in [*COOKBOOK.glob("recipes/*.rb"), *COOKBOOK.glob("resources/*.rb")]:
         text = path.read_text()
         sources |= set(re.findall(r"source '([^']+\.erb)'", text))
+        sources |= set(re.findall(r"'\.\./templates/([^']+\.erb)'", text))  # rendered by the resource itself
         recipes |= set(re.findall(r"include_recipe 'cluster_node::(\w+)'", text))
     assert sources == {p.name for p in COOKBOOK.glob("templates/*.erb")}
     assert recipes == {p.stem for p in COOKBOOK.glob("recipes/*.rb")} - {"default"}

@@ -8,7 +8,7 @@ import yaml
 from provision.chef.attributes import node_attributes
 from provision.errors import UserError
 from provision.loader import load_spec
-from tests.provision.chef.support import HERE, outputs_copy, set_path, write_outputs
+from tests.provision.chef.support import HERE, outputs_copy, set_path, write_lock, write_outputs
 
 CASES = yaml.safe_load((HERE / "bad_outputs.yaml").read_text())
 
@@ -37,7 +37,9 @@ def test_broken_outputs_give_one_clear_line(case, tmp_path):
 def test_missing_api_endpoint_falls_back_to_the_private_dns_name(tmp_path):
     docs = outputs_copy()
     del docs["us-west-2"]["api_endpoint"]
-    attrs = node_attributes(load_spec(), "lab", write_outputs(tmp_path, docs))["cluster_node"]
+    write_lock(tmp_path / "ami")
+    attrs = node_attributes(load_spec(), "lab", write_outputs(tmp_path, docs), ami_dir=tmp_path / "ami")
+    attrs = attrs["cluster_node"]
     assert attrs["kubernetes"]["api_endpoint"] == "api.research.internal:6443"
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from provision.packer import template
 from provision.packer.variables import packer_variables
-from tests.provision.chef.support import generate
+from tests.provision.chef.support import generate, lock_text, write_lock
 from tests.provision.chef.test_attributes import _cluster
 
 CHANGED = {
@@ -28,15 +28,28 @@ EXPECTED = {
 }
 
 
-def _both(cluster, tmp_path) -> tuple[dict, dict]:
+AFTER_LOCK = {  # what a bake of the changed spec records
+    "580.178.04-0ubuntu0.24.04.1": "570.195.03-0ubuntu0.22.04.1",
+    "-580-server": "-570-server",
+    "12-9": "12-8",
+    "2.2.6-1~ubuntu.24.04~noble": "2.1.4-1~ubuntu.22.04~jammy",
+    "1.17.8-1": "1.18.0-1",
+    "1.35.8-1.1": "1.36.2-1.1",
+}
+
+
+def _both(cluster, tmp_path, lock: dict | None = None) -> tuple[dict, dict]:
     image = template.script_environment(packer_variables(cluster, "us-west-2"))
-    chef = generate(cluster, tmp_path)[0]["cluster_node"]["image_scripts"]["environment"]
+    write_lock(tmp_path / "ami", lock_text(lock or {}))
+    chef = generate(cluster, tmp_path, ami_dir=tmp_path / "ami")[0]["cluster_node"]["image_scripts"][
+        "environment"
+    ]
     return image, chef
 
 
 def test_changing_the_spec_changes_image_and_cookbook_alike(tmp_path):
     before_image, before_chef = _both(_cluster({}), tmp_path / "before")
-    after_image, after_chef = _both(_cluster(CHANGED), tmp_path / "after")
+    after_image, after_chef = _both(_cluster(CHANGED), tmp_path / "after", AFTER_LOCK)
     for name, value in EXPECTED.items():
         assert before_image[name] != value and before_chef[name] != value
         assert after_image[name] == value, name

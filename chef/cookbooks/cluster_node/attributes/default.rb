@@ -6,3 +6,15 @@ default['cluster_node']['server'] = nil
 default['cluster_node']['image_scripts_dir'] = '/var/lib/cluster-node/image-scripts'
 default['cluster_node']['swanctl_dir'] = '/etc/swanctl/conf.d'
 default['cluster_node']['kubeadm_join_config'] = '/etc/kubernetes/kubeadm-join.yaml'
+# SSH keys outside the NFS homes (sshd's AuthorizedKeysFile) and the sudo group of the spec's admins.
+default['cluster_node']['authorized_keys_dir'] = '/etc/ssh/authorized_keys'
+default['cluster_node']['admin_group'] = 'cluster-admins'
+# The image's package lock as the scripts and check.sh read it.
+default['cluster_node']['package_lock_file'] = '/etc/cluster/package-lock'
+# Version changes on a joined worker: cordon with this kubeconfig (an admin-provided credential allowed to patch
+# nodes; without it the node is not cordoned) and wait while workload pods run.
+default['cluster_node']['upgrade'] = {
+  'kubeconfig' => '/etc/kubernetes/cluster-node-upgrade.conf',
+  'kubelet_kubeconfig' => '/etc/kubernetes/kubelet.conf',
+  'cordon_marker' => '/var/lib/cluster-node/cordoned-by-chef'
+}
