@@ -87,7 +87,9 @@ grep -q '^version = 3' "$config" 2>/dev/null || fail "$config is not configurati
 grep -q 'default_runtime_name = "nvidia"' "$config" 2>/dev/null ||
   fail "containerd does not use the nvidia runtime by default"
 grep -q 'SystemdCgroup = true' "$config" 2>/dev/null || fail "containerd does not use the systemd cgroup driver"
-if ! nvidia-ctk --version 2>/dev/null | grep -q "version ${NVIDIA_CONTAINER_TOOLKIT_VERSION}\b"; then
+# Two lines (version, commit): read them whole rather than pipe into grep -q (SIGPIPE under pipefail).
+ctk=$(nvidia-ctk --version 2>/dev/null || true)
+if [[ "$ctk" != *"version ${NVIDIA_CONTAINER_TOOLKIT_VERSION}"* ]]; then
   fail "the NVIDIA container toolkit is not $NVIDIA_CONTAINER_TOOLKIT_VERSION"
 fi
 # nvidia-container-cli is what the runtime hook uses to give a container its GPUs: it must see them all.

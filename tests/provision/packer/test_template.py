@@ -78,6 +78,24 @@ def test_source_is_canonical_ubuntu():
     assert ami_filter["filters"]["name"] == "${var.source_ami_name}"
 
 
+def test_one_bake_copied_encrypted_to_every_region_with_its_package_lock():
+    parsed = hcl2.loads(template.TEMPLATE.read_text())
+    source = parsed["source"][0]['"amazon-ebs"']['"ubuntu"']
+    assert source["ami_regions"] == "${var.ami_regions}"
+    assert source["encrypt_boot"] is True
+    provisioners = [p for b in parsed["build"] for p in b["provisioner"]]
+    lock_steps = [(kind.strip('"'), body) for p in provisioners for kind, body in p.items()][-2:]
+    (shell, dump), (file, download) = lock_steps
+    assert (shell, file) == ("shell", "file")
+    assert "dpkg-query -W" in dump["inline"][0] and dump["except"] == download["except"] == [
+        '"amazon-ebs.local"'
+    ]
+    assert download["direction"] == '"download"' and download["source"] == '"/tmp/package-lock"'
+    assert download["destination"] == "${var.package_lock_path}"
+    values = packer_variables(load_spec(), "us-east-1")
+    assert values["ami_regions"] == ["us-west-2", "us-east-2"]
+
+
 def test_every_script_runs_and_only_scripts_that_exist():
     assert sorted(template.provisioner_scripts()) == sorted(p.name for p in SCRIPTS.glob("*.sh"))
     assert template.provisioner_scripts()[-1] == "check.sh"
