@@ -79,13 +79,28 @@ build {
     communicator = "none"
   }
 
+  # base.sh upgrades the system, kernel included: reboot into the newest kernel, so that the driver module DKMS
+  # builds next is the one that loads, and check.sh sees it loaded with nvidia-smi answering.
   provisioner "shell" {
     except           = ["amazon-ebs.local"]
     environment_vars = local.script_env
     execute_command  = "chmod +x {{ .Path }}; sudo -E {{ .Vars }} bash '{{ .Path }}'"
-    # One script per concern, in this order; chef/cookbooks/cluster_node runs the same list.
+    scripts          = ["${path.root}/scripts/base.sh"]
+  }
+
+  provisioner "shell" {
+    except            = ["amazon-ebs.local"]
+    inline            = ["sudo systemctl reboot"]
+    expect_disconnect = true
+  }
+
+  provisioner "shell" {
+    except           = ["amazon-ebs.local"]
+    pause_before     = "30s"
+    environment_vars = local.script_env
+    execute_command  = "chmod +x {{ .Path }}; sudo -E {{ .Vars }} bash '{{ .Path }}'"
+    # One script per concern, in this order (base.sh first, above); chef/cookbooks/cluster_node runs the same list.
     scripts = [
-      "${path.root}/scripts/base.sh",
       "${path.root}/scripts/aws-cli.sh",
       "${path.root}/scripts/nvidia-driver.sh",
       "${path.root}/scripts/gpu-hardware.sh",

@@ -47,5 +47,10 @@ if [[ -n "$stray" ]]; then
   echo "nvidia-driver: packages of branch $NVIDIA_DRIVER_BRANCH not at $pkg: $stray" >&2
   exit 1
 fi
+# Load it now when nothing else is loaded (the bake rebooted into the kernel it was built for). A server running
+# another release keeps it until its reboot, and a refused module (Secure Boot) is reported by check.sh with why.
+if [[ ! -e /proc/driver/nvidia/version ]]; then
+  modprobe nvidia || echo "nvidia-driver: modprobe nvidia failed; check.sh reports why" >&2
+fi
 # The persistence daemon keeps the GPUs initialised between jobs.
 systemctl enable nvidia-persistenced 2>/dev/null || true
