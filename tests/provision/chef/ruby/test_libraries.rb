@@ -5,6 +5,7 @@
 require 'minitest/autorun'
 require 'tmpdir'
 require 'json'
+require 'yaml'
 
 COOKBOOK = ARGV.fetch(0)
 %w(access kubeadm upgrade).each { |lib| require File.join(COOKBOOK, 'libraries', lib) }
@@ -149,5 +150,36 @@ class AccessTest < Minitest::Test
     assert_includes ClusterNode::Access.sshd_config('/etc/ssh/authorized_keys'),
                     "AuthorizedKeysFile /etc/ssh/authorized_keys/%u .ssh/authorized_keys\n"
     assert_includes ClusterNode::Access.sudoers('cluster-admins'), "%cluster-admins ALL=(ALL:ALL) NOPASSWD: ALL\n"
+  end
+end
+
+# The templates the resources and recipes render through the libraries (ErbView: the join config is re-rendered
+# with a fresh token inside one action).
+class TemplatesTest < Minitest::Test
+  def template(name)
+    File.read(File.join(COOKBOOK, 'templates', name))
+  end
+
+  def node
+    { 'cluster_node' => { 'kubernetes' => { 'kubeadm_api_version' => 'v1beta4', 'api_endpoint' => '10.0.0.10:6443' } } }
+  end
+
+  def test_join_config_rendered_with_a_token
+    server = { 'ip' => '10.16.1.11', 'labels' => { 'research.cluster/site' => 'lab' },
+               'taints' => [{ 'key' => 'k', 'value' => 'v', 'effect' => 'NoSchedule' }] }
+    view = ClusterNode::ErbView.new(node, node_name: 'titan-01', server: server, token: 'abcdef.0123456789abcdef',
+                                          ca_cert_hash: 'sha256:00')
+    config = YAML.safe_load(view.render(template('kubeadm-join.yaml.erb')))
+    assert_equal 'kubeadm.k8s.io/v1beta4', config['apiVersion']
+    assert_equal 'abcdef.0123456789abcdef', config['discovery']['bootstrapToken']['token']
+    assert_equal 'titan-01', config['nodeRegistration']['name']
+    assert_equal [{ 'key' => 'k', 'value' => 'v', 'effect' => 'NoSchedule' }], config['nodeRegistration']['taints']
+  end
+
+  def test_sudoers_and_sshd_templates
+    sudoers = ClusterNode::ErbView.new(node, group: 'cluster-admins').render(template('sudoers.erb'))
+    assert_equal ClusterNode::Access.sudoers('cluster-admins'), sudoers
+    sshd = ClusterNode::ErbView.new(node, keys_dir: '/etc/ssh/authorized_keys').render(template('sshd-authorized-keys.conf.erb'))
+    assert_match(%r{^AuthorizedKeysFile /etc/ssh/authorized_keys/%u \.ssh/authorized_keys$}, sshd)
   end
 end
