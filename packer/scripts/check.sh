@@ -63,6 +63,12 @@ else
 fi
 
 # --- what this hardware needs: fabric manager on NVSwitch machines, EFA on EFA machines -------------------------
+if [[ "${NVIDIA_FABRICMANAGER:-0}" == 1 ]]; then
+  fm_pkg="nvidia-fabricmanager-${NVIDIA_DRIVER_BRANCH:?}"
+  fm_version=$(dpkg-query -W -f '${Version}' "$fm_pkg" 2>/dev/null || true)
+  [[ "$fm_version" == "$NVIDIA_DRIVER_VERSION"-* ]] ||
+    fail "$fm_pkg is ${fm_version:-not installed}, not the driver's $NVIDIA_DRIVER_VERSION (they must match exactly)"
+fi
 hw=$(command -v cluster-gpu-hardware || echo "$root/usr/local/sbin/cluster-gpu-hardware")
 if [[ -x "$hw" ]]; then
   if "$hw" nvswitch >/dev/null; then
