@@ -40,7 +40,8 @@ def _age(obj: dict, now: float) -> str:
 
 def _node_row(n: dict, now: float) -> list:
     ready = next((c for c in n.get("status", {}).get("conditions", []) if c["type"] == "Ready"), {})
-    status = {"True": "Ready", "False": "NotReady"}.get(ready.get("status"), "Unknown")
+    # as kube-apiserver's printNode: Ready, NotReady for False and Unknown alike, Unknown without the condition
+    status = ("Ready" if ready.get("status") == "True" else "NotReady") if ready else "Unknown"
     if n.get("spec", {}).get("unschedulable"):
         status += ",SchedulingDisabled"
     roles = sorted(
