@@ -98,6 +98,7 @@ class ClusterModel:
         self._daemon_pods: dict[tuple[str, str, str], dict] = {}  # (ds namespace, ds name, node) -> its pod
         self._awaiting_network: dict[str, list[dict]] = {}  # node -> bound pods whose containers wait for it
         self._silent: dict[str, float] = {}  # node -> when its kubelet stopped posting status
+        self._network_up: set[str] = set()  # nodes whose network plugin is ready (Ready when heard from)
         self._taint_sig: dict[
             str, tuple
         ] = {}  # node -> its NoExecute taints, as the taint manager last saw them
@@ -240,7 +241,9 @@ class ClusterModel:
         self._model_event(node, "RegisteredNode", f"Node {name} event: Registered Node {name} in Controller")
         if uninitialized:
             self.queue.push(now + self.clock.scale(lc.cloud_init_s), self._cloud_initialised, name, node)
-        if not ready:
+        if ready:
+            self._network_up.add(name)
+        else:
             self.queue.push(now + self.clock.scale(lc.ready_s), self._kubelet_ready, name, node)
         self._sync_daemons(node)
 
@@ -260,8 +263,13 @@ class ClusterModel:
 
     def _kubelet_ready(self, name: str, node: dict) -> None:
         node = self._live_node(name, node)
-        if node is None or name in self._silent or name not in self._node_instance:
+        if node is None or name not in self._node_instance:
             return
+        self._network_up.add(name)
+        if name not in self._silent:
+            self._make_ready(name, node)
+
+    def _make_ready(self, name: str, node: dict) -> None:
         O.set_ready(node, iso(self.clock.now()))
         self._node_modified(node)
         for pod in self._awaiting_network.pop(name, ()):
@@ -347,8 +355,11 @@ class ClusterModel:
         node = self.store.get("nodes", None, name)
         if self._silent.pop(name, None) is None:
             return
-        if any(c.get("status") == "Unknown" for c in node["status"].get("conditions") or ()):
-            O.set_ready(node, iso(self.clock.now()))
+        if name in self._network_up:
+            if not O.is_ready(node) or O.drop_taint(node, T.UNREACHABLE):
+                self._make_ready(name, node)
+        elif any(c.get("status") == "Unknown" for c in node["status"].get("conditions") or ()):
+            O.reset_not_ready(node, iso(self.clock.now()))  # still booting: NotReady, as it registered
             self._node_modified(node)
 
     def _heartbeat_missed(self, name: str, since: float) -> None:
@@ -392,6 +403,7 @@ class ClusterModel:
             inst.node_name = None
         self._awaiting_network.pop(name, None)
         self._silent.pop(name, None)
+        self._network_up.discard(name)
         self._taint_sig.pop(name, None)
         self._taint_gen.pop(name, None)
         for key in [k for k in self._daemon_pods if k[2] == name]:

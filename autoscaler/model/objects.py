@@ -91,6 +91,14 @@ def set_unknown(node: dict, t: str) -> None:
         taints.append({"key": UNREACHABLE, "effect": "NoExecute", "timeAdded": t})
 
 
+def reset_not_ready(node: dict, t: str) -> None:
+    """A kubelet heard from again before its network is up: NotReady as at registration, not-ready tainted."""
+    fresh = {c["type"]: c for c in node_conditions(False, t)}
+    node["status"]["conditions"] = [fresh.get(c["type"], c) for c in node["status"].get("conditions") or ()]
+    _drop_taints(node, (UNREACHABLE,))
+    node["spec"].setdefault("taints", []).append({"key": NOT_READY, "effect": "NoSchedule"})
+
+
 def _drop_taints(node: dict, keys: tuple[str, ...]) -> bool:
     taints = node["spec"].get("taints") or []
     kept = [x for x in taints if x["key"] not in keys]

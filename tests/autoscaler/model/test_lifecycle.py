@@ -336,3 +336,37 @@ def test_a_wall_clock_free_run_finishes_every_pod_either_way(lifecycle):
     while (t := m.next_event_time()) is not None and t < 10_000:
         m.advance(t)
     assert set(phases(m).values()) == {"Succeeded"}
+
+
+def test_a_kubelet_silent_while_booting_is_ready_when_heard_from_again():
+    m = model(group(), boot_delays=BOOT)
+    _launch(m)
+    m.advance(100)
+    name = _node(m)["metadata"]["name"]
+    m.stop_heartbeat(name)
+    m.advance(150)  # its Ready at 120 was never posted; Unknown at 150
+    node = _node(m)
+    assert _condition(node)["status"] == "Unknown" and (UNREACHABLE, "NoExecute") in _taints(node)
+    assert GPU not in node["status"]["allocatable"]
+    m.advance(200)
+    m.resume_heartbeat(name)
+    node = _node(m)
+    assert _condition(node)["status"] == "True" and _taints(node) == {(GPU, "NoSchedule")}
+    m.advance(230)
+    assert _node(m)["status"]["allocatable"][GPU] == "8", "the device plugin started at 200"
+
+
+def test_a_kubelet_heard_from_again_before_its_network_is_up_is_not_ready_again():
+    m = model(group(), boot_delays=BOOT, lifecycle=NodeLifecycle(ready_s=300.0))
+    _launch(m)
+    m.advance(100)
+    name = _node(m)["metadata"]["name"]
+    m.stop_heartbeat(name)
+    m.advance(150)
+    assert _condition(_node(m))["status"] == "Unknown"
+    m.resume_heartbeat(name)
+    node = _node(m)
+    assert (_condition(node)["status"], _condition(node)["reason"]) == ("False", "KubeletNotReady")
+    assert _taints(node) == {(GPU, "NoSchedule"), (NOT_READY, "NoSchedule")}
+    m.advance(400)
+    assert _condition(_node(m))["status"] == "True"
