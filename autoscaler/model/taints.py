@@ -47,8 +47,11 @@ def add_default_tolerations(spec: dict, seconds: int) -> None:
     tolerations = spec.get("tolerations") or []
     added = []
     for key in (NOT_READY, UNREACHABLE):
-        probe = {"key": key, "effect": "NoExecute"}
-        if not any(tolerates(t, probe) for t in tolerations):
+        # the plugin's own test: the key (or none) and NoExecute (or no effect), whatever the operator
+        if not any(
+            t.get("key") in (key, "", None) and t.get("effect") in ("NoExecute", "", None)
+            for t in tolerations
+        ):
             added.append(
                 {"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": seconds}
             )
