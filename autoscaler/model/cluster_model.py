@@ -234,6 +234,7 @@ class ClusterModel:
         )
         name = node["metadata"]["name"]
         self.store.create("nodes", node)
+        self.store.create("leases", O.node_lease(node, now))
         inst.node_name = name
         self._node_instance[name] = inst
         self.scheduler.add_node(node)
@@ -271,11 +272,24 @@ class ClusterModel:
 
     def _make_ready(self, name: str, node: dict) -> None:
         O.set_ready(node, iso(self.clock.now()))
+        self._renew_lease(name)
         self._node_modified(node)
         for pod in self._awaiting_network.pop(name, ()):
             meta = pod["metadata"]
             if self.store.find("pods", meta["namespace"], meta["name"]) is pod and not P.is_terminal(pod):
                 self._start(pod, node)
+
+    def _renew_lease(self, name: str) -> None:
+        """The kubelet renews its Lease every 10 s; the model writes it only when the kubelet is heard from
+        after a change (registration, Ready, back from silence), not every 10 s."""
+        lease = self.store.find("leases", O.NODE_LEASE_NAMESPACE, name)
+        if lease is not None:
+            lease["spec"]["renewTime"] = O.micro(self.clock.now())
+            self.store.modified("leases", lease)
+
+    def _drop_lease(self, name: str) -> None:
+        if self.store.find("leases", O.NODE_LEASE_NAMESPACE, name) is not None:
+            self.store.delete("leases", O.NODE_LEASE_NAMESPACE, name)  # garbage-collected with its Node
 
     def _node_modified(self, node: dict) -> None:
         """Store a node the model changed; the scheduler, the DaemonSet and taint eviction controllers react."""
@@ -360,6 +374,7 @@ class ClusterModel:
                 self._make_ready(name, node)
         elif any(c.get("status") == "Unknown" for c in node["status"].get("conditions") or ()):
             O.reset_not_ready(node, iso(self.clock.now()))  # still booting: NotReady, as it registered
+            self._renew_lease(name)
             self._node_modified(node)
 
     def _heartbeat_missed(self, name: str, since: float) -> None:
@@ -396,6 +411,7 @@ class ClusterModel:
             self._lingering.discard(name)
             if self.store.find("nodes", None, name) is not None:
                 self.store.delete("nodes", None, name)
+            self._drop_lease(name)
 
     def _remove_node(self, name: str, reason: str, message: str, keep_object: bool = False) -> None:
         inst = self._node_instance.pop(name, None)
@@ -413,6 +429,7 @@ class ClusterModel:
         self._lingering.discard(name)
         if not keep_object and self.store.find("nodes", None, name) is not None:
             self.store.delete("nodes", None, name)
+            self._drop_lease(name)
 
     def replace_node(self, node: dict, check_version: bool = True) -> dict:
         """Store a changed Node (a patch or an update through the API); the scheduler sees the change."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from datetime import UTC, datetime
 
 from autoscaler.catalog import instance_types
 from autoscaler.interfaces import NODE_GROUP_LABEL
@@ -189,6 +190,36 @@ def node_object(
     if taints:
         node["spec"]["taints"] = taints
     return node
+
+
+NODE_LEASE_NAMESPACE = "kube-node-lease"
+NODE_LEASE_DURATION_S = 40  # kubelet nodeLeaseDurationSeconds default; renewed every 10 s (a quarter of it)
+
+
+def micro(t: float) -> str:
+    """metav1.MicroTime as the API serves it (RFC 3339 with microseconds)."""
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def node_lease(node: dict, now: float) -> dict:
+    """The kubelet's heartbeat Lease in kube-node-lease, owned by its Node."""
+    name = node["metadata"]["name"]
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {
+            "name": name,
+            "namespace": NODE_LEASE_NAMESPACE,
+            "ownerReferences": [
+                {"apiVersion": "v1", "kind": "Node", "name": name, "uid": node["metadata"].get("uid", "")}
+            ],
+        },
+        "spec": {
+            "holderIdentity": name,
+            "leaseDurationSeconds": NODE_LEASE_DURATION_S,
+            "renewTime": micro(now),
+        },
+    }
 
 
 def advertise(node: dict, group: dict, resources: tuple[str, ...]) -> bool:

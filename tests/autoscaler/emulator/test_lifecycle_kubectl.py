@@ -53,9 +53,21 @@ def test_get_nodes_shows_not_ready_then_ready(booting):
     assert _status(kubectl, name) == "Ready"
 
 
+def test_the_device_plugin_pod_is_container_creating_until_the_node_is_ready(booting):
+    emu, kubectl, name = booting
+    host = name.split(".")[0]
+    (row,) = [r for r in kubectl("get", "pods", "-n", "kube-system").splitlines() if host in r]
+    assert row.split()[1:3] == ["0/1", "ContainerCreating"]
+    with emu.model.lock:
+        emu.model.advance(T0 + 120)
+    (row,) = [r for r in kubectl("get", "pods", "-n", "kube-system").splitlines() if host in r]
+    assert row.split()[1:3] == ["1/1", "Running"]
+
+
 def test_describe_node_shows_the_lifecycle_taints_conditions_and_gpus(booting):
     emu, kubectl, name = booting
     out = kubectl("describe", "node", name)
+    assert f"HolderIdentity:  {name}" in out, "the kubelet's Lease in kube-node-lease"
     assert "node.cloudprovider.kubernetes.io/uninitialized=true:NoSchedule" in out
     assert "node.kubernetes.io/not-ready:NoSchedule" in out
     assert "nvidia.com/gpu=present:NoSchedule" in out

@@ -370,3 +370,22 @@ def test_a_kubelet_heard_from_again_before_its_network_is_up_is_not_ready_again(
     assert _taints(node) == {(GPU, "NoSchedule"), (NOT_READY, "NoSchedule")}
     m.advance(400)
     assert _condition(_node(m))["status"] == "True"
+
+
+def test_the_kubelet_holds_a_node_lease_that_goes_with_its_node():
+    m = model(group(), boot_delays=BOOT, node_gc_delay_s=30)
+    _launch(m)
+    m.advance(100)
+    name = _node(m)["metadata"]["name"]
+    lease = m.store.get("leases", "kube-node-lease", name)
+    assert lease["spec"]["holderIdentity"] == name and lease["spec"]["leaseDurationSeconds"] == 40
+    assert lease["spec"]["renewTime"] == "1970-01-01T00:01:40.000000Z"
+    assert lease["metadata"]["ownerReferences"][0]["kind"] == "Node"
+    m.advance(120)
+    assert (
+        m.store.get("leases", "kube-node-lease", name)["spec"]["renewTime"] == "1970-01-01T00:02:00.000000Z"
+    )
+    (inst,) = m.cloud.groups["g8"].live()
+    m.detach_instance(inst.id)
+    m.advance(150)
+    assert m.nodes() == [] and m.store.find("leases", "kube-node-lease", name) is None
