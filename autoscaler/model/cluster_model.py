@@ -99,9 +99,8 @@ class ClusterModel:
         self._awaiting_network: dict[str, list[dict]] = {}  # node -> bound pods whose containers wait for it
         self._silent: dict[str, float] = {}  # node -> when its kubelet stopped posting status
         self._network_up: set[str] = set()  # nodes whose network plugin is ready (Ready when heard from)
-        self._taint_sig: dict[
-            str, tuple
-        ] = {}  # node -> its NoExecute taints, as the taint manager last saw them
+        # node -> its NoExecute taints as the taint manager last saw them, and a generation for its timers
+        self._taint_sig: dict[str, tuple] = {}
         self._taint_gen: dict[str, int] = {}
         self._lingering: set[str] = set()
         self.state_configmap = state_configmap
@@ -219,9 +218,8 @@ class ClusterModel:
         uninitialized = lc.cloud_controller and not settled and lc.cloud_init_s > 0
         withheld: tuple[str, ...] = ()
         if not settled:
-            final = O.node_object(
-                inst, group.spec, now
-            )  # as it will be once Ready: which plugins will run there
+            # the node as it will be once Ready decides which device plugins will run there
+            final = O.node_object(inst, group.spec, now)
             withheld = tuple(
                 r
                 for ds in self.store.list("daemonsets")
@@ -251,11 +249,8 @@ class ClusterModel:
     def _live_node(self, name: str, node: dict) -> dict | None:
         """The node if it is still the same object in the store (not deleted, not replaced by another)."""
         current = self.store.find("nodes", None, name)
-        if current is None or current.get("spec", {}).get("providerID") != node.get("spec", {}).get(
-            "providerID"
-        ):
-            return None
-        return current
+        same = current is not None and current["spec"].get("providerID") == node["spec"].get("providerID")
+        return current if same else None
 
     def _cloud_initialised(self, name: str, node: dict) -> None:
         node = self._live_node(name, node)

@@ -78,10 +78,17 @@ def admits(template_spec: dict, node: dict) -> bool:
         "requiredDuringSchedulingIgnoredDuringExecution"
     ) or {}
     terms = required.get("nodeSelectorTerms")
-    if terms and not any(
-        t.get("matchExpressions") and all(_expression_holds(e, labels) for e in t["matchExpressions"])
-        for t in terms
-    ):
+    fields = {"metadata.name": node["metadata"]["name"]}
+
+    def term_holds(term: dict) -> bool:  # an empty term matches no node
+        exprs, by_field = term.get("matchExpressions") or [], term.get("matchFields") or []
+        return (
+            bool(exprs or by_field)
+            and all(_expression_holds(e, labels) for e in exprs)
+            and all(_expression_holds(e, fields) for e in by_field)
+        )
+
+    if terms and not any(term_holds(t) for t in terms):
         return False
     taints = (node.get("spec") or {}).get("taints")
     return untolerated(pod_tolerations(template_spec), taints) is None

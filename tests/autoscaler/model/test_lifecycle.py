@@ -389,3 +389,26 @@ def test_the_kubelet_holds_a_node_lease_that_goes_with_its_node():
     m.detach_instance(inst.id)
     m.advance(150)
     assert m.nodes() == [] and m.store.find("leases", "kube-node-lease", name) is None
+
+
+def test_a_daemonset_pinned_by_match_fields_lands_on_that_node_only():
+    m = model(group(desired=2))
+    first, second = sorted(n["metadata"]["name"] for n in m.nodes())
+    pinned = _daemonset(
+        "pinned",
+        {
+            "tolerations": [{"operator": "Exists"}],
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [
+                            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [second]}]}
+                        ]
+                    }
+                }
+            },
+            "containers": [{"name": "p"}],
+        },
+    )
+    m.create("daemonsets", pinned)
+    assert [p["spec"]["nodeName"] for p in m.pods() if p["metadata"]["name"].startswith("pinned")] == [second]
