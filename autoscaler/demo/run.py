@@ -102,7 +102,10 @@ def _counts(sample) -> str:
     if sample is None:
         return ""
     gpus = ", ".join(f"{r} {g}" for r, g in sorted(sample.gpus_by_region.items()))
-    return f"pods pending {sample.pending}, running {sample.running}, done {sample.done}; GPUs: {gpus}"
+    nodes = f"nodes booting {sample.booting}, awaiting GPUs {sample.awaiting_gpus}"
+    return (
+        f"pods pending {sample.pending}, running {sample.running}, done {sample.done}; {nodes}; GPUs: {gpus}"
+    )
 
 
 def _say(console: Console, d: Decision) -> None:
@@ -282,6 +285,9 @@ def _drive(
         "waves": {w.title: round(all_running_at[w.title] - w.at_s, 1) for w in plan},
         "gpus_by_region": last.gpus_by_region,
         "nodes_by_group": last.nodes_by_group,
+        "nodes_seen": len(watcher.stages_seen),
+        "nodes_seen_booting": sum(1 for s in watcher.stages_seen.values() if "booting" in s),
+        "nodes_seen_awaiting_gpus": sum(1 for s in watcher.stages_seen.values() if "awaiting-gpus" in s),
         "scale_decisions": sum(1 for d in watcher.decisions if d.kind == "scale"),
         "capacity_failures": sum(1 for d in watcher.decisions if d.kind == "failure"),
         "_samples": watcher.samples,
@@ -295,6 +301,11 @@ def _print_summary(console: Console, summary: dict) -> None:
         console.print(f"'{title}': every pod running {seconds:.1f} s after submission")
     gpus = ", ".join(f"{r}: {g}" for r, g in sorted(summary["gpus_by_region"].items()))
     console.print(f"GPUs registered per region at the end: {gpus}")
+    console.print(
+        f"{summary['nodes_seen']} nodes; {summary['nodes_seen_booting']} seen booting (NotReady or tainted not-ready/"
+        f"uninitialized), {summary['nodes_seen_awaiting_gpus']} seen Ready before their device plugin advertised "
+        'the GPUs (docs/model.md, "Node lifecycle")'
+    )
     console.print(
         f"{summary['scale_decisions']} scale decisions, {summary['capacity_failures']} InsufficientInstanceCapacity "
         f"failures absorbed by spill-over; {summary['pods']} pods; {summary['seconds']:.0f} s"

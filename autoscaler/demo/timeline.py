@@ -26,7 +26,15 @@ def plot_timeline(
     ts = [s.t for s in samples[:-1]] + [samples[-1].t + 1.0]
     top.step(ts, [s.pending for s in samples], where="post", label="pods pending", color="#dd8452")
     top.step(ts, [s.running for s in samples], where="post", label="pods running", color="#4c72b0")
-    top.set_ylabel("pods")
+    top.step(
+        ts,
+        [s.booting + s.awaiting_gpus for s in samples],
+        where="post",
+        label="nodes booting or awaiting GPUs",
+        color="#8c8c8c",
+        ls=":",
+    )
+    top.set_ylabel("pods / nodes")
     stacks = [[s.gpus_by_region.get(r, 0) for s in samples] for r in regions]
     bottom.stackplot(
         ts, stacks, labels=[f"GPUs in {r}" for r in regions], colors=COLORS[: len(regions)], step="post"

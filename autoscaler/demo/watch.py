@@ -12,6 +12,7 @@ from pathlib import Path
 
 import boto3
 
+from autoscaler.catalog import instance_types
 from autoscaler.interfaces import NODE_GROUP_LABEL
 from autoscaler.sim.workload import NAMESPACE
 
@@ -27,6 +28,28 @@ class Sample:
     done: int
     gpus_by_region: dict[str, int]
     nodes_by_group: dict[str, int]
+    booting: int = 0  # registered nodes NotReady or still tainted not-ready / uninitialized
+    awaiting_gpus: int = 0  # GPU nodes Ready whose device plugin has not advertised nvidia.com/gpu yet
+
+
+NOT_USABLE_TAINTS = ("node.kubernetes.io/not-ready", "node.cloudprovider.kubernetes.io/uninitialized")
+
+
+def node_stage(node: dict) -> str:
+    """Where a node is in its life (autoscaler/model/boot.py): booting, awaiting-gpus or usable."""
+    status = node.get("status") or {}
+    ready = any(
+        c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ()
+    )
+    taints = {t.get("key") for t in (node.get("spec") or {}).get("taints") or ()}
+    if not ready or taints & set(NOT_USABLE_TAINTS):
+        return "booting"
+    itype = instance_types().get(
+        (node["metadata"].get("labels") or {}).get("node.kubernetes.io/instance-type", "")
+    )
+    if itype is not None and itype.gpus and not int(status.get("allocatable", {}).get(GPU, 0)):
+        return "awaiting-gpus"
+    return "usable"
 
 
 @dataclass
@@ -50,6 +73,7 @@ class Watcher:
     _clients: dict = field(default_factory=dict)
     _activities_at: float = float("-inf")
     phases: dict[str, str] = field(default_factory=dict)  # pod name -> phase, at the last look
+    stages_seen: dict[str, set] = field(default_factory=dict)  # node -> the stages it was seen in
 
     def now(self) -> float:
         return time.monotonic() - self.t0
@@ -64,7 +88,11 @@ class Watcher:
         phases = Counter(self.phases.values())
         by_group: Counter[str] = Counter()
         by_region: Counter[str] = Counter()
+        stages: Counter[str] = Counter()
         for n in self._list(self.core_api.list_node):
+            stage = node_stage(n)
+            stages[stage] += 1
+            self.stages_seen.setdefault(n["metadata"]["name"], set()).add(stage)
             labels = n["metadata"].get("labels") or {}
             by_group[labels.get(NODE_GROUP_LABEL, "?")] += 1
             gpus = int((n.get("status") or {}).get("allocatable", {}).get(GPU, 0))
@@ -76,6 +104,8 @@ class Watcher:
             phases["Succeeded"],
             dict(by_region),
             dict(by_group),
+            stages["booting"],
+            stages["awaiting-gpus"],
         )
         self.samples.append(sample)
         return sample

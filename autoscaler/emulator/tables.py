@@ -40,7 +40,8 @@ def _age(obj: dict, now: float) -> str:
 
 def _node_row(n: dict, now: float) -> list:
     ready = next((c for c in n.get("status", {}).get("conditions", []) if c["type"] == "Ready"), {})
-    status = {"True": "Ready", "False": "NotReady"}.get(ready.get("status"), "Unknown")
+    # as kube-apiserver's printNode: Ready, NotReady for False and Unknown alike, Unknown without the condition
+    status = ("Ready" if ready.get("status") == "True" else "NotReady") if ready else "Unknown"
     if n.get("spec", {}).get("unschedulable"):
         status += ",SchedulingDisabled"
     roles = sorted(
@@ -59,8 +60,11 @@ def _pod_row(p: dict, now: float) -> list:
     phase = p.get("status", {}).get("phase", "Pending")
     reason = p.get("status", {}).get("reason")
     for c in statuses:
+        waiting = (c.get("state") or {}).get("waiting") or {}
         term = (c.get("state") or {}).get("terminated")
-        if term and phase != "Running":
+        if waiting.get("reason"):  # as printPod: ContainerCreating while the node's network is not up
+            reason = waiting["reason"]
+        elif term and phase != "Running":
             reason = reason or term.get("reason")
     restarts = sum(c.get("restartCount", 0) for c in statuses)
     status = p.get("status", {})

@@ -88,7 +88,11 @@ def main(argv: list[str] | None = None) -> None:
         steps += 1
     elapsed = time.perf_counter() - t_start
     s = model.stats
-    waits = sorted(r.started - r.created for r in model.records.values() if r.started is not None)
+    waits = sorted(
+        r.started - r.created
+        for r in model.records.values()
+        if r.started is not None and r.namespace != "kube-system"  # not the device plugin pods
+    )
     print(
         f"trace: {args.trace} ({len(jobs)} jobs, {s.pods_submitted} pods) on {args.nodes} x {args.instance_type}"
     )

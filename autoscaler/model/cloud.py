@@ -48,6 +48,7 @@ class Instance:
     registered_at: float | None = None  # when its node joined
     terminated_at: float | None = None
     held: bool = False  # an external instance beyond the region's capacity: its node does not register
+    settled: bool = False  # part of the cluster from the start: its node registers Ready, devices advertised
     _snap: dict | None = field(default=None, repr=False, compare=False)
 
     def snapshot(self) -> dict:
@@ -350,6 +351,7 @@ class CloudModel:
         g.instances.append(inst)
         self.launched += 1
         if booted:
+            inst.settled = True
             self._running(inst)
             self._booted(inst)
             return inst

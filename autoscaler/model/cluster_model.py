@@ -17,8 +17,11 @@ import threading
 from collections import deque
 from dataclasses import dataclass, field
 
+from autoscaler.model import daemons as D
 from autoscaler.model import objects as O
 from autoscaler.model import pods as P
+from autoscaler.model import taints as T
+from autoscaler.model.boot import NodeLifecycle
 from autoscaler.model.clock import VirtualClock, WallClock, iso
 from autoscaler.model.cloud import CloudModel, Instance
 from autoscaler.model.disruption import budget_status, refusing_budget
@@ -50,6 +53,7 @@ class ModelStats:
     pods_succeeded: int = 0
     pods_killed: int = 0  # running pods whose node went away under them
     pods_evicted: int = 0
+    pods_taint_evicted: int = 0  # deleted by the taint eviction controller (NoExecute taint, toleration over)
     evictions_refused: int = 0  # by a PodDisruptionBudget
     pods_restarted: int = 0  # replacement pods created for killed or evicted Job pods
     nodes_registered: int = 0
@@ -67,6 +71,7 @@ class ClusterModel:
         groups: list[dict] = (),
         *,
         boot_delays: dict[str, float] | None = None,
+        lifecycle: NodeLifecycle | None = None,
         capacity: dict | None = None,
         launch_retry_s: float = 120.0,
         daemonsets: list[dict] = (),
@@ -89,6 +94,14 @@ class ClusterModel:
         self.event_ttl_s = event_ttl_s
         self.record_model_events = record_model_events
         self.node_gc_delay_s = node_gc_delay_s
+        self.lifecycle = lifecycle or NodeLifecycle()
+        self._daemon_pods: dict[tuple[str, str, str], dict] = {}  # (ds namespace, ds name, node) -> its pod
+        self._awaiting_network: dict[str, list[dict]] = {}  # node -> bound pods whose containers wait for it
+        self._silent: dict[str, float] = {}  # node -> when its kubelet stopped posting status
+        self._network_up: set[str] = set()  # nodes whose network plugin is ready (Ready when heard from)
+        # node -> its NoExecute taints as the taint manager last saw them, and a generation for its timers
+        self._taint_sig: dict[str, tuple] = {}
+        self._taint_gen: dict[str, int] = {}
         self._lingering: set[str] = set()
         self.state_configmap = state_configmap
         self.scheduler = Scheduler(self._bind, self._unschedulable)
@@ -111,7 +124,9 @@ class ClusterModel:
             seed=seed,
             scale=self.clock.scale,
         )
-        for ds in daemonsets:
+        given = {(d["metadata"].get("namespace", "default"), d["metadata"]["name"]) for d in daemonsets}
+        plugins = D.device_plugin_daemonsets() if self.lifecycle.device_plugins else []
+        for ds in [*daemonsets, *(p for p in plugins if ("kube-system", p["metadata"]["name"]) not in given)]:
             self.store.create("daemonsets", copy.deepcopy(ds))
         for g in groups:
             self.cloud.add_group(g)
@@ -193,22 +208,177 @@ class ClusterModel:
 
     # --- nodes -------------------------------------------------------------------------------------------
     def _register_node(self, inst: Instance) -> None:
+        """The kubelet registers the Node: NotReady and tainted (unless the instance was part of the cluster from
+        the start), without the resources its device plugins will advertise; the lifecycle follows (boot.py)."""
         group = self.cloud.groups[inst.group]
-        node = O.node_object(inst, group.spec, self.clock.now())
+        lc = self.lifecycle
+        now = self.clock.now()
+        settled = inst.settled
+        ready = settled or lc.ready_s <= 0
+        uninitialized = lc.cloud_controller and not settled and lc.cloud_init_s > 0
+        withheld: tuple[str, ...] = ()
+        if not settled:
+            # the node as it will be once Ready decides which device plugins will run there
+            final = O.node_object(inst, group.spec, now)
+            withheld = tuple(
+                r
+                for ds in self.store.list("daemonsets")
+                for r in D.advertised_by(ds)
+                if r in group.spec["allocatable"]
+                and D.admits(ds["spec"]["template"].get("spec") or {}, final)
+            )
+        node = O.node_object(
+            inst, group.spec, now, ready=ready, uninitialized=uninitialized, withheld=withheld
+        )
         name = node["metadata"]["name"]
         self.store.create("nodes", node)
+        self.store.create("leases", O.node_lease(node, now))
         inst.node_name = name
         self._node_instance[name] = inst
         self.scheduler.add_node(node)
         self.stats.nodes_registered += 1
         self._model_event(node, "RegisteredNode", f"Node {name} event: Registered Node {name} in Controller")
-        for ds in self.store.list("daemonsets"):
-            self._start_daemon_pod(ds, node)
+        if uninitialized:
+            self.queue.push(now + self.clock.scale(lc.cloud_init_s), self._cloud_initialised, name, node)
+        if ready:
+            self._network_up.add(name)
+        else:
+            self.queue.push(now + self.clock.scale(lc.ready_s), self._kubelet_ready, name, node)
+        self._sync_daemons(node)
 
-    def _start_daemon_pod(self, ds: dict, node: dict) -> None:
-        pod = O.daemon_pod(ds, node)
-        if pod is not None:
+    def _live_node(self, name: str, node: dict) -> dict | None:
+        """The node if it is still the same object in the store (not deleted, not replaced by another)."""
+        current = self.store.find("nodes", None, name)
+        same = current is not None and current["spec"].get("providerID") == node["spec"].get("providerID")
+        return current if same else None
+
+    def _cloud_initialised(self, name: str, node: dict) -> None:
+        node = self._live_node(name, node)
+        if node is not None and O.drop_taint(node, T.UNINITIALIZED):
+            self._node_modified(node)
+
+    def _kubelet_ready(self, name: str, node: dict) -> None:
+        node = self._live_node(name, node)
+        if node is None or name not in self._node_instance:
+            return
+        self._network_up.add(name)
+        if name not in self._silent:
+            self._make_ready(name, node)
+
+    def _make_ready(self, name: str, node: dict) -> None:
+        O.set_ready(node, iso(self.clock.now()))
+        self._renew_lease(name)
+        self._node_modified(node)
+        for pod in self._awaiting_network.pop(name, ()):
+            meta = pod["metadata"]
+            if self.store.find("pods", meta["namespace"], meta["name"]) is pod and not P.is_terminal(pod):
+                self._start(pod, node)
+
+    def _renew_lease(self, name: str) -> None:
+        """The kubelet renews its Lease every 10 s; the model writes it only when the kubelet is heard from
+        after a change (registration, Ready, back from silence), not every 10 s."""
+        lease = self.store.find("leases", O.NODE_LEASE_NAMESPACE, name)
+        if lease is not None:
+            lease["spec"]["renewTime"] = O.micro(self.clock.now())
+            self.store.modified("leases", lease)
+
+    def _drop_lease(self, name: str) -> None:
+        if self.store.find("leases", O.NODE_LEASE_NAMESPACE, name) is not None:
+            self.store.delete("leases", O.NODE_LEASE_NAMESPACE, name)  # garbage-collected with its Node
+
+    def _node_modified(self, node: dict) -> None:
+        """Store a node the model changed; the scheduler, the DaemonSet and taint eviction controllers react."""
+        self.store.modified("nodes", node)
+        self.scheduler.node_changed(node)
+        self._sync_daemons(node)
+        self._taints_changed(node)
+
+    def _sync_daemons(self, node: dict) -> None:
+        """As the DaemonSet controller does: a pod of every DaemonSet that admits the node and has none there."""
+        name = node["metadata"]["name"]
+        if name not in self._node_instance and name not in self.scheduler.nodes:
+            return
+        for ds in self.store.list("daemonsets"):
+            meta = ds["metadata"]
+            key = (meta.get("namespace", "default"), meta["name"], name)
+            pod = self._daemon_pods.get(key)
+            if pod is not None and not P.is_terminal(pod):
+                pm = pod["metadata"]
+                if self.store.find("pods", pm["namespace"], pm["name"]) is pod:
+                    continue
+            if not D.admits(((ds.get("spec") or {}).get("template") or {}).get("spec") or {}, node):
+                continue
+            pod = O.daemon_pod(ds, node)
+            self._daemon_pods[key] = pod
             self.submit_pod(pod)
+
+    def _taints_changed(self, node: dict) -> None:
+        """The taint eviction controller: when a node's NoExecute taints change, each pod on it that does not
+        tolerate them is deleted now, the others after their smallest tolerationSeconds (if any)."""
+        name = node["metadata"]["name"]
+        taints = [t for t in node["spec"].get("taints") or () if t.get("effect") == "NoExecute"]
+        sig = tuple(sorted((t["key"], t.get("value") or "") for t in taints))
+        if self._taint_sig.get(name, ()) == sig:
+            return
+        self._taint_sig[name] = sig
+        gen = self._taint_gen[name] = self._taint_gen.get(name, 0) + 1
+        if not taints:
+            return
+        now = self.clock.now()
+        for pod in self.scheduler.pods_on(name):
+            if P.is_terminal(pod):
+                continue
+            delay = T.eviction_delay(pod["spec"].get("tolerations"), taints)
+            if delay is None:
+                continue
+            self.queue.push(now + self.clock.scale(delay), self._taint_evict, name, pod, gen)
+
+    def _taint_evict(self, name: str, pod: dict, gen: int) -> None:
+        if self._taint_gen.get(name) != gen or P.is_terminal(pod):
+            return
+        if not any(p is pod for p in self.scheduler.pods_on(name)):
+            return
+        self.stats.pods_taint_evicted += 1
+        self._model_event(
+            pod, "TaintManagerEviction", f"Marking for deletion Pod {pod['metadata']['name']}", "Normal"
+        )
+        self._kill(pod, "DeletionByTaintManager", "Taint manager: deleting due to NoExecute taint")
+
+    def stop_heartbeat(self, name: str) -> None:
+        """The node's kubelet stops posting status (crash, network partition, a hung instance): after the node
+        monitor grace period the node is Ready=Unknown with the unreachable taints, and its pods are evicted
+        when their tolerations run out. The instance keeps running (and billing)."""
+        self._flush()
+        self.store.get("nodes", None, name)
+        if name in self._silent:
+            return
+        now = self.clock.now()
+        self._silent[name] = now
+        self.queue.push(
+            now + self.clock.scale(self.lifecycle.monitor_grace_s), self._heartbeat_missed, name, now
+        )
+
+    def resume_heartbeat(self, name: str) -> None:
+        """The kubelet posts status again: Ready, the unreachable taints removed."""
+        self._flush()
+        node = self.store.get("nodes", None, name)
+        if self._silent.pop(name, None) is None:
+            return
+        if name in self._network_up:
+            if not O.is_ready(node) or O.drop_taint(node, T.UNREACHABLE):
+                self._make_ready(name, node)
+        elif any(c.get("status") == "Unknown" for c in node["status"].get("conditions") or ()):
+            O.reset_not_ready(node, iso(self.clock.now()))  # still booting: NotReady, as it registered
+            self._renew_lease(name)
+            self._node_modified(node)
+
+    def _heartbeat_missed(self, name: str, since: float) -> None:
+        if self._silent.get(name) != since:
+            return
+        node = self.store.find("nodes", None, name)
+        if node is not None:
+            O.set_unknown(node, iso(self.clock.now()))
+            self._node_modified(node)
 
     def _instance_has_pods(self, inst: Instance) -> bool:
         return any(not P.is_daemonset(p) for p in self.scheduler.pods_on(inst.node_name or ""))
@@ -226,17 +396,7 @@ class ClusterModel:
         node = self.store.find("nodes", None, name)
         if node is None:
             return
-        t = iso(self.clock.now())
-        for cond in node["status"].get("conditions") or ():
-            if cond["type"] == "Ready":
-                cond.update(
-                    status="Unknown",
-                    reason="NodeStatusUnknown",
-                    lastTransitionTime=t,
-                    message="Kubelet stopped posting node status.",
-                )
-        taints = node["spec"].setdefault("taints", [])
-        taints.append({"key": "node.kubernetes.io/unreachable", "effect": "NoExecute", "timeAdded": t})
+        O.set_unknown(node, iso(self.clock.now()))
         self.store.modified("nodes", node)
         self._lingering.add(name)
         self.queue.push(self.clock.now() + self.clock.scale(self.node_gc_delay_s), self._gc_node, name)
@@ -246,30 +406,40 @@ class ClusterModel:
             self._lingering.discard(name)
             if self.store.find("nodes", None, name) is not None:
                 self.store.delete("nodes", None, name)
+            self._drop_lease(name)
 
     def _remove_node(self, name: str, reason: str, message: str, keep_object: bool = False) -> None:
         inst = self._node_instance.pop(name, None)
         if inst is not None:
             inst.node_name = None
+        self._awaiting_network.pop(name, None)
+        self._silent.pop(name, None)
+        self._network_up.discard(name)
+        self._taint_sig.pop(name, None)
+        self._taint_gen.pop(name, None)
+        for key in [k for k in self._daemon_pods if k[2] == name]:
+            del self._daemon_pods[key]
         for pod in self.scheduler.remove_node(name):
             self._kill(pod, reason, message)
         self._lingering.discard(name)
         if not keep_object and self.store.find("nodes", None, name) is not None:
             self.store.delete("nodes", None, name)
+            self._drop_lease(name)
 
     def replace_node(self, node: dict, check_version: bool = True) -> dict:
         """Store a changed Node (a patch or an update through the API); the scheduler sees the change."""
         self._flush()
         node = self.store.replace("nodes", node, check_version)
         self.scheduler.node_changed(node)
+        self._sync_daemons(node)
+        self._taints_changed(node)
         return node
 
     def _edit_node(self, name: str, fn) -> None:
         self._flush()
         node = self.store.get("nodes", None, name)
         if fn(node) is not False:
-            self.store.modified("nodes", node)
-            self.scheduler.node_changed(node)
+            self._node_modified(node)
 
     def taint_node(self, name: str, taint: dict) -> None:
         def edit(node):
@@ -320,6 +490,7 @@ class ClusterModel:
         spec = pod.setdefault("spec", {})
         if not spec.get("containers"):
             raise Invalid("spec.containers: Required value")
+        T.add_default_tolerations(spec, self.lifecycle.toleration_s)  # DefaultTolerationSeconds admission
         pod["status"] = {"phase": "Pending", "qosClass": "Burstable"}
         self.store.create("pods", pod)
         meta = pod["metadata"]
@@ -346,21 +517,46 @@ class ClusterModel:
         self._bind(pod, node_name)
 
     def _bind(self, pod: dict, node_name: str) -> None:
-        now = self.clock.now()
-        t = iso(now)
         pod["spec"]["nodeName"] = node_name
         node = self.store.find("nodes", None, node_name)
-        pod["status"] = O.running_status(pod, node, t)
-        self.store.modified("pods", pod)
         self.stats.pods_bound += 1
+        self._model_event(pod, "Scheduled", f"Successfully assigned {pod['metadata']['name']} to {node_name}")
+        if node is not None and not O.is_ready(node) and not pod["spec"].get("hostNetwork"):
+            # no pod network before the CNI is up: the kubelet cannot create the sandbox yet
+            pod["status"] = O.creating_status(pod, node, iso(self.clock.now()))
+            self.store.modified("pods", pod)
+            self._awaiting_network.setdefault(node_name, []).append(pod)
+            return
+        self._start(pod, node)
+
+    def _start(self, pod: dict, node: dict | None) -> None:
+        """The kubelet starts the pod's containers."""
+        now = self.clock.now()
+        node_name = pod["spec"]["nodeName"]
+        pod["status"] = O.running_status(pod, node, iso(now))
+        self.store.modified("pods", pod)
         rec = self.records.get(pod["metadata"]["uid"])
         if rec is not None:
             rec.started, rec.node = now, node_name
-        self._model_event(pod, "Scheduled", f"Successfully assigned {pod['metadata']['name']} to {node_name}")
         seconds = P.duration(pod)
         if seconds is not None:
             self._running[pod["metadata"]["uid"]] = pod
             self.queue.push(now + self.clock.scale(seconds), self._complete, pod)
+        if node is not None and P.is_daemonset(pod):
+            ds = self.store.find("daemonsets", pod["metadata"]["namespace"], P.owner_name(pod) or "")
+            resources = D.advertised_by(ds) if ds is not None else ()
+            if resources:
+                delay = self.clock.scale(self.lifecycle.device_plugin_s)
+                self.queue.push(now + delay, self._advertise, node_name, node, pod, resources)
+
+    def _advertise(self, name: str, node: dict, pod: dict, resources: tuple[str, ...]) -> None:
+        """The device plugin has registered with the kubelet, which reports its devices in the node status."""
+        node = self._live_node(name, node)
+        inst = self._node_instance.get(name)
+        if node is None or inst is None or P.is_terminal(pod) or pod["status"].get("phase") != "Running":
+            return
+        if O.advertise(node, self.cloud.groups[inst.group].spec, resources):
+            self._node_modified(node)
 
     def _complete(self, pod: dict) -> None:
         if self._running.get(pod["metadata"]["uid"]) is pod:
@@ -524,7 +720,7 @@ class ClusterModel:
         obj = self.store.create(kind, obj)
         if kind == "daemonsets":
             for node in self.store.list("nodes"):
-                self._start_daemon_pod(obj, node)
+                self._sync_daemons(node)
         return obj
 
     def replace(self, kind: str, obj: dict, check_version: bool = True) -> dict:

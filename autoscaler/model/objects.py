@@ -3,24 +3,143 @@
 from __future__ import annotations
 
 import copy
+from datetime import UTC, datetime
 
 from autoscaler.catalog import instance_types
 from autoscaler.interfaces import NODE_GROUP_LABEL
 from autoscaler.model.clock import iso
 from autoscaler.model.cloud import Instance
+from autoscaler.model.daemons import pod_tolerations
+from autoscaler.model.taints import NOT_READY, UNINITIALIZED, UNREACHABLE
 
-KUBELET_VERSION = "v1.31.4"
+KUBELET_VERSION = "v1.31.4"  # the emulator's API server version (autoscaler/emulator/resources.py)
+NETWORK_NOT_READY = (
+    "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady "
+    "message:Network plugin returns error: cni plugin not initialized"
+)
+# The kubelet's conditions (pkg/kubelet/nodestatus/setters.go): type, reason when healthy, message when healthy
+PRESSURE = (
+    ("MemoryPressure", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+    ("DiskPressure", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+    ("PIDPressure", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+)
 
 
 def node_name(inst: Instance) -> str:
     return f"ip-{inst.private_ip.replace('.', '-')}.{inst.region}.compute.internal"
 
 
-def node_object(inst: Instance, group: dict, now: float) -> dict:
-    """The Node an instance of ``group`` (snapshot format) registers as, Ready."""
+def node_conditions(ready: bool, t: str) -> list[dict]:
+    """The kubelet's four conditions at registration (``ready=False``: the network plugin is not up yet)."""
+    out = [
+        {
+            "type": kind,
+            "status": "False",
+            "reason": reason,
+            "message": message,
+            "lastHeartbeatTime": t,
+            "lastTransitionTime": t,
+        }
+        for kind, reason, message in PRESSURE
+    ]
+    out.append(
+        {
+            "type": "Ready",
+            "status": "True" if ready else "False",
+            "reason": "KubeletReady" if ready else "KubeletNotReady",
+            "message": "kubelet is posting ready status" if ready else NETWORK_NOT_READY,
+            "lastHeartbeatTime": t,
+            "lastTransitionTime": t,
+        }
+    )
+    return out
+
+
+def set_ready(node: dict, t: str) -> None:
+    """The kubelet posts Ready=True (and healthy pressure conditions); the node lifecycle controller removes the
+    not-ready and unreachable taints."""
+    healthy = {c["type"]: c for c in node_conditions(True, t)}
+    conditions = node["status"].setdefault("conditions", [])
+    for cond in conditions:
+        new = healthy.pop(cond["type"], None)
+        if new is None:
+            continue
+        if cond.get("status") != new["status"]:
+            cond.update(new)
+        else:
+            cond["lastHeartbeatTime"] = t
+    conditions.extend(healthy.values())
+    _drop_taints(node, (NOT_READY, UNREACHABLE))
+
+
+def set_unknown(node: dict, t: str) -> None:
+    """The node lifecycle controller, after the grace period without a heartbeat: every kubelet condition
+    Unknown (NodeStatusUnknown), the not-ready taints swapped for unreachable NoSchedule and NoExecute."""
+    for cond in node["status"].get("conditions") or ():
+        if cond.get("status") != "Unknown":
+            cond.update(
+                status="Unknown",
+                reason="NodeStatusUnknown",
+                message="Kubelet stopped posting node status.",
+                lastTransitionTime=t,
+            )
+    _drop_taints(node, (NOT_READY,))
+    taints = node["spec"].setdefault("taints", [])
+    have = {(x["key"], x.get("effect")) for x in taints}
+    if (UNREACHABLE, "NoSchedule") not in have:
+        taints.append({"key": UNREACHABLE, "effect": "NoSchedule"})
+    if (UNREACHABLE, "NoExecute") not in have:
+        taints.append({"key": UNREACHABLE, "effect": "NoExecute", "timeAdded": t})
+
+
+def reset_not_ready(node: dict, t: str) -> None:
+    """A kubelet heard from again before its network is up: NotReady as at registration, not-ready tainted."""
+    fresh = {c["type"]: c for c in node_conditions(False, t)}
+    node["status"]["conditions"] = [fresh.get(c["type"], c) for c in node["status"].get("conditions") or ()]
+    _drop_taints(node, (UNREACHABLE,))
+    node["spec"].setdefault("taints", []).append({"key": NOT_READY, "effect": "NoSchedule"})
+
+
+def _drop_taints(node: dict, keys: tuple[str, ...]) -> bool:
+    taints = node["spec"].get("taints") or []
+    kept = [x for x in taints if x["key"] not in keys]
+    if len(kept) == len(taints):
+        return False
+    if kept:
+        node["spec"]["taints"] = kept
+    else:
+        node["spec"].pop("taints", None)
+    return True
+
+
+def drop_taint(node: dict, key: str) -> bool:
+    return _drop_taints(node, (key,))
+
+
+def is_ready(node: dict) -> bool:
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True" for c in node["status"].get("conditions") or ()
+    )
+
+
+def node_object(
+    inst: Instance,
+    group: dict,
+    now: float,
+    *,
+    ready: bool = True,
+    uninitialized: bool = False,
+    withheld: tuple[str, ...] = (),
+) -> dict:
+    """The Node an instance of ``group`` (snapshot format) registers as.
+
+    ``ready=False``: NotReady (KubeletNotReady) with the ``not-ready:NoSchedule`` taint that TaintNodesByCondition
+    admission adds; ``uninitialized``: also the cloud provider's ``uninitialized=true:NoSchedule`` taint;
+    ``withheld``: extended resources not in capacity/allocatable yet (their device plugin has not started)."""
     name = node_name(inst)
     itype = instance_types().get(inst.instance_type)
-    capacity = dict(group["allocatable"])
+    allocatable = {r: q for r, q in group["allocatable"].items() if r not in withheld}
+    capacity = dict(allocatable)
     if itype is not None:
         capacity.update(cpu=str(itype.vcpu), memory=f"{int(itype.memory_gib * 1024 * 1024)}Ki")
     labels = {
@@ -41,22 +160,14 @@ def node_object(inst: Instance, group: dict, now: float) -> dict:
         "spec": {"providerID": f"aws:///{inst.zone}/{inst.id}"},
         "status": {
             "capacity": capacity,
-            "allocatable": dict(group["allocatable"]),
-            "conditions": [
-                {
-                    "type": "Ready",
-                    "status": "True",
-                    "reason": "KubeletReady",
-                    "message": "kubelet is posting ready status",
-                    "lastHeartbeatTime": t,
-                    "lastTransitionTime": t,
-                }
-            ],
+            "allocatable": allocatable,
+            "conditions": node_conditions(ready, t),
             "addresses": [
                 {"type": "InternalIP", "address": inst.private_ip},
                 {"type": "Hostname", "address": name},
                 {"type": "InternalDNS", "address": name},
             ],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
             "nodeInfo": {
                 "kubeletVersion": KUBELET_VERSION,
                 "kubeProxyVersion": KUBELET_VERSION,
@@ -71,18 +182,65 @@ def node_object(inst: Instance, group: dict, now: float) -> dict:
             },
         },
     }
-    if group.get("taints"):
-        node["spec"]["taints"] = copy.deepcopy(group["taints"])
+    taints = copy.deepcopy(group.get("taints") or [])
+    if uninitialized:
+        taints.append({"key": UNINITIALIZED, "value": "true", "effect": "NoSchedule"})
+    if not ready:
+        taints.append({"key": NOT_READY, "effect": "NoSchedule"})
+    if taints:
+        node["spec"]["taints"] = taints
     return node
 
 
-def daemon_pod(ds: dict, node: dict) -> dict | None:
-    """The DaemonSet's pod for ``node`` (bound to it), or None when its node selector excludes the node."""
+NODE_LEASE_NAMESPACE = "kube-node-lease"
+NODE_LEASE_DURATION_S = 40  # kubelet nodeLeaseDurationSeconds default; renewed every 10 s (a quarter of it)
+
+
+def micro(t: float) -> str:
+    """metav1.MicroTime as the API serves it (RFC 3339 with microseconds)."""
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def node_lease(node: dict, now: float) -> dict:
+    """The kubelet's heartbeat Lease in kube-node-lease, owned by its Node."""
+    name = node["metadata"]["name"]
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {
+            "name": name,
+            "namespace": NODE_LEASE_NAMESPACE,
+            "ownerReferences": [
+                {"apiVersion": "v1", "kind": "Node", "name": name, "uid": node["metadata"].get("uid", "")}
+            ],
+        },
+        "spec": {
+            "holderIdentity": name,
+            "leaseDurationSeconds": NODE_LEASE_DURATION_S,
+            "renewTime": micro(now),
+        },
+    }
+
+
+def advertise(node: dict, group: dict, resources: tuple[str, ...]) -> bool:
+    """The kubelet reports a device plugin's resources in capacity and allocatable; False if nothing changed."""
+    status = node["status"]
+    changed = False
+    for r in resources:
+        q = group["allocatable"].get(r)
+        if q is not None and status["allocatable"].get(r) != q:
+            status["allocatable"][r] = q
+            status["capacity"][r] = q
+            changed = True
+    return changed
+
+
+def daemon_pod(ds: dict, node: dict) -> dict:
+    """The DaemonSet's pod for ``node`` (bound to it, with the controller's default tolerations); the caller
+    has checked that the DaemonSet admits the node (``daemons.admits``)."""
     template = copy.deepcopy((ds.get("spec") or {}).get("template") or {})
     spec = template.get("spec") or {}
-    labels = node["metadata"]["labels"]
-    if any(labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
-        return None
+    spec["tolerations"] = pod_tolerations(spec)
     meta = template.get("metadata") or {}
     ds_meta = ds["metadata"]
     return {
@@ -134,6 +292,32 @@ def running_status(pod: dict, node: dict | None, t: str) -> dict:
                 "started": True,
                 "restartCount": 0,
                 "state": {"running": {"startedAt": t}},
+            }
+            for c in pod["spec"].get("containers") or ()
+        ],
+    }
+
+
+def creating_status(pod: dict, node: dict | None, t: str) -> dict:
+    """A pod bound to a node whose network is not ready: Pending, its containers ContainerCreating."""
+    addresses = (node or {}).get("status", {}).get("addresses", [])
+    host_ip = next((a["address"] for a in addresses if a["type"] == "InternalIP"), "")
+    return {
+        "phase": "Pending",
+        "hostIP": host_ip,
+        "qosClass": pod["status"].get("qosClass", "Burstable"),
+        "conditions": [
+            {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": t}
+        ],
+        "containerStatuses": [
+            {
+                "name": c.get("name", "main"),
+                "image": c.get("image", ""),
+                "imageID": "",
+                "ready": False,
+                "started": False,
+                "restartCount": 0,
+                "state": {"waiting": {"reason": "ContainerCreating"}},
             }
             for c in pod["spec"].get("containers") or ()
         ],

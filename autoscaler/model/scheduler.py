@@ -116,11 +116,19 @@ class Scheduler:
         self._capacity_changed = True
 
     def node_changed(self, node: dict) -> None:
-        """The node's spec or status changed (taints, unschedulable, Ready)."""
+        """The node's spec or status changed (taints, unschedulable, Ready, allocatable)."""
         ni = self.nodes.get(node["metadata"]["name"])
         if ni is None:
             return
         ni.node = node
+        # allocatable changes as device plugins register (nvidia.com/gpu appears): free = allocatable - requests
+        free = {
+            r: parse_quantity(q) for r, q in ((node.get("status") or {}).get("allocatable") or {}).items()
+        }
+        for pod in ni.pods:
+            for r, q in self.req(pod).items():
+                free[r] = free.get(r, 0.0) - q
+        ni.free = free
         ni.schedulable = _node_schedulable(node)
         self._rebucket(ni)
         self._capacity_changed = True

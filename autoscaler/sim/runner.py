@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from autoscaler.catalog import instance_types
 from autoscaler.model.adapters import ModelCloud, ModelCluster
+from autoscaler.model.boot import NodeLifecycle
 from autoscaler.model.clock import VirtualClock, to_datetime
 from autoscaler.model.cluster_model import ClusterModel
 from autoscaler.model.pods import DURATION_ANNOTATION
@@ -41,6 +42,7 @@ class Scenario:
     capacity_events: list[tuple[float, str, str, int | None]] = field(default_factory=list)
     bursts: list | None = None  # explicit bursts (metrics.Burst); None: found in the trace
     horizon_slack_s: float = 2 * 86400.0
+    lifecycle: NodeLifecycle | None = None  # the nodes' lifecycle timings (None: autoscaler/model/boot.py's)
 
 
 PolicyFactory = Callable[[PolicyContext, "Run"], Policy]
@@ -53,7 +55,7 @@ class Run:
         self.clock = VirtualClock()
         self.t0 = self.clock.now()
         self.scan = float(spec.autoscaler.scan_interval_s)
-        self.model = ClusterModel(self.clock, capacity=scenario.capacity)
+        self.model = ClusterModel(self.clock, capacity=scenario.capacity, lifecycle=scenario.lifecycle)
         self.regions = list(spec.spill_over_order)
         self.tracker = ModelTracker(self.regions, self.clock.now)
         self.model.subscribe(self.tracker)

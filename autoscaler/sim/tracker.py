@@ -21,6 +21,7 @@ class ModelTracker:
         self._now = now
         self.pods: dict[str, tuple[str, int, str | None]] = {}  # uid -> (phase, gpus, node)
         self.node_gpus: dict[str, tuple[str, int]] = {}  # node -> (region, gpus)
+        self.node_sig: dict[str, tuple] = {}  # node -> (Ready status, taints): a change may make it usable
         self.busy: dict[str, int] = {}  # node -> running non-DaemonSet pods
         self.idle_since: dict[str, float] = {}
         self.demand = 0
@@ -57,12 +58,28 @@ class ModelTracker:
             region = labels.get("topology.kubernetes.io/region", "")
             gpus = int(parse_quantity((node.get("status") or {}).get("allocatable", {}).get(GPU, 0)))
             self.node_gpus[name] = (region, gpus)
+            self.node_sig[name] = _usability(node)
             if region in self.capacity_by_region:
                 self.capacity_by_region[region] += gpus
             self.busy.setdefault(name, 0)
             self.idle_since[name] = self._now()
             self.dirty = self.usage_changed = True
+        elif event == "MODIFIED" and name in self.node_gpus:
+            # the node lifecycle (autoscaler/model/boot.py): GPUs appear when the device plugin has registered,
+            # the node turns Ready and loses its not-ready taints; annotations alone change nothing here
+            region, old = self.node_gpus[name]
+            gpus = int(parse_quantity((node.get("status") or {}).get("allocatable", {}).get(GPU, 0)))
+            if gpus != old:
+                self.node_gpus[name] = (region, gpus)
+                if region in self.capacity_by_region:
+                    self.capacity_by_region[region] += gpus - old
+                self.dirty = self.usage_changed = True
+            sig = _usability(node)
+            if self.node_sig.get(name) != sig:
+                self.node_sig[name] = sig
+                self.dirty = True
         elif event == "DELETED":
+            self.node_sig.pop(name, None)
             region, gpus = self.node_gpus.pop(name, ("", 0))
             if region in self.capacity_by_region:
                 self.capacity_by_region[region] -= gpus
@@ -116,3 +133,12 @@ class ModelTracker:
                     self.dirty = True
                 elif sign > 0 and self.busy[node] == 1:
                     self.idle_since.pop(node, None)
+
+
+def _usability(node: dict) -> tuple:
+    status = node.get("status") or {}
+    ready = next((c.get("status") for c in status.get("conditions") or () if c.get("type") == "Ready"), None)
+    taints = tuple(
+        sorted((t.get("key"), t.get("effect")) for t in (node.get("spec") or {}).get("taints") or ())
+    )
+    return ready, taints, bool((node.get("spec") or {}).get("unschedulable"))

@@ -12,6 +12,7 @@ from autoscaler.demo import aws_server
 from autoscaler.demo.bootstrap import create_groups
 from autoscaler.demo.run import capacity_limits
 from provision.loader import load_spec
+from tests.autoscaler.moto_fixtures import reset
 
 
 @pytest.fixture
@@ -21,8 +22,8 @@ def limited_moto():
     server = aws_server.serve(0)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    try:
-        yield spec, f"http://127.0.0.1:{server.server_port}"
+    try:  # moto's backends are per process: start empty whatever other tests left in them
+        yield spec, reset(f"http://127.0.0.1:{server.server_port}")
     finally:
         server.shutdown()
         thread.join(5)

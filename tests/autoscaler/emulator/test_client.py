@@ -41,11 +41,11 @@ def test_pods_are_created_scheduled_and_listed_with_selectors(core, emu):
         "p3",
     ]
     on_node = core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node}").items
-    assert {p.spec.node_name for p in on_node} == {node} and len(on_node) == 3  # two pods + the agent
+    assert {p.spec.node_name for p in on_node} == {node} and len(on_node) == 4  # 2 pods, agent, device plugin
     assert _names(core.list_pod_for_all_namespaces(field_selector="status.phase=Pending").items) == ["p4"]
     assert _names(core.list_pod_for_all_namespaces(field_selector="metadata.name=p2").items) == ["p2"]
     system = core.list_pod_for_all_namespaces(field_selector="metadata.namespace=kube-system").items
-    assert {p.metadata.namespace for p in system} == {"kube-system"} and len(system) == 2
+    assert {p.metadata.namespace for p in system} == {"kube-system"} and len(system) == 4
     assert core.read_namespaced_pod("p0", "research").spec.node_name == node
 
 

@@ -46,6 +46,9 @@ def test_instance_boots_then_node_registers_with_group_identity():
     assert labels["topology.kubernetes.io/zone"] == inst["zone"]
     assert labels["kubernetes.io/hostname"] == node["metadata"]["name"]
     assert node["spec"]["providerID"] == f"aws:///{inst['zone']}/{inst['id']}"
+    assert node["spec"]["taints"][0] == {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+    m.advance(350)  # Ready at 320, the device plugin's GPUs at 350 (test_lifecycle.py has the stages)
+    (node,) = m.nodes()
     assert node["spec"]["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
     assert node["status"]["allocatable"]["nvidia.com/gpu"] == "8"
     ready = [c for c in node["status"]["conditions"] if c["type"] == "Ready"]

@@ -18,7 +18,7 @@ def test_finished_pods_are_collected_after_the_ttl_and_their_records_kept():
     assert phases(m) == {"a": "Succeeded"}
     m.advance(110)
     assert phases(m) == {}
-    (rec,) = m.records.values()
+    (rec,) = [r for r in m.records.values() if r.namespace == "research"]
     assert (rec.name, rec.created, rec.started, rec.finished, rec.outcome) == (
         "a",
         0.0,

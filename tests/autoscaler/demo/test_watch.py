@@ -1,0 +1,26 @@
+"""The demo's view of a node's life: booting, awaiting its GPUs, usable, as the model's nodes go through them."""
+
+from __future__ import annotations
+
+from autoscaler.demo.watch import node_stage
+from tests.autoscaler.model.builders import group, model
+
+
+def test_a_gpu_node_is_seen_booting_then_awaiting_gpus_then_usable():
+    m = model(group(), boot_delays={"p3": 100})
+    m.cloud.set_desired("g8", 1)
+    stages = []
+    for t in (100, 101, 110, 120, 140, 150):
+        m.advance(t)
+        (node,) = m.nodes()
+        stages.append(node_stage(node))
+    assert stages == ["booting", "booting", "booting", "awaiting-gpus", "awaiting-gpus", "usable"]
+
+
+def test_a_cpu_node_is_usable_once_ready_and_untainted():
+    m = model(group("cpu", instance_type="m6i.2xlarge", taints=[]), boot_delays={"m6i": 100})
+    m.cloud.set_desired("cpu", 1)
+    m.advance(119)
+    assert node_stage(m.nodes()[0]) == "booting"
+    m.advance(120)
+    assert node_stage(m.nodes()[0]) == "usable"
