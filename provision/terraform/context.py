@@ -6,6 +6,7 @@ import json
 import os
 from pathlib import Path
 
+from provision import mtu
 from provision.errors import UserError
 from provision.spec import Cluster, Region
 from provision.terraform.settings import AMI_DIR, AWS_PROVIDER_VERSION, GLOBAL, MODULES, Backend
@@ -146,6 +147,7 @@ def region_context(
                 "pod_cidr": cluster.kubernetes.pod_cidr,
                 "service_cidr": cluster.kubernetes.service_cidr,
             },
+            "pod_mtu": mtu.pod_mtu(cluster.vpn.tunnel),
             "client_vpn": {
                 "client_cidr": cluster.vpn.client_cidr,
                 "split_tunnel": cluster.vpn.split_tunnel,
