@@ -6,7 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from provision import mtu
+from provision import mtu, tunnels
 from provision.errors import UserError
 from provision.spec import Cluster, Region
 from provision.terraform.settings import AMI_DIR, AWS_PROVIDER_VERSION, GLOBAL, MODULES, Backend
@@ -109,9 +109,15 @@ def region_context(
         "domain": cluster.domain,
         "node_groups": [_node_group(cluster, region, g) for g in region.node_groups],
         "sites": {
-            s.name: {"cidr": s.cidr, "public_ip": s.gateway.public_ip, "bgp_asn": s.gateway.bgp_asn}
+            s.name: {
+                "cidr": s.cidr,
+                "public_ip": s.gateway.public_ip,
+                "bgp_asn": s.gateway.bgp_asn,
+                "inside_cidrs": tunnels.inside_cidrs(cluster, region_name, s.name),
+            }
             for s in cluster.sites
         },
+        "amazon_side_asn": tunnels.amazon_asns(cluster)[region_name],
         "tunnel": {
             "ike_version": t.ike_version,
             "ike_encryption": list(t.ike_encryption),
