@@ -6,6 +6,7 @@ import ipaddress
 import json
 from pathlib import Path
 
+from provision import tunnels
 from provision.errors import UserError
 from provision.spec import Cluster
 
@@ -60,7 +61,14 @@ def site_tunnels(outputs_dir: Path, region: str, site: str) -> list[dict]:
             raise UserError(
                 f"{where}.psk_parameter: expected an SSM parameter name, got {t.get('psk_parameter')!r}"
             )
-    return [{k: t[k] for k in ("outside_ip", "inside_cidr", "psk_parameter")} for t in mine]
+    for i, t in enumerate(mine):
+        asn = t.get("aws_asn")
+        if not isinstance(asn, int) or isinstance(asn, bool):
+            raise UserError(
+                f"{path}: site_vpn_tunnels.{site}[{i}].aws_asn is missing; run `invoke up` "
+                "(the route-based VPN module publishes the AWS side's BGP ASN)"
+            )
+    return [{k: t[k] for k in ("outside_ip", "inside_cidr", "psk_parameter", "aws_asn")} for t in mine]
 
 
 def api_endpoint(outputs_dir: Path, region: str) -> str | None:
@@ -71,11 +79,13 @@ def api_endpoint(outputs_dir: Path, region: str) -> str | None:
 
 def placeholder_tunnels(cluster: Cluster, region_index: int, region: str, site: str) -> list[dict]:
     """Documentation addresses (TEST-NET-3) for a dry run without Terraform; never a working VPN."""
+    inside = tunnels.inside_cidrs(cluster, region, site)
     return [
         {
             "outside_ip": f"203.0.113.{10 * region_index + n}",
-            "inside_cidr": f"169.254.{100 + region_index}.{4 * (n - 1)}/30",
+            "inside_cidr": inside[n - 1],
             "psk_parameter": f"{cluster.vpn.psk_ssm_prefix}/{region}/{site}/tunnel{n}",
+            "aws_asn": tunnels.amazon_asns(cluster)[region],
         }
         for n in (1, 2)
     ]

@@ -14,6 +14,9 @@ from tests.provision.chef.support import OUTPUTS, generate, render
 pytestmark = pytest.mark.tool  # Ruby renders the templates
 
 FAKE_PSK = "test-only-not-a-key"
+OUTPUTS_TUNNELS = [
+    dict(t, region=region) for region, d in OUTPUTS.items() for t in d["site_vpn_tunnels"]["value"]["lab"]
+]
 
 
 def _swanctl(text: str) -> dict:
@@ -65,9 +68,14 @@ def test_swanctl_carries_the_spec_proposals_and_the_terraform_tunnels(tmp_path):
         assert conn["rekey_time"] == "28800s" and conn["child.rekey_time"] == "3600s"
         assert conn["local_addrs"] == "10.16.0.1" and conn["local.id"] == "198.51.100.10"
         assert conn["remote.id"] == conn["remote_addrs"] and conn["local.auth"] == "psk"
-        assert conn["child.local_ts"] == "10.16.0.0/20"
-        assert conn["child.remote_ts"].split(",") == [region.cidr, cluster.kubernetes.pod_cidr]
+        # route-based (AWS's selectors for BGP connections): any flow, the XFRM interface decides what enters
+        assert conn["child.local_ts"] == conn["child.remote_ts"] == "0.0.0.0/0"
+        assert conn["if_id_in"] == conn["if_id_out"] != "0"
         assert conn["child.start_action"] == "start"
+        assert region.name in {
+            t["region"] for t in OUTPUTS_TUNNELS if t["outside_ip"] == conn["remote_addrs"]
+        }
+    assert len({c["if_id_in"] for c in conns.values()}) == len(conns) == 6
 
 
 def test_swanctl_follows_a_changed_spec(tmp_path):
@@ -88,7 +96,7 @@ def test_swanctl_follows_a_changed_spec(tmp_path):
     assert {c["proposals"] for c in conns.values()} == {"aes128-sha256-ecp384"}
     assert {c["child.esp_proposals"] for c in conns.values()} == {"aes256-sha256-ecp384"}
     assert {c["child.rekey_time"] for c in conns.values()} == {"1800s"}
-    assert {c["child.local_ts"] for c in conns.values()} == {"10.17.0.0/20"}
+    assert {c["local_addrs"] for c in conns.values()} == {"10.17.0.1"}
 
 
 def test_secrets_file_pairs_each_tunnel_with_its_key_and_nothing_else(tmp_path):

@@ -6,7 +6,6 @@ import itertools
 import re
 
 from provision import tunnels
-
 from provision.loader import spec_from_data
 from provision.terraform.render import render
 from tests.provision.terraform.tf_files import MODULES, module_calls, outputs, parse, resources
