@@ -84,6 +84,9 @@ def global_context(cluster: Cluster, backend: Backend, out_dir: Path) -> dict:
         "region": cluster.primary_region,
         "bucket_purposes": list(cluster.storage.s3.buckets),
         "noncurrent_version_days": cluster.storage.s3.noncurrent_version_days,
+        "site_names": [s.name for s in cluster.sites],
+        "join_parameters": [f"/{cluster.name}/kubeadm/join-token", f"/{cluster.name}/kubeadm/ca-cert-hash"],
+        "psk_ssm_prefix": cluster.vpn.psk_ssm_prefix,
     }
 
 
