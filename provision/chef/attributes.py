@@ -126,6 +126,21 @@ def _kubernetes(cluster: Cluster, outputs_dir: Path, placeholders: bool) -> dict
     }
 
 
+def _dns(cluster: Cluster, outputs_dir: Path, placeholders: bool) -> dict:
+    """Where the servers resolve the cluster's private zone: the Resolver inbound endpoint (primary region)."""
+    primary = cluster.primary_region
+    servers = (
+        outputs.placeholder_resolver_ips(cluster) if placeholders else outputs.resolver_ips(outputs_dir, primary)
+    )
+    return {"domain": cluster.domain, "servers": servers}
+
+
+def _site_credentials(cluster: Cluster, outputs_dir: Path, placeholders: bool) -> dict:
+    """IAM Roles Anywhere: the ARNs aws_signing_helper exchanges the server's certificate against."""
+    arns = outputs.placeholder_site_access(cluster) if placeholders else outputs.site_access(outputs_dir)
+    return {"region": cluster.primary_region, **arns}
+
+
 def node_attributes(
     cluster: Cluster, site_name: str, outputs_dir: Path = outputs.OUTPUTS_DIR, *, placeholders: bool = False
 ) -> dict:
@@ -159,6 +174,8 @@ def node_attributes(
         "nfs": _nfs(cluster),
         "vpn": _vpn(cluster, site, outputs_dir, placeholders),
         "kubernetes": _kubernetes(cluster, outputs_dir, placeholders),
+        "dns": _dns(cluster, outputs_dir, placeholders),
+        "site_credentials": _site_credentials(cluster, outputs_dir, placeholders),
     }
     return {"run_list": ["recipe[cluster_node]"], "cluster_node": attrs}
 

@@ -9,13 +9,15 @@ import pytest
 import yaml
 
 from provision.loader import load_spec
-from tests.provision.chef.support import OUTPUTS, generate, render
+from tests.provision.chef.support import REGION_OUTPUTS, generate, render
 
 pytestmark = pytest.mark.tool  # Ruby renders the templates
 
 FAKE_PSK = "test-only-not-a-key"
 OUTPUTS_TUNNELS = [
-    dict(t, region=region) for region, d in OUTPUTS.items() for t in d["site_vpn_tunnels"]["value"]["lab"]
+    dict(t, region=region)
+    for region, d in REGION_OUTPUTS.items()
+    for t in d["site_vpn_tunnels"]["value"]["lab"]
 ]
 
 
@@ -56,7 +58,7 @@ def test_swanctl_carries_the_spec_proposals_and_the_terraform_tunnels(tmp_path):
     conns = _swanctl_connections(render("swanctl.conf.erb", node_json))
     tunnels = {
         t["outside_ip"]: region
-        for region, d in OUTPUTS.items()
+        for region, d in REGION_OUTPUTS.items()
         for t in d["site_vpn_tunnels"]["value"]["lab"]
     }
     assert {c["remote_addrs"] for c in conns.values()} == set(tunnels)

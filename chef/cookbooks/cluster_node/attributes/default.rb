@@ -6,3 +6,12 @@ default['cluster_node']['server'] = nil
 default['cluster_node']['image_scripts_dir'] = '/var/lib/cluster-node/image-scripts'
 default['cluster_node']['swanctl_dir'] = '/etc/swanctl/conf.d'
 default['cluster_node']['kubeadm_join_config'] = '/etc/kubernetes/kubeadm-join.yaml'
+# Site credentials (recipe site_credentials, IAM Roles Anywhere): the server's certificate and key, the signing
+# helper (aws_signing_helper; set the URL and AWS's published SHA-256 to have Chef install it) and the AWS
+# config profile the cookbook's AWS CLI calls use.
+default['cluster_node']['site_pki_dir'] = '/etc/cluster-node/pki'
+default['cluster_node']['signing_helper'] = '/usr/local/bin/aws_signing_helper'
+default['cluster_node']['signing_helper_url'] = nil
+default['cluster_node']['signing_helper_sha256'] = nil
+default['cluster_node']['aws_config'] = '/etc/cluster-node/aws-config'
+default['cluster_node']['aws_profile'] = 'cluster-site'
