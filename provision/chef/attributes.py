@@ -130,7 +130,9 @@ def _dns(cluster: Cluster, outputs_dir: Path, placeholders: bool) -> dict:
     """Where the servers resolve the cluster's private zone: the Resolver inbound endpoint (primary region)."""
     primary = cluster.primary_region
     servers = (
-        outputs.placeholder_resolver_ips(cluster) if placeholders else outputs.resolver_ips(outputs_dir, primary)
+        outputs.placeholder_resolver_ips(cluster)
+        if placeholders
+        else outputs.resolver_ips(outputs_dir, primary)
     )
     return {"domain": cluster.domain, "servers": servers}
 

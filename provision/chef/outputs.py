@@ -123,7 +123,9 @@ def site_access(outputs_dir: Path) -> dict:
     if not isinstance(access, dict) or not all(
         str(access.get(k, "")).startswith("arn:") for k in SITE_ACCESS_KEYS
     ):
-        raise UserError(f"{path}: site_access should hold {', '.join(SITE_ACCESS_KEYS)} (ARNs), got {access!r}")
+        raise UserError(
+            f"{path}: site_access should hold {', '.join(SITE_ACCESS_KEYS)} (ARNs), got {access!r}"
+        )
     return {k: access[k] for k in SITE_ACCESS_KEYS}
 
 
