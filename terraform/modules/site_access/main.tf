@@ -50,7 +50,7 @@ resource "aws_iam_role" "site" {
   name                 = "${var.cluster}-site"
   description          = "Physical servers of ${var.cluster} (IAM Roles Anywhere): read join parameters and their site's VPN keys"
   assume_role_policy   = data.aws_iam_policy_document.assume.json
-  max_session_duration = var.session_duration_s
+  max_session_duration = max(3600, var.session_duration_s) # IAM: 1 to 12 hours
 }
 
 data "aws_iam_policy_document" "site" {
