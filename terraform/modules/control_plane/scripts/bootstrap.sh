@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Control-plane bootstrap: plain bash functions, embedded verbatim in the user data after the configuration
 # block of templates/control_plane.sh.tftpl (which calls `main`). Also installed as
 # /usr/local/sbin/cluster-control-plane: the hourly timer runs `cluster-control-plane publish`.
@@ -26,6 +27,7 @@ attempt=0
 instance_id=unknown
 self_ip=unknown
 error=""
+init=""
 
 log() { echo "control-plane[$MEMBER]: $*" >&2; }
 
@@ -83,6 +85,7 @@ resolves() { getent hosts "$1" >/dev/null; }
 api_up() { curl -fsk --max-time 5 "https://$ENDPOINT/livez" >/dev/null 2>&1; }
 init_state() { ssm_get "$INIT_PARAMETER" 2>/dev/null; }
 initialized() { [[ $(init_state) == initialized* ]]; }
+read_init_state() { init=$(init_state); }
 
 write_init_config() {
   install -d -m 0700 "$conf_dir"
@@ -196,7 +199,8 @@ etcd_api() {
 remove_stale_etcd_members() {
   local live ip peer="" members stale id addr
   live=$(live_member_ips) || { error="cannot list the control-plane instances"; return 1; }
-  [[ " $(echo $live) " == *" $self_ip "* ]] || { error="EC2 does not list $self_ip among the control plane"; return 1; }
+  live=$(tr -s '[:space:]' ' ' <<<"$live")
+  [[ " $live " == *" $self_ip "* ]] || { error="EC2 does not list $self_ip among the control plane"; return 1; }
   for ip in $live; do
     [[ $ip == "$self_ip" ]] && continue
     if members=$(etcd_api "$ip" list '{}'); then
@@ -204,7 +208,7 @@ remove_stale_etcd_members() {
       break
     fi
   done
-  [[ -n $peer ]] || { error="no etcd member answers on 2379 (live members: $(echo $live))"; return 1; }
+  [[ -n $peer ]] || { error="no etcd member answers on 2379 (live members: $live)"; return 1; }
   stale=$(python3 -c '
 import json, sys, urllib.parse
 live = set(sys.argv[1].split())
@@ -222,8 +226,11 @@ for m in json.loads(sys.stdin.read()).get("members", []):
 
 join_once() {
   local token hash key out
-  token=$(ssm_get "$JOIN_PREFIX/join-token") && hash=$(ssm_get "$JOIN_PREFIX/ca-cert-hash") \
-    && key=$(ssm_get "$JOIN_PREFIX/certificate-key") || { error="cannot read the join parameters"; return 1; }
+  if ! token=$(ssm_get "$JOIN_PREFIX/join-token") || ! hash=$(ssm_get "$JOIN_PREFIX/ca-cert-hash") \
+    || ! key=$(ssm_get "$JOIN_PREFIX/certificate-key"); then
+    error="cannot read the join parameters"
+    return 1
+  fi
   api_up || { error="the API does not answer at $ENDPOINT"; return 1; }
   write_join_config "$token" "$hash" "$key"
   out=$(kubeadm join phase control-plane-prepare download-certs --config "$conf_dir/join.yaml" 2>&1 \
@@ -291,10 +298,8 @@ main() {
   instance_id=$(imds instance-id) || instance_id=unknown
   self_ip=$(imds local-ipv4) || fail "cannot read this instance's address from IMDS"
   install_publisher
-  local state=""
-  wait_until "$INIT_PARAMETER to be readable" eval 'state=$(init_state)' \
-    || fail "cannot read $INIT_PARAMETER from SSM"
-  if [[ $MEMBER == 0 && $state == pending ]]; then
+  wait_until "$INIT_PARAMETER to be readable" read_init_state || fail "cannot read $INIT_PARAMETER from SSM"
+  if [[ $MEMBER == 0 && $init == pending ]]; then
     init_cluster
   else
     join_cluster
