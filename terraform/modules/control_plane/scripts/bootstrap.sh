@@ -28,6 +28,7 @@ instance_id=unknown
 self_ip=unknown
 error=""
 init=""
+live_ips=""
 
 log() { echo "control-plane[$MEMBER]: $*" >&2; }
 
@@ -200,6 +201,7 @@ remove_stale_etcd_members() {
   local live ip peer="" members stale id addr
   live=$(live_member_ips) || { error="cannot list the control-plane instances"; return 1; }
   live=$(tr -s '[:space:]' ' ' <<<"$live")
+  live_ips=$live
   [[ " $live " == *" $self_ip "* ]] || { error="EC2 does not list $self_ip among the control plane"; return 1; }
   for ip in $live; do
     [[ $ip == "$self_ip" ]] && continue
@@ -222,6 +224,20 @@ for m in json.loads(sys.stdin.read()).get("members", []):
     report healing "removing etcd member $id ($addr): its instance no longer exists"
     etcd_api "$peer" remove "{\"ID\": \"$id\"}" >/dev/null || { error="cannot remove etcd member $id"; return 1; }
   done <<<"$stale"
+}
+
+# After joining: deletes the Node objects of control-plane members whose instances are gone (they would stay
+# NotReady forever). Best effort: a failure here leaves a stale Node, never a broken member.
+remove_stale_nodes() {
+  local name ip
+  local kubectl=(kubectl --kubeconfig "$root/etc/kubernetes/admin.conf")
+  "${kubectl[@]}" get nodes -l node-role.kubernetes.io/control-plane -o \
+    jsonpath='{range .items[*]}{.metadata.name} {.status.addresses[?(@.type=="InternalIP")].address}{"\n"}{end}' \
+    | while read -r name ip; do
+      [[ -n $ip && " $live_ips " != *" $ip "* ]] || continue
+      report healing "deleting node $name ($ip): its instance no longer exists"
+      "${kubectl[@]}" delete node "$name" >/dev/null || log "could not delete node $name"
+    done
 }
 
 join_once() {
@@ -249,6 +265,7 @@ join_cluster() {
     report joining "joining the control plane at $ENDPOINT"
     if join_once; then
       rm -f "$conf_dir/join.yaml"
+      remove_stale_nodes || true
       report ready "joined the control plane at $ENDPOINT"
       return 0
     fi

@@ -83,6 +83,12 @@ case $name in
       *) echo "fake curl: unexpected $*" >&2; exit 2 ;;
     esac
     ;;
-  kubectl) cat >"$state/kubectl-stdin" ;;
+  kubectl)
+    case "$*" in
+      *" get nodes "*) printf '%s\n' "${FAKE_NODES:-}" ;;
+      *" delete node "*) ;;
+      *) cat >"$state/kubectl-stdin" ;;
+    esac
+    ;;
   *) echo "fake: unknown command $name" >&2; exit 2 ;;
 esac
