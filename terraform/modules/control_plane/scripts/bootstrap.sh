@@ -145,7 +145,8 @@ publish_join_parameters() {
 apply_flannel() {
   local manifest
   manifest=$(curl -fsSL --retry 5 "$FLANNEL_MANIFEST") || return 1
-  # The pod network and one MTU that fits the smallest path (VXLAN inside the site's IPsec tunnels).
+  # The pod network and one MTU that fits the smallest path (VXLAN inside the site's IPsec tunnels): the flannel
+  # CNI plugin keeps a delegate's "mtu" and only fills in subnet.env's FLANNEL_MTU when there is none.
   manifest=$(sed -e "s|10.244.0.0/16|$POD_CIDR|" \
     -e "s|\"hairpinMode\": true,|\"hairpinMode\": true, \"mtu\": $POD_MTU,|" <<<"$manifest")
   grep -q "\"mtu\": $POD_MTU" <<<"$manifest" || { log "flannel manifest has no cni-conf delegate to set the MTU in"; return 1; }
