@@ -19,6 +19,12 @@ def require_netns() -> None:
     reason = None
     if os.geteuid() != 0 or not shutil.which("ip"):
         reason = "network namespaces need root and iproute2"
+    else:
+        probe = f"probe{uuid.uuid4().hex[:8]}"
+        made = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
+        subprocess.run(["ip", "netns", "del", probe], capture_output=True)
+        if made.returncode != 0:
+            reason = f"cannot create a network namespace here: {made.stderr.strip()}"
     if reason:
         if os.environ.get("CI") == "true":
             pytest.fail(reason + "; CI must provide them")
