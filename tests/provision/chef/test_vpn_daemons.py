@@ -252,6 +252,7 @@ def test_bgp_comes_up_on_every_tunnel_and_the_filters_hold(gateway, lab):
     cluster = load_spec()
     vpn = gateway[0]["vpn"]
     gw, aws = lab.ns("gw"), lab.ns("aws")
+    lab.run(gw, "ip", "addr", "add", f"{vpn['private_ip']}/32", "dev", "lo")  # the gateway's site address
     for i, t in enumerate(
         vpn["tunnels"]
     ):  # the inside links, named as the XFRM interfaces are on the gateway
@@ -279,7 +280,8 @@ def test_bgp_comes_up_on_every_tunnel_and_the_filters_hold(gateway, lab):
     kernel = lab.run(gw, "ip", "route", "show", "proto", "bird").stdout
     for i, region in enumerate(cluster.regions):
         t1 = vpn["tunnels"][2 * i]
-        assert f"{region.cidr} via {t1['bgp']['aws_ip']} dev {t1['interface']}" in kernel, kernel
+        route = f"{region.cidr} via {t1['bgp']['aws_ip']} dev {t1['interface']} src {vpn['private_ip']} "
+        assert route in kernel, kernel
     assert "default" not in kernel
 
     # AWS hears exactly the site's network on every session
