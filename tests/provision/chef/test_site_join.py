@@ -79,10 +79,6 @@ def test_credential_process_profile_gives_botocore_the_role_credentials(tmp_path
 @pytest.mark.parametrize(
     ("root", "change", "expect"),
     [
-        (
-            "global",
-            {"site_access": {"value": None}},
-        ),
         ("global", {"site_access": {"value": {"role_arn": "x"}}}, "site_access should hold trust_anchor_arn"),
         ("us-west-2", {"resolver_inbound_ips": {"value": ["a", "b"]}}, "'a' is not an IPv4 address"),
     ],
