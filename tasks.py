@@ -150,6 +150,21 @@ def bootstrap_state(c, spec=None, state_bucket=None):
         print(f"{name}: {state}")
 
 
+@task(name="control-plane-status", help={"spec": "path of the cluster spec (default: cluster.yaml)"})
+@user_errors
+def control_plane_status(c, spec=None):
+    """What each control-plane member reported while bootstrapping (exit 1 on a failed or missing member)."""
+    from invoke.exceptions import Exit
+
+    from provision.control_plane_status import read_status, report
+    from provision.loader import load_spec
+
+    lines, code = report(*read_status(load_spec(spec)))
+    print("\n".join(lines))
+    if code:
+        raise Exit(code=code)
+
+
 # --- machine images (issue 6) ------------------------------------------------------------------------------
 @task(
     name="bake-ami",

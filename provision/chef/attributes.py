@@ -11,7 +11,8 @@ import re
 from pathlib import Path
 
 from autoscaler import catalog
-from provision.chef import image_scripts, outputs, strongswan
+from provision import mtu, tunnels
+from provision.chef import bgp, image_scripts, outputs, strongswan
 from provision.errors import UserError
 from provision.packer import record
 from provision.spec import Cluster
@@ -74,34 +75,49 @@ def _vpn(cluster: Cluster, site, outputs_dir: Path, placeholders: bool) -> dict 
     if gateway is None:
         return None
     t = cluster.vpn.tunnel
-    tunnels = []
+    found_tunnels = []
     for i, region in enumerate(cluster.regions):
         found = (
             outputs.placeholder_tunnels(cluster, i, region.name, site.name)
             if placeholders
             else outputs.site_tunnels(outputs_dir, region.name, site.name)
         )
+        planned = tunnels.inside_cidrs(cluster, region.name, site.name)
         for n, tunnel in enumerate(found, start=1):
-            tunnels.append(
+            if tunnel["inside_cidr"] != planned[n - 1]:
+                raise UserError(
+                    f"{outputs_dir / region.name / 'outputs.json'}: site_vpn_tunnels.{site.name}[{n - 1}]"
+                    f".inside_cidr is {tunnel['inside_cidr']}, the tunnel plan says {planned[n - 1]}; "
+                    "run `invoke up` so that the VPN module sets the planned inside addresses"
+                )
+            found_tunnels.append(
                 {
                     "name": f"{region.name}-tunnel{n}",
                     "region": region.name,
                     **tunnel,
-                    "remote_ts": [region.cidr, cluster.kubernetes.pod_cidr],
+                    # route-based: any flow may use either tunnel; the XFRM interface decides what enters it
+                    "local_ts": [strongswan.ANY],
+                    "remote_ts": [strongswan.ANY],
+                    "if_id": strongswan.if_id(i, n),
+                    "interface": strongswan.interface(i, region.name, n),
+                    "bgp": bgp.session(cluster, i, tunnel, n),
                 }
             )
     return {
         "gateway": gateway.name,
         "public_ip": site.gateway.public_ip,
         "private_ip": site.gateway.private_ip,
-        "local_ts": [site.cidr],
         "ike_version": t.ike_version,
         "ike_proposals": strongswan.ike_proposal(t),
         "esp_proposals": strongswan.esp_proposal(t),
         "ike_lifetime_s": t.ike_lifetime_s,
         "esp_lifetime_s": t.esp_lifetime_s,
         "dpd_timeout_s": t.dpd_timeout_s,
-        "tunnels": tunnels,
+        "tunnel_mtu": mtu.tunnel_mtu(t),
+        "tcp_mss": mtu.tcp_mss(t),
+        "pod_mtu": mtu.pod_mtu(t),
+        "bgp": bgp.gateway(cluster, site),
+        "tunnels": found_tunnels,
     }
 
 
@@ -149,6 +165,21 @@ def _package_lock(cluster: Cluster, ami_dir: Path, placeholders: bool) -> dict |
         "source_ami": lock.get("source_ami"),
         "packages": dict(sorted(packages.items())),
     }
+def _dns(cluster: Cluster, outputs_dir: Path, placeholders: bool) -> dict:
+    """Where the servers resolve the cluster's private zone: the Resolver inbound endpoint (primary region)."""
+    primary = cluster.primary_region
+    servers = (
+        outputs.placeholder_resolver_ips(cluster)
+        if placeholders
+        else outputs.resolver_ips(outputs_dir, primary)
+    )
+    return {"domain": cluster.domain, "servers": servers}
+
+
+def _site_credentials(cluster: Cluster, outputs_dir: Path, placeholders: bool) -> dict:
+    """IAM Roles Anywhere: the ARNs aws_signing_helper exchanges the server's certificate against."""
+    arns = outputs.placeholder_site_access(cluster) if placeholders else outputs.site_access(outputs_dir)
+    return {"region": cluster.primary_region, **arns}
 
 
 def node_attributes(
@@ -191,6 +222,8 @@ def node_attributes(
         "vpn": _vpn(cluster, site, outputs_dir, placeholders),
         "kubernetes": _kubernetes(cluster, outputs_dir, placeholders),
         "package_lock": _package_lock(cluster, ami_dir, placeholders),
+        "dns": _dns(cluster, outputs_dir, placeholders),
+        "site_credentials": _site_credentials(cluster, outputs_dir, placeholders),
     }
     return {"run_list": ["recipe[cluster_node]"], "cluster_node": attrs}
 

@@ -6,6 +6,7 @@ import ipaddress
 import json
 from pathlib import Path
 
+from provision import tunnels
 from provision.errors import UserError
 from provision.spec import Cluster
 
@@ -60,7 +61,14 @@ def site_tunnels(outputs_dir: Path, region: str, site: str) -> list[dict]:
             raise UserError(
                 f"{where}.psk_parameter: expected an SSM parameter name, got {t.get('psk_parameter')!r}"
             )
-    return [{k: t[k] for k in ("outside_ip", "inside_cidr", "psk_parameter")} for t in mine]
+    for i, t in enumerate(mine):
+        asn = t.get("aws_asn")
+        if not isinstance(asn, int) or isinstance(asn, bool):
+            raise UserError(
+                f"{path}: site_vpn_tunnels.{site}[{i}].aws_asn is missing; run `invoke up` "
+                "(the route-based VPN module publishes the AWS side's BGP ASN)"
+            )
+    return [{k: t[k] for k in ("outside_ip", "inside_cidr", "psk_parameter", "aws_asn")} for t in mine]
 
 
 def api_endpoint(outputs_dir: Path, region: str) -> str | None:
@@ -71,11 +79,68 @@ def api_endpoint(outputs_dir: Path, region: str) -> str | None:
 
 def placeholder_tunnels(cluster: Cluster, region_index: int, region: str, site: str) -> list[dict]:
     """Documentation addresses (TEST-NET-3) for a dry run without Terraform; never a working VPN."""
+    inside = tunnels.inside_cidrs(cluster, region, site)
     return [
         {
             "outside_ip": f"203.0.113.{10 * region_index + n}",
-            "inside_cidr": f"169.254.{100 + region_index}.{4 * (n - 1)}/30",
+            "inside_cidr": inside[n - 1],
             "psk_parameter": f"{cluster.vpn.psk_ssm_prefix}/{region}/{site}/tunnel{n}",
+            "aws_asn": tunnels.amazon_asns(cluster)[region],
         }
         for n in (1, 2)
     ]
+
+
+def resolver_ips(outputs_dir: Path, region: str) -> list[str]:
+    """The Resolver inbound endpoint's addresses from the primary region's ``resolver_inbound_ips`` output."""
+    path = outputs_dir / region / "outputs.json"
+    ips = _value(_read(path), "resolver_inbound_ips")
+    if not isinstance(ips, list) or len(ips) < 2:
+        raise UserError(
+            f"{path}: output resolver_inbound_ips should list the Resolver inbound endpoint's 2+ addresses, "
+            f"got {ips!r}; run `invoke up --region {region}`"
+        )
+    for ip in ips:
+        try:
+            ipaddress.IPv4Address(ip)
+        except ValueError:
+            raise UserError(f"{path}: resolver_inbound_ips: {ip!r} is not an IPv4 address") from None
+    return list(ips)
+
+
+SITE_ACCESS_KEYS = ("trust_anchor_arn", "profile_arn", "role_arn")
+
+
+def site_access(outputs_dir: Path) -> dict:
+    """The Roles Anywhere ARNs from the global root's ``site_access`` output."""
+    path = outputs_dir / "global" / "outputs.json"
+    access = _value(_read(path), "site_access")
+    if access is None:
+        raise UserError(
+            f"{path}: output site_access is empty; set TF_VAR_site_ca_certificate_pem to the sites' CA "
+            "certificate and run `invoke up --region global` (docs/terraform.md, How a site joins)"
+        )
+    if not isinstance(access, dict) or not all(
+        str(access.get(k, "")).startswith("arn:") for k in SITE_ACCESS_KEYS
+    ):
+        raise UserError(
+            f"{path}: site_access should hold {', '.join(SITE_ACCESS_KEYS)} (ARNs), got {access!r}"
+        )
+    return {k: access[k] for k in SITE_ACCESS_KEYS}
+
+
+def placeholder_site_access(cluster: Cluster) -> dict:
+    """Well-formed ARNs of account 000000000000 for a dry run; never working credentials."""
+    base = f"arn:aws:rolesanywhere:{cluster.primary_region}:000000000000"
+    return {
+        "trust_anchor_arn": f"{base}:trust-anchor/00000000-0000-0000-0000-000000000000",
+        "profile_arn": f"{base}:profile/00000000-0000-0000-0000-000000000000",
+        "role_arn": f"arn:aws:iam::000000000000:role/{cluster.name}-site",
+    }
+
+
+def placeholder_resolver_ips(cluster: Cluster) -> list[str]:
+    """Two addresses in the primary VPC's first two private subnets (documentation only)."""
+    vpc = ipaddress.IPv4Network(cluster.region(cluster.primary_region).cidr)
+    subnets = list(vpc.subnets(new_prefix=vpc.prefixlen + 3))[:2]
+    return [str(s.network_address + 53) for s in subnets]

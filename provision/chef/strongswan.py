@@ -51,3 +51,26 @@ def esp_proposal(t: TunnelCrypto) -> str:
         integ = [] if "gcm" in enc[0] else [INTEGRITY[i] for i in t.esp_integrity]
         proposals.append("-".join(enc + integ + dh))
     return ",".join(proposals)
+
+
+# Route-based tunnels: one XFRM interface per tunnel; strongSwan binds the tunnel's SAs and policies to it with
+# if_id_in/if_id_out (strongSwan's "Route-based VPNs" docs), the traffic selectors are 0.0.0.0/0 both ways.
+ANY = "0.0.0.0/0"
+IFNAMSIZ = 15  # Linux interface names
+
+
+def if_id(region_index: int, tunnel: int) -> int:
+    """The XFRM interface id of a tunnel: unique per gateway, never 0 (0 means "no interface")."""
+    return 10 * (region_index + 1) + tunnel
+
+
+def region_short(region: str) -> str:
+    """``us-west-2`` -> ``usw2``: the region in the few characters an interface name has room for."""
+    parts = region.split("-")
+    return parts[0] + "".join(p[0] for p in parts[1:-1]) + parts[-1]
+
+
+def interface(region_index: int, region: str, tunnel: int) -> str:
+    """The tunnel's XFRM interface name, e.g. ``aws0-usw2-1`` (the index keeps look-alike regions apart)."""
+    name = f"aws{region_index}-{region_short(region)}-{tunnel}"
+    return name if len(name) <= IFNAMSIZ else f"aws{region_index}-t{tunnel}"

@@ -6,6 +6,7 @@ import json
 import os
 from pathlib import Path
 
+from provision import mtu, tunnels
 from provision.errors import UserError
 from provision.spec import Cluster, Region
 from provision.terraform.settings import AMI_DIR, AWS_PROVIDER_VERSION, GLOBAL, MODULES, Backend
@@ -83,6 +84,9 @@ def global_context(cluster: Cluster, backend: Backend, out_dir: Path) -> dict:
         "region": cluster.primary_region,
         "bucket_purposes": list(cluster.storage.s3.buckets),
         "noncurrent_version_days": cluster.storage.s3.noncurrent_version_days,
+        "site_names": [s.name for s in cluster.sites],
+        "join_parameters": [f"/{cluster.name}/kubeadm/join-token", f"/{cluster.name}/kubeadm/ca-cert-hash"],
+        "psk_ssm_prefix": cluster.vpn.psk_ssm_prefix,
     }
 
 
@@ -108,9 +112,15 @@ def region_context(
         "domain": cluster.domain,
         "node_groups": [_node_group(cluster, region, g) for g in region.node_groups],
         "sites": {
-            s.name: {"cidr": s.cidr, "public_ip": s.gateway.public_ip, "bgp_asn": s.gateway.bgp_asn}
+            s.name: {
+                "cidr": s.cidr,
+                "public_ip": s.gateway.public_ip,
+                "bgp_asn": s.gateway.bgp_asn,
+                "inside_cidrs": tunnels.inside_cidrs(cluster, region_name, s.name),
+            }
             for s in cluster.sites
         },
+        "amazon_side_asn": tunnels.amazon_asns(cluster)[region_name],
         "tunnel": {
             "ike_version": t.ike_version,
             "ike_encryption": list(t.ike_encryption),
@@ -146,6 +156,7 @@ def region_context(
                 "pod_cidr": cluster.kubernetes.pod_cidr,
                 "service_cidr": cluster.kubernetes.service_cidr,
             },
+            "pod_mtu": mtu.pod_mtu(cluster.vpn.tunnel),
             "client_vpn": {
                 "client_cidr": cluster.vpn.client_cidr,
                 "split_tunnel": cluster.vpn.split_tunnel,

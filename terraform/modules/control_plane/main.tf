@@ -1,7 +1,9 @@
 # A highly available kubeadm control plane: instances spread over the zones behind an internal network load
-# balancer (API server, 6443). The first instance runs `kubeadm init` and writes the join token, the CA hash and
-# the certificate key to SSM SecureStrings; the others join as control-plane members; every member renews the
-# join token daily so workers can join whenever the autoscaler adds them.
+# balancer (API server, 6443). Member 0 runs `kubeadm init` once (while the init parameter says "pending") and
+# writes the join token, the CA hash and the certificate key to SSM SecureStrings; the others (and a replaced
+# member 0) join as control-plane members with back-off, after removing etcd members whose instances are gone.
+# Each member reports its bootstrap state to <status_prefix>/member-<i> (`invoke control-plane-status`); every
+# member renews the join token so workers can join whenever the autoscaler adds them.
 data "aws_ssm_parameter" "ami" {
   count = var.ami_id == "" ? 1 : 0
   name  = var.ami_ssm_parameter
@@ -12,6 +14,23 @@ locals {
   zones    = sort(keys(var.subnet_ids))
   ami_id   = var.ami_id != "" ? var.ami_id : nonsensitive(data.aws_ssm_parameter.ami[0].value)
   endpoint = "${var.api_dns_name}:6443"
+  # Written by the members only (IAM: modules/iam/control_plane.tf); read by `invoke control-plane-status`.
+  status_prefix = "/${var.cluster}/control-plane/status"
+}
+
+# "pending" while the cluster has never been initialised; member 0 sets "initialized by <instance> at <time>".
+# Created with the control plane and destroyed with it, so a rebuilt cluster initialises again and a replaced
+# member 0 joins the running one instead.
+resource "aws_ssm_parameter" "init" {
+  #checkov:skip=CKV2_AWS_34:Holds "pending" or "initialized by <instance> at <time>", no secret; the members' role may write only this name.
+  name        = "/${var.cluster}/control-plane/init"
+  description = "kubeadm init state of the control plane of ${var.cluster} (pending or initialized)"
+  type        = "String"
+  value       = "pending"
+
+  lifecycle {
+    ignore_changes = [value]
+  }
 }
 
 resource "aws_lb" "api" {
@@ -61,23 +80,30 @@ resource "aws_instance" "member" {
   ebs_optimized          = true
   monitoring             = true
   user_data = templatefile("${path.module}/templates/control_plane.sh.tftpl", {
+    cluster            = var.cluster
     index              = count.index
     region             = var.region
     endpoint           = local.endpoint
+    api_host           = var.api_dns_name
     lb_dns_name        = aws_lb.api.dns_name
     kubernetes_version = var.kubernetes_version
     pod_cidr           = var.pod_cidr
     service_cidr       = var.service_cidr
-    prefix             = var.join_parameter_prefix
+    pod_mtu            = var.pod_mtu
+    join_prefix        = var.join_parameter_prefix
+    status_prefix      = local.status_prefix
+    init_parameter     = aws_ssm_parameter.init.name
     kms_key_arn        = var.kms_key_arn
     flannel_manifest   = var.flannel_manifest_url
+    bootstrap          = file("${path.module}/scripts/bootstrap.sh")
   })
 
   metadata_options {
     http_endpoint = "enabled"
     http_tokens   = "required"
-    # 2: the autoscaler pod on the control plane assumes its role with the instance's credentials.
-    http_put_response_hop_limit = 2
+    # 1: only the host's network namespace reaches IMDS, so no pod can use the control plane's role (the
+    # autoscaler runs with hostNetwork).
+    http_put_response_hop_limit = 1
   }
 
   root_block_device {
@@ -87,7 +113,10 @@ resource "aws_instance" "member" {
     kms_key_id  = var.kms_key_arn
   }
 
-  tags = { Name = "${local.name}-${count.index}" }
+  tags = {
+    Name                             = "${local.name}-${count.index}"
+    "research.cluster/control-plane" = var.cluster # joining members list live peers by this tag
+  }
 
   lifecycle {
     # A new baked image must not replace etcd members; upgrade them one by one with kubeadm.

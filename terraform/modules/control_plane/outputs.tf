@@ -17,3 +17,13 @@ output "private_ips" {
   description = "Private addresses of the control-plane members."
   value       = aws_instance.member[*].private_ip
 }
+
+output "status_parameter_prefix" {
+  description = "SSM prefix of the members' bootstrap status (<prefix>/member-<i>, JSON), read by `invoke control-plane-status`."
+  value       = local.status_prefix
+}
+
+output "init_parameter" {
+  description = "SSM parameter holding the control plane's kubeadm init state (pending or initialized)."
+  value       = aws_ssm_parameter.init.name
+}

@@ -94,3 +94,13 @@ variable "flannel_manifest_url" {
   type        = string
   default     = "https://github.com/flannel-io/flannel/releases/download/v0.26.1/kube-flannel.yml"
 }
+
+variable "pod_mtu" {
+  description = "MTU of the pods' interfaces (flannel's CNI delegate): the smallest path, VXLAN inside the site's IPsec tunnels (provision/mtu.py)."
+  type        = number
+
+  validation {
+    condition     = var.pod_mtu >= 1280 && var.pod_mtu <= 8951
+    error_message = "pod_mtu must be between 1280 and 8951 (9001 jumbo frames less VXLAN's 50 bytes)."
+  }
+}

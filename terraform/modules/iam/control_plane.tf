@@ -1,8 +1,30 @@
+# The control plane's role. It alone writes the kubeadm join parameters (nodes and the site only read the token
+# and the CA hash; the certificate key is read by control-plane members only) and its members' bootstrap status.
+# IMDS hop limit 1 on the members keeps pods from using it (modules/control_plane).
 data "aws_iam_policy_document" "control_plane" {
   statement {
-    sid       = "PublishJoinParameters"
-    actions   = ["ssm:GetParameter", "ssm:PutParameter"]
-    resources = ["${local.kubeadm}/*"]
+    sid     = "PublishJoinParameters"
+    actions = ["ssm:GetParameter", "ssm:PutParameter"]
+    resources = [
+      "${local.kubeadm}/join-token",
+      "${local.kubeadm}/ca-cert-hash",
+      "${local.kubeadm}/certificate-key",
+    ]
+  }
+
+  statement {
+    sid     = "ReportBootstrapState"
+    actions = ["ssm:GetParameter", "ssm:PutParameter"]
+    resources = [
+      "${local.ssm}/control-plane/init",
+      "${local.ssm}/control-plane/status/member-*",
+    ]
+  }
+
+  statement {
+    sid       = "ListLiveMembers"
+    actions   = ["ec2:DescribeInstances"]
+    resources = ["*"] # DescribeInstances supports no resource-level permissions
   }
 
   statement {
@@ -30,7 +52,7 @@ data "aws_iam_policy_document" "control_plane" {
 
 resource "aws_iam_policy" "control_plane" {
   name        = "${var.cluster}-control-plane"
-  description = "Control plane of ${var.cluster}: kubeadm join parameters, assuming the autoscaler role"
+  description = "Control plane of ${var.cluster}: kubeadm join parameters, bootstrap status, assuming the autoscaler role"
   policy      = data.aws_iam_policy_document.control_plane.json
 }
 

@@ -1,7 +1,11 @@
-# Site-to-site VPN: a virtual private gateway on the VPC, and per physical site a customer gateway (its
-# strongSwan box) and a VPN connection with static routes to the site's network. Tunnel options are pinned to
-# the spec, which the Chef cookbook also renders into strongSwan. AWS generates the pre-shared keys; they are
-# copied into SSM SecureStrings for the site gateway and never appear in an output.
+# Site-to-site VPN, route-based: a virtual private gateway on the VPC (its own ASN), and per physical site a
+# customer gateway (its strongSwan + BIRD box) and a VPN connection whose two tunnels each carry a BGP session
+# over their inside addresses (static_routes_only = false): the site announces its network, AWS the VPC's, and
+# the gateway propagates what it learns into the private route tables. Both tunnels use traffic selectors
+# 0.0.0.0/0 (AWS's default for route-based connections), so either tunnel carries any flow and a flow may
+# return on the other one. Tunnel options are pinned to the spec, which the Chef cookbook also renders into
+# strongSwan. AWS generates the pre-shared keys; they are copied into SSM SecureStrings for the site gateway and
+# never appear in an output.
 locals {
   name     = "${var.cluster}-${var.region}"
   tunnels  = ["1", "2"]
@@ -14,8 +18,9 @@ locals {
 }
 
 resource "aws_vpn_gateway" "this" {
-  vpc_id = var.vpc_id
-  tags   = { Name = local.name }
+  vpc_id          = var.vpc_id
+  amazon_side_asn = tostring(var.amazon_side_asn)
+  tags            = { Name = local.name }
 }
 
 resource "aws_vpn_gateway_route_propagation" "private" {
@@ -32,6 +37,13 @@ resource "aws_customer_gateway" "site" {
   bgp_asn_extended = each.value.bgp_asn > local.max_asn2 ? tostring(each.value.bgp_asn) : null
   device_name      = "${each.key}-strongswan"
   tags             = { Name = "${local.name}-${each.key}" }
+
+  lifecycle {
+    precondition {
+      condition     = each.value.bgp_asn != var.amazon_side_asn
+      error_message = "Site ${each.key}: its BGP ASN equals the gateway's amazon_side_asn; eBGP needs two different ASNs."
+    }
+  }
 }
 
 resource "aws_vpn_connection" "site" {
@@ -39,7 +51,12 @@ resource "aws_vpn_connection" "site" {
   vpn_gateway_id      = aws_vpn_gateway.this.id
   customer_gateway_id = aws_customer_gateway.site[each.key].id
   type                = "ipsec.1"
-  static_routes_only  = true
+  static_routes_only  = false
+
+  local_ipv4_network_cidr  = "0.0.0.0/0"
+  remote_ipv4_network_cidr = "0.0.0.0/0"
+  tunnel1_inside_cidr      = each.value.inside_cidrs[0]
+  tunnel2_inside_cidr      = each.value.inside_cidrs[1]
 
   tunnel1_ike_versions                 = local.ike
   tunnel1_phase1_encryption_algorithms = var.tunnel.ike_encryption
@@ -68,12 +85,6 @@ resource "aws_vpn_connection" "site" {
   tunnel2_startup_action               = "add"
 
   tags = { Name = "${local.name}-${each.key}" }
-}
-
-resource "aws_vpn_connection_route" "site" {
-  for_each               = var.sites
-  vpn_connection_id      = aws_vpn_connection.site[each.key].id
-  destination_cidr_block = each.value.cidr
 }
 
 resource "aws_ssm_parameter" "psk" {

@@ -4,19 +4,26 @@ output "vpn_gateway_id" {
 }
 
 output "site_vpn_tunnels" {
-  description = "Per site, both tunnels as the Chef cookbook reads them: outside address, inside /30 and the SSM name of the pre-shared key (never the key)."
+  description = "Per site, both tunnels as the Chef cookbook reads them: outside address, inside /30, the SSM name of the pre-shared key (never the key) and the AWS side's BGP ASN."
   value = {
     for site, c in aws_vpn_connection.site : site => [
       {
         outside_ip    = c.tunnel1_address
-        inside_cidr   = cidrsubnet("${c.tunnel1_vgw_inside_address}/30", 0, 0)
+        inside_cidr   = c.tunnel1_inside_cidr
         psk_parameter = aws_ssm_parameter.psk["${site}/tunnel1"].name
+        aws_asn       = tonumber(c.tunnel1_bgp_asn)
       },
       {
         outside_ip    = c.tunnel2_address
-        inside_cidr   = cidrsubnet("${c.tunnel2_vgw_inside_address}/30", 0, 0)
+        inside_cidr   = c.tunnel2_inside_cidr
         psk_parameter = aws_ssm_parameter.psk["${site}/tunnel2"].name
+        aws_asn       = tonumber(c.tunnel2_bgp_asn)
       },
     ]
   }
+}
+
+output "amazon_side_asn" {
+  description = "BGP ASN of the virtual private gateway (the site's BGP peer)."
+  value       = tonumber(aws_vpn_gateway.this.amazon_side_asn)
 }

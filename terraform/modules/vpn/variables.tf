@@ -19,12 +19,32 @@ variable "private_route_table_ids" {
 }
 
 variable "sites" {
-  description = "Physical sites by name: their network and their strongSwan gateway's public address and BGP ASN."
+  description = "Physical sites by name: their network, their gateway's public address and BGP ASN, and the inside /30 of each of their two tunnels in this region (169.254.0.0/16, unique across the site's tunnels; provision/tunnels.py)."
   type = map(object({
-    cidr      = string
-    public_ip = string
-    bgp_asn   = number
+    cidr         = string
+    public_ip    = string
+    bgp_asn      = number
+    inside_cidrs = list(string)
   }))
+
+  validation {
+    condition = alltrue([
+      for s in var.sites : length(s.inside_cidrs) == 2 && alltrue([
+        for c in s.inside_cidrs : can(cidrnetmask(c)) && endswith(c, "/30") && startswith(c, "169.254.")
+      ])
+    ])
+    error_message = "Each site needs two inside_cidrs, each a /30 in 169.254.0.0/16."
+  }
+}
+
+variable "amazon_side_asn" {
+  description = "BGP ASN of the virtual private gateway (private range 64512-65534 or 4200000000-4294967294; one per region, none a site's)."
+  type        = number
+
+  validation {
+    condition     = (var.amazon_side_asn >= 64512 && var.amazon_side_asn <= 65534) || (var.amazon_side_asn >= 4200000000 && var.amazon_side_asn <= 4294967294)
+    error_message = "amazon_side_asn must be a private ASN: 64512-65534 or 4200000000-4294967294."
+  }
 }
 
 variable "tunnel" {

@@ -16,6 +16,8 @@ from tests.support import ROOT, require_tool, set_path
 HERE = ROOT / "tests/provision/chef"
 COOKBOOK = ROOT / "chef/cookbooks/cluster_node"
 OUTPUTS = yaml.safe_load((HERE / "terraform_outputs.yaml").read_text())
+# the regions' outputs only (the file also holds the global root's)
+REGION_OUTPUTS = {k: v for k, v in OUTPUTS.items() if k != "global"}
 
 
 def write_outputs(directory: Path, documents: dict | None = None) -> Path:
@@ -84,4 +86,13 @@ def render(
     return run.stdout
 
 
-__all__ = ["set_path", "write_outputs", "outputs_copy", "generate", "render", "COOKBOOK", "HERE"]
+__all__ = [
+    "REGION_OUTPUTS",
+    "set_path",
+    "write_outputs",
+    "outputs_copy",
+    "generate",
+    "render",
+    "COOKBOOK",
+    "HERE",
+]

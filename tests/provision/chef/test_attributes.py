@@ -6,7 +6,7 @@ from provision.chef.image_scripts import COMMON
 from provision.errors import SpecError, UserError
 from provision.loader import load_spec, spec_from_data
 from provision.packer import template
-from tests.provision.chef.support import OUTPUTS, generate, lock_text, write_lock
+from tests.provision.chef.support import OUTPUTS, REGION_OUTPUTS, generate, lock_text, write_lock
 from tests.support import example_spec_data, set_path
 
 
@@ -20,7 +20,7 @@ def _cluster(changes: dict):
 def test_tunnels_come_from_the_terraform_outputs(tmp_path):
     attrs, _ = generate(load_spec(), tmp_path)
     vpn = attrs["cluster_node"]["vpn"]
-    expected = [t for doc in OUTPUTS.values() for t in doc["site_vpn_tunnels"]["value"]["lab"]]
+    expected = [t for doc in REGION_OUTPUTS.values() for t in doc["site_vpn_tunnels"]["value"]["lab"]]
     assert [(t["outside_ip"], t["inside_cidr"], t["psk_parameter"]) for t in vpn["tunnels"]] == [
         (t["outside_ip"], t["inside_cidr"], t["psk_parameter"]) for t in expected
     ]

@@ -28,7 +28,7 @@ def test_broken_outputs_give_one_clear_line(case, tmp_path):
             set_path(doc, path, value)
         target.write_text(json.dumps(doc))
     with pytest.raises(UserError) as err:
-        node_attributes(load_spec(), "lab", directory)
+        node_attributes(load_spec(), "lab", directory, ami_dir=write_lock(tmp_path / "ami").parent)
     assert len(err.value.lines) == 1 and "\n" not in err.value.lines[0]
     assert case["expect"] in err.value.lines[0]
     assert err.value.lines[0].startswith(str(target))

@@ -9,11 +9,16 @@ import pytest
 import yaml
 
 from provision.loader import load_spec
-from tests.provision.chef.support import OUTPUTS, generate, render
+from tests.provision.chef.support import REGION_OUTPUTS, generate, render
 
 pytestmark = pytest.mark.tool  # Ruby renders the templates
 
 FAKE_PSK = "test-only-not-a-key"
+OUTPUTS_TUNNELS = [
+    dict(t, region=region)
+    for region, d in REGION_OUTPUTS.items()
+    for t in d["site_vpn_tunnels"]["value"]["lab"]
+]
 
 
 def _swanctl(text: str) -> dict:
@@ -53,7 +58,7 @@ def test_swanctl_carries_the_spec_proposals_and_the_terraform_tunnels(tmp_path):
     conns = _swanctl_connections(render("swanctl.conf.erb", node_json))
     tunnels = {
         t["outside_ip"]: region
-        for region, d in OUTPUTS.items()
+        for region, d in REGION_OUTPUTS.items()
         for t in d["site_vpn_tunnels"]["value"]["lab"]
     }
     assert {c["remote_addrs"] for c in conns.values()} == set(tunnels)
@@ -65,9 +70,14 @@ def test_swanctl_carries_the_spec_proposals_and_the_terraform_tunnels(tmp_path):
         assert conn["rekey_time"] == "28800s" and conn["child.rekey_time"] == "3600s"
         assert conn["local_addrs"] == "10.16.0.1" and conn["local.id"] == "198.51.100.10"
         assert conn["remote.id"] == conn["remote_addrs"] and conn["local.auth"] == "psk"
-        assert conn["child.local_ts"] == "10.16.0.0/20"
-        assert conn["child.remote_ts"].split(",") == [region.cidr, cluster.kubernetes.pod_cidr]
+        # route-based (AWS's selectors for BGP connections): any flow, the XFRM interface decides what enters
+        assert conn["child.local_ts"] == conn["child.remote_ts"] == "0.0.0.0/0"
+        assert conn["if_id_in"] == conn["if_id_out"] != "0"
         assert conn["child.start_action"] == "start"
+        assert region.name in {
+            t["region"] for t in OUTPUTS_TUNNELS if t["outside_ip"] == conn["remote_addrs"]
+        }
+    assert len({c["if_id_in"] for c in conns.values()}) == len(conns) == 6
 
 
 def test_swanctl_follows_a_changed_spec(tmp_path):
@@ -88,7 +98,7 @@ def test_swanctl_follows_a_changed_spec(tmp_path):
     assert {c["proposals"] for c in conns.values()} == {"aes128-sha256-ecp384"}
     assert {c["child.esp_proposals"] for c in conns.values()} == {"aes256-sha256-ecp384"}
     assert {c["child.rekey_time"] for c in conns.values()} == {"1800s"}
-    assert {c["child.local_ts"] for c in conns.values()} == {"10.17.0.0/20"}
+    assert {c["local_addrs"] for c in conns.values()} == {"10.17.0.1"}
 
 
 def test_secrets_file_pairs_each_tunnel_with_its_key_and_nothing_else(tmp_path):

@@ -5,6 +5,7 @@ import ipaddress
 import itertools
 import re
 
+from provision import tunnels
 from provision.terraform.context import cluster_cidrs
 from tests.provision.terraform.tf_files import (
     MODULES,
@@ -23,7 +24,18 @@ VPN_ENDPOINT_MODULES = {"client_vpn"}
 
 def _spec_networks(cluster) -> set[str]:
     nets = {r.cidr for r in cluster.regions} | {s.cidr for s in cluster.sites}
-    return nets | {cluster.vpn.client_cidr, cluster.kubernetes.pod_cidr, cluster.kubernetes.service_cidr}
+    # the tunnels' inside /30s come from the spec through the tunnel plan (provision/tunnels.py)
+    inside = {
+        c
+        for r in cluster.regions
+        for s in cluster.sites
+        for c in tunnels.inside_cidrs(cluster, r.name, s.name)
+    }
+    return (
+        nets
+        | inside
+        | {cluster.vpn.client_cidr, cluster.kubernetes.pod_cidr, cluster.kubernetes.service_cidr}
+    )
 
 
 def test_every_cidr_in_the_rendered_output_is_the_specs(cluster, rendered):
@@ -98,4 +110,5 @@ def test_anywhere_appears_only_in_default_routes_and_web_egress():
                     ("aws_route", "public_internet"),
                     ("aws_route", "private_nat"),
                     ("aws_vpc_security_group_egress_rule", "cluster_web"),
+                    ("aws_vpn_connection", "site"),  # route-based tunnels' traffic selectors, not ingress
                 }, f"{module.name}: {rtype}.{name} uses {ANYWHERE}"

@@ -18,3 +18,12 @@ default['cluster_node']['upgrade'] = {
   'kubelet_kubeconfig' => '/etc/kubernetes/kubelet.conf',
   'cordon_marker' => '/var/lib/cluster-node/cordoned-by-chef'
 }
+# Site credentials (recipe site_credentials, IAM Roles Anywhere): the server's certificate and key, the signing
+# helper (aws_signing_helper; set the URL and AWS's published SHA-256 to have Chef install it) and the AWS
+# config profile the cookbook's AWS CLI calls use.
+default['cluster_node']['site_pki_dir'] = '/etc/cluster-node/pki'
+default['cluster_node']['signing_helper'] = '/usr/local/bin/aws_signing_helper'
+default['cluster_node']['signing_helper_url'] = nil
+default['cluster_node']['signing_helper_sha256'] = nil
+default['cluster_node']['aws_config'] = '/etc/cluster-node/aws-config'
+default['cluster_node']['aws_profile'] = 'cluster-site'

@@ -5,6 +5,8 @@ unless node['cluster_node']['site']
   raise 'cluster_node: no attributes; converge with `chef-client -j build/chef/<site>.json` (invoke chef-attributes)'
 end
 
+include_recipe 'cluster_node::site_credentials'
+include_recipe 'cluster_node::dns_forwarding'
 include_recipe 'cluster_node::package_lock'
 include_recipe 'cluster_node::image_scripts'
 include_recipe 'cluster_node::users'

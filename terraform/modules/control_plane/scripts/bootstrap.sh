@@ -1,0 +1,328 @@
+# shellcheck shell=bash
+# Control-plane bootstrap: plain bash functions, embedded verbatim in the user data after the configuration
+# block of templates/control_plane.sh.tftpl (which calls `main`). Also installed as
+# /usr/local/sbin/cluster-control-plane: the hourly timer runs `cluster-control-plane publish`.
+#
+# Configuration (set by the template): CLUSTER REGION MEMBER ENDPOINT API_HOST LB_DNS_NAME KUBERNETES_VERSION
+# POD_CIDR SERVICE_CIDR POD_MTU JOIN_PREFIX STATUS_PREFIX INIT_PARAMETER KMS_KEY_ARN FLANNEL_MANIFEST.
+# Tunables (environment; the tests shorten them): CP_ROOT prefixes every path written, CP_WAIT_S bounds each
+# wait (DNS, member 0's init), CP_ATTEMPTS bounds init/join attempts, CP_BACKOFF_MAX_S caps the back-off.
+#
+# Order, member 0 (only while ${INIT_PARAMETER} says "pending", i.e. on a cluster Terraform just created):
+#   api.<domain> and the load balancer resolve -> kubeadm init (retried with back-off, reset between attempts)
+#   -> certificate key, join token, CA hash to SSM -> the API answers through the load balancer -> flannel
+#   -> INIT_PARAMETER = initialized.
+# Every other member (and a replaced member 0): INIT_PARAMETER = initialized -> api.<domain> resolves ->
+#   per attempt: read the join parameters, the API answers, download the certificates, remove etcd members
+#   whose instances no longer exist, kubeadm join (retried with back-off, reset between attempts).
+# Each step is reported to the SSM String ${STATUS_PREFIX}/member-<i> (`invoke control-plane-status`), a
+# final failure as state "failed" and a non-zero exit (cloud-init marks the user data failed).
+
+root=${CP_ROOT:-}
+wait_s=${CP_WAIT_S:-1800}
+attempts=${CP_ATTEMPTS:-8}
+backoff_max=${CP_BACKOFF_MAX_S:-300}
+conf_dir=$root/etc/kubernetes/bootstrap
+attempt=0
+instance_id=unknown
+self_ip=unknown
+error=""
+init=""
+live_ips=""
+
+log() { echo "control-plane[$MEMBER]: $*" >&2; }
+
+imds() {
+  local token
+  token=$(curl -fsS --max-time 5 -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 300' \
+    http://169.254.169.254/latest/api/token) || return 1
+  curl -fsS --max-time 5 -H "X-aws-ec2-metadata-token: $token" "http://169.254.169.254/latest/meta-data/$1"
+}
+
+ssm_get() { aws ssm get-parameter --with-decryption --name "$1" --query Parameter.Value --output text; }
+
+put_secret() {
+  aws ssm put-parameter --overwrite --type SecureString --key-id "$KMS_KEY_ARN" \
+    --name "$JOIN_PREFIX/$1" --value "$2" >/dev/null
+}
+
+# report STATE MESSAGE: the member's status as one JSON line in SSM (String; no secret in it) and on the console.
+report() {
+  local state=$1 message=${2//[\"\\]/\'} value
+  message=${message//[$'\t\r\n']/ }
+  value=$(printf '{"state":"%s","member":%d,"instance":"%s","ip":"%s","attempt":%d,"time":"%s","message":"%s"}' \
+    "$state" "$MEMBER" "$instance_id" "$self_ip" "$attempt" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "${message:0:400}")
+  log "$state: $message"
+  aws ssm put-parameter --overwrite --type String --name "$STATUS_PREFIX/member-$MEMBER" --value "$value" \
+    >/dev/null || log "could not write $STATUS_PREFIX/member-$MEMBER"
+}
+
+fail() {
+  report failed "$1"
+  (echo "control-plane[$MEMBER]: FAILED: $1" >"$root/dev/console") 2>/dev/null || true
+  exit 1
+}
+
+# wait_until WHAT COMMAND...: polls COMMAND with back-off (2 s doubling to 30 s) for at most CP_WAIT_S seconds.
+wait_until() {
+  local what=$1 waited=0 delay=2
+  shift
+  until "$@"; do
+    ((waited < wait_s)) || return 1
+    log "waiting for $what (${waited}s so far)"
+    sleep "$delay"
+    waited=$((waited + delay))
+    delay=$((delay * 2 > 30 ? 30 : delay * 2))
+  done
+}
+
+# backoff N: seconds to wait after failed attempt N (10, 20, 40, ... capped at CP_BACKOFF_MAX_S).
+backoff() {
+  local d=$((10 * 2 ** ($1 - 1)))
+  echo $((d > backoff_max ? backoff_max : d))
+}
+
+resolves() { getent hosts "$1" >/dev/null; }
+api_up() { curl -fsk --max-time 5 "https://$ENDPOINT/livez" >/dev/null 2>&1; }
+init_state() { ssm_get "$INIT_PARAMETER" 2>/dev/null; }
+initialized() { [[ $(init_state) == initialized* ]]; }
+read_init_state() { init=$(init_state); }
+
+write_init_config() {
+  install -d -m 0700 "$conf_dir"
+  install -m 0600 /dev/null "$conf_dir/init.yaml"
+  cat >"$conf_dir/init.yaml" <<EOF
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: InitConfiguration
+certificateKey: "$1"
+---
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: ClusterConfiguration
+kubernetesVersion: "v${KUBERNETES_VERSION#v}"
+controlPlaneEndpoint: "$ENDPOINT"
+apiServer:
+  certSANs: ["$API_HOST", "$LB_DNS_NAME"]
+networking:
+  podSubnet: "$POD_CIDR"
+  serviceSubnet: "$SERVICE_CIDR"
+EOF
+}
+
+write_join_config() {
+  install -d -m 0700 "$conf_dir"
+  install -m 0600 /dev/null "$conf_dir/join.yaml"
+  cat >"$conf_dir/join.yaml" <<EOF
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: JoinConfiguration
+discovery:
+  bootstrapToken:
+    apiServerEndpoint: "$ENDPOINT"
+    token: "$1"
+    caCertHashes: ["$2"]
+controlPlane:
+  certificateKey: "$3"
+EOF
+}
+
+# The worker join token (48 h, renewed every 20 h) and CA hash, and the control-plane certificates re-uploaded
+# (kubeadm keeps them 2 h) so that a replaced member can join at any time. Runs hourly on every member.
+publish_join_parameters() {
+  local key join token hash stamp=$root/var/lib/cluster-control-plane/token-stamp
+  key=$(ssm_get "$JOIN_PREFIX/certificate-key") || return 1
+  kubeadm init phase upload-certs --upload-certs --certificate-key "$key" >/dev/null || return 1
+  mkdir -p "$(dirname "$stamp")"
+  if [[ -n $(find "$stamp" -mmin -1200 2>/dev/null) ]]; then
+    return 0
+  fi
+  join=$(kubeadm token create --ttl 48h --description "worker join (published to SSM)" --print-join-command) \
+    || return 1
+  token=$(awk '{for (i = 1; i < NF; i++) if ($i == "--token") print $(i + 1)}' <<<"$join")
+  hash=$(awk '{for (i = 1; i < NF; i++) if ($i == "--discovery-token-ca-cert-hash") print $(i + 1)}' <<<"$join")
+  [[ -n $token && $hash == sha256:* ]] || { log "unexpected join command from kubeadm"; return 1; }
+  put_secret join-token "$token" && put_secret ca-cert-hash "$hash" && touch "$stamp"
+}
+
+apply_flannel() {
+  local manifest
+  manifest=$(curl -fsSL --retry 5 "$FLANNEL_MANIFEST") || return 1
+  # The pod network and one MTU that fits the smallest path (VXLAN inside the site's IPsec tunnels): the flannel
+  # CNI plugin keeps a delegate's "mtu" and only fills in subnet.env's FLANNEL_MTU when there is none.
+  manifest=$(sed -e "s|10.244.0.0/16|$POD_CIDR|" \
+    -e "s|\"hairpinMode\": true,|\"hairpinMode\": true, \"mtu\": $POD_MTU,|" <<<"$manifest")
+  grep -q "\"mtu\": $POD_MTU" <<<"$manifest" || { log "flannel manifest has no cni-conf delegate to set the MTU in"; return 1; }
+  kubectl --kubeconfig "$root/etc/kubernetes/admin.conf" apply -f - <<<"$manifest"
+}
+
+init_cluster() {
+  local key out
+  report initializing "waiting for $API_HOST and $LB_DNS_NAME to resolve"
+  wait_until "$API_HOST to resolve (private zone record)" resolves "$API_HOST" \
+    || fail "$API_HOST does not resolve after ${wait_s}s; is the private zone's api record applied?"
+  wait_until "$LB_DNS_NAME to resolve" resolves "$LB_DNS_NAME" \
+    || fail "the load balancer $LB_DNS_NAME does not resolve after ${wait_s}s"
+  key=$(kubeadm certs certificate-key) || fail "kubeadm certs certificate-key failed"
+  write_init_config "$key"
+  for ((attempt = 1; attempt <= attempts; attempt++)); do
+    if out=$(kubeadm init --config "$conf_dir/init.yaml" --upload-certs 2>&1); then
+      break
+    fi
+    ((attempt < attempts)) || fail "kubeadm init failed $attempts times: $(tail -n 1 <<<"$out")"
+    report retrying "kubeadm init failed (attempt $attempt of $attempts): $(tail -n 1 <<<"$out")"
+    kubeadm reset -f >/dev/null 2>&1 || true
+    sleep "$(backoff "$attempt")"
+  done
+  put_secret certificate-key "$key" || fail "cannot write $JOIN_PREFIX/certificate-key"
+  wait_until "the publication of the join parameters" publish_join_parameters \
+    || fail "cannot publish the join token and CA hash to $JOIN_PREFIX"
+  wait_until "the API through $ENDPOINT" api_up || fail "the API does not answer through $ENDPOINT"
+  wait_until "flannel to apply" apply_flannel || fail "cannot apply flannel from $FLANNEL_MANIFEST"
+  aws ssm put-parameter --overwrite --type String --name "$INIT_PARAMETER" \
+    --value "initialized by $instance_id at $(date -u +%Y-%m-%dT%H:%M:%SZ)" >/dev/null \
+    || fail "cannot mark $INIT_PARAMETER initialized"
+  report ready "initialised the cluster at $ENDPOINT"
+}
+
+# Private addresses of the control-plane instances EC2 still runs (this one included).
+live_member_ips() {
+  aws ec2 describe-instances --region "$REGION" \
+    --filters "Name=tag:research.cluster/control-plane,Values=$CLUSTER" \
+    "Name=instance-state-name,Values=pending,running" \
+    --query 'Reservations[].Instances[].PrivateIpAddress' --output text
+}
+
+etcd_api() {
+  local pki=$root/etc/kubernetes/pki
+  curl -fsS --max-time 10 --cacert "$pki/etcd/ca.crt" --cert "$pki/apiserver-etcd-client.crt" \
+    --key "$pki/apiserver-etcd-client.key" -X POST "https://$1:2379/v3/cluster/member/$2" -d "$3"
+}
+
+# Removes etcd members whose peer address is no instance of the control plane any more (a replaced member),
+# so that the member joining next does not count a dead peer in the quorum. Never removes a live member.
+remove_stale_etcd_members() {
+  local live ip peer="" members stale id addr
+  live=$(live_member_ips) || { error="cannot list the control-plane instances"; return 1; }
+  live=$(tr -s '[:space:]' ' ' <<<"$live")
+  live_ips=$live
+  [[ " $live " == *" $self_ip "* ]] || { error="EC2 does not list $self_ip among the control plane"; return 1; }
+  for ip in $live; do
+    [[ $ip == "$self_ip" ]] && continue
+    if members=$(etcd_api "$ip" list '{}'); then
+      peer=$ip
+      break
+    fi
+  done
+  [[ -n $peer ]] || { error="no etcd member answers on 2379 (live members: $live)"; return 1; }
+  stale=$(python3 -c '
+import json, sys, urllib.parse
+live = set(sys.argv[1].split())
+for m in json.loads(sys.stdin.read()).get("members", []):
+    hosts = {urllib.parse.urlsplit(u).hostname for u in m.get("peerURLs", [])}
+    if hosts and not hosts & live:
+        print(m["ID"], sorted(hosts)[0])
+' "$live" <<<"$members") || { error="cannot parse the etcd member list"; return 1; }
+  while read -r id addr; do
+    [[ -n $id ]] || continue
+    report healing "removing etcd member $id ($addr): its instance no longer exists"
+    etcd_api "$peer" remove "{\"ID\": \"$id\"}" >/dev/null || { error="cannot remove etcd member $id"; return 1; }
+  done <<<"$stale"
+}
+
+# After joining: deletes the Node objects of control-plane members whose instances are gone (they would stay
+# NotReady forever). Best effort: a failure here leaves a stale Node, never a broken member.
+remove_stale_nodes() {
+  local name ip
+  local kubectl=(kubectl --kubeconfig "$root/etc/kubernetes/admin.conf")
+  "${kubectl[@]}" get nodes -l node-role.kubernetes.io/control-plane -o \
+    jsonpath='{range .items[*]}{.metadata.name} {.status.addresses[?(@.type=="InternalIP")].address}{"\n"}{end}' \
+    | while read -r name ip; do
+      [[ -n $ip && " $live_ips " != *" $ip "* ]] || continue
+      report healing "deleting node $name ($ip): its instance no longer exists"
+      "${kubectl[@]}" delete node "$name" >/dev/null || log "could not delete node $name"
+    done
+}
+
+join_once() {
+  local token hash key out
+  if ! token=$(ssm_get "$JOIN_PREFIX/join-token") || ! hash=$(ssm_get "$JOIN_PREFIX/ca-cert-hash") \
+    || ! key=$(ssm_get "$JOIN_PREFIX/certificate-key"); then
+    error="cannot read the join parameters"
+    return 1
+  fi
+  api_up || { error="the API does not answer at $ENDPOINT"; return 1; }
+  write_join_config "$token" "$hash" "$key"
+  out=$(kubeadm join phase control-plane-prepare download-certs --config "$conf_dir/join.yaml" 2>&1 \
+    && kubeadm join phase control-plane-prepare certs --config "$conf_dir/join.yaml" 2>&1) \
+    || { error="cannot fetch the control-plane certificates: $(tail -n 1 <<<"$out")"; return 1; }
+  remove_stale_etcd_members || return 1
+  out=$(kubeadm join --config "$conf_dir/join.yaml" 2>&1) || { error="kubeadm join: $(tail -n 1 <<<"$out")"; return 1; }
+}
+
+join_cluster() {
+  report waiting "waiting for member 0 to initialise the cluster ($INIT_PARAMETER)"
+  wait_until "the cluster to be initialised" initialized \
+    || fail "$INIT_PARAMETER is not 'initialized' after ${wait_s}s; see member 0's status"
+  wait_until "$API_HOST to resolve" resolves "$API_HOST" || fail "$API_HOST does not resolve after ${wait_s}s"
+  for ((attempt = 1; attempt <= attempts; attempt++)); do
+    report joining "joining the control plane at $ENDPOINT"
+    if join_once; then
+      rm -f "$conf_dir/join.yaml"
+      remove_stale_nodes || true
+      report ready "joined the control plane at $ENDPOINT"
+      return 0
+    fi
+    ((attempt < attempts)) || fail "could not join after $attempts attempts: $error"
+    report retrying "attempt $attempt of $attempts failed: $error"
+    kubeadm reset -f >/dev/null 2>&1 || true
+    sleep "$(backoff "$attempt")"
+  done
+}
+
+install_publisher() {
+  install -D -m 0700 "$0" "$root/usr/local/sbin/cluster-control-plane"
+  install -d "$root/etc/systemd/system"
+  cat >"$root/etc/systemd/system/publish-join-token.service" <<'UNIT'
+[Unit]
+Description=Re-upload control-plane certificates and publish the kubeadm join token
+[Service]
+Type=oneshot
+Environment=KUBECONFIG=/etc/kubernetes/admin.conf
+ExecStart=/usr/local/sbin/cluster-control-plane publish
+UNIT
+  cat >"$root/etc/systemd/system/publish-join-token.timer" <<'UNIT'
+[Unit]
+Description=Keep the kubeadm join parameters fresh
+[Timer]
+OnCalendar=hourly
+RandomizedDelaySec=5m
+Persistent=true
+[Install]
+WantedBy=timers.target
+UNIT
+}
+
+main() {
+  export AWS_DEFAULT_REGION=$REGION
+  case ${1:-bootstrap} in
+    publish)
+      publish_join_parameters
+      return
+      ;;
+    bootstrap) ;;
+    *)
+      echo "usage: $0 [bootstrap|publish]" >&2
+      return 2
+      ;;
+  esac
+  instance_id=$(imds instance-id) || instance_id=unknown
+  self_ip=$(imds local-ipv4) || fail "cannot read this instance's address from IMDS"
+  install_publisher
+  wait_until "$INIT_PARAMETER to be readable" read_init_state || fail "cannot read $INIT_PARAMETER from SSM"
+  if [[ $MEMBER == 0 && $init == pending ]]; then
+    init_cluster
+  else
+    join_cluster
+  fi
+  rm -f "$conf_dir/init.yaml"
+  systemctl daemon-reload
+  systemctl enable --now publish-join-token.timer
+}

@@ -1,0 +1,154 @@
+"""The control-plane bootstrap as Terraform renders it, run with bash against fakes: ordering, retries with
+back-off, removal of dead etcd members and the status a task reads (scenarios in
+data/control_plane_scenarios.yaml, each naming the kubeadm/etcd rule it follows)."""
+
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+from provision.terraform.hcl import inline
+from tests.provision.terraform.tf_files import MODULES
+from tests.support import ROOT, require_tool
+
+HERE = ROOT / "tests/provision/terraform"
+SCENARIOS = yaml.safe_load((HERE / "data/control_plane_scenarios.yaml").read_text())
+FAKE = HERE / "fakes/control_plane_fake.sh"
+COMMANDS = ["kubeadm", "aws", "curl", "getent", "sleep", "systemctl", "kubectl"]
+USER_DATA_LIMIT = 16 * 1024  # EC2 user data, before base64
+
+
+def render(member: int, cwd) -> str:
+    terraform = require_tool("terraform")
+    values = {
+        "cluster": "dlr",
+        "index": member,
+        "region": "us-west-2",
+        "endpoint": "api.research.internal:6443",
+        "api_host": "api.research.internal",
+        "lb_dns_name": "dlr-api-0123.elb.us-west-2.amazonaws.com",
+        "kubernetes_version": "1.35.0",
+        "pod_cidr": "10.128.0.0/14",
+        "service_cidr": "10.96.0.0/16",
+        "pod_mtu": 1372,
+        "join_prefix": "/dlr/kubeadm",
+        "status_prefix": "/dlr/control-plane/status",
+        "init_parameter": "/dlr/control-plane/init",
+        "kms_key_arn": "arn:aws:kms:us-west-2:123456789012:key/abc",
+        "flannel_manifest": "https://github.com/flannel-io/flannel/releases/download/v0.26.1/kube-flannel.yml",
+    }
+    template = inline(str(MODULES / "control_plane/templates/control_plane.sh.tftpl"))
+    bootstrap = inline(str(MODULES / "control_plane/scripts/bootstrap.sh"))
+    expression = (
+        f"jsonencode(templatefile({template}, merge({inline(values)}, {{bootstrap = file({bootstrap})}})))"
+    )
+    result = subprocess.run(
+        [terraform, "console"], input=expression, cwd=cwd, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(json.loads(result.stdout))
+
+
+@pytest.fixture(scope="module")
+def scripts(tmp_path_factory):
+    cwd = tmp_path_factory.mktemp("render")
+    return {m: render(m, cwd) for m in (0, 1, 2)}
+
+
+def test_rendered_script_is_shellcheck_clean_and_fits_in_user_data(scripts, tmp_path):
+    shellcheck = require_tool("shellcheck", str(ROOT / ".venv/bin/shellcheck"))
+    path = tmp_path / "user-data.sh"
+    path.write_text(scripts[0])
+    assert len(scripts[0].encode()) < USER_DATA_LIMIT
+    result = subprocess.run([shellcheck, "-S", "warning", str(path)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout
+    assert "MEMBER='0'" in scripts[0] and "MEMBER='2'" in scripts[2]
+
+
+def _in_order(calls: list[str], expected: list[str]) -> None:
+    i = 0
+    for want in expected:
+        while i < len(calls) and want not in calls[i]:
+            i += 1
+        assert i < len(calls), f"no call containing {want!r} after the earlier ones; calls:\n" + "\n".join(
+            calls
+        )
+        i += 1
+
+
+def _run(script: str, case: dict, tmp_path):
+    fakes = tmp_path / "bin"
+    fakes.mkdir()
+    for name in COMMANDS:
+        (fakes / name).symlink_to(FAKE)
+    state = tmp_path / "state"
+    (state / "ssm").mkdir(parents=True)
+    for name, value in case.get("ssm", {}).items():
+        (state / "ssm" / name.replace("/", "_")).write_text(str(value) + "\n")
+    path = tmp_path / "user-data.sh"
+    path.write_text(script)
+    env = {
+        "PATH": f"{fakes}:/usr/bin:/bin",
+        "FAKE_STATE": str(state),
+        "CP_ROOT": str(tmp_path / "root"),
+        "CP_WAIT_S": "60",
+        "CP_ATTEMPTS": "3",
+        "HOME": str(tmp_path),
+    } | {k: str(v) for k, v in case.get("env", {}).items()}
+    result = subprocess.run(
+        [shutil.which("bash") or "/bin/bash", str(path)], env=env, capture_output=True, text=True, timeout=120
+    )
+    calls = (state / "calls").read_text().splitlines()
+    return result, calls, state
+
+
+@pytest.mark.parametrize("case", SCENARIOS, ids=[c["name"] for c in SCENARIOS])
+def test_bootstrap_scenario(case, scripts, tmp_path):
+    result, calls, state = _run(scripts[case["member"]], case, tmp_path)
+    assert result.returncode == case["exit"], result.stderr
+    _in_order(calls, case.get("order", []))
+    for want, n in case.get("count", {}).items():
+        assert sum(want in c for c in calls) == n, (want, calls)
+    for never in case.get("absent", []):
+        assert not [c for c in calls if never in c], never
+    status = json.loads((state / "ssm" / f"_dlr_control-plane_status_member-{case['member']}").read_text())
+    assert status["state"] == case["state"] and status["member"] == case["member"]
+    assert status["instance"] == "i-0self" and status["ip"] == case["env"]["FAKE_SELF_IP"]
+    assert case.get("message", "") in status["message"]
+    for name, value in case.get("ssm_after", {}).items():
+        assert (state / "ssm" / name.replace("/", "_")).read_text().startswith(value)
+    for text in case.get("flannel", []):
+        assert text in (state / "kubectl-stdin").read_text()
+    if case["exit"] != 0:
+        assert "FAILED" in result.stderr or "failed:" in result.stderr
+
+
+def test_configs_with_secrets_are_private_and_removed(scripts, tmp_path):
+    case = next(c for c in SCENARIOS if c["name"].startswith("a joining member"))
+    result, _, _ = _run(scripts[2], case, tmp_path)
+    assert result.returncode == 0
+    conf = tmp_path / "root/etc/kubernetes/bootstrap"
+    assert oct(conf.stat().st_mode & 0o777) == "0o700"
+    assert not (conf / "join.yaml").exists()
+    unit = (tmp_path / "root/etc/systemd/system/publish-join-token.service").read_text()
+    assert "ExecStart=/usr/local/sbin/cluster-control-plane publish" in unit
+    assert os.access(tmp_path / "root/usr/local/sbin/cluster-control-plane", os.X_OK)
+
+
+def test_init_config_is_kubeadm_v1beta4(scripts, tmp_path):
+    case = dict(SCENARIOS[0], env=dict(SCENARIOS[0]["env"], FAKE_INIT_FAILS=99))
+    result, _, _ = _run(scripts[0], case, tmp_path)
+    assert result.returncode == 1  # the config stays for inspection when init fails
+    docs = list(yaml.safe_load_all((tmp_path / "root/etc/kubernetes/bootstrap/init.yaml").read_text()))
+    assert [(d["apiVersion"], d["kind"]) for d in docs] == [
+        ("kubeadm.k8s.io/v1beta4", "InitConfiguration"),
+        ("kubeadm.k8s.io/v1beta4", "ClusterConfiguration"),
+    ]
+    cluster = docs[1]
+    assert cluster["controlPlaneEndpoint"] == "api.research.internal:6443"
+    assert cluster["kubernetesVersion"] == "v1.35.0"
+    assert cluster["networking"] == {"podSubnet": "10.128.0.0/14", "serviceSubnet": "10.96.0.0/16"}
+    assert docs[0]["certificateKey"].startswith("0123456789abcdef")
