@@ -165,6 +165,8 @@ def _package_lock(cluster: Cluster, ami_dir: Path, placeholders: bool) -> dict |
         "source_ami": lock.get("source_ami"),
         "packages": dict(sorted(packages.items())),
     }
+
+
 def _dns(cluster: Cluster, outputs_dir: Path, placeholders: bool) -> dict:
     """Where the servers resolve the cluster's private zone: the Resolver inbound endpoint (primary region)."""
     primary = cluster.primary_region
