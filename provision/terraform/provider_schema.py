@@ -109,7 +109,9 @@ class _Module:
             return {}
         readable = _readable(self.classes[ref_class][0])
         return {
-            "computed": {n: self._read_only(self._reference_class(c), depth + 1) or None for n, c in readable.items()}
+            "computed": {
+                n: self._read_only(self._reference_class(c), depth + 1) or None for n, c in readable.items()
+            }
         }
 
     def body(self, attrs: list[dict], struct: str, ref_class: str | None, depth: int = 0) -> dict:
@@ -122,7 +124,9 @@ class _Module:
                 sub = a["nested"]
                 sub_struct = sub[0].upper() + sub[1:] if sub else ""
                 sub_attrs = _attrs(self.functions.get(sub, "")) if sub else []
-                sub_ref = sub_struct + "OutputReference" if sub_struct + "OutputReference" in self.classes else None
+                sub_ref = (
+                    sub_struct + "OutputReference" if sub_struct + "OutputReference" in self.classes else None
+                )
                 blocks[a["name"]] = {
                     "nesting": {"struct": "single"}.get(a["type"], a["type"]),
                     "min": 1 if required else 0,
@@ -195,7 +199,9 @@ def extract(tgz: Path) -> dict:
                 for kind, tf_type, body in _Module(text, optional.get(parts[2], {})).roots():
                     schema[kind][tf_type] = body
     if not schema["resource"].get("aws_security_group") or not schema["data"].get("aws_iam_policy_document"):
-        raise SystemExit(f"{tgz}: no aws_security_group or aws_iam_policy_document found; not the AWS bindings?")
+        raise SystemExit(
+            f"{tgz}: no aws_security_group or aws_iam_policy_document found; not the AWS bindings?"
+        )
     return schema
 
 
@@ -211,7 +217,9 @@ def load(path: Path) -> dict:
     with gzip.open(path, "rt") as f:
         schema = json.load(f)
     if schema.get("format") != SCHEMA_FORMAT:
-        raise ValueError(f"{path}: schema format {schema.get('format')}, expected {SCHEMA_FORMAT}; run `make tools`")
+        raise ValueError(
+            f"{path}: schema format {schema.get('format')}, expected {SCHEMA_FORMAT}; run `make tools`"
+        )
     return schema
 
 

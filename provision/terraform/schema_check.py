@@ -35,7 +35,7 @@ _IDX = r"(?:\[[^\]]*\]|\.\*)?"
 _RESOURCE_REF = re.compile(
     rf"(?<![\w.])(data\.)?(aws_[a-z0-9_]+)\.([A-Za-z_][\w-]*){_IDX}(?:\.([A-Za-z_]\w*){_IDX}(?:\.([A-Za-z_]\w*))?)?"
 )
-_NAMED_REF = re.compile(r"(?<![\w.])(var|local|module)\.([A-Za-z_][\w-]*)(?:{idx}\.([A-Za-z_][\w-]*))?".format(idx=_IDX))
+_NAMED_REF = re.compile(rf"(?<![\w.])(var|local|module)\.([A-Za-z_][\w-]*)(?:{_IDX}\.([A-Za-z_][\w-]*))?")
 
 
 @dataclass(frozen=True, order=True)
@@ -58,7 +58,11 @@ def _unquote(key: str) -> str:
 
 
 def _is_blocks(value: object) -> bool:
-    return isinstance(value, list) and bool(value) and all(isinstance(v, dict) and v.get("__is_block__") for v in value)
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(v, dict) and v.get("__is_block__") for v in value)
+    )
 
 
 def _segments(text: str) -> Iterator[tuple[bool, str]]:
@@ -122,7 +126,9 @@ class Locator:
         line = start
         for name in names:
             pattern = re.compile(rf'^\s*(?:"?{re.escape(name)}"?\s*[={{]|dynamic\s+"{re.escape(name)}")')
-            line = next((i + 1 for i in range(line - 1, len(self.lines)) if pattern.match(self.lines[i])), line)
+            line = next(
+                (i + 1 for i in range(line - 1, len(self.lines)) if pattern.match(self.lines[i])), line
+            )
         return line
 
     def text(self, start: int, needle: str) -> int:
@@ -216,7 +222,9 @@ class _BodyCheck:
                         present.add(name)
                         if name not in blocks:
                             what = "an argument" if name in args else "not a block of this type"
-                            self.problem((*at, name), f"dynamic {name!r} is {what}; {_suggest(name, set(blocks))}")
+                            self.problem(
+                                (*at, name), f"dynamic {name!r} is {what}; {_suggest(name, set(blocks))}"
+                            )
                             continue
                         for content in spec.get("content", []):
                             self.body(content, blocks[name]["body"], (*at, name), False)
@@ -356,7 +364,11 @@ def check_values(d: Directory, resolver: Resolver, shown: Path, context: str = "
         for key, tags in _tag_maps(body):
             for tag_key, tag_value in tags:
                 for problem in value_rules.check_tag(resolver.value(tag_key), resolver.value(tag_value)):
-                    out.append(Problem(_show(tf, shown), locate.argument(start, (key,)), address, key, problem + suffix))
+                    out.append(
+                        Problem(
+                            _show(tf, shown), locate.argument(start, (key,)), address, key, problem + suffix
+                        )
+                    )
     return out
 
 
@@ -491,7 +503,11 @@ class Checker:
             if target is None:
                 continue
             if not target.is_dir():
-                out.append(Problem(_show(tf, self.shown), start, f"module.{name}", "source", f"{target} does not exist"))
+                out.append(
+                    Problem(
+                        _show(tf, self.shown), start, f"module.{name}", "source", f"{target} does not exist"
+                    )
+                )
                 continue
             m = self.directory(target)
             variables = dict((n, b) for _, n, b in m.items("variable"))
@@ -523,8 +539,10 @@ class Checker:
 
     def _references(self, d: Directory, declared: set[tuple[str, str, str]]) -> list[Problem]:
         out = []
-        variables, local_names, modules = d.names("variable"), set(d.locals()), dict(
-            (n, b) for _, n, b in d.items("module")
+        variables, local_names, modules = (
+            d.names("variable"),
+            set(d.locals()),
+            dict((n, b) for _, n, b in d.items("module")),
         )
         seen = set()
         for tf, parsed in d.files.items():
@@ -536,7 +554,9 @@ class Checker:
                     if problem and (tf, m[0], problem) not in seen:
                         seen.add((tf, m[0], problem))
                         out.append(
-                            Problem(_show(tf, self.shown), locate.text(1, m[0].split("[")[0]), m[0], "-", problem)
+                            Problem(
+                                _show(tf, self.shown), locate.text(1, m[0].split("[")[0]), m[0], "-", problem
+                            )
                         )
                 for m in _NAMED_REF.finditer(expr):
                     problem = None
@@ -588,7 +608,9 @@ class Checker:
 
     # ------------------------------------------------------------------------------------------ values
 
-    def values(self, path: Path, bindings: dict[str, object] | None, context: str, depth: int = 0) -> list[Problem]:
+    def values(
+        self, path: Path, bindings: dict[str, object] | None, context: str, depth: int = 0
+    ) -> list[Problem]:
         d = self.directory(path)
         defaults = {n: b.get("default") for _, n, b in d.items("variable") if "default" in b}
         resolver = Resolver({**defaults, **(bindings or {})} if bindings is not None else {}, d.locals())
@@ -599,7 +621,11 @@ class Checker:
             target = self._module_dir(d, body)
             if target is None or not target.is_dir():
                 continue
-            inner = {k: _literal(resolver, v) for k, v in body.items() if k not in _MODULE_META and k != "__is_block__"}
+            inner = {
+                k: _literal(resolver, v)
+                for k, v in body.items()
+                if k not in _MODULE_META and k != "__is_block__"
+            }
             inner = {k: v for k, v in inner.items() if v is not None}
             out += self.values(target, inner, f"{context} module.{name}".strip(), depth + 1)
         return out

@@ -11,7 +11,7 @@ TEMPLATES = REPO / "terraform" / "roots"
 DEFAULT_OUT = REPO / "build" / "terraform"
 AMI_DIR = REPO / "build" / "ami"
 GLOBAL = "global"
-AWS_PROVIDER_VERSION = "~> 5.80"
+AWS_PROVIDER_VERSION = "~> 6.25"
 
 
 @dataclass(frozen=True)

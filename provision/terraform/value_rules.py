@@ -148,9 +148,16 @@ RULES: list[Rule] = [
         _all(_length(1, 255), _not_prefix("com.amazonaws", "AWS reserves it")),
         "EC2 API CreateManagedPrefixList (PrefixListName: up to 255, not com.amazonaws)",
     ),
-    Rule("aws_ec2_managed_prefix_list", ("entry", "description"), _ec2_description, "EC2 API AddPrefixListEntry"),
+    Rule(
+        "aws_ec2_managed_prefix_list",
+        ("entry", "description"),
+        _ec2_description,
+        "EC2 API AddPrefixListEntry",
+    ),
     Rule("aws_iam_role", ("name",), _iam_role_name, IAM_ROLE),
-    Rule("aws_iam_role", ("name_prefix",), _all(_chars(IAM_NAME, SPEC["iam_name"]), _length(1, 38)), IAM_ROLE),
+    Rule(
+        "aws_iam_role", ("name_prefix",), _all(_chars(IAM_NAME, SPEC["iam_name"]), _length(1, 38)), IAM_ROLE
+    ),
     Rule("aws_iam_role", ("description",), _iam_description, IAM_ROLE),
     Rule("aws_iam_role_policy", ("name",), _iam_policy_name, IAM_POLICY),
     Rule("aws_iam_policy", ("name",), _iam_policy_name, IAM_POLICY),

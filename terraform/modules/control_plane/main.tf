@@ -56,7 +56,7 @@ resource "aws_instance" "member" {
   ami                    = local.ami_id
   instance_type          = var.instance_type
   subnet_id              = var.subnet_ids[local.zones[count.index % length(local.zones)]]
-  vpc_security_group_ids = [var.security_group_id]
+  vpc_security_group_ids = [var.security_group_id, var.etcd_security_group_id]
   iam_instance_profile   = var.instance_profile_name
   ebs_optimized          = true
   monitoring             = true
@@ -76,8 +76,8 @@ resource "aws_instance" "member" {
   metadata_options {
     http_endpoint = "enabled"
     http_tokens   = "required"
-    # 2: the autoscaler pod on the control plane assumes its role with the instance's credentials.
-    http_put_response_hop_limit = 2
+    # 1: no pod reaches the control-plane role through IMDS (the autoscaler runs with hostNetwork).
+    http_put_response_hop_limit = 1
   }
 
   root_block_device {
