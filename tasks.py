@@ -106,6 +106,23 @@ def plan(c, region=None, all=False, spec=None, out=None, state_bucket=None, plug
     commands.plan(cluster, names, out, state_bucket, plugin_dir)
 
 
+@task(name="check-terraform", help={k: _TF_HELP[k] for k in ("spec", "out")})
+@user_errors
+def check_terraform(c, spec=None, out=None):
+    """Check every module and rendered root against the AWS provider's schema and the AWS APIs' value rules
+    (offline); one line per problem, exit status 2 when there is any."""
+    from pathlib import Path
+
+    from provision.errors import UserError
+    from provision.loader import load_spec
+    from provision.terraform.schema_check import run
+    from provision.terraform.settings import DEFAULT_OUT, MODULES, PROVIDER_SCHEMA, REPO
+
+    problems = run(load_spec(spec), Path(out) if out else DEFAULT_OUT, MODULES, PROVIDER_SCHEMA, REPO)
+    if problems:
+        raise UserError(f"{len(problems)} problems; fix them before `invoke plan` or `invoke up`")
+
+
 @task(help=_TF_HELP)
 @user_errors
 def up(c, region=None, all=False, spec=None, out=None, state_bucket=None, plugin_dir=None, yes=False):

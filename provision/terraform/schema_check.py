@@ -657,3 +657,27 @@ def check(schema: dict, modules: Path, roots: list[Path], shown: Path) -> list[P
             if (p.path, p.line, p.address, p.argument) not in known:
                 problems.add(p)
     return sorted(problems)
+
+
+def run(cluster, out: Path, modules: Path, schema_path: Path, repo: Path) -> list[Problem]:
+    """``invoke check-terraform``: render every root of the spec into ``out``, check them and every module,
+    print one line per problem and a summary; the problems are returned (the task exits 2 when any)."""
+    from provision.errors import UserError
+    from provision.terraform import provider_schema
+    from provision.terraform.render import render
+
+    if not schema_path.is_file():
+        raise UserError(f"{schema_path}: the AWS provider schema is missing; run `make tools` (needs npm)")
+    try:
+        schema = provider_schema.load(schema_path)
+    except (OSError, ValueError) as exc:
+        raise UserError(f"{schema_path}: {exc}; run `make tools`") from None
+    roots = [r.path for r in render(cluster, out_dir=out)]
+    problems = check(schema, modules, roots, repo)
+    for p in problems:
+        print(p)
+    print(
+        f"{len(problems)} problems in {len(list(modules.iterdir()))} modules and {len(roots)} rendered roots "
+        f"(hashicorp/aws {schema['provider_version']} from {schema['package']})"
+    )
+    return problems

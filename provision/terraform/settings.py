@@ -12,6 +12,8 @@ DEFAULT_OUT = REPO / "build" / "terraform"
 AMI_DIR = REPO / "build" / "ami"
 GLOBAL = "global"
 AWS_PROVIDER_VERSION = "~> 6.25"
+# The AWS provider's schema for the offline check, written by `make tools` (scripts/install-tools.sh).
+PROVIDER_SCHEMA = REPO / ".cache" / "provider-aws" / "schema.json.gz"
 
 
 @dataclass(frozen=True)
