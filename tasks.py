@@ -156,7 +156,7 @@ def down(
 @task(name="bootstrap-state", help={k: _TF_HELP[k] for k in ("spec", "state_bucket")})
 @user_errors
 def bootstrap_state(c, spec=None, state_bucket=None):
-    """Create the Terraform state bucket and lock table in the primary region (idempotent)."""
+    """Create the Terraform state bucket in the primary region (locks are S3 lock files; idempotent)."""
     from provision.loader import load_spec
     from provision.terraform.bootstrap import bootstrap_state as create
     from provision.terraform.settings import Backend

@@ -74,7 +74,7 @@ def _node_group(cluster: Cluster, region: Region, group) -> dict:
 def _common(cluster: Cluster, backend: Backend, out_dir: Path, root: str) -> dict:
     return {
         "cluster": cluster.name,
-        "backend": {"bucket": backend.bucket, "table": backend.lock_table, "region": backend.region},
+        "backend": {"bucket": backend.bucket, "region": backend.region},
         "state_key": backend.key(root),
         "global_state_key": backend.key(GLOBAL),
         "provider_version": AWS_PROVIDER_VERSION,
