@@ -126,7 +126,8 @@ def check_terraform(c, spec=None, out=None):
 @task(help=_TF_HELP)
 @user_errors
 def up(c, region=None, all=False, spec=None, out=None, state_bucket=None, plugin_dir=None, yes=False):
-    """Render, plan and apply Terraform roots; asks first when a plan destroys or replaces anything."""
+    """Render, plan and apply Terraform roots; lists disruptive changes (deletions, replacements, updates of
+    instances, groups, launch templates, the control plane, VPN connections, lowered maxima) and asks first."""
     from provision.terraform import commands
 
     cluster, names, out = _tf_args(spec, region, all, out)

@@ -18,6 +18,7 @@ import boto3
 from python_terraform import IsFlagged, IsNotFlagged, Terraform
 
 from provision.errors import UserError
+from provision.terraform.plan_summary import Disruption, disruptions
 
 INSTALL_HINT = (
     "terraform is not installed or not on PATH: install Terraform >= 1.11 "
@@ -87,6 +88,9 @@ class Changes:
     create: list[str] = field(default_factory=list)
     update: list[str] = field(default_factory=list)
     delete: list[str] = field(default_factory=list)  # deletions, including the delete half of replacements
+    disruptive: list[Disruption] = field(
+        default_factory=list
+    )  # what `up` shows and asks about (plan_summary)
 
     @property
     def empty(self) -> bool:
@@ -106,6 +110,7 @@ class Changes:
                 out.create.append(rc["address"])
             if "update" in actions:
                 out.update.append(rc["address"])
+        out.disruptive = disruptions(plan)
         return out
 
 
