@@ -44,7 +44,7 @@ BAD_CREDENTIALS_HINT = (
     "AWS rejected the credentials (invalid or expired): refresh them (`aws sso login`, new keys) and retry"
 )
 STATE_HINT = (
-    "the state bucket or lock table does not exist (or is not yours): run `invoke bootstrap-state` first"
+    "the state bucket does not exist (or is not yours): run `invoke bootstrap-state` first"
 )
 _REGISTRY_SIGNS = (
     "Failed to query available provider packages",
