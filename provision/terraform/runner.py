@@ -43,9 +43,7 @@ AWS_UNREACHABLE_HINT = (
 BAD_CREDENTIALS_HINT = (
     "AWS rejected the credentials (invalid or expired): refresh them (`aws sso login`, new keys) and retry"
 )
-STATE_HINT = (
-    "the state bucket does not exist (or is not yours): run `invoke bootstrap-state` first"
-)
+STATE_HINT = "the state bucket does not exist (or is not yours): run `invoke bootstrap-state` first"
 _REGISTRY_SIGNS = (
     "Failed to query available provider packages",
     "could not connect to registry.terraform.io",

@@ -91,6 +91,19 @@ def _segments(text: str) -> Iterator[tuple[bool, str]]:
         yield False, "".join(literal)
 
 
+def _body(quoted: str) -> tuple[str, bool]:
+    """The template text of a quoted string as python-hcl2 gives it, and whether it is a heredoc (whose
+    ``<<EOT`` and closing lines are not part of the value; ``<<-`` also strips the common indentation)."""
+    inner = quoted[1:-1]
+    if not inner.startswith("<<"):
+        return inner, False
+    lines = inner.split("\n")[1:-1]
+    if quoted[3:4] == "-":
+        indent = min((len(ln) - len(ln.lstrip()) for ln in lines if ln.strip()), default=0)
+        lines = [ln[indent:] for ln in lines]
+    return "\n".join(lines) + "\n", True
+
+
 def _unescape(text: str) -> str:
     return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t", "r": "\r"}.get(m[1], m[1]), text)
 
@@ -99,7 +112,7 @@ def expressions(value: object) -> Iterator[str]:
     """Every expression text inside a parsed value (keys included)."""
     if isinstance(value, str):
         if value.startswith('"') and value.endswith('"'):
-            yield from (t for e, t in _segments(value[1:-1]) if e)
+            yield from (t for e, t in _segments(_body(value)[0]) if e)
         else:
             yield value[2:-1] if value.startswith("${") and value.endswith("}") else value
     elif isinstance(value, list):
@@ -302,10 +315,11 @@ class Resolver:
         if not isinstance(raw, str) or depth > 8:
             return Value("", False)
         if raw.startswith('"') and raw.endswith('"'):
+            body, heredoc = _body(raw)
             text, complete = [], True
-            for is_expr, part in _segments(raw[1:-1]):
+            for is_expr, part in _segments(body):
                 if not is_expr:
-                    text.append(_unescape(part))
+                    text.append(part if heredoc else _unescape(part))
                     continue
                 v = self.expression(part, depth)
                 text.append(v.text)
