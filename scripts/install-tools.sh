@@ -24,13 +24,15 @@ if [[ ! -x .checkov-venv/bin/checkov ]]; then
 fi
 cdktf_package="@cdktf/provider-aws@21.22.1" # binds hashicorp/aws 6.25.0 (terraform/modules/*/versions.tf)
 schema=.cache/provider-aws/schema.json.gz
-if [[ ! -s $schema || $(cat "$schema.package" 2>/dev/null) != "$cdktf_package" ]]; then
+# Re-extracted when the package or the extractor changes.
+stamp="$cdktf_package $(sha256sum provision/terraform/provider_schema.py | cut -c1-12)"
+if [[ ! -s $schema || $(cat "$schema.package" 2>/dev/null) != "$stamp" ]]; then
   command -v npm >/dev/null || { echo "install-tools: npm is missing (apt-get install npm)" >&2; exit 1; }
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
   (cd "$tmp" && npm pack --silent "$cdktf_package" >/dev/null)
   "${PYTHON:-python3}" provision/terraform/provider_schema.py "$tmp"/cdktf-provider-aws-*.tgz "$schema"
-  echo "$cdktf_package" >"$schema.package"
+  echo "$stamp" >"$schema.package"
 fi
 
 for t in packer ruby rubocop .checkov-venv/bin/checkov; do

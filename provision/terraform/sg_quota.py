@@ -10,6 +10,7 @@ raises ``Uncountable`` so that a new module is never silently counted as zero.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,12 @@ from hcl2.utils import SerializationOptions
 QUOTA = 60
 _OPTIONS = SerializationOptions(with_comments=False, explicit_blocks=False, strip_string_quotes=True)
 _RULES = {"aws_vpc_security_group_ingress_rule": "ingress", "aws_vpc_security_group_egress_rule": "egress"}
+
+
+@functools.lru_cache(maxsize=256)
+def _parse(path: Path, mtime_ns: int) -> dict:
+    with open(path) as f:
+        return hcl2.load(f, serialization_options=_OPTIONS)
 
 
 class Uncountable(Exception):
@@ -33,11 +40,7 @@ class Module:
     name: str
 
     def parsed(self) -> list[dict]:
-        out = []
-        for tf in sorted(self.path.glob("*.tf")):
-            with open(tf) as f:
-                out.append(hcl2.load(f, serialization_options=_OPTIONS))
-        return out
+        return [_parse(tf, tf.stat().st_mtime_ns) for tf in sorted(self.path.glob("*.tf"))]
 
     def locals(self) -> dict:
         return {k: v for p in self.parsed() for block in p.get("locals", []) for k, v in block.items()}
@@ -116,9 +119,7 @@ class Root:
     def modules(self) -> dict[str, Module]:
         calls = {}
         for tf in sorted(self.path.glob("*.tf")):
-            with open(tf) as f:
-                parsed = hcl2.load(f, serialization_options=_OPTIONS)
-            for block in parsed.get("module", []):
+            for block in _parse(tf, tf.stat().st_mtime_ns).get("module", []):
                 for name, body in block.items():
                     calls[name] = Module((self.path / body["source"]).resolve(), body, name)
         return calls
