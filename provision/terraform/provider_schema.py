@@ -8,7 +8,8 @@ hashicorp/aws 6.25.0). Two parts of the package carry what we need:
   the provider's ``required`` flag for attributes and ``min_items > 0`` for blocks;
 - ``package/lib/<resource>/index.js`` (the generated code): the Terraform names, whether each argument is a
   block or an attribute and its nesting (``struct`` = at most one block, ``list``/``set`` = repeated), and the
-  getters of every attribute a reference may read (computed-only ones included).
+  getters of every attribute a reference may read (computed-only ones included), and whether an attribute
+  takes a single value, a list (or set), a map or an object.
 
 Standard library only: ``make tools`` runs it before any virtual environment exists.
 Usage: ``python3 provision/terraform/provider_schema.py PACKAGE.tgz OUT.json``.
@@ -25,7 +26,7 @@ from pathlib import Path
 
 PACKAGE = "@cdktf/provider-aws"
 PACKAGE_VERSION = "21.22.1"
-SCHEMA_FORMAT = 1
+SCHEMA_FORMAT = 2
 
 _CLASS = re.compile(r"^class (\w+) extends cdktf\.(\w+) \{$", re.M)
 _FUNCTION = re.compile(r"^function (\w+)ToHclTerraform\(struct\) \{$", re.M)
@@ -116,7 +117,7 @@ class _Module:
 
     def body(self, attrs: list[dict], struct: str, ref_class: str | None, depth: int = 0) -> dict:
         optional = self.optional.get(struct, {})
-        args, blocks = {}, {}
+        args, blocks, kinds = {}, {}, {}
         for a in attrs:
             is_optional, single = optional.get(a["camel"] or "", (True, False))
             required = a["camel"] is not None and not is_optional
@@ -135,12 +136,14 @@ class _Module:
                 }
             else:
                 args[a["name"]] = "required" if required else "optional"
+                if a["type"] != "simple":  # lists, sets, maps and objects; scalars are left out (compact)
+                    kinds[a["name"]] = {"list": "list", "set": "list", "map": "map"}.get(a["type"], "object")
         computed = {}
         if ref_class:
             for name, cls in _readable(self.classes[ref_class][0]).items():
                 if name not in args and name not in blocks:
                     computed[name] = self._read_only(self._reference_class(cls)) or None
-        return {"args": args, "blocks": blocks, "computed": computed}
+        return {"args": args, "kinds": kinds, "blocks": blocks, "computed": computed}
 
     def roots(self) -> list[tuple[str, str, dict]]:
         """``(kind, terraform type, body)`` for the resource or data source of this file."""

@@ -246,6 +246,10 @@ class _BodyCheck:
             if key in args:
                 if _is_blocks(value):
                     self.problem((*at, key), f"is an argument, not a block: write {key} = ...")
+                else:
+                    wrong = _wrong_kind(value, schema.get("kinds", {}).get(key))
+                    if wrong:
+                        self.problem((*at, key), wrong)
             elif key in blocks:
                 if not _is_blocks(value):
                     self.problem((*at, key), f"is a block: write {key} {{ ... }}, not {key} = ...")
@@ -267,6 +271,27 @@ class _BodyCheck:
         for name, spec in sorted(blocks.items()):
             if spec.get("min") and name not in present:
                 self.problem(at, f"missing required block {name!r}")
+
+
+_KIND_NAMES = {"list": "a list", "map": "a map", "object": "an object", None: "a single value"}
+
+
+def _wrong_kind(value: object, kind: str | None) -> str | None:
+    """A literal of the wrong shape: a list where one value goes, a single value where a list or map goes
+    (Terraform converts between scalars, and between lists and sets, never between those shapes)."""
+    if isinstance(value, list):
+        given = "list"
+    elif isinstance(value, dict):
+        given = "map"
+    elif isinstance(value, (bool, int, float)) or (
+        isinstance(value, str) and value.startswith('"') and not _body(value)[1]
+    ):
+        given = None
+    else:
+        return None  # an expression: its type is not known here
+    if given == kind or (given == "map" and kind == "object"):
+        return None
+    return f"takes {_KIND_NAMES[kind]}, not {_KIND_NAMES[given]}"
 
 
 def _version_tuple(text: str) -> tuple[int, ...]:

@@ -90,6 +90,9 @@ def test_the_extracted_schema_matches_the_providers_documentation(schema):
     assert lt["max"] == 1 and "http_put_response_hop_limit" in lt["body"]["args"]
     assert schema["resource"]["aws_lb_listener"]["blocks"]["default_action"]["min"] == 1
     assert "vpc" not in schema["resource"]["aws_eip"]["args"]  # removed in 6.0
+    endpoint = schema["resource"]["aws_vpc_endpoint"]
+    assert endpoint["kinds"]["route_table_ids"] == "list" and endpoint["kinds"]["tags"] == "map"
+    assert "vpc_id" not in endpoint["kinds"]  # a single value
     assert "region" in schema["resource"]["aws_vpc"]["args"]  # added in 6.0
     vpn = schema["resource"]["aws_vpn_connection"]
     assert (
