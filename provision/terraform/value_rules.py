@@ -9,7 +9,6 @@ attributes) count as nothing for the length and pass the character set; a fully 
 from __future__ import annotations
 
 import ipaddress
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -22,6 +21,7 @@ LAUNCH_TEMPLATE_NAME = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ
 S3_BUCKET = set("abcdefghijklmnopqrstuvwxyz0123456789.-")
 ELB_NAME = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-")
 LOG_GROUP = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/#")
+SSM_NAME = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-/")
 KMS_ALIAS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/_-")
 SPEC = {
     "ec2_text": "a-z, A-Z, 0-9, spaces and ._-:/()#,@[]+=&;{}!$*",
@@ -31,6 +31,7 @@ SPEC = {
     "elb_name": "letters, digits and hyphens",
     "log_group": "letters, digits and ._-/#",
     "kms_alias": "letters, digits and /_-",
+    "ssm_name": "letters, digits and _.-/",
 }
 
 
@@ -111,6 +112,13 @@ def _s3_bucket(v: Value) -> str | None:
     for suffix in ("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3"):
         if t.endswith(suffix):
             return f"ends with {suffix!r}, a reserved suffix"
+    return None
+
+
+def _ssm_levels(v: Value) -> str | None:
+    levels = v.text.strip("/").count("/") + 1
+    if v.complete and levels > 15:
+        return f"has {levels} hierarchy levels; at most 15"
     return None
 
 
@@ -205,6 +213,20 @@ RULES: list[Rule] = [
         "CloudWatch Logs API CreateLogGroup (logGroupName: 1-512 of [.-_/#A-Za-z0-9])",
     ),
     Rule(
+        "aws_ssm_parameter",
+        ("name",),
+        _all(
+            _chars(SSM_NAME, SPEC["ssm_name"]),
+            _length(1, 1011),
+            _ssm_levels,
+            _not_prefix("aws", "AWS reserves names starting with aws or ssm"),
+            _not_prefix("ssm", "AWS reserves names starting with aws or ssm"),
+            _not_prefix("/aws", "AWS reserves names starting with aws or ssm"),
+            _not_prefix("/ssm", "AWS reserves names starting with aws or ssm"),
+        ),
+        "Systems Manager API PutParameter Name (a-zA-Z0-9_.-/, up to 1011 characters you create, 15 levels, not aws/ssm)",
+    ),
+    Rule(
         "aws_kms_alias",
         ("name",),
         _all(_chars(KMS_ALIAS, SPEC["kms_alias"]), _length(7, 256)),
@@ -215,7 +237,6 @@ RULES: list[Rule] = [
 TAGS = "Tagging AWS resources (tag key 1-128 characters, value 0-256, the aws: prefix is reserved)"
 _tag_key = _all(_length(1, 128), _not_prefix("aws:", "AWS reserves the aws: prefix"))
 _tag_value = _length(0, 256)
-_TAG_KEY_PREFIX = re.compile(r"^aws:", re.I)
 
 
 def check_tag(key: Value, value: Value) -> list[str]:
