@@ -165,7 +165,9 @@ class Directory:
                     d.files[tf] = hcl2.load(f, serialization_options=_OPTIONS)
             except Exception as exc:  # python-hcl2 raises lark errors of several kinds
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                d.problems.append(Problem(_show(tf, shown), 1, "-", "-", f"does not parse: {first}"))
+                at = re.search(r"line (\d+)", str(exc))
+                line = int(at[1]) if at else 1
+                d.problems.append(Problem(_show(tf, shown), line, "-", "-", f"does not parse: {first}"))
         return d
 
     def items(self, kind: str) -> Iterator[tuple[Path, str, dict]]:
@@ -191,9 +193,6 @@ class Directory:
                 out.update({k: v for k, v in block.items() if k != "__is_block__"})
         return out
 
-    def local_files(self) -> dict[str, Path]:
-        return {k: tf for tf in self.files for b in self.files[tf].get("locals", []) for k in b}
-
 
 def _show(path: Path, base: Path) -> str:
     try:
@@ -205,9 +204,13 @@ def _show(path: Path, base: Path) -> str:
 # ---------------------------------------------------------------------------------------------- the schema
 
 
-def _suggest(name: str, choices: set[str]) -> str:
+def _suggest(name: str, choices: set[str], shown: int = 25) -> str:
     close = difflib.get_close_matches(name, sorted(choices), n=1, cutoff=0.75)
-    return f"did you mean {close[0]!r}?" if close else f"arguments are {', '.join(sorted(choices)) or 'none'}"
+    if close:
+        return f"did you mean {close[0]!r}?"
+    names = sorted(choices)
+    more = f", ... ({len(names) - shown} more)" if len(names) > shown else ""
+    return f"arguments are {', '.join(names[:shown]) or 'none'}{more}"
 
 
 class _BodyCheck:

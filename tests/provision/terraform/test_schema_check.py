@@ -75,7 +75,7 @@ def test_each_problem_is_one_line_naming_file_line_resource_and_argument(schema,
 def test_a_file_that_does_not_parse_is_one_problem(schema, tmp_path):
     _write(tmp_path, {"root/main.tf": 'resource "aws_vpc" "x" {\n  cidr_block = \n'})
     (problem,) = schema_check.check(schema, tmp_path / "modules", [tmp_path / "root"], tmp_path)
-    assert problem.path == "root/main.tf" and "does not parse" in problem.message
+    assert problem.path == "root/main.tf" and problem.line == 2 and "does not parse" in problem.message
 
 
 # Facts from the provider's documentation (registry.terraform.io/providers/hashicorp/aws/6.25.0) that the
