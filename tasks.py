@@ -106,10 +106,28 @@ def plan(c, region=None, all=False, spec=None, out=None, state_bucket=None, plug
     commands.plan(cluster, names, out, state_bucket, plugin_dir)
 
 
+@task(name="check-terraform", help={k: _TF_HELP[k] for k in ("spec", "out")})
+@user_errors
+def check_terraform(c, spec=None, out=None):
+    """Check every module and rendered root against the AWS provider's schema and the AWS APIs' value rules
+    (offline); one line per problem, exit status 2 when there is any."""
+    from pathlib import Path
+
+    from provision.errors import UserError
+    from provision.loader import load_spec
+    from provision.terraform.schema_check import run
+    from provision.terraform.settings import DEFAULT_OUT, MODULES, PROVIDER_SCHEMA, REPO
+
+    problems = run(load_spec(spec), Path(out) if out else DEFAULT_OUT, MODULES, PROVIDER_SCHEMA, REPO)
+    if problems:
+        raise UserError(f"{len(problems)} problems; fix them before `invoke plan` or `invoke up`")
+
+
 @task(help=_TF_HELP)
 @user_errors
 def up(c, region=None, all=False, spec=None, out=None, state_bucket=None, plugin_dir=None, yes=False):
-    """Render, plan and apply Terraform roots; asks first when a plan destroys or replaces anything."""
+    """Render, plan and apply Terraform roots; lists disruptive changes (deletions, replacements, updates of
+    instances, groups, launch templates, the control plane, VPN connections, lowered maxima) and asks first."""
     from provision.terraform import commands
 
     cluster, names, out = _tf_args(spec, region, all, out)
@@ -139,7 +157,7 @@ def down(
 @task(name="bootstrap-state", help={k: _TF_HELP[k] for k in ("spec", "state_bucket")})
 @user_errors
 def bootstrap_state(c, spec=None, state_bucket=None):
-    """Create the Terraform state bucket and lock table in the primary region (idempotent)."""
+    """Create the Terraform state bucket in the primary region (locks are S3 lock files; idempotent)."""
     from provision.loader import load_spec
     from provision.terraform.bootstrap import bootstrap_state as create
     from provision.terraform.settings import Backend

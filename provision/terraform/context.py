@@ -51,6 +51,11 @@ def cluster_cidrs(cluster: Cluster) -> list[str]:
     )
 
 
+def node_cidrs(cluster: Cluster) -> list[str]:
+    """The networks nodes have their addresses in: every VPC and the physical sites (flannel VXLAN, NFS)."""
+    return [r.cidr for r in cluster.regions] + [s.cidr for s in cluster.sites]
+
+
 def _node_group(cluster: Cluster, region: Region, group) -> dict:
     return {
         "module": f"node_group_{alias(group.name)}",
@@ -70,7 +75,7 @@ def _node_group(cluster: Cluster, region: Region, group) -> dict:
 def _common(cluster: Cluster, backend: Backend, out_dir: Path, root: str) -> dict:
     return {
         "cluster": cluster.name,
-        "backend": {"bucket": backend.bucket, "table": backend.lock_table, "region": backend.region},
+        "backend": {"bucket": backend.bucket, "region": backend.region},
         "state_key": backend.key(root),
         "global_state_key": backend.key(GLOBAL),
         "provider_version": AWS_PROVIDER_VERSION,
@@ -105,6 +110,7 @@ def region_context(
         "vpc_cidr": region.cidr,
         "zones": list(region.zones),
         "cluster_cidrs": cluster_cidrs(cluster),
+        "node_cidrs": node_cidrs(cluster),
         "ami_id": ami_id(region_name, ami_dir),
         "ami_ssm_parameter": f"/{cluster.name}/ami/gpu-worker",
         "kubeadm_prefix": f"/{cluster.name}/kubeadm",

@@ -9,6 +9,7 @@ saved ``plan -destroy`` applied through the generic ``cmd``.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,9 +18,10 @@ import boto3
 from python_terraform import IsFlagged, IsNotFlagged, Terraform
 
 from provision.errors import UserError
+from provision.terraform.plan_summary import Disruption, disruptions
 
 INSTALL_HINT = (
-    "terraform is not installed or not on PATH: install Terraform >= 1.7 "
+    "terraform is not installed or not on PATH: install Terraform >= 1.11 "
     "(https://developer.hashicorp.com/terraform/install, or `make tools` on Debian) and retry"
 )
 CREDENTIALS_HINT = (
@@ -41,9 +43,7 @@ AWS_UNREACHABLE_HINT = (
 BAD_CREDENTIALS_HINT = (
     "AWS rejected the credentials (invalid or expired): refresh them (`aws sso login`, new keys) and retry"
 )
-STATE_HINT = (
-    "the state bucket or lock table does not exist (or is not yours): run `invoke bootstrap-state` first"
-)
+STATE_HINT = "the state bucket does not exist (or is not yours): run `invoke bootstrap-state` first"
 _REGISTRY_SIGNS = (
     "Failed to query available provider packages",
     "could not connect to registry.terraform.io",
@@ -86,6 +86,9 @@ class Changes:
     create: list[str] = field(default_factory=list)
     update: list[str] = field(default_factory=list)
     delete: list[str] = field(default_factory=list)  # deletions, including the delete half of replacements
+    disruptive: list[Disruption] = field(
+        default_factory=list
+    )  # what `up` shows and asks about (plan_summary)
 
     @property
     def empty(self) -> bool:
@@ -105,7 +108,20 @@ class Changes:
                 out.create.append(rc["address"])
             if "update" in actions:
                 out.update.append(rc["address"])
+        out.disruptive = disruptions(plan)
         return out
+
+
+def _rendered_backend(versions: Path) -> dict:
+    """The S3 backend block of a rendered root's versions.tf as plain values (strings unquoted, booleans)."""
+    text = versions.read_text()
+    block = re.search(r'backend "s3" \{(.*?)\n  \}', text, re.S)
+    if not block:
+        return {}
+    values = {}
+    for key, value in re.findall(r"^\s*(\w+)\s*=\s*(.+?)\s*$", block[1], re.M):
+        values[key] = {"true": True, "false": False}.get(value, value.strip('"'))
+    return values
 
 
 class Runner:
@@ -135,8 +151,35 @@ class Runner:
         detail = _error_lines(err) if err else "see Terraform's messages above"
         return UserError(f"{self.root}: terraform {what} failed (exit {code}): {detail}")
 
+    def _only_locking_changed(self) -> bool:
+        """The root was initialised with the same state object (bucket, key, region) but other backend
+        settings: the move from a DynamoDB lock table to ``use_lockfile``. ``init -reconfigure`` is then safe
+        (the state stays where it is); a different bucket or key is left to Terraform's own migration prompt."""
+        cached = self.root / ".terraform" / "terraform.tfstate"
+        if not cached.is_file():
+            return False
+        try:
+            old = json.loads(cached.read_text()).get("backend", {}).get("config", {})
+        except ValueError:
+            return False
+        new = _rendered_backend(self.root / "versions.tf")
+        where = ("bucket", "key", "region")
+        return (
+            bool(new)
+            and all(old.get(k) == new.get(k) for k in where)
+            and (
+                old.get("dynamodb_table") != new.get("dynamodb_table")
+                or old.get("use_lockfile") != new.get("use_lockfile")
+            )
+        )
+
     def init(self) -> None:
         options = {"input": False, "plugin_dir": str(self.plugin_dir) if self.plugin_dir else None}
+        if self._only_locking_changed():
+            print(
+                f"[{self.root.name}] state locking moves to an S3 lock file (use_lockfile): init -reconfigure"
+            )
+            options["reconfigure"] = IsFlagged
         code, _, raw = self._run("init", **options)
         if code == 0:
             return

@@ -11,15 +11,19 @@ TEMPLATES = REPO / "terraform" / "roots"
 DEFAULT_OUT = REPO / "build" / "terraform"
 AMI_DIR = REPO / "build" / "ami"
 GLOBAL = "global"
-AWS_PROVIDER_VERSION = "~> 5.80"
+AWS_PROVIDER_VERSION = "~> 6.25"
+# The AWS provider's schema for the offline check, written by `make tools` (scripts/install-tools.sh).
+PROVIDER_SCHEMA = REPO / ".cache" / "provider-aws" / "schema.json.gz"
 
 
 @dataclass(frozen=True)
 class Backend:
-    """The S3 state bucket and DynamoDB lock table (created by ``invoke bootstrap-state``)."""
+    """The S3 state bucket (created by ``invoke bootstrap-state``). Locks are S3 lock files next to each state
+    object (``use_lockfile``, Terraform >= 1.10); ``legacy_lock_table`` is the DynamoDB table earlier versions
+    locked with (deprecated in Terraform 1.11), which bootstrap-state only reports."""
 
     bucket: str
-    lock_table: str
+    legacy_lock_table: str
     region: str
 
     @classmethod

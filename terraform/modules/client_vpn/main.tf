@@ -22,7 +22,7 @@ resource "aws_cloudwatch_log_stream" "connections" {
 
 resource "aws_security_group" "endpoint" {
   name        = local.name
-  description = "Client VPN network interfaces: laptops to the cluster's networks"
+  description = "Client VPN network interfaces: laptops to the cluster networks"
   vpc_id      = var.vpc_id
   tags        = { Name = local.name }
 }

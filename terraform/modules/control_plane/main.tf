@@ -75,7 +75,7 @@ resource "aws_instance" "member" {
   ami                    = local.ami_id
   instance_type          = var.instance_type
   subnet_id              = var.subnet_ids[local.zones[count.index % length(local.zones)]]
-  vpc_security_group_ids = [var.security_group_id]
+  vpc_security_group_ids = [var.security_group_id, var.etcd_security_group_id]
   iam_instance_profile   = var.instance_profile_name
   ebs_optimized          = true
   monitoring             = true

@@ -33,6 +33,11 @@ variable "subnet_ids" {
   type        = map(string)
 }
 
+variable "etcd_security_group_id" {
+  description = "The members' own security group (etcd client and peer ports between members), from ../network."
+  type        = string
+}
+
 variable "security_group_id" {
   description = "The cluster security group."
   type        = string

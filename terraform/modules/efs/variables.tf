@@ -18,8 +18,13 @@ variable "subnet_ids" {
   type        = map(string)
 }
 
-variable "client_cidrs" {
-  description = "Networks allowed to mount over NFS (the cluster's networks)."
+variable "client_prefix_list_id" {
+  description = "Managed prefix list of the networks allowed to mount over NFS (the node networks, from ../network)."
+  type        = string
+}
+
+variable "root_access_role_arns" {
+  description = "Roles whose IAM-authenticated mounts (mount -o tls,iam) keep root; every other client is root-squashed."
   type        = list(string)
 }
 

@@ -17,3 +17,13 @@ output "image_builder_role_arn" {
   description = "Role Packer builds assume."
   value       = aws_iam_role.image_builder.arn
 }
+
+output "node_role_arn" {
+  description = "The workers' role (the EFS file-system policy grants it root access)."
+  value       = aws_iam_role.node.arn
+}
+
+output "control_plane_role_arn" {
+  description = "The control plane's role (the EFS file-system policy grants it root access)."
+  value       = aws_iam_role.control_plane.arn
+}

@@ -37,3 +37,23 @@ output "cluster_security_group_id" {
   description = "The cluster security group (nodes, control plane, EFS clients)."
   value       = aws_security_group.cluster.id
 }
+
+output "control_plane_security_group_id" {
+  description = "The control-plane members' own group (etcd client and peer between members); attach it with the cluster group."
+  value       = aws_security_group.control_plane.id
+}
+
+output "cluster_prefix_list_id" {
+  description = "Managed prefix list of every cluster network (VPCs, sites, pod network, client VPN pool)."
+  value       = aws_ec2_managed_prefix_list.cluster.id
+}
+
+output "node_prefix_list_id" {
+  description = "Managed prefix list of the networks nodes have their addresses in (VPCs and sites)."
+  value       = aws_ec2_managed_prefix_list.nodes.id
+}
+
+output "s3_endpoint_id" {
+  description = "The S3 gateway endpoint (routes in every route table of the VPC)."
+  value       = aws_vpc_endpoint.s3.id
+}

@@ -1,18 +1,53 @@
 # The cluster security group (control plane and workers): cluster traffic only from the cluster's own networks
 # (every VPC, the physical sites, the pod network, the client VPN pool). Nothing from 0.0.0.0/0.
+#
+# The networks live in two managed prefix lists, so each port is one rule. AWS counts a rule that references a
+# prefix list as max_entries rules towards the 60 inbound (and 60 outbound) rules per security group, which is
+# why max_entries is the list's length and not more (ModifyManagedPrefixList raises it in place when a site is
+# added). tests/provision/terraform/test_security_group_quota.py counts the rules of every rendered region.
 locals {
-  # name => [protocol, from, to]
+  # name => [protocol, from, to]: from every cluster network (laptops, pods, sites, VPCs)
   cluster_ports = {
-    ssh           = ["tcp", 22, 22]
-    apiserver     = ["tcp", 6443, 6443]
-    kubelet       = ["tcp", 10250, 10250]
+    ssh       = ["tcp", 22, 22]
+    apiserver = ["tcp", 6443, 6443]
+    kubelet   = ["tcp", 10250, 10250]
+    nodeports = ["tcp", 30000, 32767]
+    icmp      = ["icmp", -1, -1] # path MTU discovery and ping
+  }
+  # from node addresses only (VPCs and sites): flannel VXLAN between nodes, NFS mounts by node kernels
+  node_ports = {
     flannel-vxlan = ["udp", 8472, 8472]
     nfs           = ["tcp", 2049, 2049]
-    nodeports     = ["tcp", 30000, 32767]
   }
-  cluster_ingress = {
-    for pair in setproduct(keys(local.cluster_ports), var.cluster_cidrs) :
-    "${pair[0]}/${pair[1]}" => { port = local.cluster_ports[pair[0]], cidr = pair[1], what = pair[0] }
+}
+
+resource "aws_ec2_managed_prefix_list" "cluster" {
+  name           = "${local.name}-cluster-networks"
+  address_family = "IPv4"
+  max_entries    = length(var.cluster_cidrs)
+  tags           = { Name = "${local.name}-cluster-networks" }
+
+  dynamic "entry" {
+    for_each = var.cluster_cidrs
+    content {
+      cidr        = entry.value
+      description = "cluster network ${entry.key}"
+    }
+  }
+}
+
+resource "aws_ec2_managed_prefix_list" "nodes" {
+  name           = "${local.name}-node-networks"
+  address_family = "IPv4"
+  max_entries    = length(var.node_cidrs)
+  tags           = { Name = "${local.name}-node-networks" }
+
+  dynamic "entry" {
+    for_each = var.node_cidrs
+    content {
+      cidr        = entry.value
+      description = "node network ${entry.key}"
+    }
   }
 }
 
@@ -25,34 +60,34 @@ resource "aws_security_group" "cluster" {
 }
 
 resource "aws_vpc_security_group_ingress_rule" "cluster" {
-  for_each          = local.cluster_ingress
+  for_each          = local.cluster_ports
   security_group_id = aws_security_group.cluster.id
-  description       = "${each.value.what} from ${each.value.cidr}"
-  cidr_ipv4         = each.value.cidr
-  ip_protocol       = each.value.port[0]
-  from_port         = each.value.port[1]
-  to_port           = each.value.port[2]
+  description       = "${each.key} from the cluster networks"
+  prefix_list_id    = aws_ec2_managed_prefix_list.cluster.id
+  ip_protocol       = each.value[0]
+  from_port         = each.value[1]
+  to_port           = each.value[2]
 }
 
-resource "aws_vpc_security_group_ingress_rule" "cluster_icmp" {
-  for_each          = toset(var.cluster_cidrs)
+resource "aws_vpc_security_group_ingress_rule" "nodes" {
+  for_each          = local.node_ports
   security_group_id = aws_security_group.cluster.id
-  description       = "ICMP (path MTU discovery, ping) from ${each.value}"
-  cidr_ipv4         = each.value
-  ip_protocol       = "icmp"
-  from_port         = -1
-  to_port           = -1
+  description       = "${each.key} from the node networks"
+  prefix_list_id    = aws_ec2_managed_prefix_list.nodes.id
+  ip_protocol       = each.value[0]
+  from_port         = each.value[1]
+  to_port           = each.value[2]
 }
 
 resource "aws_vpc_security_group_egress_rule" "cluster_internal" {
-  for_each          = toset(var.cluster_cidrs)
   security_group_id = aws_security_group.cluster.id
-  description       = "Everything to the cluster's networks (${each.value})"
-  cidr_ipv4         = each.value
+  description       = "Everything to the cluster networks"
+  prefix_list_id    = aws_ec2_managed_prefix_list.cluster.id
   ip_protocol       = "-1"
 }
 
-# Image pulls, apt and the AWS APIs go out through the NAT gateways over HTTP(S) only.
+# Image pulls, apt and the AWS APIs go out through the NAT gateways over HTTP(S) only; S3 through the gateway
+# endpoint (endpoints.tf), whose routes are more specific than the NAT default route.
 resource "aws_vpc_security_group_egress_rule" "cluster_web" {
   for_each          = { https = 443, http = 80 }
   security_group_id = aws_security_group.cluster.id
@@ -61,4 +96,32 @@ resource "aws_vpc_security_group_egress_rule" "cluster_web" {
   ip_protocol       = "tcp"
   from_port         = each.value
   to_port           = each.value
+}
+
+# Control-plane members only: etcd client (2379) and peer (2380) traffic between members. kubeadm's stacked etcd
+# listens on the member's address for both; joining members reach the existing ones on 2379 and peer on 2380.
+resource "aws_security_group" "control_plane" {
+  #checkov:skip=CKV2_AWS_5:Attached to the control-plane instances by the control_plane module.
+  name        = "${local.name}-control-plane"
+  description = "etcd client and peer traffic between control-plane members of ${var.cluster}"
+  vpc_id      = aws_vpc.this.id
+  tags        = { Name = "${local.name}-control-plane" }
+}
+
+resource "aws_vpc_security_group_ingress_rule" "etcd" {
+  security_group_id            = aws_security_group.control_plane.id
+  description                  = "etcd client and peer from control-plane members"
+  referenced_security_group_id = aws_security_group.control_plane.id
+  ip_protocol                  = "tcp"
+  from_port                    = 2379
+  to_port                      = 2380
+}
+
+resource "aws_vpc_security_group_egress_rule" "etcd" {
+  security_group_id            = aws_security_group.control_plane.id
+  description                  = "etcd client and peer to control-plane members"
+  referenced_security_group_id = aws_security_group.control_plane.id
+  ip_protocol                  = "tcp"
+  from_port                    = 2379
+  to_port                      = 2380
 }

@@ -23,6 +23,11 @@ variable "cluster_cidrs" {
   type        = list(string)
 }
 
+variable "node_cidrs" {
+  description = "The networks nodes have their addresses in (every VPC and the physical sites): flannel VXLAN and NFS."
+  type        = list(string)
+}
+
 variable "kms_key_arn" {
   description = "The region's cluster KMS key, for the flow-log group."
   type        = string

@@ -1,4 +1,4 @@
-"""The state bucket and lock table, against moto (no AWS)."""
+"""The state bucket (locks are S3 lock files, no table), against moto (no AWS)."""
 
 import boto3
 import pytest
@@ -18,10 +18,9 @@ def aws():
         yield boto3.Session(region_name="us-west-2")
 
 
-def test_creates_a_private_versioned_encrypted_bucket_and_a_lock_table(aws):
+def test_creates_a_private_versioned_encrypted_bucket_and_no_lock_table(aws):
     assert bootstrap_state(BACKEND, aws) == {
         "dlr-terraform-state": "created",
-        "dlr-terraform-locks": "created",
         "AWSServiceRoleForAutoScaling": "created",
     }
     s3 = aws.client("s3")
@@ -31,8 +30,7 @@ def test_creates_a_private_versioned_encrypted_bucket_and_a_lock_table(aws):
     block = s3.get_public_access_block(Bucket=BACKEND.bucket)["PublicAccessBlockConfiguration"]
     assert all(block.values())
     assert "aws:SecureTransport" in s3.get_bucket_policy(Bucket=BACKEND.bucket)["Policy"]
-    table = aws.client("dynamodb").describe_table(TableName=BACKEND.lock_table)["Table"]
-    assert table["KeySchema"] == [{"AttributeName": "LockID", "KeyType": "HASH"}]
+    assert aws.client("dynamodb").list_tables()["TableNames"] == []
     assert s3.get_bucket_location(Bucket=BACKEND.bucket)["LocationConstraint"] == "us-west-2"
 
 
@@ -40,9 +38,21 @@ def test_is_idempotent(aws):
     bootstrap_state(BACKEND, aws)
     assert bootstrap_state(BACKEND, aws) == {
         "dlr-terraform-state": "exists",
-        "dlr-terraform-locks": "exists",
         "AWSServiceRoleForAutoScaling": "exists",
     }
+
+
+def test_an_earlier_versions_lock_table_is_reported_and_kept(aws):
+    dynamodb = aws.client("dynamodb")
+    dynamodb.create_table(
+        TableName="dlr-terraform-locks",
+        AttributeDefinitions=[{"AttributeName": "LockID", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "LockID", "KeyType": "HASH"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    result = bootstrap_state(BACKEND, aws)
+    assert result["dlr-terraform-locks"].startswith("exists, no longer used: state locks are S3 lock files")
+    assert dynamodb.list_tables()["TableNames"] == ["dlr-terraform-locks"]
 
 
 def test_creates_the_auto_scaling_service_linked_role_the_kms_key_policy_names(aws):

@@ -6,7 +6,7 @@ import itertools
 import re
 
 from provision import tunnels
-from provision.terraform.context import cluster_cidrs
+from provision.terraform.context import cluster_cidrs, node_cidrs
 from tests.provision.terraform.tf_files import (
     MODULES,
     all_resources,
@@ -64,13 +64,15 @@ def test_cluster_networks_given_to_security_groups_are_the_specs(cluster, render
     for region in cluster.regions:
         calls = module_calls(rendered / region.name)
         assert calls["network"]["cluster_cidrs"] == expected
+        assert calls["network"]["node_cidrs"] == node_cidrs(cluster)
+        assert set(node_cidrs(cluster)) < set(expected)
         if "efs" in calls:
-            assert calls["efs"]["client_cidrs"] == expected
+            assert calls["efs"]["client_prefix_list_id"] == "${module.network.node_prefix_list_id}"
 
 
 def _ingress_sources(body: dict, rtype: str) -> list[str]:
     if rtype == "aws_vpc_security_group_ingress_rule":
-        return [body.get("cidr_ipv4", ""), body.get("for_each", "")]
+        return [body.get("cidr_ipv4", ""), body.get("for_each", ""), body.get("prefix_list_id", "")]
     if rtype == "aws_security_group_rule" and body.get("type") == "ingress":
         return [str(body.get("cidr_blocks", ""))]
     if rtype == "aws_security_group":
@@ -89,17 +91,33 @@ def test_no_security_group_admits_anywhere_except_a_vpn_endpoint():
     assert checked, "no ingress rules found: the test would be vacuous"
 
 
+# Where an ingress rule may take its sources from: the cluster's prefix lists, or the control-plane group itself.
+ALLOWED_SOURCES = {
+    ("prefix_list_id", "${aws_ec2_managed_prefix_list.cluster.id}"),
+    ("prefix_list_id", "${aws_ec2_managed_prefix_list.nodes.id}"),
+    ("prefix_list_id", "${var.client_prefix_list_id}"),
+    ("referenced_security_group_id", "${aws_security_group.control_plane.id}"),
+}
+
+
 def test_ingress_rules_draw_their_sources_from_the_cluster_networks():
+    checked = 0
     for module in module_dirs():
         for rtype, name, body in all_resources(module):
             if rtype == "aws_vpc_security_group_ingress_rule":
-                assert body["for_each"] in (
-                    "${local.cluster_ingress}",
-                    "${toset(var.cluster_cidrs)}",
-                    "${toset(var.client_cidrs)}",
-                ), f"{module.name}: {name} takes sources from {body['for_each']}"
-    locals_ = (MODULES / "network/security_groups.tf").read_text()
-    assert "setproduct(keys(local.cluster_ports), var.cluster_cidrs)" in locals_
+                checked += 1
+                sources = {
+                    (k, body[k])
+                    for k in ("prefix_list_id", "referenced_security_group_id", "cidr_ipv4")
+                    if k in body
+                }
+                # The Resolver endpoint admits DNS from the sites' networks only, one rule per site CIDR.
+                per_site = body.get("for_each") == "${toset(var.client_cidrs)}" and module.name == "resolver"
+                allowed = ALLOWED_SOURCES | ({("cidr_ipv4", "${each.value}")} if per_site else set())
+                assert len(sources) == 1 and sources <= allowed, f"{module.name}: {name} takes {sources}"
+    assert checked >= 4
+    text = (MODULES / "network/security_groups.tf").read_text()
+    assert "for_each = var.cluster_cidrs" in text and "for_each = var.node_cidrs" in text
 
 
 def test_anywhere_appears_only_in_default_routes_and_web_egress():
@@ -112,3 +130,22 @@ def test_anywhere_appears_only_in_default_routes_and_web_egress():
                     ("aws_vpc_security_group_egress_rule", "cluster_web"),
                     ("aws_vpn_connection", "site"),  # route-based tunnels' traffic selectors, not ingress
                 }, f"{module.name}: {rtype}.{name} uses {ANYWHERE}"
+
+
+def test_etcd_ports_are_open_between_control_plane_members_only(cluster, rendered):
+    """kubeadm's stacked etcd: members reach each other on 2379 (client) and 2380 (peer)."""
+    rules = {
+        (rtype, name): body
+        for rtype, name, body in all_resources(MODULES / "network")
+        if rtype.startswith("aws_vpc_security_group_") and body.get("from_port") == 2379
+    }
+    assert set(rules) == {
+        ("aws_vpc_security_group_ingress_rule", "etcd"),
+        ("aws_vpc_security_group_egress_rule", "etcd"),
+    }
+    for body in rules.values():
+        assert (body["from_port"], body["to_port"], body["ip_protocol"]) == (2379, 2380, "tcp")
+        assert body["referenced_security_group_id"] == "${aws_security_group.control_plane.id}"
+        assert body["security_group_id"] == "${aws_security_group.control_plane.id}"
+    call = module_calls(rendered / cluster.primary_region)["control_plane"]
+    assert call["etcd_security_group_id"] == "${module.network.control_plane_security_group_id}"

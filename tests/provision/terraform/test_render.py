@@ -46,13 +46,16 @@ def test_modules_pass_terraform_fmt():
     assert result.returncode == 0, f"not formatted: {result.stdout}"
 
 
-def test_backend_is_s3_with_dynamodb_locking(cluster, rendered):
+def test_backend_is_s3_with_lock_files(cluster, rendered):
+    """use_lockfile: S3 lock files; the DynamoDB lock table is deprecated since Terraform 1.11."""
     for root in rendered.iterdir():
-        backend = parse(root / "versions.tf")["terraform"][0]["backend"][0]["s3"]
+        terraform = parse(root / "versions.tf")["terraform"][0]
+        backend = terraform["backend"][0]["s3"]
         assert backend["bucket"] == f"{cluster.name}-terraform-state"
         assert backend["key"] == f"{root.name}/terraform.tfstate"
-        assert backend["dynamodb_table"] == f"{cluster.name}-terraform-locks"
+        assert backend["use_lockfile"] is True and "dynamodb_table" not in backend
         assert backend["encrypt"] is True
+        assert terraform["required_version"] == ">= 1.11.0"
 
 
 def test_only_the_primary_region_has_the_control_plane(cluster, rendered):

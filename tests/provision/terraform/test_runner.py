@@ -1,5 +1,7 @@
 """The runner against a fake terraform binary: one-line failures naming the fix, plan counting."""
 
+import json
+
 import pytest
 import yaml
 
@@ -69,6 +71,38 @@ def test_plugin_dir_is_passed_to_init(fake, root, tmp_path):
     mirror.mkdir()
     Runner(root, plugin_dir=mirror).init()
     assert f"-plugin-dir={mirror}" in fake.calls[0]
+
+
+def _initialised(rendered_root, tmp_path, config: dict):
+    """A copy of a rendered root whose .terraform/ remembers a backend ``config`` (as Terraform caches it)."""
+    root = tmp_path / "initialised"
+    root.mkdir()
+    (root / "versions.tf").write_text((rendered_root / "versions.tf").read_text())
+    (root / ".terraform").mkdir()
+    cached = {"version": 3, "backend": {"type": "s3", "config": config, "hash": 1}}
+    (root / ".terraform/terraform.tfstate").write_text(json.dumps(cached))
+    return root
+
+
+def test_moving_locks_from_dynamodb_to_lock_files_reconfigures_in_place(fake, rendered, cluster, tmp_path):
+    """Same bucket, key and region; only the lock settings changed: -reconfigure keeps the same state object."""
+    old = {
+        "bucket": f"{cluster.name}-terraform-state",
+        "key": f"{cluster.primary_region}/terraform.tfstate",
+        "region": cluster.primary_region,
+        "dynamodb_table": f"{cluster.name}-terraform-locks",
+        "use_lockfile": None,
+        "encrypt": True,
+    }
+    Runner(_initialised(rendered / cluster.primary_region, tmp_path, old)).init()
+    assert "-reconfigure" in fake.calls[0]
+
+
+def test_a_different_state_object_is_never_reconfigured_silently(fake, rendered, cluster, tmp_path):
+    old = {"bucket": "someone-elses-state", "key": f"{cluster.primary_region}/terraform.tfstate"}
+    old |= {"region": cluster.primary_region, "dynamodb_table": "x"}
+    Runner(_initialised(rendered / cluster.primary_region, tmp_path, old)).init()
+    assert "-reconfigure" not in fake.calls[0]
 
 
 @pytest.mark.parametrize("case", PLANS, ids=[c["name"] for c in PLANS])
