@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from provision.errors import UserError
+from provision.researchers_tf import researchers_context
 from provision.spec import Cluster, Region
 from provision.terraform.settings import AMI_DIR, AWS_PROVIDER_VERSION, GLOBAL, MODULES, Backend
 
@@ -154,4 +155,7 @@ def region_context(
             },
             "hosts": {v.name: v.ip for s in cluster.sites for v in s.servers},
         }
+    ctx["researchers"] = researchers_context(
+        cluster, region_name
+    )  # issue 15: terraform/roots/region/researchers.tf.j2
     return ctx
