@@ -240,3 +240,77 @@ def deploy_autoscaler(c, spec=None, dry_run=False):
         print(f"no reachable cluster (no kubectl or no context): printed {path}", file=sys.stderr)
     elif code:
         raise SystemExit(code)
+
+
+# --- researchers (issue 15; docs/researchers.md) ---------------------------------------------------------------
+@task(
+    name="add-user",
+    help={
+        "name": "the user, as listed in the spec's users",
+        "kubeconfig": "the admin's kubeconfig (default: KUBECONFIG, else ~/.kube/config)",
+        "home": "where keys, kubeconfigs and the VPN CA live (default: ~/.local/share/research-cluster)",
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+    },
+)
+@user_errors
+def add_user(c, name, kubeconfig=None, home=None, spec=None):
+    """Namespace, RBAC, volume claims, a kubeconfig (CSR API) and a Client VPN certificate for a researcher."""
+    from provision.loader import load_spec
+    from provision.users import add_user as add
+
+    added = add(load_spec(spec), name, kubeconfig, home)
+    print(f"{name}: namespace {added.namespace}; created {', '.join(added.created) or 'nothing new'}")
+    print(f"kubeconfig {added.kubeconfig}; VPN certificate {added.vpn_cert} and key {added.vpn_key}")
+    print("hand these to the user privately; docs/researchers.md is their next step")
+
+
+@task(
+    name="remove-user",
+    help={
+        "name": "the user",
+        "kubeconfig": "the admin's kubeconfig",
+        "home": "where the VPN CA lives (default: ~/.local/share/research-cluster)",
+        "vpn_endpoint": "Client VPN endpoint id to import the revocation list into",
+        "region": "the endpoint's region (default: the primary region)",
+        "dry_run": "show what would be deleted and revoked, change nothing",
+        "yes": "do not ask for confirmation (automation)",
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+    },
+)
+@user_errors
+def remove_user(c, name, kubeconfig=None, home=None, vpn_endpoint=None, region=None, dry_run=False, yes=False,
+                spec=None):  # fmt: skip
+    """Delete a researcher's bindings and namespace (after confirmation) and revoke their VPN certificate."""
+    import sys
+
+    from provision.errors import UserError
+    from provision.loader import load_spec
+    from provision.users import remove_plan
+    from provision.users import remove_user as remove
+
+    cluster = load_spec(spec)
+    print("\n".join(f"  {line}" for line in remove_plan(cluster, name)))
+    if dry_run:
+        print("dry run: nothing changed")
+        return
+    if not yes:
+        if not sys.stdin.isatty():
+            raise UserError(
+                f"remove-user {name}: no terminal to confirm on; pass --yes to proceed unattended"
+            )
+        if input(f"type {name} to remove them: ").strip() != name:
+            raise UserError("not confirmed; nothing was changed")
+    for line in remove(cluster, name, kubeconfig, home, vpn_endpoint, region):
+        print(line)
+
+
+@task(
+    name="demo-researcher",
+    help={"spec": "path of the cluster spec (default: cluster.yaml)", "out": "logs (build/demo-researcher)"},
+)
+@user_errors
+def demo_researcher(c, spec=None, out=None):
+    """The researcher's path on the local cluster: build, submit a 16-GPU job, scale-up, running, TensorBoard."""
+    from labctl.demo import main
+
+    main(spec, out)

@@ -27,6 +27,11 @@ def _reason(e: ApiException) -> str:
 
 class Kube:
     def __init__(self, kubeconfig: str | None = None, context: str | None = None) -> None:
+        import os
+
+        kubeconfig = (
+            kubeconfig or os.environ.get("KUBECONFIG") or None
+        )  # read now, not at the client's import
         try:
             self.api_client = config.new_client_from_config(config_file=kubeconfig, context=context)
             _, active = config.list_kube_config_contexts(config_file=kubeconfig)

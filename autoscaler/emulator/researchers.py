@@ -300,11 +300,17 @@ class ResearcherApi:
         uid = job["metadata"]["uid"]
         return [
             p for p in self.model.store.list("pods", job["metadata"]["namespace"])
-            if any(o.get("uid") == uid for o in p["metadata"].get("ownerReferences") or [])
+            if any(o.get("uid") == uid and o.get("controller") for o in p["metadata"].get("ownerReferences") or [])
         ]  # fmt: skip
 
     def _delete_job_pods(self, job: dict) -> None:
-        for pod in self._pods_of(job):
+        """The garbage collector's cascade: every pod the Job owns, controlled or not (e.g. its TensorBoard)."""
+        uid = job["metadata"]["uid"]
+        owned = [
+            p for p in self.model.store.list("pods", job["metadata"]["namespace"])
+            if any(o.get("uid") == uid for o in p["metadata"].get("ownerReferences") or [])
+        ]  # fmt: skip
+        for pod in owned:
             self.model.delete("pods", pod["metadata"]["namespace"], pod["metadata"]["name"])
 
     def _job_status(self, job: dict) -> dict:
