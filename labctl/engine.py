@@ -88,7 +88,27 @@ def ecr_login(engine: str, registry: str) -> None:
     )
 
 
+def in_ecr(ref: str) -> bool:
+    """Whether an ECR repository already holds this tag (tags are immutable content hashes: nothing to push)."""
+    host, _, rest = ref.partition("/")
+    if ".ecr." not in host:
+        return False
+    import boto3
+
+    repo, _, tag = rest.rpartition(":")
+    region = host.split(".ecr.", 1)[1].split(".", 1)[0]
+    ecr = boto3.client("ecr", region_name=region)
+    try:
+        ecr.describe_images(repositoryName=repo, imageIds=[{"imageTag": tag}])
+        return True
+    except ecr.exceptions.ImageNotFoundException:
+        return False
+
+
 def push(engine: str, ref: str) -> None:
+    if in_ecr(ref):
+        print(f"{ref} is already in the registry")
+        return
     ecr_login(engine, ref.split("/", 1)[0])
     proc = subprocess.run([engine, "push", ref], check=False)
     if proc.returncode != 0:

@@ -126,3 +126,25 @@ def test_outside_git_every_file_but_the_excluded(tmp_path: Path) -> None:
     (tmp_path / ".venv" / "bin" / "python").write_text("")
     names = _names(build_context(tmp_path, BASE, PY).data)
     assert names == ["a.py", DOCKERFILE]
+
+
+def test_push_skips_a_tag_the_registry_already_holds(monkeypatch) -> None:
+    import boto3
+    from moto import mock_aws
+
+    from labctl import engine
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    with mock_aws():
+        ecr = boto3.client("ecr", region_name="us-west-2")
+        ecr.create_repository(repositoryName="dlr/research", imageTagMutability="IMMUTABLE")
+        manifest = '{"schemaVersion": 2, "mediaType": "application/vnd.docker.distribution.manifest.v2+json"}'
+        ecr.put_image(repositoryName="dlr/research", imageManifest=manifest, imageTag="0123456789abcdef")
+        host = "123456789012.dkr.ecr.us-west-2.amazonaws.com"
+        assert engine.in_ecr(f"{host}/dlr/research:0123456789abcdef")
+        assert not engine.in_ecr(f"{host}/dlr/research:fedcba9876543210")
+        calls = []
+        monkeypatch.setattr(engine.subprocess, "run", lambda *a, **k: calls.append(a))
+        engine.push("docker", f"{host}/dlr/research:0123456789abcdef")
+        assert calls == []  # neither login nor push

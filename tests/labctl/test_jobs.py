@@ -34,7 +34,8 @@ def test_objects_pass_kubernetes_validate_strict(nodes: int, gang: bool) -> None
     req = _req(nodes=nodes, gang=gang, region_pref=["us-east-1", "lab"])
     objs = [jobs.job_manifest(req, SETTINGS), jobs.service_manifest(req)]
     for obj in objs:
-        validate(obj, _version(), strict=True)  # raises on any unknown or mistyped field
+        for version in sorted({_version(), latest_version()}):
+            validate(obj, version, strict=True)  # raises on any unknown or mistyped field
 
 
 def test_pod_group_declares_the_gang_the_autoscaler_waits_for() -> None:
