@@ -18,6 +18,7 @@ resource "aws_instance" "gateway" {
   iam_instance_profile   = var.instance_profile_name
   source_dest_check      = false
   monitoring             = true
+  ebs_optimized          = true
 
   user_data = templatefile("${path.module}/templates/gateway.sh.tftpl", {
     region               = var.region
@@ -75,7 +76,7 @@ data "aws_partition" "current" {}
 
 resource "aws_cloudwatch_log_group" "failover" {
   name              = "/aws/lambda/${local.name}-failover"
-  retention_in_days = 30
+  retention_in_days = 365
   kms_key_id        = var.kms_key_arn
   tags              = local.tags
 }
@@ -125,6 +126,10 @@ resource "aws_iam_role_policy" "failover" {
 }
 
 resource "aws_lambda_function" "failover" {
+  #checkov:skip=CKV_AWS_116:a failed run needs no dead-letter queue: the schedule runs it again within a minute
+  #checkov:skip=CKV_AWS_117:it calls only the EC2 API; outside a VPC it needs no NAT or interface endpoint to do so
+  #checkov:skip=CKV_AWS_272:the code is one file from this repository, zipped by Terraform; no signing profile
+  #checkov:skip=CKV_AWS_50:X-Ray tracing of a one-call function adds cost and permissions and shows nothing new
   function_name    = "${local.name}-failover"
   description      = "Moves the pod-network routes to a healthy pod gateway"
   role             = aws_iam_role.failover.arn
@@ -134,7 +139,9 @@ resource "aws_lambda_function" "failover" {
   source_code_hash = data.archive_file.failover.output_base64sha256
   timeout          = 30
   memory_size      = 128
-  kms_key_arn      = var.kms_key_arn
+
+  reserved_concurrent_executions = 1 # runs never overlap: two could move the routes in opposite directions
+  kms_key_arn                    = var.kms_key_arn
 
   environment {
     variables = {

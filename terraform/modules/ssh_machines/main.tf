@@ -33,12 +33,14 @@ resource "aws_vpc_security_group_ingress_rule" "ssh" {
 }
 
 resource "aws_instance" "machine" {
+  #checkov:skip=CKV2_AWS_41:researchers have shells here: no instance role, so no AWS credentials to take from it
   for_each               = local.machines
   ami                    = each.value.gpu ? (var.gpu_ami_id != "" ? var.gpu_ami_id : "resolve:ssm:${var.gpu_ami_ssm_parameter}") : "resolve:ssm:${var.cpu_ami_ssm_parameter}"
   instance_type          = each.value.instance_type
   subnet_id              = var.subnet_ids[local.zones[each.value.index % length(local.zones)]]
   vpc_security_group_ids = [aws_security_group.ssh.id, var.cluster_security_group_id]
   monitoring             = true
+  ebs_optimized          = true
 
   user_data = templatefile("${path.module}/templates/ssh.sh.tftpl", {
     efs_dns_name = var.efs_dns_name
