@@ -339,3 +339,25 @@ def render_storage(c, efs_id, mount_target_ip=None, out="build/deploy/storage", 
     ip = mount_target_ip or lookup(efs_id, cluster.primary_region)
     for path in write_storage(render(cluster, efs_id, ip), Path(out)):
         print(f"wrote {path}")
+
+
+@task(
+    name="publish-oidc",
+    help={
+        "sa_pub": "the service-account public key (the control plane's /etc/kubernetes/pki/sa.pub)",
+        "bucket": "the issuer bucket (Terraform global output service_account_issuer_bucket)",
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+    },
+)
+@user_errors
+def publish_oidc(c, sa_pub, bucket, spec=None):
+    """Publish the OIDC discovery document and JWKS that let AWS STS verify service-account tokens (IRSA)."""
+    from pathlib import Path
+
+    from provision import irsa
+    from provision.loader import load_spec
+
+    region = load_spec(spec).primary_region
+    issuer = irsa.issuer_url(bucket, region)
+    for key in irsa.publish(irsa.oidc_documents(Path(sa_pub).read_bytes(), issuer), bucket, region):
+        print(f"published {issuer}/{key}")

@@ -81,6 +81,7 @@ def _common(cluster: Cluster, backend: Backend, out_dir: Path, root: str) -> dic
 
 def global_context(cluster: Cluster, backend: Backend, out_dir: Path) -> dict:
     return _common(cluster, backend, out_dir, GLOBAL) | {
+        "researchers": {u.name: cluster.researchers.namespace(u.name) for u in cluster.users},  # issue 15
         "region": cluster.primary_region,
         "bucket_purposes": list(cluster.storage.s3.buckets),
         "noncurrent_version_days": cluster.storage.s3.noncurrent_version_days,
