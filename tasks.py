@@ -249,16 +249,17 @@ def deploy_autoscaler(c, spec=None, dry_run=False):
         "name": "the user, as listed in the spec's users",
         "kubeconfig": "the admin's kubeconfig (default: KUBECONFIG, else ~/.kube/config)",
         "home": "where keys, kubeconfigs and the VPN CA live (default: ~/.local/share/research-cluster)",
+        "role_arn": "the user's S3 role (Terraform global output researcher_role_arns) for their pods",
         "spec": "path of the cluster spec (default: cluster.yaml)",
     },
 )
 @user_errors
-def add_user(c, name, kubeconfig=None, home=None, spec=None):
+def add_user(c, name, kubeconfig=None, home=None, role_arn=None, spec=None):
     """Namespace, RBAC, volume claims, a kubeconfig (CSR API) and a Client VPN certificate for a researcher."""
     from provision.loader import load_spec
     from provision.users import add_user as add
 
-    added = add(load_spec(spec), name, kubeconfig, home)
+    added = add(load_spec(spec), name, kubeconfig, home, role_arn=role_arn)
     print(f"{name}: namespace {added.namespace}; created {', '.join(added.created) or 'nothing new'}")
     print(f"kubeconfig {added.kubeconfig}; VPN certificate {added.vpn_cert} and key {added.vpn_key}")
     print("hand these to the user privately; docs/researchers.md is their next step")
@@ -361,3 +362,44 @@ def publish_oidc(c, sa_pub, bucket, spec=None):
     issuer = irsa.issuer_url(bucket, region)
     for key in irsa.publish(irsa.oidc_documents(Path(sa_pub).read_bytes(), issuer), bucket, region):
         print(f"published {issuer}/{key}")
+
+
+@task(
+    name="deploy-pod-identity",
+    help={
+        "kubeconfig": "the admin's kubeconfig",
+        "home": "where the webhook CA lives (default: ~/.local/share/research-cluster)",
+        "out": "where the manifests go (default: build/deploy/storage)",
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+    },
+)
+@user_errors
+def deploy_pod_identity(c, kubeconfig=None, home=None, out="build/deploy/storage", spec=None):
+    """The pod identity webhook: its TLS Secret created through the API (never on disk), its manifests rendered."""
+    from pathlib import Path
+
+    import yaml
+    from kubernetes import client, config
+
+    from provision import irsa
+    from provision.loader import load_spec
+    from provision.users import DEFAULT_HOME
+
+    cluster = load_spec(spec)
+    ca, cert, key = irsa.webhook_tls(Path(home or DEFAULT_HOME) / "webhook-ca", cluster.name)
+    api = config.new_client_from_config(config_file=kubeconfig)
+    core = client.CoreV1Api(api)
+    secret = irsa.webhook_secret(cert, key)
+    try:
+        core.create_namespaced_secret("kube-system", secret)
+    except client.exceptions.ApiException as e:
+        if e.status != 409:
+            raise
+        core.replace_namespaced_secret(secret["metadata"]["name"], "kube-system", secret)
+    api.close()
+    path = Path(out) / "pod-identity-webhook.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump_all(irsa.webhook_manifests(cluster, ca), sort_keys=False))
+    print(
+        f"Secret kube-system/pod-identity-webhook-tls is in place; apply the webhook: kubectl apply -f {path}"
+    )

@@ -370,8 +370,25 @@ def kubeconfig_text(
     return yaml.safe_dump(doc, sort_keys=False)
 
 
+def annotate_service_account(api_client, namespace: str, role_arn: str) -> None:
+    """Give the namespace's default ServiceAccount its S3 role (IRSA; the pod identity webhook reads this)."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    core = client.CoreV1Api(api_client)
+    patch = {"metadata": {"annotations": {"eks.amazonaws.com/role-arn": role_arn}}}
+    try:
+        core.patch_namespaced_service_account("default", namespace, patch)
+    except ApiException as e:
+        if e.status != 404:
+            raise UserError(f"annotating {namespace}/default: {e.status} {e.reason}") from None
+        core.create_namespaced_service_account(
+            namespace, {"metadata": {"name": "default", **patch["metadata"]}}
+        )
+
+
 def add_user(spec: Cluster, user: str, admin_kubeconfig: str | None = None, home: Path | None = None,
-             timeout_s: float = 60) -> AddedUser:  # fmt: skip
+             timeout_s: float = 60, role_arn: str | None = None) -> AddedUser:  # fmt: skip
     from kubernetes import config
 
     check_user(spec, user)
@@ -382,6 +399,9 @@ def add_user(spec: Cluster, user: str, admin_kubeconfig: str | None = None, home
         for obj in namespace_objects(spec, user):
             if _create(api_client, obj) == "created":
                 created.append(f"{obj['kind']} {obj['metadata']['name']}")
+        if role_arn:
+            annotate_service_account(api_client, spec.researchers.namespace(user), role_arn)
+            created.append(f"S3 role {role_arn} on ServiceAccount default")
         key, cert, _ = request_client_certificate(api_client, user, timeout_s)
     finally:
         api_client.close()

@@ -83,3 +83,30 @@ def test_publish_writes_json_objects(sa_key, monkeypatch) -> None:
         obj = s3.get_object(Bucket="dlr-oidc", Key="keys.json")
         assert obj["ContentType"] == "application/json"
         assert json.loads(obj["Body"].read())["keys"][0]["alg"] == "RS256"
+
+
+def test_webhook_manifests_validate_and_trust_the_serving_certificate(tmp_path) -> None:
+    from cryptography import x509
+    from kubernetes_validate import validate
+    from kubernetes_validate.utils import latest_version
+
+    from provision.loader import load_spec
+
+    ca_pem, cert_pem, key_pem = irsa.webhook_tls(tmp_path / "ca", "dlr")
+    docs = irsa.webhook_manifests(load_spec(), ca_pem)
+    for doc in [*docs, irsa.webhook_secret(cert_pem, key_pem)]:
+        validate(doc, latest_version(), strict=True)
+    hook = next(d for d in docs if d["kind"] == "MutatingWebhookConfiguration")["webhooks"][0]
+    bundle = x509.load_pem_x509_certificate(__import__("base64").b64decode(hook["clientConfig"]["caBundle"]))
+    cert = x509.load_pem_x509_certificate(cert_pem)
+    cert.verify_directly_issued_by(bundle)
+    san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value.get_values_for_type(
+        x509.DNSName
+    )
+    svc = hook["clientConfig"]["service"]
+    assert f"{svc['name']}.{svc['namespace']}.svc" in san  # the name the API server dials
+    assert hook["failurePolicy"] == "Ignore"  # a webhook outage never blocks pod creation
+    assert oct((tmp_path / "ca" / "ca.key").stat().st_mode & 0o777) == "0o600"
+    # a second certificate comes from the same CA
+    ca_again, _, _ = irsa.webhook_tls(tmp_path / "ca", "dlr")
+    assert ca_again == ca_pem

@@ -78,6 +78,15 @@ def test_add_user_then_the_user_works_in_their_namespace(emu, admin, tmp_path: P
     assert not str(home).startswith(str(Path(users.__file__).resolve().parents[1]))
 
 
+def test_the_s3_role_goes_on_the_default_service_account(emu, admin, tmp_path: Path) -> None:  # noqa: F811
+    arn = "arn:aws:iam::123456789012:role/dlr-researcher-alice"
+    added = users.add_user(SPEC, "alice", admin, tmp_path, timeout_s=5, role_arn=arn)
+    assert f"S3 role {arn} on ServiceAccount default" in added.created
+    with emu.model.lock:
+        sa = emu.model.store.get("serviceaccounts", "u-alice", "default")
+    assert sa["metadata"]["annotations"] == {"eks.amazonaws.com/role-arn": arn}
+
+
 def test_add_user_twice_keeps_what_exists(emu, admin, tmp_path: Path) -> None:  # noqa: F811
     users.add_user(SPEC, "bob", admin, tmp_path, timeout_s=5)
     again = users.add_user(SPEC, "bob", admin, tmp_path, timeout_s=5)
