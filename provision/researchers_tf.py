@@ -18,7 +18,7 @@ def researchers_context(cluster: Cluster, region: str) -> dict:
         "pod_gateway": {
             "instance_type": r.pod_gateway.instance_type,
             "count": r.pod_gateway.count,
-            "masquerade_cidrs": masquerade,
+            "client_cidrs": masquerade,
         },
         "ssh_groups": [
             {"name": g.name, "instance_type": g.instance_type, "count": g.count, "gpus": g.gpus}

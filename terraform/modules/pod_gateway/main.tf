@@ -9,12 +9,29 @@ locals {
   tags     = merge(var.tags, { "research.cluster/cluster" = var.cluster })
 }
 
+# The cluster group admits only the cluster's ports; traffic a gateway forwards to pods (a TensorBoard on 6006,
+# a notebook, a debugger) may use any port, from the networks outside the overlay.
+resource "aws_security_group" "forward" {
+  name        = "${local.name}-forward"
+  description = "Traffic forwarded into the pod network by the pod gateways"
+  vpc_id      = var.vpc_id
+  tags        = merge(local.tags, { Name = "${local.name}-forward" })
+}
+
+resource "aws_vpc_security_group_ingress_rule" "forward" {
+  for_each          = toset(var.client_cidrs)
+  security_group_id = aws_security_group.forward.id
+  description       = "Any port to pods, from ${each.value}"
+  cidr_ipv4         = each.value
+  ip_protocol       = "-1"
+}
+
 resource "aws_instance" "gateway" {
   count                  = var.instance_count
   ami                    = local.image_id
   instance_type          = var.instance_type
   subnet_id              = var.subnet_ids[local.zones[count.index % length(local.zones)]]
-  vpc_security_group_ids = var.security_group_ids
+  vpc_security_group_ids = concat(var.security_group_ids, [aws_security_group.forward.id])
   iam_instance_profile   = var.instance_profile_name
   source_dest_check      = false
   monitoring             = true
@@ -23,7 +40,7 @@ resource "aws_instance" "gateway" {
   user_data = templatefile("${path.module}/templates/gateway.sh.tftpl", {
     region               = var.region
     pod_cidr             = var.pod_cidr
-    masquerade_cidrs     = var.masquerade_cidrs
+    masquerade_cidrs     = var.client_cidrs
     api_endpoint         = var.api_endpoint
     join_token_parameter = var.join_token_parameter
     ca_hash_parameter    = var.ca_hash_parameter

@@ -28,9 +28,14 @@ variable "pod_cidr" {
   type        = string
 }
 
-variable "masquerade_cidrs" {
-  description = "Networks outside the overlay whose traffic into the pod network the gateway masquerades (the VPC, the VPN pool, the sites), so pods reply through it."
+variable "client_cidrs" {
+  description = "Networks outside the overlay that reach pods through the gateway (the VPC, where Client VPN traffic is translated to its interfaces, the VPN pool, the sites): admitted on every port and masqueraded, so pods reply through it."
   type        = list(string)
+}
+
+variable "vpc_id" {
+  description = "The primary region's VPC (the gateways' forwarding security group)."
+  type        = string
 }
 
 variable "instance_type" {

@@ -1,5 +1,5 @@
 # SSH machines for ad-hoc work: a few GPU and CPU instances in the primary region, homes on EFS, the spec's users
-# and keys, reachable over the Client VPN only (port 22 from its pool; the cluster group for EFS and egress), with private DNS names <group>-<n>.ssh.<domain>.
+# and keys, reachable over the Client VPN only (their one security group admits port 22 from its pool, nothing else)., with private DNS names <group>-<n>.ssh.<domain>.
 locals {
   zones = sort(keys(var.subnet_ids))
   machines = merge([
@@ -32,13 +32,32 @@ resource "aws_vpc_security_group_ingress_rule" "ssh" {
   to_port           = 22
 }
 
+resource "aws_vpc_security_group_egress_rule" "cluster" {
+  for_each          = toset(var.cluster_cidrs)
+  security_group_id = aws_security_group.ssh.id
+  description       = "Everything to the cluster's networks (EFS, the API server, jobs) in ${each.value}"
+  cidr_ipv4         = each.value
+  ip_protocol       = "-1"
+}
+
+# Packages and pip through the NAT gateways, HTTP(S) only, as the cluster's own group allows.
+resource "aws_vpc_security_group_egress_rule" "cluster_web" {
+  for_each          = { https = 443, http = 80 }
+  security_group_id = aws_security_group.ssh.id
+  description       = "${upper(each.key)} to the internet through NAT (packages, pip, git)"
+  cidr_ipv4         = "0.0.0.0/0"
+  ip_protocol       = "tcp"
+  from_port         = each.value
+  to_port           = each.value
+}
+
 resource "aws_instance" "machine" {
   #checkov:skip=CKV2_AWS_41:researchers have shells here: no instance role, so no AWS credentials to take from it
   for_each               = local.machines
   ami                    = each.value.gpu ? (var.gpu_ami_id != "" ? var.gpu_ami_id : "resolve:ssm:${var.gpu_ami_ssm_parameter}") : "resolve:ssm:${var.cpu_ami_ssm_parameter}"
   instance_type          = each.value.instance_type
   subnet_id              = var.subnet_ids[local.zones[each.value.index % length(local.zones)]]
-  vpc_security_group_ids = [aws_security_group.ssh.id, var.cluster_security_group_id]
+  vpc_security_group_ids = [aws_security_group.ssh.id]
   monitoring             = true
   ebs_optimized          = true
 

@@ -52,9 +52,9 @@ variable "efs_dns_name" {
   type        = string
 }
 
-variable "cluster_security_group_id" {
-  description = "The cluster security group (mounts EFS, egress to package mirrors and the cluster), added to the machines."
-  type        = string
+variable "cluster_cidrs" {
+  description = "The cluster's networks (VPCs, sites, pods, VPN pool): the machines may reach them on any port (EFS, the API server)."
+  type        = list(string)
 }
 
 variable "gpu_ami_id" {

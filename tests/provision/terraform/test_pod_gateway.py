@@ -115,7 +115,7 @@ def test_primary_root_routes_every_private_table_through_the_gateway(rendered, c
     gw = modules["pod_gateway"]
     assert gw["route_table_ids"] == "${module.network.private_route_table_ids}"
     assert gw["pod_cidr"] == cluster.kubernetes.pod_cidr
-    assert cluster.vpn.client_cidr in gw["masquerade_cidrs"]
+    assert {cluster.vpn.client_cidr, cluster.region(cluster.primary_region).cidr} <= set(gw["client_cidrs"])
     assert gw["instance_count"] == 2
     assert modules["ecr"]["replicate_to"] == ["us-east-1", "us-east-2"]
     assert {g["name"] for g in modules["ssh_machines"]["groups"]} == {"gpu", "cpu"}
@@ -130,6 +130,9 @@ def test_the_gateway_instances_forward_and_the_routes_are_left_to_the_function()
     resources = {(t, n): body for r in main["resource"] for t, v in r.items() for n, body in v.items()}
     gw = resources[("aws_instance", "gateway")]
     assert gw["source_dest_check"] is False
+    assert "aws_security_group.forward.id" in gw["vpc_security_group_ids"]
+    rule = resources[("aws_vpc_security_group_ingress_rule", "forward")]
+    assert (rule["ip_protocol"], rule["for_each"]) == ("-1", "${toset(var.client_cidrs)}")
     route = resources[("aws_route", "pods")]
     assert route["lifecycle"][0]["ignore_changes"] == ["${network_interface_id}"] or route["lifecycle"][0][
         "ignore_changes"
