@@ -115,6 +115,9 @@ def _submit(args, settings: Settings) -> None:
     name = args.name or jobs.default_name(Path(args.path).resolve().name, tag)
     kube = None if args.dry_run else Kube(args.kubeconfig, args.context)
     namespace = args.namespace or (kube.default_namespace if kube else settings.namespace(user))
+    prefix = settings.spec.researchers.namespace_prefix
+    if namespace.startswith(prefix) and namespace[len(prefix) :] in {u.name for u in settings.spec.users}:
+        user = namespace[len(prefix) :]  # the namespace names the researcher, whatever the laptop's login
     req = jobs.JobRequest(name, namespace, ref, command, args.gpus, args.nodes, args.gang, prefs, user, tag)
     jobs.check_request(req, settings)
     if args.dry_run:
@@ -142,7 +145,8 @@ def _status(kube, namespace: str) -> None:
     rows = [("JOB", "NODES", "GPUS/NODE", "ACTIVE", "DONE", "FAILED", "PODS")]
     for job in sorted(kube.jobs(namespace), key=lambda j: j.metadata.name):
         st = job.status
-        gpus = job.spec.template.spec.containers[0].resources.limits.get(jobs.GPU, "0")
+        limits = job.spec.template.spec.containers[0].resources.limits or {}
+        gpus = limits.get(jobs.GPU, "0")
         pods = kube.pods(namespace, job.metadata.name)
         phases = ",".join(f"{p.status.phase}@{p.spec.node_name or '-'}" for p in pods) or "-"
         row = (

@@ -15,6 +15,8 @@
 - Volumes: the PersistentVolumeClaims ``home``, ``datasets`` and ``results`` of the researcher's namespace
   (``invoke add-user`` creates them; they resolve to EFS or the lab's NFS), and a memory-backed /dev/shm.
 - ``backoffLimit: 0``: a distributed job whose rank fails is failed as a whole, never half-restarted.
+- The pods run as the researcher's uid from the spec (``users``), so what they write to the shared homes and
+  results belongs to the researcher, as on the SSH machines and the lab's NFS.
 
 Names follow Kubernetes' rules (apimachinery validation): the Service name is a DNS-1035 label, and each pod's
 hostname ``<job>-<index>`` must stay a DNS-1123 label of at most 63 characters.
@@ -198,6 +200,9 @@ def job_manifest(req: JobRequest, settings: Settings) -> dict:
     affinity = _affinity(req, settings)
     if affinity:
         pod_spec["affinity"] = affinity
+    uid = settings.uid(req.user)
+    if uid is not None:  # files on the shared homes and results belong to the researcher, as over SSH
+        pod_spec["securityContext"] = {"runAsUser": uid, "runAsGroup": uid, "runAsNonRoot": True}
     template_meta: dict = {"labels": pod_labels}
     if pod_annotations:
         template_meta["annotations"] = pod_annotations

@@ -88,5 +88,8 @@ class Settings:
             seen.setdefault((t.key, t.value, t.effect), tol)
         return list(seen.values())
 
+    def uid(self, user: str) -> int | None:
+        return next((u.uid for u in self.spec.users if u.name == user), None)
+
     def namespace(self, user: str) -> str:
         return self.spec.researchers.namespace(user)

@@ -41,6 +41,7 @@ def test_submit_creates_an_indexed_gang_job_the_emulator_accepts(emu, lab_env, p
     assert all(p["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] == "resnet" for p in pods)
     assert svc["metadata"]["ownerReferences"][0]["uid"] == job["metadata"]["uid"]
     assert pg["spec"]["minMember"] == 2
+    assert pods[0]["spec"]["securityContext"]["runAsUser"] == 2001  # alice, named by her namespace
 
     code, out, _ = _run(capsys, "--kubeconfig", lab_env, "status")
     assert code == 0 and "resnet" in out and "Pending@-" in out

@@ -74,6 +74,15 @@ def test_distributed_environment_and_shape() -> None:
     ]
 
 
+def test_pods_run_as_the_researchers_uid() -> None:
+    pod = jobs.job_manifest(_req(user="bob"), SETTINGS)["spec"]["template"]["spec"]
+    assert pod["securityContext"] == {"runAsUser": 2002, "runAsGroup": 2002, "runAsNonRoot": True}
+    assert (
+        "securityContext"
+        not in jobs.job_manifest(_req(user="stranger"), SETTINGS)["spec"]["template"]["spec"]
+    )
+
+
 def test_single_node_job_needs_no_service() -> None:
     pod = jobs.job_manifest(_req(nodes=1), SETTINGS)["spec"]["template"]["spec"]
     assert "subdomain" not in pod
