@@ -152,3 +152,28 @@ def test_the_signer_refuses_usages_a_client_certificate_may_not_have(emu, admin)
         )
     assert e.value.status == 422
     api.close()
+
+
+def test_remove_user_task_dry_run_and_confirmation(emu, admin, tmp_path: Path, capsys, monkeypatch) -> None:  # noqa: F811
+    from invoke import Context
+    from invoke.exceptions import Exit
+
+    import tasks
+
+    users.add_user(SPEC, "alice", admin, tmp_path, timeout_s=5)
+    tasks.remove_user(Context(), "alice", kubeconfig=admin, home=str(tmp_path), dry_run=True)
+    out = capsys.readouterr().out
+    assert "Namespace u-alice" in out and out.rstrip().endswith("dry run: nothing changed")
+    monkeypatch.setattr("sys.stdin.isatty", lambda: False)
+    with pytest.raises(Exit) as e:
+        tasks.remove_user(Context(), "alice", kubeconfig=admin, home=str(tmp_path))
+    assert e.value.code == 2
+    assert (
+        capsys.readouterr().err
+        == "remove-user alice: no terminal to confirm on; pass --yes to proceed unattended\n"
+    )
+    with emu.model.lock:
+        assert len(emu.model.store.list("rolebindings")) == 1  # nothing removed
+    tasks.remove_user(Context(), "alice", kubeconfig=admin, home=str(tmp_path), yes=True)
+    with emu.model.lock:
+        assert emu.model.store.list("rolebindings") == []
