@@ -177,3 +177,26 @@ def test_remove_user_task_dry_run_and_confirmation(emu, admin, tmp_path: Path, c
     tasks.remove_user(Context(), "alice", kubeconfig=admin, home=str(tmp_path), yes=True)
     with emu.model.lock:
         assert emu.model.store.list("rolebindings") == []
+
+
+def test_the_revocation_list_goes_to_the_client_vpn_endpoint(tmp_path: Path, monkeypatch) -> None:
+    import boto3
+    from botocore.stub import Stubber
+
+    ca = users.VpnCa(tmp_path / "ca", "dlr")
+    ca.issue("alice", "research.internal")
+    ca.revoke("alice")
+    ec2 = boto3.client("ec2", region_name="us-west-2", aws_access_key_id="x", aws_secret_access_key="x")
+    stub = Stubber(ec2)
+    stub.add_response(
+        "import_client_vpn_client_certificate_revocation_list",
+        {"Return": True},
+        {
+            "ClientVpnEndpointId": "cvpn-endpoint-0123456789abcdef0",
+            "CertificateRevocationList": ca.crl_path.read_text(),
+        },
+    )
+    monkeypatch.setattr(boto3, "client", lambda *a, **k: ec2)
+    with stub:
+        users.import_crl(ca.crl_path, "cvpn-endpoint-0123456789abcdef0", "us-west-2")
+    stub.assert_no_pending_responses()
