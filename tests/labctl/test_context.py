@@ -148,3 +148,45 @@ def test_push_skips_a_tag_the_registry_already_holds(monkeypatch) -> None:
         monkeypatch.setattr(engine.subprocess, "run", lambda *a, **k: calls.append(a))
         engine.push("docker", f"{host}/dlr/research:0123456789abcdef")
         assert calls == []  # neither login nor push
+
+
+def test_build_and_push_with_a_docker_engine(project: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+    """A stand-in docker on the PATH records what lab asks of it: the context on stdin, the tag, the push."""
+    import boto3
+    from moto import mock_aws
+
+    from labctl.cli import main
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "docker.log"
+    (bin_dir / "docker").write_text(
+        "#!/bin/sh\n"
+        f'echo "$@" >> {log}\n'
+        'case "$1" in\n'
+        f"  build) cat > {tmp_path}/stdin.tar ;;\n"
+        "  image) exit 1 ;;\n"  # image inspect: not built yet
+        "esac\n"
+        "exit 0\n"
+    )
+    (bin_dir / "docker").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.delenv("LAB_ENGINE", raising=False)
+    monkeypatch.setenv("LAB_REGISTRY", "123456789012.dkr.ecr.us-west-2.amazonaws.com")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    with mock_aws():
+        boto3.client("ecr", region_name="us-west-2").create_repository(repositoryName="dlr/research")
+        with pytest.raises(SystemExit) as e:
+            main(["image", "build", str(project), "--push"])
+    assert e.value.code == 0, capsys.readouterr().err
+    tag = build_context(project, "nvidia/cuda:12.8.0-cudnn-runtime-ubuntu22.04", "3.11").tag
+    ref = f"123456789012.dkr.ecr.us-west-2.amazonaws.com/dlr/research:{tag}"
+    calls = log.read_text().splitlines()
+    assert calls[0] == "info"
+    assert f"build -f .lab/Dockerfile -t {ref} -" in calls
+    assert calls[-1] == f"push {ref}"
+    assert any(c.startswith("login --username AWS --password-stdin 123456789012.dkr.ecr") for c in calls)
+    assert (tmp_path / "stdin.tar").read_bytes() == build_context(
+        project, "nvidia/cuda:12.8.0-cudnn-runtime-ubuntu22.04", "3.11"
+    ).data
