@@ -24,7 +24,10 @@ from labctl.settings import Settings
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="lab", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        prog="lab",
+        description="Build the standard image of your code, run it on the cluster's GPUs, follow it.",
+    )
     p.add_argument("--spec", help="the cluster spec (default: LAB_SPEC, else the repository's cluster.yaml)")
     p.add_argument("--kubeconfig", help="default: KUBECONFIG, else ~/.kube/config")
     p.add_argument("--context", help="kubeconfig context (default: the current one)")
