@@ -37,7 +37,7 @@ class Kube:
             _, active = config.list_kube_config_contexts(config_file=kubeconfig)
         except (ConfigException, OSError) as e:
             raise LabError(
-                f"kubeconfig: {e}; get one with `invoke add-user NAME` (docs/researchers.md)"
+                f"kubeconfig: {str(e).rstrip('.')}; your admin makes yours with `invoke add-user NAME` (docs/researchers.md)"
             ) from None
         if context:
             contexts, _ = config.list_kube_config_contexts(config_file=kubeconfig)
