@@ -73,9 +73,13 @@ class Kube:
                 )
         except ApiException as e:
             self.cancel(req.namespace, req.name)
-            raise LabError(
-                f"the cluster refused part of job {req.name!r} (nothing is left): {_reason(e)}"
-            ) from None
+            why = _reason(e)
+            if e.status == 404 and req.gang:
+                why = (
+                    "the cluster has no PodGroup kind (scheduler-plugins' coscheduling is not installed); "
+                    "submit without --gang"
+                )
+            raise LabError(f"the cluster refused part of job {req.name!r} (nothing is left): {why}") from None
         return job
 
     # --- follow ----------------------------------------------------------------------------------------

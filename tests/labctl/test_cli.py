@@ -225,3 +225,26 @@ def test_ssh_config_is_an_include_that_never_clobbers(tmp_path, lab_env, capsys)
     inc = (ssh / "lab_config").read_text()
     assert "Host dlr-gpu-1\n  HostName gpu-1.ssh.research.internal\n  User alice" in inc
     assert inc.count("Host ") == 4
+
+
+def test_gang_without_the_podgroup_kind_rolls_back(emu, lab_env, project, capsys) -> None:
+    inner = emu.api.handle
+
+    def no_podgroups(method, path, query, content_type, body):
+        if "/apis/scheduling.x-k8s.io/" in path:
+            from autoscaler.emulator.api import Reply, status_body
+
+            return Reply(
+                404, status_body(404, "NotFound", "the server could not find the requested resource")
+            )
+        return inner(method, path, query, content_type, body)
+
+    emu.api.handle = no_podgroups
+    code, _, err = _run(capsys, "--kubeconfig", lab_env, "submit", "--no-build", "--gpus", "8", "--nodes", "2",
+                        "--gang", "--name", "g", "--path", str(project), "--", "true")  # fmt: skip
+    assert code == 2
+    assert err == (
+        "lab: the cluster refused part of job 'g' (nothing is left): the cluster has no PodGroup kind "
+        "(scheduler-plugins' coscheduling is not installed); submit without --gang\n"
+    )
+    assert _objects(emu) == {"jobs": 0, "pods": 0, "services": 0, "podgroups": 0}
