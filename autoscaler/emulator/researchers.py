@@ -1,6 +1,7 @@
 """The kinds the researcher's path needs, served by the emulator when installed: ``install(emulator)``.
 
-Opt-in (tests and ``invoke demo-researcher`` call it; the autoscaler's tests and ``make demo`` do not):
+Opt-in (tests and ``invoke demo-researcher`` call it; the autoscaler's tests and ``make demo`` do not). The
+resource table is the process's: tests call ``unregister()`` when done.
 
 - ``batch/v1`` Jobs, with the Job controller's part done at create time (kubernetes pkg/controller/job): one pod
   per index for ``completionMode: Indexed`` (parallelism pods, at most completions), named
@@ -88,6 +89,15 @@ def register() -> None:
             R.RESOURCES.append(res)
             R.BY_PATH[(res.group, res.version, res.plural)] = res
     S.CLUSTER_SCOPED = S.CLUSTER_SCOPED | CLUSTER_KINDS
+
+
+def unregister() -> None:
+    """Take the kinds out of the resource table again (tests: the table is the process's, not one emulator's)."""
+    for res in EXTRA:
+        if R.BY_PATH.get((res.group, res.version, res.plural)) is res:
+            R.RESOURCES.remove(res)
+            del R.BY_PATH[(res.group, res.version, res.plural)]
+    S.CLUSTER_SCOPED = S.CLUSTER_SCOPED - CLUSTER_KINDS
 
 
 def install(emulator) -> ResearcherApi:

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from autoscaler.emulator import Emulator
-from autoscaler.emulator.researchers import install
+from autoscaler.emulator.researchers import install, unregister
 from autoscaler.model import ClusterModel, VirtualClock
 from autoscaler.model.spec_groups import groups_from_spec
 from provision.loader import DEFAULT_SPEC
@@ -23,6 +23,7 @@ def emu():
         ext = install(e)
         e.ext = ext
         yield e
+    unregister()
 
 
 @pytest.fixture
