@@ -126,6 +126,7 @@ def _env(req: JobRequest) -> list[dict]:
         {"name": "WORLD_SIZE", "value": str(req.gpus * req.nodes)},
         {"name": "LOG_DIR", "value": f"{MOUNTS['results']}/{req.name}"},
         {"name": "LAB_JOB", "value": req.name},
+        {"name": "HOME", "value": MOUNTS["home"]},  # the uid has no passwd entry in the image
     ]
 
 
@@ -176,7 +177,10 @@ def job_manifest(req: JobRequest, settings: Settings) -> dict:
         {"name": v, "persistentVolumeClaim": {"claimName": v}} for v in settings.spec.researchers.volumes
     ]
     volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory"}})
-    mounts = [{"name": v, "mountPath": MOUNTS[v]} for v in settings.spec.researchers.volumes]
+    mounts = [
+        {"name": v, "mountPath": MOUNTS[v], **({"readOnly": True} if v == "datasets" else {})}
+        for v in settings.spec.researchers.volumes
+    ]
     mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
     pod_spec: dict = {
         "restartPolicy": "Never",

@@ -68,6 +68,9 @@ def test_distributed_environment_and_shape() -> None:
     res = pod["containers"][0]["resources"]
     assert res["requests"]["nvidia.com/gpu"] == res["limits"]["nvidia.com/gpu"] == "8"
     assert {v["name"] for v in pod["volumes"]} == {"home", "datasets", "results", "dshm"}
+    mounts = {m["mountPath"]: m.get("readOnly", False) for m in pod["containers"][0]["volumeMounts"]}
+    assert mounts == {"/home/researcher": False, "/datasets": True, "/results": False, "/dev/shm": False}
+    assert env["HOME"] == "/home/researcher" and env["LOG_DIR"] == "/results/resnet"
     # the GPU groups' taint, and not the spot groups' (spot stays opt-in)
     assert pod["tolerations"] == [
         {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}
