@@ -156,7 +156,5 @@ def region_context(
             },
             "hosts": {v.name: v.ip for s in cluster.sites for v in s.servers},
         }
-    ctx["researchers"] = researchers_context(
-        cluster, region_name
-    )  # issue 15: terraform/roots/region/researchers.tf.j2
+    ctx["researchers"] = researchers_context(cluster, region_name)  # issue 15: roots/region/researchers.tf.j2
     return ctx
