@@ -45,7 +45,11 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--gpus", type=int, required=True, help="GPUs per node")
     s.add_argument("--nodes", type=int, default=1, help="nodes, one pod each (default 1)")
     s.add_argument("--gang", action="store_true", help="all nodes start together or none does")
-    s.add_argument("--region-pref", default="", help="comma-separated regions or sites, most preferred first")
+    s.add_argument(
+        "--region-pref",
+        default="",
+        help="comma-separated regions or sites the job may use, most preferred first",
+    )
     s.add_argument("--name", help="job name (default: the folder's name and the image hash)")
     s.add_argument("--path", default=".", help="the code to run (default: .)")
     s.add_argument("--no-build", action="store_true", help="the image of this code is already pushed")

@@ -54,3 +54,22 @@ def test_a_two_node_eight_gpu_job_scales_an_eight_gpu_group_by_two(
     assert plan["scale_up"] == {"dlr-us-west-2-gpu-v100x8": 2}
     triggered = [ev for ev in plan["events"] if ev["reason"] == "TriggeredScaleUp"]
     assert sorted(ev["pod"].split("/")[0] for ev in triggered) == ["u-alice", "u-alice"]
+
+
+def test_region_preference_restricts_where_capacity_is_added(emu, lab_env, project, tmp_path) -> None:
+    """--region-pref us-east-2,us-east-1: only those regions. New nodes follow the cluster's spill-over order among
+    them (us-east-1 before us-east-2), as cluster-autoscaler's scale-up also simulates required affinity only; the
+    listed order is a scheduling preference among nodes that exist."""
+    with pytest.raises(SystemExit):
+        main(["--kubeconfig", lab_env, "submit", "--no-build", "--gpus", "8", "--nodes", "2", "--gang",
+              "--region-pref", "us-east-2,us-east-1", "--name", "east", "--path", str(project), "--", "true"])  # fmt: skip
+    path = tmp_path / "snapshot.json"
+    path.write_text(json.dumps(_snapshot(emu, lab_env), default=str))
+    proc = subprocess.run(
+        [sys.executable, "-m", "autoscaler", "plan", str(path), "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["scale_up"] == {"dlr-us-east-1-gpu-v100x8": 2}
