@@ -297,3 +297,166 @@ def deploy_autoscaler(c, spec=None, dry_run=False):
         print(f"no reachable cluster (no kubectl or no context): printed {path}", file=sys.stderr)
     elif code:
         raise SystemExit(code)
+
+
+# --- researchers (issue 15; docs/researchers.md) ---------------------------------------------------------------
+@task(
+    name="add-user",
+    help={
+        "name": "the user, as listed in the spec's users",
+        "kubeconfig": "the admin's kubeconfig (default: KUBECONFIG, else ~/.kube/config)",
+        "home": "where keys, kubeconfigs and the VPN CA live (default: ~/.local/share/research-cluster)",
+        "role_arn": "the user's S3 role (Terraform global output researcher_role_arns) for their pods",
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+    },
+)
+@user_errors
+def add_user(c, name, kubeconfig=None, home=None, role_arn=None, spec=None):
+    """Namespace, RBAC, volume claims, a kubeconfig (CSR API) and a Client VPN certificate for a researcher."""
+    from provision.loader import load_spec
+    from provision.users import add_user as add
+
+    added = add(load_spec(spec), name, kubeconfig, home, role_arn=role_arn)
+    print(f"{name}: namespace {added.namespace}; created {', '.join(added.created) or 'nothing new'}")
+    print(f"kubeconfig {added.kubeconfig}; VPN certificate {added.vpn_cert} and key {added.vpn_key}")
+    print("hand these to the user privately; docs/researchers.md is their next step")
+
+
+@task(
+    name="remove-user",
+    help={
+        "name": "the user",
+        "kubeconfig": "the admin's kubeconfig",
+        "home": "where the VPN CA lives (default: ~/.local/share/research-cluster)",
+        "vpn_endpoint": "Client VPN endpoint id to import the revocation list into",
+        "region": "the endpoint's region (default: the primary region)",
+        "dry_run": "show what would be deleted and revoked, change nothing",
+        "yes": "do not ask for confirmation (automation)",
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+    },
+)
+@user_errors
+def remove_user(c, name, kubeconfig=None, home=None, vpn_endpoint=None, region=None, dry_run=False, yes=False,
+                spec=None):  # fmt: skip
+    """Delete a researcher's bindings and namespace (after confirmation) and revoke their VPN certificate."""
+    import sys
+
+    from provision.errors import UserError
+    from provision.loader import load_spec
+    from provision.users import remove_plan
+    from provision.users import remove_user as remove
+
+    cluster = load_spec(spec)
+    print("\n".join(f"  {line}" for line in remove_plan(cluster, name)))
+    if dry_run:
+        print("dry run: nothing changed")
+        return
+    if not yes:
+        if not sys.stdin.isatty():
+            raise UserError(
+                f"remove-user {name}: no terminal to confirm on; pass --yes to proceed unattended"
+            )
+        if input(f"type {name} to remove them: ").strip() != name:
+            raise UserError("not confirmed; nothing was changed")
+    for line in remove(cluster, name, kubeconfig, home, vpn_endpoint, region):
+        print(line)
+
+
+@task(
+    name="demo-researcher",
+    help={"spec": "path of the cluster spec (default: cluster.yaml)", "out": "logs (build/demo-researcher)"},
+)
+@user_errors
+def demo_researcher(c, spec=None, out=None):
+    """The researcher's path on the local cluster: build, submit a 16-GPU job, scale-up, running, TensorBoard."""
+    from labctl.demo import main
+
+    main(spec, out)
+
+
+@task(
+    name="render-storage",
+    help={
+        "efs_id": "the primary region's EFS file system (fs-...)",
+        "mount_target_ip": "a mount target's address (default: looked up, first zone)",
+        "out": "output folder (default: build/deploy/storage)",
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+    },
+)
+@user_errors
+def render_storage(c, efs_id, mount_target_ip=None, out="build/deploy/storage", spec=None):
+    """Render the EFS CSI node plugin and every researcher's volumes (deploy/storage/README.md)."""
+    from pathlib import Path
+
+    from provision.loader import load_spec
+    from provision.storage import mount_target_ip as lookup
+    from provision.storage import render_storage as render
+    from provision.storage import write_storage
+
+    cluster = load_spec(spec)
+    ip = mount_target_ip or lookup(efs_id, cluster.primary_region)
+    for path in write_storage(render(cluster, efs_id, ip), Path(out)):
+        print(f"wrote {path}")
+
+
+@task(
+    name="publish-oidc",
+    help={
+        "sa_pub": "the service-account public key (the control plane's /etc/kubernetes/pki/sa.pub)",
+        "bucket": "the issuer bucket (Terraform global output service_account_issuer_bucket)",
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+    },
+)
+@user_errors
+def publish_oidc(c, sa_pub, bucket, spec=None):
+    """Publish the OIDC discovery document and JWKS that let AWS STS verify service-account tokens (IRSA)."""
+    from pathlib import Path
+
+    from provision import irsa
+    from provision.loader import load_spec
+
+    region = load_spec(spec).primary_region
+    issuer = irsa.issuer_url(bucket, region)
+    for key in irsa.publish(irsa.oidc_documents(Path(sa_pub).read_bytes(), issuer), bucket, region):
+        print(f"published {issuer}/{key}")
+
+
+@task(
+    name="deploy-pod-identity",
+    help={
+        "kubeconfig": "the admin's kubeconfig",
+        "home": "where the webhook CA lives (default: ~/.local/share/research-cluster)",
+        "out": "where the manifests go (default: build/deploy/storage)",
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+    },
+)
+@user_errors
+def deploy_pod_identity(c, kubeconfig=None, home=None, out="build/deploy/storage", spec=None):
+    """The pod identity webhook: its TLS Secret created through the API (never on disk), its manifests rendered."""
+    from pathlib import Path
+
+    import yaml
+    from kubernetes import client, config
+
+    from provision import irsa
+    from provision.loader import load_spec
+    from provision.users import DEFAULT_HOME
+
+    cluster = load_spec(spec)
+    ca, cert, key = irsa.webhook_tls(Path(home or DEFAULT_HOME) / "webhook-ca", cluster.name)
+    api = config.new_client_from_config(config_file=kubeconfig)
+    core = client.CoreV1Api(api)
+    secret = irsa.webhook_secret(cert, key)
+    try:
+        core.create_namespaced_secret("kube-system", secret)
+    except client.exceptions.ApiException as e:
+        if e.status != 409:
+            raise
+        core.replace_namespaced_secret(secret["metadata"]["name"], "kube-system", secret)
+    api.close()
+    path = Path(out) / "pod-identity-webhook.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump_all(irsa.webhook_manifests(cluster, ca), sort_keys=False))
+    print(
+        f"Secret kube-system/pod-identity-webhook-tls is in place; apply the webhook: kubectl apply -f {path}"
+    )

@@ -219,6 +219,47 @@ class User(Strict):
     ]
 
 
+class SshMachineGroup(Strict):
+    """A few always-on machines researchers SSH into for ad-hoc work (homes from EFS, reachable over the VPN)."""
+
+    name: DnsLabel
+    instance_type: str
+    count: int = Field(1, ge=0, le=20)
+
+    @property
+    def gpus(self) -> int:
+        return catalog.instance_type(self.instance_type).gpus
+
+
+class PodGateway(Strict):
+    """Two small flannel members in the primary region that route the pod network for the VPN and the VPCs."""
+
+    instance_type: str = "t3.small"
+    count: int = Field(2, ge=1, le=4, description="one active, the rest standing by for failover")
+
+
+class Researchers(Strict):
+    """What researchers get: the standard image, their namespaces, registry, volumes and SSH machines."""
+
+    python: str = Field("3.11", pattern=r"^3\.\d+$", description="Python in the standard image")
+    base_image: str = Field(
+        "nvidia/cuda:{cuda}.0-cudnn-runtime-ubuntu{ubuntu}",
+        description="the standard base image; {cuda} and {ubuntu} come from software",
+    )
+    namespace_prefix: str = Field("u-", pattern=r"^[a-z]([-a-z0-9]*)?$")
+    ecr_repository: str = Field("research", pattern=r"^[a-z0-9]+([._/-][a-z0-9]+)*$")
+    registry: str | None = Field(
+        None, description="e.g. 123456789012.dkr.ecr.us-west-2.amazonaws.com (default: LAB_REGISTRY)"
+    )
+    tensorboard_image: str = "tensorflow/tensorflow:2.17.0"
+    volumes: list[Literal["home", "datasets", "results"]] = ["home", "datasets", "results"]
+    ssh_machines: list[SshMachineGroup] = []
+    pod_gateway: PodGateway = PodGateway()
+
+    def namespace(self, user: str) -> str:
+        return f"{self.namespace_prefix}{user}"
+
+
 class Cluster(Strict):
     name: DnsLabel
     domain: str = Field("research.internal", pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
@@ -231,6 +272,7 @@ class Cluster(Strict):
     storage: Storage = Storage()
     autoscaler: AutoscalerSettings = AutoscalerSettings()
     users: list[User] = []
+    researchers: Researchers = Researchers()
 
     # -- derived views: every generator reads these rather than re-deriving them -----------------
     @cached_property

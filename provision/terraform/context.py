@@ -8,6 +8,7 @@ from pathlib import Path
 
 from provision import mtu, tunnels
 from provision.errors import UserError
+from provision.researchers_tf import researchers_context
 from provision.spec import Cluster, Region
 from provision.terraform.settings import AMI_DIR, AWS_PROVIDER_VERSION, GLOBAL, MODULES, Backend
 
@@ -86,6 +87,7 @@ def _common(cluster: Cluster, backend: Backend, out_dir: Path, root: str) -> dic
 
 def global_context(cluster: Cluster, backend: Backend, out_dir: Path) -> dict:
     return _common(cluster, backend, out_dir, GLOBAL) | {
+        "researchers": {u.name: cluster.researchers.namespace(u.name) for u in cluster.users},  # issue 15
         "region": cluster.primary_region,
         "bucket_purposes": list(cluster.storage.s3.buckets),
         "noncurrent_version_days": cluster.storage.s3.noncurrent_version_days,
@@ -171,4 +173,5 @@ def region_context(
             },
             "hosts": {v.name: v.ip for s in cluster.sites for v in s.servers},
         }
+    ctx["researchers"] = researchers_context(cluster, region_name)  # issue 15: roots/region/researchers.tf.j2
     return ctx

@@ -111,8 +111,9 @@ def test_ingress_rules_draw_their_sources_from_the_cluster_networks():
                     for k in ("prefix_list_id", "referenced_security_group_id", "cidr_ipv4")
                     if k in body
                 }
-                # The Resolver endpoint admits DNS from the sites' networks only, one rule per site CIDR.
-                per_site = body.get("for_each") == "${toset(var.client_cidrs)}" and module.name == "resolver"
+                # The Resolver endpoint, the pod gateways and the SSH machines admit their clients (the sites' and
+                # the Client VPN's networks, literal spec CIDRs) one rule per CIDR.
+                per_site = body.get("for_each") == "${toset(var.client_cidrs)}"
                 allowed = ALLOWED_SOURCES | ({("cidr_ipv4", "${each.value}")} if per_site else set())
                 assert len(sources) == 1 and sources <= allowed, f"{module.name}: {name} takes {sources}"
     assert checked >= 4

@@ -1,0 +1,171 @@
+"""The researcher's path, end to end on the local cluster of ``make demo`` (moto + the emulator + the REAL
+``autoscaler run``), with the researcher's own tools:
+
+1. ``invoke add-user alice``'s code: namespace, RBAC, claims, a kubeconfig through the CSR API, a VPN certificate
+   (keys in a temporary folder outside the repository, removed at the end);
+2. ``lab image build``: the deterministic context of a small training project and its content hash (no container
+   engine here: the context is written and the build command printed);
+3. ``lab submit --gpus 8 --nodes 2 --gang`` with alice's kubeconfig: an Indexed Job of two 8-GPU pods;
+4. the autoscaler scales a GPU group up (each decision shown as it logs it), the nodes boot, both pods run;
+5. ``lab tensorboard``: the URL, then ``lab status`` and ``lab cancel``.
+
+Fails (exit status 1) when the job's pods are not all running within the deadline.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from autoscaler.demo.bootstrap import create_groups
+from autoscaler.demo.processes import Child, Children
+from autoscaler.demo.run import COMPRESSION, SCAN_INTERVAL, DemoFailed, _child_env, _wait_for_log
+from autoscaler.demo.watch import Watcher
+from labctl.cli import run as lab
+from provision.loader import load_spec
+from provision.users import add_user
+
+JOB = "resnet-demo"
+TRAIN = """import os
+rank = int(os.environ["NODE_RANK"])
+print(f"rank {rank} of {os.environ['NNODES']} nodes, {os.environ['NPROC_PER_NODE']} GPUs each; logs in {os.environ['LOG_DIR']}")
+"""
+
+
+def _project(root: Path) -> Path:
+    proj = root / "resnet"
+    proj.mkdir(parents=True, exist_ok=True)
+    (proj / "train.py").write_text(TRAIN)
+    (proj / "requirements.txt").write_text("torch==2.5.1\ntensorboard==2.18.0\n")
+    (proj / ".dockerignore").write_text("*.ckpt\n")
+    (proj / "old.ckpt").write_bytes(b"\0" * 1024)
+    return proj
+
+
+def _say(text: str) -> None:
+    print(text, flush=True)
+
+
+def main(spec_path: str | None = None, out_dir: str | Path | None = None, deadline_s: float = 90.0) -> dict:
+    spec = load_spec(spec_path)
+    regions = list(spec.spill_over_order)
+    out = Path(out_dir or "build/demo-researcher")
+    out.mkdir(parents=True, exist_ok=True)
+    env = _child_env()
+    os.environ.update({k: v for k, v in env.items() if k in ("NO_PROXY", "no_proxy")})
+    py = sys.executable
+    started = time.monotonic()
+    with Children() as children, tempfile.TemporaryDirectory(prefix="lab-demo-") as secrets_dir:
+        aws = children.start(Child("aws", [py, "-m", "autoscaler.demo.aws_server"], out, env))
+        url = aws.ready_line(60)["url"]
+        create_groups(spec, url, regions)
+        admin = out / "admin.kubeconfig"
+        emulator = children.start(
+            Child(
+                "emulator",
+                [
+                    py,
+                    "-m",
+                    "labctl.demo.emulator",
+                    "--follow-aws",
+                    url,
+                    "--cluster-name",
+                    spec.name,
+                    "--regions",
+                    ",".join(regions),
+                    "--compression",
+                    str(COMPRESSION),
+                    "--follow-interval",
+                    "0.5",
+                    "--kubeconfig",
+                    str(admin),
+                ],  # fmt: skip
+                out,
+                env,
+            )
+        )
+        emulator.ready_line(60)
+        autoscaler = children.start(
+            Child(
+                "autoscaler",
+                [
+                    py,
+                    "-m",
+                    "autoscaler",
+                    "run",
+                    "--cluster-name",
+                    spec.name,
+                    "--regions",
+                    ",".join(regions),
+                    "--kubeconfig",
+                    str(admin),
+                    "--aws-endpoint-url",
+                    url,
+                    "--scan-interval",
+                    SCAN_INTERVAL,
+                    "--metrics-port",
+                    "0",
+                    "--log-level",
+                    "info",
+                ],  # fmt: skip
+                out,
+                env,
+            )
+        )
+        _wait_for_log(autoscaler, "running", 60)
+        _say(f"local cluster up: moto {url}, the emulator, autoscaler run (logs in {out})")
+
+        added = add_user(spec, "alice", str(admin), Path(secrets_dir), timeout_s=10)
+        _say(f"$ invoke add-user alice\n  namespace {added.namespace}: {', '.join(added.created)}")
+        _say(
+            "  kubeconfig with a client certificate from the CSR API; a Client VPN certificate from the local CA"
+        )
+
+        os.environ.update(
+            KUBECONFIG=str(added.kubeconfig), LAB_ENGINE="", LAB_USER="alice", XDG_CACHE_HOME=str(Path(secrets_dir) / "cache"),
+            LAB_REGISTRY=os.environ.get("LAB_REGISTRY", "123456789012.dkr.ecr.us-west-2.amazonaws.com"),
+        )  # fmt: skip
+        proj = _project(Path(secrets_dir))
+        _say(f"$ lab image build {proj.name}")
+        lab(["image", "build", str(proj)])
+        _say(f"$ lab submit --gpus 8 --nodes 2 --gang --name {JOB} -- python train.py")
+        lab(["submit", "--gpus", "8", "--nodes", "2", "--gang", "--name", JOB, "--path", str(proj), "--no-build",
+             "--", "python", "train.py"])  # fmt: skip
+        submitted = time.monotonic()
+
+        from kubernetes import client, config
+
+        api = config.new_client_from_config(config_file=str(added.kubeconfig))
+        core = client.CoreV1Api(api)
+        watcher = Watcher(core, url, regions, autoscaler.log_path)
+        running_at = None
+        while time.monotonic() - submitted < deadline_s:
+            for d in watcher.new_decisions():
+                _say(f"  {d.t:6.1f}s  {d.text}")
+            pods = core.list_namespaced_pod(
+                added.namespace, label_selector=f"batch.kubernetes.io/job-name={JOB}"
+            ).items
+            if len(pods) == 2 and all(p.status.phase == "Running" for p in pods):
+                running_at = time.monotonic() - submitted
+                break
+            time.sleep(0.5)
+        if running_at is None:
+            raise DemoFailed(
+                f"job {JOB} was not running {deadline_s:.0f} s after it was submitted; see {out}"
+            )
+        nodes = sorted({p.spec.node_name for p in pods})
+        _say(f"both pods of {JOB} running {running_at:.1f} s after submission, on {', '.join(nodes)}")
+        _say(f"$ lab tensorboard {JOB}")
+        lab(["tensorboard", JOB, "--timeout", "30"])
+        _say("$ lab status")
+        lab(["status"])
+        _say(f"$ lab cancel {JOB}")
+        lab(["cancel", JOB])
+        api.close()
+    summary = {"job": JOB, "running_after_s": round(running_at, 1), "nodes": nodes,
+               "total_s": round(time.monotonic() - started, 1)}  # fmt: skip
+    _say(f"researcher demo done in {summary['total_s']} s")
+    return summary

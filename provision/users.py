@@ -1,0 +1,482 @@
+"""Researcher access: a namespace with RBAC and volumes, a kubeconfig and a Client VPN certificate per user.
+
+``add_user`` (``invoke add-user NAME``), for a user listed in the spec's ``users``:
+
+1. the namespace ``<researchers.namespace_prefix><name>`` (labelled with the user);
+2. RBAC: the built-in ClusterRole ``edit`` bound in that namespace, ``view`` bound cluster-wide (a researcher
+   sees every job and node, changes only their own); the subject is the user named by the certificate's CN,
+   in the group ``research:users`` (its O);
+3. the PersistentVolumeClaims ``home``, ``datasets`` and ``results`` the jobs mount, bound to the static volumes
+   of deploy/storage (provision/storage.py);
+4. a kubeconfig with a client certificate from the cluster's own CA through the CertificateSigningRequest API:
+   the key is generated here (``cryptography``, EC P-256) and never leaves this machine; the CSR names the signer
+   ``kubernetes.io/kube-apiserver-client``, is approved by the admin running the task and its certificate
+   waited for; the server and its CA come from the admin's own kubeconfig;
+5. a Client VPN client certificate from the VPN CA this module keeps outside the repository (the CA whose
+   certificate the Client VPN endpoint trusts: import ``ca.crt`` into ACM once and pass its ARN as
+   ``client_vpn_client_ca_arn``).
+
+Keys and certificates go to ``~/.local/share/research-cluster`` (mode 0600 files in 0700 folders) unless told
+otherwise, never into the repository, never into logs.
+
+``remove_user`` deletes the bindings and the namespace (after confirmation, by the task) and revokes the VPN
+certificate: its serial goes into the CA's revocation list (``crl.pem``), which is imported into the Client VPN
+endpoint (``ImportClientCertificateRevocationList``). Kubernetes cannot revoke a client certificate: the user
+loses access because their bindings are gone (the certificate still authenticates, with no permission beyond
+``system:authenticated``'s discovery), and it expires after ``CERT_DAYS``.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+import os
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from provision.errors import UserError
+from provision.spec import Cluster
+
+USERS_GROUP = "research:users"
+SIGNER = "kubernetes.io/kube-apiserver-client"
+CERT_DAYS = 365
+USER_LABEL = "research.cluster/user"
+DEFAULT_HOME = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "research-cluster"
+
+
+def _private(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    path.chmod(0o600)
+
+
+def _key_pem(key) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+
+
+def _pem(cert) -> bytes:
+    return cert.public_bytes(serialization.Encoding.PEM)
+
+
+def check_user(spec: Cluster, name: str) -> None:
+    if name not in {u.name for u in spec.users}:
+        known = ", ".join(u.name for u in spec.users) or "none"
+        raise UserError(
+            f"cluster.yaml: users: no user {name!r} (listed: {known}); add them with their uid and ssh_keys first"
+        )
+
+
+# --- the VPN CA --------------------------------------------------------------------------------------------
+class VpnCa:
+    """A small CA on the admin's machine: ca.key (0600), ca.crt, issued.json (serials by user), crl.pem."""
+
+    def __init__(self, folder: Path, cluster: str) -> None:
+        self.folder = Path(folder)
+        self.cluster = cluster
+
+    @property
+    def cert_path(self) -> Path:
+        return self.folder / "ca.crt"
+
+    @property
+    def crl_path(self) -> Path:
+        return self.folder / "crl.pem"
+
+    def _load(self):
+        key_path = self.folder / "ca.key"
+        if not key_path.exists():
+            key = ec.generate_private_key(ec.SECP384R1())
+            name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{self.cluster} client VPN CA")])
+            now = dt.datetime.now(dt.UTC)
+            cert = (
+                x509.CertificateBuilder()
+                .subject_name(name)
+                .issuer_name(name)
+                .public_key(key.public_key())
+                .serial_number(x509.random_serial_number())
+                .not_valid_before(now - dt.timedelta(minutes=5))
+                .not_valid_after(now + dt.timedelta(days=3650))
+                .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+                .add_extension(
+                    x509.KeyUsage(
+                        digital_signature=False,
+                        content_commitment=False,
+                        key_encipherment=False,
+                        data_encipherment=False,
+                        key_agreement=False,
+                        key_cert_sign=True,
+                        crl_sign=True,
+                        encipher_only=False,
+                        decipher_only=False,
+                    ),  # fmt: skip
+                    critical=True,
+                )
+                .sign(key, hashes.SHA384())
+            )
+            _private(key_path, _key_pem(key))
+            self.cert_path.write_bytes(_pem(cert))
+        key = serialization.load_pem_private_key(key_path.read_bytes(), None)
+        return key, x509.load_pem_x509_certificate(self.cert_path.read_bytes())
+
+    def _issued(self) -> dict:
+        path = self.folder / "issued.json"
+        return json.loads(path.read_text()) if path.exists() else {}
+
+    def _save_issued(self, issued: dict) -> None:
+        (self.folder / "issued.json").write_text(json.dumps(issued, indent=1, sort_keys=True) + "\n")
+
+    def issue(self, user: str, domain: str) -> tuple[bytes, bytes, int]:
+        """(key PEM, certificate PEM, serial) of a new client certificate for ``user``."""
+        ca_key, ca_cert = self._load()
+        key = ec.generate_private_key(ec.SECP256R1())
+        now = dt.datetime.now(dt.UTC)
+        serial = x509.random_serial_number()
+        cert = (
+            x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{user}.vpn.{domain}")]))
+            .issuer_name(ca_cert.subject)
+            .public_key(key.public_key())
+            .serial_number(serial)
+            .not_valid_before(now - dt.timedelta(minutes=5))
+            .not_valid_after(now + dt.timedelta(days=CERT_DAYS))
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+            .add_extension(
+                x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
+            )
+            .sign(ca_key, hashes.SHA384())
+        )
+        issued = self._issued()
+        issued.setdefault(user, []).append({"serial": str(serial), "revoked": False})
+        self._save_issued(issued)
+        return _key_pem(key), _pem(cert), serial
+
+    def revoke(self, user: str) -> list[int]:
+        """Revoke every certificate issued to ``user``; rewrite crl.pem. The serials revoked now."""
+        ca_key, ca_cert = self._load()
+        issued = self._issued()
+        newly = []
+        for rec in issued.get(user, []):
+            if not rec["revoked"]:
+                rec["revoked"] = True
+                rec["revoked_at"] = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+                newly.append(int(rec["serial"]))
+        self._save_issued(issued)
+        self.write_crl(ca_key, ca_cert, issued)
+        return newly
+
+    def write_crl(self, ca_key=None, ca_cert=None, issued: dict | None = None) -> Path:
+        if ca_key is None:
+            ca_key, ca_cert = self._load()
+        issued = self._issued() if issued is None else issued
+        now = dt.datetime.now(dt.UTC)
+        builder = (
+            x509.CertificateRevocationListBuilder()
+            .issuer_name(ca_cert.subject)
+            .last_update(now)
+            .next_update(now + dt.timedelta(days=180))
+        )
+        for recs in issued.values():
+            for rec in recs:
+                if rec["revoked"]:
+                    when = dt.datetime.strptime(rec["revoked_at"], "%Y-%m-%dT%H:%M:%SZ").replace(
+                        tzinfo=dt.UTC
+                    )
+                    builder = builder.add_revoked_certificate(
+                        x509.RevokedCertificateBuilder()
+                        .serial_number(int(rec["serial"]))
+                        .revocation_date(when)
+                        .build()
+                    )
+        crl = builder.sign(ca_key, hashes.SHA384())
+        self.crl_path.write_bytes(crl.public_bytes(serialization.Encoding.PEM))
+        return self.crl_path
+
+
+# --- Kubernetes objects --------------------------------------------------------------------------------------
+def namespace_objects(spec: Cluster, user: str) -> list[dict]:
+    """The namespace, its two bindings and its three volume claims, in creation order."""
+    ns = spec.researchers.namespace(user)
+    labels = {USER_LABEL: user, "app.kubernetes.io/managed-by": "research-cluster"}
+    subject = {"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": user}
+    objs = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": labels}},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": f"{user}-edit", "namespace": ns, "labels": labels},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+            "subjects": [subject],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": f"research-view-{user}", "labels": labels},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+            "subjects": [subject],
+        },
+    ]
+    from provision.storage import claims
+
+    objs += claims(spec, ns, labels)
+    return objs
+
+
+@dataclass
+class AddedUser:
+    namespace: str
+    kubeconfig: Path
+    vpn_cert: Path
+    vpn_key: Path
+    created: list[str]
+
+
+def _create(api_client, obj: dict) -> str:
+    """Create one object; an existing one is left as it is. Returns "created" or "exists"."""
+    from kubernetes import utils
+    from kubernetes.utils import FailToCreateError
+
+    try:
+        utils.create_from_dict(api_client, obj)
+        return "created"
+    except FailToCreateError as e:
+        if all(getattr(x, "status", None) == 409 for x in e.api_exceptions):
+            return "exists"
+        first = e.api_exceptions[0]
+        raise UserError(
+            f"creating {obj['kind']} {obj['metadata']['name']}: {first.status} {first.reason}"
+        ) from None
+
+
+def _admin_cluster(kubeconfig: str | None) -> tuple[str, str | None]:
+    """The server and CA data of the admin's current context (the researcher's kubeconfig reuses them)."""
+    from kubernetes import config
+
+    path = Path(kubeconfig or os.environ.get("KUBECONFIG") or Path.home() / ".kube" / "config")
+    data = yaml.safe_load(path.read_text())
+    _, active = config.list_kube_config_contexts(config_file=str(path))
+    cluster = next(c["cluster"] for c in data["clusters"] if c["name"] == active["context"]["cluster"])
+    ca = cluster.get("certificate-authority-data")
+    if not ca and cluster.get("certificate-authority"):
+        ca = base64.b64encode(Path(cluster["certificate-authority"]).read_bytes()).decode()
+    return cluster["server"], ca
+
+
+def request_client_certificate(api_client, user: str, timeout_s: float = 60) -> tuple[bytes, bytes, str]:
+    """(key PEM, certificate PEM, CSR name) through the CertificateSigningRequest API, approved by the caller."""
+    from kubernetes import client
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    csr = (
+        x509.CertificateSigningRequestBuilder()
+        .subject_name(
+            x509.Name(
+                [
+                    x509.NameAttribute(NameOID.ORGANIZATION_NAME, USERS_GROUP),
+                    x509.NameAttribute(NameOID.COMMON_NAME, user),
+                ]
+            )
+        )  # fmt: skip
+        .sign(key, hashes.SHA256())
+    )
+    name = f"research-user-{user}-{secrets.token_hex(3)}"
+    certs = client.CertificatesV1Api(api_client)
+    certs.create_certificate_signing_request(
+        {
+            "apiVersion": "certificates.k8s.io/v1",
+            "kind": "CertificateSigningRequest",
+            "metadata": {"name": name, "labels": {USER_LABEL: user}},
+            "spec": {
+                "request": base64.b64encode(csr.public_bytes(serialization.Encoding.PEM)).decode(),
+                "signerName": SIGNER,
+                "usages": ["digital signature", "client auth"],
+                "expirationSeconds": CERT_DAYS * 24 * 3600,
+            },
+        }
+    )
+    body = certs.read_certificate_signing_request(name)
+    body.status = client.V1CertificateSigningRequestStatus(
+        conditions=[
+            client.V1CertificateSigningRequestCondition(
+                type="Approved",
+                status="True",
+                reason="ResearchClusterAddUser",
+                message=f"invoke add-user {user}",
+            )
+        ]
+    )
+    certs.replace_certificate_signing_request_approval(name, body)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        status = certs.read_certificate_signing_request(name).status
+        failed = [c for c in status.conditions or [] if c.type in ("Failed", "Denied")]
+        if failed:
+            raise UserError(
+                f"certificate request {name} {failed[0].type.lower()}: {failed[0].message or failed[0].reason}"
+            )
+        if status.certificate:
+            return _key_pem(key), base64.b64decode(status.certificate), name
+        if time.monotonic() > deadline:
+            raise UserError(f"certificate request {name} was approved but not signed within {timeout_s:.0f} s: "
+                            "is kube-controller-manager running with --cluster-signing-cert-file?")  # fmt: skip
+        time.sleep(0.5)
+
+
+def kubeconfig_text(
+    spec: Cluster, user: str, server: str, ca_data: str | None, key: bytes, cert: bytes
+) -> str:
+    cluster: dict = {"server": server}
+    if ca_data:
+        cluster["certificate-authority-data"] = ca_data
+    ctx = f"{user}@{spec.name}"
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": spec.name, "cluster": cluster}],
+        "users": [
+            {
+                "name": user,
+                "user": {
+                    "client-certificate-data": base64.b64encode(cert).decode(),
+                    "client-key-data": base64.b64encode(key).decode(),
+                },
+            }
+        ],  # fmt: skip
+        "contexts": [
+            {
+                "name": ctx,
+                "context": {
+                    "cluster": spec.name,
+                    "user": user,
+                    "namespace": spec.researchers.namespace(user),
+                },
+            }
+        ],  # fmt: skip
+        "current-context": ctx,
+    }
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
+def annotate_service_account(api_client, namespace: str, role_arn: str) -> None:
+    """Give the namespace's default ServiceAccount its S3 role (IRSA; the pod identity webhook reads this)."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    core = client.CoreV1Api(api_client)
+    patch = {"metadata": {"annotations": {"eks.amazonaws.com/role-arn": role_arn}}}
+    try:
+        core.patch_namespaced_service_account("default", namespace, patch)
+    except ApiException as e:
+        if e.status != 404:
+            raise UserError(f"annotating {namespace}/default: {e.status} {e.reason}") from None
+        core.create_namespaced_service_account(
+            namespace, {"metadata": {"name": "default", **patch["metadata"]}}
+        )
+
+
+def add_user(spec: Cluster, user: str, admin_kubeconfig: str | None = None, home: Path | None = None,
+             timeout_s: float = 60, role_arn: str | None = None) -> AddedUser:  # fmt: skip
+    from kubernetes import config
+
+    check_user(spec, user)
+    home = Path(home or DEFAULT_HOME)
+    api_client = config.new_client_from_config(config_file=admin_kubeconfig)
+    try:
+        created = []
+        for obj in namespace_objects(spec, user):
+            if _create(api_client, obj) == "created":
+                created.append(f"{obj['kind']} {obj['metadata']['name']}")
+        if role_arn:
+            annotate_service_account(api_client, spec.researchers.namespace(user), role_arn)
+            created.append(f"S3 role {role_arn} on ServiceAccount default")
+        key, cert, _ = request_client_certificate(api_client, user, timeout_s)
+    finally:
+        api_client.close()
+    server, ca = _admin_cluster(admin_kubeconfig)
+    out = home / "users" / user
+    kubeconfig = out / "kubeconfig"
+    _private(kubeconfig, kubeconfig_text(spec, user, server, ca, key, cert).encode())
+    vpn_key, vpn_cert, _ = VpnCa(home / "vpn-ca", spec.name).issue(user, spec.domain)
+    _private(out / "vpn-client.key", vpn_key)
+    (out / "vpn-client.crt").write_bytes(vpn_cert)
+    return AddedUser(
+        spec.researchers.namespace(user), kubeconfig, out / "vpn-client.crt", out / "vpn-client.key", created
+    )
+
+
+def remove_plan(spec: Cluster, user: str) -> list[str]:
+    """What remove_user deletes, for the confirmation prompt and --dry-run."""
+    ns = spec.researchers.namespace(user)
+    return [
+        f"ClusterRoleBinding research-view-{user}",
+        f"RoleBinding {ns}/{user}-edit",
+        f"Namespace {ns} (every job, pod and claim in it; the volumes' data stays)",
+        f"CertificateSigningRequests labelled {USER_LABEL}={user}",
+        f"the VPN certificates of {user} (revoked in crl.pem)",
+    ]
+
+
+def remove_user(spec: Cluster, user: str, admin_kubeconfig: str | None = None, home: Path | None = None,
+                vpn_endpoint: str | None = None, region: str | None = None) -> list[str]:  # fmt: skip
+    from kubernetes import client, config
+    from kubernetes.client.exceptions import ApiException
+
+    home = Path(home or DEFAULT_HOME)
+    ns = spec.researchers.namespace(user)
+    api_client = config.new_client_from_config(config_file=admin_kubeconfig)
+    done = []
+    rbac, core, certs = (
+        client.RbacAuthorizationV1Api(api_client),
+        client.CoreV1Api(api_client),
+        client.CertificatesV1Api(api_client),
+    )
+    calls = [
+        (
+            f"ClusterRoleBinding research-view-{user}",
+            lambda: rbac.delete_cluster_role_binding(f"research-view-{user}"),
+        ),
+        (f"RoleBinding {ns}/{user}-edit", lambda: rbac.delete_namespaced_role_binding(f"{user}-edit", ns)),
+        (f"Namespace {ns}", lambda: core.delete_namespace(ns)),
+    ]
+    try:
+        for what, call in calls:
+            try:
+                call()
+                done.append(what)
+            except ApiException as e:
+                if e.status != 404:
+                    raise UserError(f"deleting {what}: {e.status} {e.reason}") from None
+        for csr in certs.list_certificate_signing_request(label_selector=f"{USER_LABEL}={user}").items:
+            certs.delete_certificate_signing_request(csr.metadata.name)
+            done.append(f"CertificateSigningRequest {csr.metadata.name}")
+    finally:
+        api_client.close()
+    ca = VpnCa(home / "vpn-ca", spec.name)
+    serials = ca.revoke(user)
+    done.append(f"revoked {len(serials)} VPN certificate(s); revocation list {ca.crl_path}")
+    if vpn_endpoint:
+        import_crl(ca.crl_path, vpn_endpoint, region or spec.primary_region)
+        done.append(f"imported the revocation list into {vpn_endpoint}")
+    return done
+
+
+def import_crl(crl_path: Path, endpoint_id: str, region: str) -> None:
+    """Load the CA's revocation list into the Client VPN endpoint (it replaces the previous one)."""
+    import boto3
+
+    boto3.client("ec2", region_name=region).import_client_vpn_client_certificate_revocation_list(
+        ClientVpnEndpointId=endpoint_id, CertificateRevocationList=crl_path.read_text()
+    )

@@ -1,0 +1,91 @@
+variable "cluster" {
+  description = "Cluster name from cluster.yaml."
+  type        = string
+}
+
+variable "domain" {
+  description = "The cluster's private domain; machines are <group>-<n>.ssh.<domain>."
+  type        = string
+}
+
+variable "zone_id" {
+  description = "The private hosted zone of the domain."
+  type        = string
+}
+
+variable "vpc_id" {
+  description = "The primary region's VPC."
+  type        = string
+}
+
+variable "subnet_ids" {
+  description = "Private subnet id per zone; machines are spread over them."
+  type        = map(string)
+}
+
+variable "client_cidrs" {
+  description = "Networks SSH is accepted from: the Client VPN pool."
+  type        = list(string)
+}
+
+variable "groups" {
+  description = "SSH machine groups (researchers.ssh_machines): name, instance type, count, GPUs."
+  type = list(object({
+    name          = string
+    instance_type = string
+    count         = number
+    gpus          = number
+  }))
+}
+
+variable "users" {
+  description = "Researchers with their uid and SSH public keys (cluster.yaml users)."
+  type = list(object({
+    name     = string
+    uid      = number
+    ssh_keys = list(string)
+  }))
+}
+
+variable "efs_dns_name" {
+  description = "DNS name of the region's EFS file system; /home is its /home directory."
+  type        = string
+}
+
+variable "cluster_cidrs" {
+  description = "The cluster's networks (VPCs, sites, pods, VPN pool): the machines may reach them on any port (EFS, the API server)."
+  type        = list(string)
+}
+
+variable "gpu_ami_id" {
+  description = "AMI of the GPU machines (the baked GPU image, driver and CUDA from the spec); empty to resolve gpu_ami_ssm_parameter."
+  type        = string
+}
+
+variable "gpu_ami_ssm_parameter" {
+  description = "SSM parameter holding the baked GPU image's id."
+  type        = string
+}
+
+variable "cpu_ami_ssm_parameter" {
+  description = "SSM parameter with the Ubuntu image of CPU machines."
+  type        = string
+  default     = "/aws/service/canonical/ubuntu/server/22.04/stable/current/amd64/hvm/ebs-gp2/ami-id"
+}
+
+variable "root_volume_gib" {
+  description = "Root volume size."
+  type        = number
+  default     = 200
+}
+
+variable "kms_key_arn" {
+  description = "KMS key for the root volumes."
+  type        = string
+}
+
+variable "tags" {
+  description = "Tags added to every resource."
+  type        = map(string)
+  default     = {}
+}

@@ -1,0 +1,196 @@
+"""The build context: same tree -> same bytes; a tracked change changes it; ignored files never enter."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from labctl.context import DOCKERFILE, build_context
+from labctl.settings import Settings
+
+BASE, PY = "nvidia/cuda:12.8.0-cudnn-runtime-ubuntu22.04", "3.11"
+
+
+def _git(root: Path, *args: str) -> None:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@x"}  # fmt: skip
+    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, env=env)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "resnet"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "train.py").write_text("print('train')\n")
+    (root / "run.sh").write_text("#!/bin/sh\npython src/train.py\n")
+    (root / "run.sh").chmod(0o755)
+    (root / "requirements.txt").write_text("torch==2.5.1\n")
+    (root / ".gitignore").write_text("*.ckpt\nlogs/\n")
+    (root / ".dockerignore").write_text("# not for the image\nnotes/\n*.md\n!KEEP.md\n")
+    _git(root, "init", "-q")
+    _git(root, "add", ".")
+    _git(root, "commit", "-q", "-m", "init")
+    return root
+
+
+def _names(data: bytes) -> list[str]:
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        return tar.getnames()
+
+
+def test_same_tree_same_bytes_even_after_touching_and_copying(project: Path, tmp_path: Path) -> None:
+    first = build_context(project, BASE, PY)
+    os.utime(project / "src" / "train.py", (1, 1))  # mtimes never enter
+    second = build_context(project, BASE, PY)
+    assert first.data == second.data and first.digest == second.digest
+    copy = tmp_path / "elsewhere" / "resnet"
+    copy.parent.mkdir()
+    subprocess.run(["git", "clone", "-q", str(project), str(copy)], check=True)
+    assert build_context(copy, BASE, PY).digest == first.digest  # another checkout of the same tree
+
+
+def test_uncommitted_change_to_a_tracked_file_changes_the_hash(project: Path) -> None:
+    before = build_context(project, BASE, PY)
+    (project / "src" / "train.py").write_text("print('train, lr 3e-4')\n")
+    after = build_context(project, BASE, PY)
+    assert after.digest != before.digest
+    with tarfile.open(fileobj=io.BytesIO(after.data)) as tar:
+        assert tar.extractfile("src/train.py").read() == b"print('train, lr 3e-4')\n"
+
+
+def test_untracked_files_enter_unless_git_ignores_them(project: Path) -> None:
+    (project / "src" / "model.py").write_text("class Net: ...\n")  # new, not yet added
+    (project / "best.ckpt").write_bytes(b"\0" * 100)
+    (project / "logs").mkdir()
+    (project / "logs" / "run1.txt").write_text("loss 0.1\n")
+    names = _names(build_context(project, BASE, PY).data)
+    assert "src/model.py" in names
+    assert "best.ckpt" not in names and "logs/run1.txt" not in names
+
+
+def test_never_git_venvs_data_or_dockerignored(project: Path) -> None:
+    venv = project / "env311"  # a virtual environment under any name, even when git does not ignore it
+    (venv / "lib").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (venv / "lib" / "site.py").write_text("x = 1\n")
+    (project / "data").mkdir()
+    (project / "data" / "imagenet.tar").write_bytes(b"x" * 10)
+    (project / "notes").mkdir()
+    (project / "notes" / "ideas.txt").write_text("idea\n")
+    (project / "README.md").write_text("readme\n")
+    (project / "KEEP.md").write_text("kept by the ! exception\n")
+    (project / "src" / "__pycache__").mkdir()
+    (project / "src" / "__pycache__" / "train.cpython-311.pyc").write_bytes(b"\0")
+    _git(project, "add", "-f", "data/imagenet.tar")  # even a tracked data folder stays out
+    names = _names(build_context(project, BASE, PY).data)
+    assert not [
+        n for n in names if n.startswith((".git/", "env311/", "data/", "notes/")) or n.endswith(".pyc")
+    ]
+    assert "README.md" not in names and "KEEP.md" in names
+    assert {"src/train.py", "run.sh", "requirements.txt", ".dockerignore", DOCKERFILE} <= set(names)
+
+
+def test_a_deleted_tracked_file_leaves_the_context(project: Path) -> None:
+    (project / "run.sh").unlink()
+    assert "run.sh" not in _names(build_context(project, BASE, PY).data)
+
+
+def test_entries_are_normalised(project: Path) -> None:
+    ctx = build_context(project, BASE, PY)
+    with tarfile.open(fileobj=io.BytesIO(ctx.data)) as tar:
+        members = tar.getmembers()
+    assert [m.name for m in members[:-1]] == sorted(m.name for m in members[:-1])
+    assert {(m.mtime, m.uid, m.gid, m.uname, m.gname) for m in members} == {(0, 0, 0, "", "")}
+    modes = {m.name: m.mode for m in members}
+    assert modes["run.sh"] == 0o755 and modes["src/train.py"] == 0o644
+
+
+def test_dockerfile_uses_the_spec_base_and_a_requirements_layer(project: Path) -> None:
+    text = build_context(project, BASE, PY).dockerfile
+    lines = text.splitlines()
+    assert f"FROM {BASE}" in lines
+    assert "--python 3.11" in text
+    req = next(i for i, ln in enumerate(lines) if ln.startswith("COPY requirements.txt"))
+    code = lines.index("COPY . /workspace")
+    assert req < code  # the requirements layer is cached across code changes
+    assert build_context(project, "other/base:1", PY).digest != build_context(project, BASE, PY).digest
+
+
+def test_outside_git_every_file_but_the_excluded(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("a\n")
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv" / "bin" / "python").write_text("")
+    names = _names(build_context(tmp_path, BASE, PY).data)
+    assert names == ["a.py", DOCKERFILE]
+
+
+def test_push_skips_a_tag_the_registry_already_holds(monkeypatch) -> None:
+    import boto3
+    from moto import mock_aws
+
+    from labctl import engine
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    with mock_aws():
+        ecr = boto3.client("ecr", region_name="us-west-2")
+        ecr.create_repository(repositoryName="dlr/research", imageTagMutability="IMMUTABLE")
+        manifest = '{"schemaVersion": 2, "mediaType": "application/vnd.docker.distribution.manifest.v2+json"}'
+        ecr.put_image(repositoryName="dlr/research", imageManifest=manifest, imageTag="0123456789abcdef")
+        host = "123456789012.dkr.ecr.us-west-2.amazonaws.com"
+        assert engine.in_ecr(f"{host}/dlr/research:0123456789abcdef")
+        assert not engine.in_ecr(f"{host}/dlr/research:fedcba9876543210")
+        calls = []
+        monkeypatch.setattr(engine.subprocess, "run", lambda *a, **k: calls.append(a))
+        engine.push("docker", f"{host}/dlr/research:0123456789abcdef")
+        assert calls == []  # neither login nor push
+
+
+def test_build_and_push_with_a_docker_engine(project: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+    """A stand-in docker on the PATH records what lab asks of it: the context on stdin, the tag, the push."""
+    import boto3
+    from moto import mock_aws
+
+    from labctl.cli import main
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "docker.log"
+    (bin_dir / "docker").write_text(
+        "#!/bin/sh\n"
+        f'echo "$@" >> {log}\n'
+        'case "$1" in\n'
+        f"  build) cat > {tmp_path}/stdin.tar ;;\n"
+        "  image) exit 1 ;;\n"  # image inspect: not built yet
+        "esac\n"
+        "exit 0\n"
+    )
+    (bin_dir / "docker").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.delenv("LAB_ENGINE", raising=False)
+    monkeypatch.setenv("LAB_REGISTRY", "123456789012.dkr.ecr.us-west-2.amazonaws.com")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    with mock_aws():
+        boto3.client("ecr", region_name="us-west-2").create_repository(repositoryName="dlr/research")
+        with pytest.raises(SystemExit) as e:
+            main(["image", "build", str(project), "--push"])
+    assert e.value.code == 0, capsys.readouterr().err
+    settings = (
+        Settings.load()
+    )  # the spec's standard image: CUDA and Ubuntu from software, Python from researchers
+    tag = build_context(project, settings.base_image, settings.python).tag
+    ref = f"123456789012.dkr.ecr.us-west-2.amazonaws.com/dlr/research:{tag}"
+    calls = log.read_text().splitlines()
+    assert calls[0] == "info"
+    assert f"build -f .lab/Dockerfile -t {ref} -" in calls
+    assert calls[-1] == f"push {ref}"
+    assert any(c.startswith("login --username AWS --password-stdin 123456789012.dkr.ecr") for c in calls)
+    assert (tmp_path / "stdin.tar").read_bytes() == build_context(
+        project, settings.base_image, settings.python
+    ).data
