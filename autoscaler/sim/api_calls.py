@@ -44,12 +44,17 @@ MODES = ("live", "cluster-autoscaler", "aws", "static")
 class CountingCloud:
     """``interfaces.Cloud`` over the model, counting the AWS calls of the policy's real counterpart."""
 
-    def __init__(self, inner: ModelCloud, now: Callable[[], float], mode: str) -> None:
+    def __init__(
+        self, inner: ModelCloud, now: Callable[[], float], mode: str, mixed: frozenset[str] = frozenset()
+    ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown API accounting {mode!r}; known: {', '.join(MODES)}")
         self.inner = inner
         self.now = now
         self.mode = mode
+        self.mixed = (
+            mixed  # groups with a mixed-instances policy: their type is in the overrides, no template
+        )
         self.calls: dict[str, Counter[str]] = {}
         self.loops = 0  # loops whose reads were counted as they happened
         self._seen: dict[str, set[str]] = {}
@@ -113,6 +118,8 @@ class CountingCloud:
                 if (region, g["instance_type"]) not in self._types:
                     self._types.add((region, g["instance_type"]))
                     self.count(region, "DescribeInstanceTypes")
+                if g["name"] in self.mixed:
+                    continue
                 if now - self._template_read.get(g["name"], -math.inf) >= TEMPLATE_TTL_S:
                     self._template_read[g["name"]] = now
                     self._templates[g["name"]] += 1
@@ -146,7 +153,9 @@ class CountingCloud:
                 self.count(region, "DescribeScalingActivities", skipped)
             due = math.floor(span / TEMPLATE_TTL_S) + 1
             for g in groups:
-                self.count(g.region, "DescribeLaunchTemplateVersions", max(0, due - self._templates[g.name]))
+                if g.name not in self.mixed:
+                    made = self._templates[g.name]
+                    self.count(g.region, "DescribeLaunchTemplateVersions", max(0, due - made))
         for region in publishing:
             self.count(region, "PutMetricData", math.floor(span / PUBLISH_PERIOD_S) + 1)
         self.loops = 0

@@ -72,7 +72,10 @@ class Run:
         for group in groups_from_spec(spec.model_dump(mode="json")):
             self.model.cloud.add_group(group)
         self.cluster = ModelCluster(self.model)
-        self.cloud = CountingCloud(ModelCloud(self.model), self.clock.now, "live")
+        mixed = frozenset(  # Terraform gives a group of several instance types a mixed-instances policy
+            spec.asg_name(r.name, g) for r in spec.regions for g in r.node_groups if len(g.instance_types) > 1
+        )
+        self.cloud = CountingCloud(ModelCloud(self.model), self.clock.now, "live", mixed)
         self.ctx = PolicyContext(
             cluster=self.cluster,
             cloud=self.cloud,
