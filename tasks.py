@@ -63,6 +63,25 @@ def simulate(c, trace=None, scenario=None, policies=None, scheduler="bin-packing
          scheduler, float(window) if window else None)  # fmt: skip
 
 
+@task(
+    name="render-scheduler",
+    help={
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+        "out": "output directory (build/scheduler)",
+    },
+)
+@user_errors
+def render_scheduler(c, spec=None, out=None):
+    """Render the scheduler profile (docs/scheduler.md): control-plane config, kubeadm fields, gang scheduler."""
+    from pathlib import Path
+
+    from provision.loader import load_spec
+    from provision.scheduler import OUT, write
+
+    for name, path in write(load_spec(spec), Path(out) if out else OUT).items():
+        print(f"{name}: {path}")
+
+
 # --- Terraform (issue 5; docs/terraform.md) ----------------------------------------------------------------
 _TF_HELP = {
     "region": "one root: a region of the spec, or global",

@@ -206,6 +206,9 @@ class Run:
             loop_at = self._next_loop(last)
             nxt = min(ev if ev is not None else math.inf, loop_at)
             if nxt == math.inf or nxt > self.horizon:
+                if nxt != math.inf:  # work left at the horizon: the run (and its bill) goes on until then
+                    self.model.advance(self.horizon)
+                    self._sample()
                 break
             if ev is not None and ev <= loop_at:
                 self.model.advance(ev)
