@@ -76,6 +76,7 @@ class RunRecord:
     commitment_discount: float = 0.0  # share of the on-demand price a commitment saves (static clusters)
     api_calls_by_region: dict[str, int] = field(default_factory=dict)
     api_calls_by_operation: dict[str, int] = field(default_factory=dict)
+    gpu_hours_by_model: dict[str, float] = field(default_factory=dict)  # provisioned, per GPU model
 
 
 def find_bursts(jobs: list[Job], window_s: float = 300.0, min_gpus: int = 32) -> list[Burst]:
@@ -164,6 +165,7 @@ def summarize(record: RunRecord, bursts: list[Burst]) -> dict:
         "gpu_hours_provisioned": round(prov, 1),
         "gpu_hours_used": round(used, 1),
         "gpu_hours_idle": round(prov - used, 1),
+        "gpu_hours_by_model": dict(record.gpu_hours_by_model),
         "cost_usd": round(integrate(record.samples, end, "cost_per_hour") / 3600, 2),
         "jobs_killed": sum(1 for o in record.jobs.values() if o.kills),
         "job_kills": sum(o.kills for o in record.jobs.values()),

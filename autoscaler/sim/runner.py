@@ -224,8 +224,22 @@ class Run:
         self.record.api_calls = self.cloud.total()
         self.record.api_calls_by_region = self.cloud.by_region()
         self.record.api_calls_by_operation = self.cloud.by_operation()
+        self.record.gpu_hours_by_model = self._gpu_hours_by_model()
         self.record.jobs = self._outcomes()
         return self.record
+
+    def _gpu_hours_by_model(self) -> dict[str, float]:
+        """GPU-hours provisioned per GPU model (T4, V100, ...): how much of the work went to which GPUs."""
+        types = instance_types()
+        end = self.clock.now()
+        out: dict[str, float] = {}
+        for inst in self.model.cloud.history:
+            itype = types[inst.instance_type]
+            if not itype.gpus:
+                continue
+            hours = itype.gpus * (min(end, inst.terminated_at or end) - inst.launched_at) / 3600
+            out[itype.gpu_model] = out.get(itype.gpu_model, 0.0) + hours
+        return {k: round(v, 1) for k, v in sorted(out.items())}
 
     def _outcomes(self) -> dict[str, JobOutcome]:
         by_job: dict[str, list] = {}
