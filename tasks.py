@@ -47,6 +47,7 @@ def demo(c, spec=None, out=None):
         "batch@default)",
         "scheduler": "scheduler profile for policies without @: bin-packing (deployed) or default",
         "window": "only the jobs submitted in the trace's first WINDOW hours",
+        "without_gpu": "leave out the node groups of these GPU models (e.g. t4): a sensitivity run",
         "spec": "path of the cluster spec (default: cluster.yaml)",
         "json": "write the figures as JSON to this file",
         "report": "write an HTML report (plots and table) into this directory",
@@ -55,12 +56,12 @@ def demo(c, spec=None, out=None):
 )
 @user_errors
 def simulate(c, trace=None, scenario=None, policies=None, scheduler="bin-packing", window=None, spec=None,
-             json=None, report=None, workers=None):  # fmt: skip
+             json=None, report=None, workers=None, without_gpu=None):  # fmt: skip
     """Replay a job trace (or the burst scenario) through the cluster model under each scaling policy."""
     from autoscaler.sim.simulate import DEFAULT_POLICIES, main
 
     main(trace, scenario, policies or DEFAULT_POLICIES, spec, json, report, int(workers) if workers else None,
-         scheduler, float(window) if window else None)  # fmt: skip
+         scheduler, float(window) if window else None, without_gpu)  # fmt: skip
 
 
 @task(

@@ -22,7 +22,7 @@ from autoscaler.sim.runner import Run, Scenario
 from autoscaler.sim.scenarios import SCENARIOS, burst_scenario, trace_scenario
 from autoscaler.sim.traces import resolve_trace
 from provision.errors import UserError
-from provision.loader import load_spec
+from provision.loader import load_spec, spec_from_data
 from provision.scheduler import PROFILES
 from provision.spec import Cluster as Spec
 
@@ -182,6 +182,26 @@ def simulate(
     return records, figures
 
 
+def without_gpus(cluster: Spec, models: list[str]) -> Spec:
+    """The spec without the node groups of these GPU models (a sensitivity run: e.g. no T4, so that no policy
+    gains from the trace's durations being the same on a T4 as on a V100)."""
+    data = cluster.model_dump(mode="json")
+    found = set()
+    for region in data["regions"]:
+        kept = []
+        for g in region["node_groups"]:
+            model = (g.get("labels") or {}).get("research.cluster/gpu-model")
+            if model in models:
+                found.add(model)
+            else:
+                kept.append(g)
+        region["node_groups"] = kept
+    missing = [m for m in models if m not in found]
+    if missing:
+        raise UserError(f"--without-gpu: no node group has research.cluster/gpu-model {', '.join(missing)}")
+    return spec_from_data(data, f"{cluster.name} without {', '.join(models)}")
+
+
 def bound_of(scenario: Scenario, spec: Spec) -> dict:
     """The scenario's lower bound on cost (``autoscaler/sim/bounds.py``), jobs split into pods as the runs split
     them (``Run.gpus_per_node``: the most GPUs of a node the workload may use)."""
@@ -231,11 +251,15 @@ def main(
     workers: int | None = None,
     scheduler: str = "bin-packing",
     window: float | None = None,
+    without_gpu: str | None = None,
 ) -> dict:
     """The ``invoke simulate`` task: returns the JSON document it writes. ``window``: only the jobs submitted in
-    the trace's first ``window`` hours (a short run)."""
+    the trace's first ``window`` hours (a short run); ``without_gpu``: comma-separated GPU models
+    (``research.cluster/gpu-model`` labels, e.g. ``t4``) whose node groups are left out of the spec."""
     names = parse_policies(policies, scheduler)
     cluster = load_spec(spec)
+    if without_gpu:
+        cluster = without_gpus(cluster, [m.strip() for m in without_gpu.split(",") if m.strip()])
     if trace and scenario:
         raise UserError("give either --trace or --scenario, not both")
     if scenario:
@@ -266,6 +290,7 @@ def main(
     )
     doc = {
         "scenario": sc.name,
+        "without_gpu": without_gpu or None,
         "description": sc.description,
         "lower_bound": bound,
         "wall_seconds": round(wall, 1),

@@ -83,9 +83,9 @@ class TargetTrackingPolicy(Policy):
             model = group.labels.get(GPU_MODEL_LABEL, ref.name)
             if model in ("t4", "v100") and model not in by_model:
                 by_model[model] = ref
-        self.small = by_model["t4"]  # one-GPU jobs
         self.large = by_model["v100"]
-        self.trackers = {r.name: Tracker(r) for r in (self.small, self.large)}
+        self.small = by_model.get("t4")  # one-GPU jobs, while it has room; None: a spec without T4s
+        self.trackers = {r.name: Tracker(r) for r in (self.small, self.large) if r is not None}
         self.publishing_regions = (first,)
         self.last_run = float("-inf")
 
@@ -108,9 +108,11 @@ class TargetTrackingPolicy(Policy):
                 pending_small += 1
             else:
                 pending_other += gpus
-        room = self.small.max * self.small.gpus - out[self.small.name]
-        to_small = max(0, min(pending_small, room))
-        out[self.small.name] += to_small
+        to_small = 0
+        if self.small is not None:
+            room = self.small.max * self.small.gpus - out[self.small.name]
+            to_small = max(0, min(pending_small, room))
+            out[self.small.name] += to_small
         out[self.large.name] += pending_other + pending_small - to_small
         return out
 

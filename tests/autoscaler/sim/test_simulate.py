@@ -65,3 +65,20 @@ def test_bad_trace_through_invoke_is_one_line_and_status_2(tmp_path):
     )
     assert proc.returncode == 2
     assert proc.stderr.strip() == f"{bad}:3: gpus 'two' is not a whole number"
+
+
+def test_a_sensitivity_run_can_leave_a_gpu_model_out_of_the_spec():
+    from autoscaler.sim.simulate import without_gpus
+    from provision.loader import load_spec
+
+    spec = without_gpus(load_spec(), ["t4"])
+    assert all(
+        g.labels.get("research.cluster/gpu-model") != "t4" for r in spec.regions for g in r.node_groups
+    )
+    assert any(
+        g.labels.get("research.cluster/gpu-model") == "v100" for r in spec.regions for g in r.node_groups
+    )
+    with pytest.raises(
+        UserError, match=r"^--without-gpu: no node group has research.cluster/gpu-model h100$"
+    ):
+        without_gpus(load_spec(), ["h100"])
