@@ -62,6 +62,7 @@ class CountingCloud:
         self._templates: Counter[str] = Counter()
         self._types: set[tuple[str, str]] = set()
         self._last_refresh = -math.inf
+        self._refreshes = 0
         self._start = now()
 
     # --- bookkeeping ------------------------------------------------------------------------------------
@@ -130,6 +131,7 @@ class CountingCloud:
         if now - self._last_refresh < CA_REFRESH_S:
             return
         self._last_refresh = now
+        self._refreshes += 1
         for region, gs in self._regions(groups).items():
             self.count(region, "DescribeAutoScalingGroups", 2 * math.ceil(len(gs) / GROUPS_PER_PAGE))
             placeholders = sum(1 for g in gs if g["desired"] > len(g.get("instances", ())))
@@ -141,8 +143,9 @@ class CountingCloud:
 
     def finish(self, end: float, scan_interval_s: float, publishing: tuple[str, ...] = ()) -> None:
         """Add the periodic calls the simulation did not make one by one: the reads of the live controller's
-        skipped loops (and its launch-template refreshes, due every 300 s whatever the loops did), and the
-        target-tracking publisher's metric in the regions in ``publishing``."""
+        skipped loops (and its launch-template refreshes, due every 300 s whatever the loops did), the
+        cluster-autoscaler cache refreshes of the minutes without a loop, and the target-tracking publisher's
+        metric in the regions in ``publishing``."""
         span = max(0.0, end - self._start)
         groups = list(self.inner.model.cloud.groups.values())
         if self.mode == "live":
@@ -156,6 +159,11 @@ class CountingCloud:
                 if g.name not in self.mixed:
                     made = self._templates[g.name]
                     self.count(g.region, "DescribeLaunchTemplateVersions", max(0, due - made))
+        elif self.mode == "cluster-autoscaler":  # it refreshes once a minute whether or not it had work
+            skipped = max(0, math.floor(span / CA_REFRESH_S) + 1 - self._refreshes)
+            per_region = Counter(g.region for g in groups)
+            for region, n in per_region.items():
+                self.count(region, "DescribeAutoScalingGroups", skipped * 2 * math.ceil(n / GROUPS_PER_PAGE))
         for region in publishing:
             self.count(region, "PutMetricData", math.floor(span / PUBLISH_PERIOD_S) + 1)
         self.loops = 0

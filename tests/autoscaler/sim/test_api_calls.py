@@ -84,6 +84,8 @@ def test_cluster_autoscaler_reads_once_a_minute_and_target_tracking_publishes_on
         clock.set(float(t))
         ca.list_groups()
     assert ca.by_operation() == {"DescribeAutoScalingGroups": 2 * 2 * 3}  # refreshes at 0 and 60 s, 3 regions
+    ca.finish(clock.now() + 600 - 110, 10.0)  # 600 s in all: 11 refreshes, 2 of them made
+    assert ca.by_operation() == {"DescribeAutoScalingGroups": 11 * 2 * 3}
     tt, clock = _counting(spec, "aws")
     tt.list_groups()
     tt.set_desired(
