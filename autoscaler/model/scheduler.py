@@ -37,9 +37,8 @@ if TYPE_CHECKING:
 GPU = "nvidia.com/gpu"
 EPS = 1e-9
 MAX_NODE_SCORE = 100
-DEFAULT_MILLI_CPU = (
-    100  # pkg/scheduler/util/pod_resources.go: what a pod without a request counts for scoring
-)
+# pkg/scheduler/util/pod_resources.go: what a pod without a CPU or memory request counts for scoring
+DEFAULT_MILLI_CPU = 100
 DEFAULT_MEMORY = 200 * 1024 * 1024
 MIN_FEASIBLE_NODES = 100  # schedule_one.go minFeasibleNodesToFind
 MIN_FEASIBLE_PERCENTAGE = 5
@@ -202,6 +201,13 @@ class Scheduler:
             return
         ni.node = node
         ni.schedulable = _node_schedulable(node)
+        alloc = (node.get("status") or {}).get("allocatable") or {}
+        free = {r: parse_quantity(q) for r, q in alloc.items()}  # allocatable may change (a device plugin)
+        for pod in ni.pods:
+            for r, q in self.req(pod).items():
+                free[r] = free.get(r, 0.0) - q
+        ni.free = free
+        ni.alloc = {r: score_units(r, parse_quantity(q)) for r, q in alloc.items()}
         self._rebucket(ni)
         self._capacity_changed = True
 
