@@ -38,12 +38,16 @@ def demo(c, spec=None, out=None):
     main(spec, out)
 
 
-# --- simulator (issue 7; docs/simulator.md) ----------------------------------------------------------------
+# --- simulator (issues 7, 13; docs/simulator.md) --------------------------------------------------------------
 @task(
     help={
-        "trace": "job trace CSV (default: ../shared/data/philly-week-2017-12-08.csv next to the repository)",
+        "trace": "job trace: a CSV path or a shipped trace (week, ee9e8c; default: week)",
         "scenario": "a generated scenario instead of a trace: burst",
-        "policies": "comma-separated: batch,step,ca-like,static (default: all)",
+        "policies": "comma-separated, each optionally @default or @bin-packing (default: every policy, and "
+        "batch@default)",
+        "scheduler": "scheduler profile for policies without @: bin-packing (deployed) or default",
+        "window": "only the jobs submitted in the trace's first WINDOW hours",
+        "without_gpu": "leave out the node groups of these GPU models (e.g. t4): a sensitivity run",
         "spec": "path of the cluster spec (default: cluster.yaml)",
         "json": "write the figures as JSON to this file",
         "report": "write an HTML report (plots and table) into this directory",
@@ -51,12 +55,32 @@ def demo(c, spec=None, out=None):
     }
 )
 @user_errors
-def simulate(c, trace=None, scenario=None, policies="batch,step,ca-like,static", spec=None, json=None,
-             report=None, workers=None):  # fmt: skip
+def simulate(c, trace=None, scenario=None, policies=None, scheduler="bin-packing", window=None, spec=None,
+             json=None, report=None, workers=None, without_gpu=None):  # fmt: skip
     """Replay a job trace (or the burst scenario) through the cluster model under each scaling policy."""
-    from autoscaler.sim.simulate import main
+    from autoscaler.sim.simulate import DEFAULT_POLICIES, main
 
-    main(trace, scenario, policies, spec, json, report, int(workers) if workers else None)
+    main(trace, scenario, policies or DEFAULT_POLICIES, spec, json, report, int(workers) if workers else None,
+         scheduler, float(window) if window else None, without_gpu)  # fmt: skip
+
+
+@task(
+    name="render-scheduler",
+    help={
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+        "out": "output directory (build/scheduler)",
+    },
+)
+@user_errors
+def render_scheduler(c, spec=None, out=None):
+    """Render the scheduler profile (docs/scheduler.md): control-plane config, kubeadm fields, gang scheduler."""
+    from pathlib import Path
+
+    from provision.loader import load_spec
+    from provision.scheduler import OUT, write
+
+    for name, path in write(load_spec(spec), Path(out) if out else OUT).items():
+        print(f"{name}: {path}")
 
 
 # --- Terraform (issue 5; docs/terraform.md) ----------------------------------------------------------------

@@ -1,29 +1,87 @@
 """An incremental scheduler: binds Pending pods to Ready, schedulable nodes with the planner's predicate
-(``autoscaler.core.fit.pod_fits_node``).
+(``autoscaler.core.fit.pod_fits_node``) and scores the feasible nodes as kube-scheduler does.
+
+Scoring follows a :class:`provision.scheduler.Profile` (the deployed configuration is read from
+``provision/scheduler.py``, not copied): NodeResourcesFit with its strategy (``MostAllocated`` or
+``LeastAllocated``) and per-resource weights, NodeResourcesBalancedAllocation when the profile has it, each plugin
+times its weight, the highest total wins and ties are broken at random (seeded), as ``selectHost`` does
+(kubernetes pkg/scheduler/schedule_one.go; the plugins in pkg/scheduler/framework/plugins/noderesources).
+Integer arithmetic as there: CPU in millicores, memory in bytes, scores 0-100; for CPU and memory a pod without
+a request counts as 100m / 200 MB; an extended resource (GPUs) the pod does not request is left out of its score.
+Without ``percentageOfNodesToScore`` (the default profile) the adaptive number of feasible nodes is searched
+from a rotating start (``numFeasibleNodesToFind``): every node below 100 nodes.
+
+Gangs (``pods.gang_key``) are placed tentatively and bound only when every member fits, and only when the profile
+has Coscheduling; the default profile binds every pod on its own.
 
 A pass runs only when something changed (a pod arrived, capacity was freed or added, a node changed), and
 then only over the pods that could now fit: new pods when nothing was freed, every pending pod otherwise.
 Within a pass a pod shape (requests, tolerations, selectors, affinity) that did not fit is not tried again,
-and pods needing more GPUs than any node has free are rejected without a scan. Nodes are bucketed by free GPUs
-and scanned smallest-fitting bucket first (best fit for GPUs, CPU-only pods to GPU-less nodes first).
-Gangs (``pods.gang_key``) are placed tentatively and bound only when every member fits.
+and pods needing more GPUs than any node has free are rejected without a scan.
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from autoscaler.core.errors import SnapshotError
 from autoscaler.core.fit import pod_fits_node
 from autoscaler.model import pods as P
 from autoscaler.model.quantity import parse_quantity
 
+if TYPE_CHECKING:
+    from provision.scheduler import Profile
+
 GPU = "nvidia.com/gpu"
 EPS = 1e-9
+MAX_NODE_SCORE = 100
+# pkg/scheduler/util/pod_resources.go: what a pod without a CPU or memory request counts for scoring
+DEFAULT_MILLI_CPU = 100
+DEFAULT_MEMORY = 200 * 1024 * 1024
+MIN_FEASIBLE_NODES = 100  # schedule_one.go minFeasibleNodesToFind
+MIN_FEASIBLE_PERCENTAGE = 5
+_SCORED = frozenset({"cpu", "memory"})  # counted on every node even for pods that request none
+
+
+def deployed_profile() -> Profile:
+    """The profile the cluster runs (provision/scheduler.py ``BIN_PACKING``); imported late, as the model also
+    runs where only the autoscaler package is installed and a caller may pass a profile instead."""
+    from provision.scheduler import BIN_PACKING
+
+    return BIN_PACKING
+
+
+def score_units(resource: str, value: float) -> int:
+    """A quantity in the integer units kube-scheduler scores in (millicores for CPU, else the plain value)."""
+    return round(value * 1000) if resource == "cpu" else round(value)
+
+
+def nonzero(resource: str, req: dict[str, float]) -> int:
+    """The pod's request of ``resource`` for scoring: CPU and memory never count as 0."""
+    value = score_units(resource, req.get(resource, 0.0))
+    if value == 0 and resource == "cpu":
+        return DEFAULT_MILLI_CPU
+    if value == 0 and resource == "memory":
+        return DEFAULT_MEMORY
+    return value
+
+
+def most_requested(requested: int, capacity: int) -> int:
+    if capacity == 0:
+        return 0
+    return min(requested, capacity) * MAX_NODE_SCORE // capacity
+
+
+def least_requested(requested: int, capacity: int) -> int:
+    if capacity == 0 or requested > capacity:
+        return 0
+    return (capacity - requested) * MAX_NODE_SCORE // capacity
 
 
 class NodeInfo:
-    __slots__ = ("name", "node", "pods", "free", "schedulable", "bucket")
+    __slots__ = ("name", "node", "pods", "free", "alloc", "used", "schedulable", "bucket")
 
     def __init__(self, node: dict) -> None:
         self.name = node["metadata"]["name"]
@@ -31,6 +89,8 @@ class NodeInfo:
         self.pods: list[dict] = []
         alloc = (node.get("status") or {}).get("allocatable") or {}
         self.free = {r: parse_quantity(q) for r, q in alloc.items()}
+        self.alloc = {r: score_units(r, v) for r, v in self.free.items()}
+        self.used: dict[str, int] = {}  # requests of the pods on the node, as scoring counts them
         self.schedulable = False
         self.bucket: int | None = None
 
@@ -49,7 +109,12 @@ class Scheduler:
         self,
         on_bind: Callable[[dict, str], None],
         on_unschedulable: Callable[[dict, str], None],
+        profile: Profile | None = None,
+        seed: int = 0,
     ) -> None:
+        self.profile = profile or deployed_profile()
+        self.rng = random.Random(seed)
+        self.next_start = 0  # where the next search for feasible nodes starts (sampling only)
         self.on_bind = on_bind
         self.on_unschedulable = on_unschedulable
         self.nodes: dict[str, NodeInfo] = {}
@@ -97,16 +162,30 @@ class Scheduler:
             ni.bucket = b
 
     def _reserve(self, ni: NodeInfo, pod: dict) -> None:
-        for r, q in self.req(pod).items():
+        req = self.req(pod)
+        for r, q in req.items():
             ni.free[r] = ni.free.get(r, 0.0) - q
+        for r in _SCORED.union(req):
+            ni.used[r] = ni.used.get(r, 0) + nonzero(r, req)
         ni.pods.append(pod)
         self._rebucket(ni)
 
     def _unreserve(self, ni: NodeInfo, pod: dict) -> None:
-        for r, q in self.req(pod).items():
+        req = self.req(pod)
+        for r, q in req.items():
             ni.free[r] = ni.free.get(r, 0.0) + q
+        for r in _SCORED.union(req):
+            ni.used[r] = ni.used.get(r, 0) - nonzero(r, req)
         ni.pods.remove(pod)
         self._rebucket(ni)
+
+    @property
+    def gangs(self) -> bool:
+        """Whether gangs bind all-or-nothing: only with Coscheduling in the profile."""
+        return self.profile.coscheduling
+
+    def gang_of(self, pod: dict) -> tuple | None:
+        return P.gang_key(pod) if self.profile.coscheduling else None
 
     def add_node(self, node: dict) -> None:
         ni = NodeInfo(node)
@@ -130,6 +209,13 @@ class Scheduler:
                 free[r] = free.get(r, 0.0) - q
         ni.free = free
         ni.schedulable = _node_schedulable(node)
+        alloc = (node.get("status") or {}).get("allocatable") or {}
+        free = {r: parse_quantity(q) for r, q in alloc.items()}  # allocatable may change (a device plugin)
+        for pod in ni.pods:
+            for r, q in self.req(pod).items():
+                free[r] = free.get(r, 0.0) - q
+        ni.free = free
+        ni.alloc = {r: score_units(r, parse_quantity(q)) for r, q in alloc.items()}
         self._rebucket(ni)
         self._capacity_changed = True
 
@@ -145,7 +231,7 @@ class Scheduler:
         return list(ni.pods)
 
     def _active_gang_delta(self, pod: dict, d: int) -> None:
-        key = P.gang_key(pod)
+        key = self.gang_of(pod)
         if key:
             self._gang_active[key] = self._gang_active.get(key, 0) + d
 
@@ -153,13 +239,13 @@ class Scheduler:
         uid = pod["metadata"]["uid"]
         self.pending[uid] = pod
         self._new.add(uid)
-        key = P.gang_key(pod)
+        key = self.gang_of(pod)
         if key:
             self._gang_pending.setdefault(key, {})[uid] = pod
 
     def remove_pending(self, pod: dict) -> None:
         """A pending pod was deleted."""
-        if self._drop_pending(pod) and P.gang_key(pod):
+        if self._drop_pending(pod) and self.gang_of(pod):
             self._capacity_changed = True  # a gang of undeclared size may now be complete
 
     def _drop_pending(self, pod: dict) -> bool:
@@ -167,7 +253,7 @@ class Scheduler:
         if self.pending.pop(uid, None) is None:
             return False
         self._new.discard(uid)
-        key = P.gang_key(pod)
+        key = self.gang_of(pod)
         if key:
             members = self._gang_pending.get(key, {})
             members.pop(uid, None)
@@ -213,25 +299,102 @@ class Scheduler:
         return max((b for b, nodes in self._buckets.items() if nodes), default=-1)
 
     def _find(self, pod: dict, max_gpus: int) -> tuple[NodeInfo | None, str]:
+        """The node kube-scheduler would pick: the highest score among the feasible nodes it looks at."""
         req = self.req(pod)
         g = int(req.get(GPU, 0.0) + 1 - EPS) if req.get(GPU, 0.0) > 0 else 0
         if g > max_gpus:
             return None, f"Insufficient {GPU}" if max_gpus >= 0 else "no schedulable node"
         reason = "no node has room for the pod's requests"
-        for b in sorted(k for k in self._buckets if k >= g):
-            for ni in list(self._buckets[b].values()):
-                free = ni.free
-                if any(q > free.get(r, 0.0) + EPS for r, q in req.items()):
-                    continue
-                self.attempts += 1
-                try:
-                    why = pod_fits_node(pod, ni.node, ni.pods)
-                except SnapshotError as e:  # a pod the planner cannot read cannot be placed either
-                    return None, f"invalid pod: {e}"
-                if why is None:
-                    return ni, ""
+        to_find = self._feasible_to_find()
+        if to_find is None:  # every feasible node is scored: only the nodes with the GPUs free need a look
+            candidates = [ni for b in self._buckets if b >= g for ni in self._buckets[b].values()]
+        else:
+            candidates = self._rotated()
+        best: NodeInfo | None = None
+        best_score = -1
+        ties = 0
+        found = 0
+        processed = 0
+        for ni in candidates:
+            if to_find is not None and found >= to_find:
+                break
+            processed += 1
+            if not ni.schedulable:
+                continue
+            free = ni.free
+            if any(q > free.get(r, 0.0) + EPS for r, q in req.items()):
+                continue
+            self.attempts += 1
+            try:
+                why = pod_fits_node(pod, ni.node, ni.pods)
+            except SnapshotError as e:  # a pod the planner cannot read cannot be placed either
+                return None, f"invalid pod: {e}"
+            if why is not None:
                 reason = why
-        return None, reason
+                continue
+            found += 1
+            score = self.score(req, ni)
+            if score > best_score:
+                best, best_score, ties = ni, score, 1
+            elif score == best_score:  # selectHost: each of the n best is kept with probability 1/n
+                ties += 1
+                if self.rng.randrange(ties) == 0:
+                    best = ni
+        if to_find is not None and self.nodes:
+            self.next_start = (self.next_start + processed) % len(self.nodes)
+        return (best, "") if best is not None else (None, reason)
+
+    def _feasible_to_find(self) -> int | None:
+        """numFeasibleNodesToFind: None when every feasible node is scored."""
+        total = len(self.nodes)
+        pct = self.profile.percentage_of_nodes_to_score
+        if total < MIN_FEASIBLE_NODES or pct == 100:
+            return None
+        if not pct:
+            pct = max(MIN_FEASIBLE_PERCENTAGE, 50 - total // 125)
+        return max(MIN_FEASIBLE_NODES, total * pct // 100)
+
+    def _rotated(self) -> list[NodeInfo]:
+        nodes = list(self.nodes.values())
+        start = self.next_start % len(nodes) if nodes else 0
+        return nodes[start:] + nodes[:start]
+
+    def score(self, req: dict[str, float], ni: NodeInfo) -> int:
+        """The weighted sum of the profile's score plugins for the pod on the node."""
+        p = self.profile
+        total = p.weight("NodeResourcesFit") * self._fit_score(req, ni)
+        if p.balanced:
+            total += p.weight("NodeResourcesBalancedAllocation") * self._balanced_score(req, ni)
+        return total
+
+    def _fit_score(self, req: dict[str, float], ni: NodeInfo) -> int:
+        scorer = most_requested if self.profile.strategy == "MostAllocated" else least_requested
+        score = weights = 0
+        for r, w in self.profile.resources:
+            alloc = ni.alloc.get(r, 0)
+            if alloc == 0 or (r not in ("cpu", "memory") and req.get(r, 0.0) <= 0):
+                continue  # an extended resource the pod does not request is not scored
+            requested = ni.used.get(r, 0) + nonzero(r, req)
+            score += scorer(requested, alloc) * w
+            weights += w
+        return score // weights if weights else 0
+
+    def _balanced_score(self, req: dict[str, float], ni: NodeInfo) -> int:
+        fractions = []
+        for r in self.profile.balanced:
+            alloc = ni.alloc.get(r, 0)
+            if alloc == 0 or (r not in ("cpu", "memory") and req.get(r, 0.0) <= 0):
+                continue
+            requested = ni.used.get(r, 0) + nonzero(r, req)
+            fractions.append(min(1.0, requested / alloc))
+        if len(fractions) == 2:
+            std = abs(fractions[0] - fractions[1]) / 2
+        elif len(fractions) > 2:
+            mean = sum(fractions) / len(fractions)
+            std = (sum((f - mean) ** 2 for f in fractions) / len(fractions)) ** 0.5
+        else:
+            std = 0.0
+        return int((1 - std) * MAX_NODE_SCORE)
 
     def run(self) -> int:
         """One scheduling pass; returns how many pods it bound."""
@@ -253,7 +416,7 @@ class Scheduler:
         for pod in candidates:
             if pod["metadata"]["uid"] not in self.pending:
                 continue
-            key = P.gang_key(pod)
+            key = self.gang_of(pod)
             if key is None:
                 sig = self._signature(pod)
                 if sig in failed:

@@ -72,6 +72,11 @@ class RunRecord:
     scale_events: list[dict] = field(default_factory=list)  # {"t", "group", "region", "from", "to"}
     warnings: int = 0  # warnings the autoscaler logged during the run
     first_warning: str | None = None
+    scheduler: str = "bin-packing"  # the scheduler profile the run used (provision/scheduler.py PROFILES)
+    commitment_discount: float = 0.0  # share of the on-demand price a commitment saves (static clusters)
+    api_calls_by_region: dict[str, int] = field(default_factory=dict)
+    api_calls_by_operation: dict[str, int] = field(default_factory=dict)
+    gpu_hours_by_model: dict[str, float] = field(default_factory=dict)  # provisioned, per GPU model
 
 
 def find_bursts(jobs: list[Job], window_s: float = 300.0, min_gpus: int = 32) -> list[Burst]:
@@ -160,10 +165,21 @@ def summarize(record: RunRecord, bursts: list[Burst]) -> dict:
         "gpu_hours_provisioned": round(prov, 1),
         "gpu_hours_used": round(used, 1),
         "gpu_hours_idle": round(prov - used, 1),
+        "gpu_hours_by_model": dict(record.gpu_hours_by_model),
         "cost_usd": round(integrate(record.samples, end, "cost_per_hour") / 3600, 2),
         "jobs_killed": sum(1 for o in record.jobs.values() if o.kills),
         "job_kills": sum(o.kills for o in record.jobs.values()),
+        "cost_committed_usd": (
+            round(
+                integrate(record.samples, end, "cost_per_hour") / 3600 * (1 - record.commitment_discount), 2
+            )
+            if record.commitment_discount
+            else None
+        ),
         "api_calls": record.api_calls,
+        "api_calls_by_region": dict(record.api_calls_by_region),
+        "api_calls_by_operation": dict(record.api_calls_by_operation),
+        "scheduler": record.scheduler,
         "loops": len(record.loops),
         "bursts": len(bursts),
         "burst_to_running_p50_s": round(percentile(done_running, 50), 1) if done_running else None,

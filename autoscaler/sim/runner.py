@@ -23,11 +23,14 @@ from autoscaler.model.clock import VirtualClock, to_datetime
 from autoscaler.model.cluster_model import ClusterModel
 from autoscaler.model.pods import DURATION_ANNOTATION
 from autoscaler.model.spec_groups import groups_from_spec
+from autoscaler.sim.api_calls import CountingCloud
 from autoscaler.sim.metrics import JobOutcome, Loop, RunRecord, Sample
 from autoscaler.sim.policies.base import Policy, PolicyContext
+from autoscaler.sim.rendezvous import Rendezvous
 from autoscaler.sim.traces import Job
 from autoscaler.sim.tracker import ModelTracker
 from autoscaler.sim.workload import NAMESPACE, job_pods
+from provision.scheduler import PROFILES
 from provision.spec import Cluster as Spec
 
 
@@ -49,20 +52,32 @@ PolicyFactory = Callable[[PolicyContext, "Run"], Policy]
 
 
 class Run:
-    def __init__(self, scenario: Scenario, spec: Spec, policy_name: str, factory: PolicyFactory):
+    def __init__(
+        self,
+        scenario: Scenario,
+        spec: Spec,
+        policy_name: str,
+        factory: PolicyFactory,
+        scheduler: str = "bin-packing",
+    ):
         self.scenario = scenario
         self.spec = spec
         self.clock = VirtualClock()
         self.t0 = self.clock.now()
         self.scan = float(spec.autoscaler.scan_interval_s)
         self.model = ClusterModel(self.clock, capacity=scenario.capacity, lifecycle=scenario.lifecycle)
+        self.profile = PROFILES[scheduler]  # provision/scheduler.py: the deployed profile or the default one
+        self.model.scheduler.profile = self.profile
         self.regions = list(spec.spill_over_order)
         self.tracker = ModelTracker(self.regions, self.clock.now)
         self.model.subscribe(self.tracker)
         for group in groups_from_spec(spec.model_dump(mode="json")):
             self.model.cloud.add_group(group)
         self.cluster = ModelCluster(self.model)
-        self.cloud = ModelCloud(self.model)
+        mixed = frozenset(  # Terraform gives a group of several instance types a mixed-instances policy
+            spec.asg_name(r.name, g) for r in spec.regions for g in r.node_groups if len(g.instance_types) > 1
+        )
+        self.cloud = CountingCloud(ModelCloud(self.model), self.clock.now, "live", mixed)
         self.ctx = PolicyContext(
             cluster=self.cluster,
             cloud=self.cloud,
@@ -82,15 +97,29 @@ class Run:
         self.horizon = (
             self.t0 + max(j.submit_s + j.duration_s for j in scenario.jobs) + scenario.horizon_slack_s
         )
-        self.record = RunRecord(policy_name, regions=tuple(self.regions))
+        self.record = RunRecord(policy_name, regions=tuple(self.regions), scheduler=scheduler)
         self._instances_key: tuple | None = None
         self._activities = 0  # failed scaling activities seen by the last loop
         self._provisioned = (0, 0.0)
+        if not self.profile.coscheduling:  # distributed jobs start when their last worker runs
+            self.model.subscribe(Rendezvous(self.model, self.pods_per_job))
         self.policy = factory(self.ctx, self)
+        self.cloud.mode = self.policy.api_mode
+        self.record.commitment_discount = self.policy.commitment_discount
 
     # --- workload ---------------------------------------------------------------------------------------
     def _submit(self, job: Job) -> None:
-        pods = job_pods(job, self.gpus_per_node, DURATION_ANNOTATION)
+        pods = job_pods(
+            job,
+            self.gpus_per_node,
+            DURATION_ANNOTATION,
+            gangs=self.profile.coscheduling,
+            annotations=self.policy.pod_annotations,
+        )
+        selector = self.policy.node_selector(job)
+        if selector:
+            for pod in pods:
+                pod["spec"]["nodeSelector"] = dict(selector)
         self.pods_per_job[job.id] = len(pods)
         self.total_pods += len(pods)
         self.submitted += 1
@@ -179,6 +208,9 @@ class Run:
             loop_at = self._next_loop(last)
             nxt = min(ev if ev is not None else math.inf, loop_at)
             if nxt == math.inf or nxt > self.horizon:
+                if nxt != math.inf:  # work left at the horizon: the run (and its bill) goes on until then
+                    self.model.advance(self.horizon)
+                    self._sample()
                 break
             if ev is not None and ev <= loop_at:
                 self.model.advance(ev)
@@ -190,15 +222,32 @@ class Run:
             if progress:
                 progress(self.clock.now() - self.t0)
         self.record.end_s = self.clock.now() - self.t0
-        self.record.api_calls = sum(self.model.cloud.api_calls.values())
+        self.cloud.finish(self.clock.now(), self.scan, self.policy.publishing_regions)
+        self.record.api_calls = self.cloud.total()
+        self.record.api_calls_by_region = self.cloud.by_region()
+        self.record.api_calls_by_operation = self.cloud.by_operation()
+        self.record.gpu_hours_by_model = self._gpu_hours_by_model()
         self.record.jobs = self._outcomes()
         return self.record
+
+    def _gpu_hours_by_model(self) -> dict[str, float]:
+        """GPU-hours provisioned per GPU model (T4, V100, ...): how much of the work went to which GPUs."""
+        types = instance_types()
+        end = self.clock.now()
+        out: dict[str, float] = {}
+        for inst in self.model.cloud.history:
+            itype = types[inst.instance_type]
+            if not itype.gpus:
+                continue
+            hours = itype.gpus * (min(end, inst.terminated_at or end) - inst.launched_at) / 3600
+            out[itype.gpu_model] = out.get(itype.gpu_model, 0.0) + hours
+        return {k: round(v, 1) for k, v in sorted(out.items())}
 
     def _outcomes(self) -> dict[str, JobOutcome]:
         by_job: dict[str, list] = {}
         for rec in self.model.records.values():
             kind, ns, name = rec.job
-            if kind == "job" and ns == NAMESPACE:
+            if kind in ("job", "pod-group") and ns == NAMESPACE:  # a gang is named after its job
                 by_job.setdefault(name, []).append(rec)
         out = {}
         for job in self.scenario.jobs:

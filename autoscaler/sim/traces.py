@@ -1,4 +1,5 @@
-"""Job traces: CSV files with one job per row, as in ``shared/data/`` (see docs/simulator.md).
+"""Job traces: CSV files with one job per row (see docs/simulator.md). Two real traces ship with the package in
+``autoscaler/sim/data`` (source, licence and citation in its ``traces.yaml``).
 
 Columns: ``submit_time_s``, ``gpus``, ``duration_s`` (required), ``cpus`` and ``memory_gib`` (optional, may be
 empty; the job's totals, not per GPU). Other columns (e.g. ``vc``) are ignored. A bad row is reported as one
@@ -98,14 +99,31 @@ def load_trace(path: str | Path) -> list[Job]:
         raise TraceError(f"{p}: not a text CSV file") from None
 
 
-def shared_data_dir() -> Path:
-    """``<repository>/../shared/data``: where CI and the lab keep the real traces, next to the clone."""
-    return Path(__file__).resolve().parents[2].parent / "shared" / "data"
+DATA_DIR = Path(__file__).resolve().parent / "data"  # the traces shipped with the package (data/traces.yaml)
+NAMES = {"week": DEFAULT_TRACE, "ee9e8c": "philly-vc-ee9e8c.csv"}
+
+
+def packaged_traces() -> dict[str, Path]:
+    """The traces shipped in ``autoscaler/sim/data``, by file name."""
+    return {p.name: p for p in sorted(DATA_DIR.glob("*.csv"))}
+
+
+def resolve_trace(name: str | None) -> Path:
+    """A trace given on the command line: a path, a shipped trace's file name, or its short name (``week``,
+    ``ee9e8c``); None is the Philly week. Resolves to a file or a TraceError saying what exists."""
+    if name is None:
+        name = DEFAULT_TRACE
+    shipped = packaged_traces()
+    key = NAMES.get(name, name)
+    if key in shipped and not Path(name).is_file():
+        return shipped[key]
+    path = Path(name)
+    if not path.is_file():
+        known = ", ".join([*NAMES, *shipped])
+        raise TraceError(f"{path}: no such trace file; give a path or one of the shipped traces: {known}")
+    return path
 
 
 def default_trace() -> Path:
-    """The Philly week trace in the shared data directory; a TraceError saying where it was looked for."""
-    path = shared_data_dir() / DEFAULT_TRACE
-    if not path.is_file():
-        raise TraceError(f"{path}: default trace not found; pass --trace PATH")
-    return path
+    """The Philly week, shipped with the package."""
+    return resolve_trace(None)

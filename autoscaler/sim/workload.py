@@ -9,6 +9,12 @@
   of the smallest GPU node of the spec (g4dn.xlarge: 4 vCPUs, 16 GiB for 1 GPU) left after the kubelet's
   reservations and a DaemonSet's room, so a pod never needs more CPU or memory per GPU than any GPU node offers.
 - Pods tolerate the ``nvidia.com/gpu`` taint (GPU groups carry it) and no other (spot groups stay unused).
+- Gangs: with a scheduler profile that has Coscheduling, a multi-node job is declared as a gang the way the
+  deployed gang scheduler needs it: label ``scheduling.x-k8s.io/pod-group`` (the job's name), its size
+  (``research.cluster/pod-group-size``, the PodGroup's ``minMember``) and ``schedulerName`` of the gang
+  scheduler. Without Coscheduling its pods are scheduled one by one; a distributed job's work only starts when
+  all its workers run (they wait at the rendezvous), so its pods carry ``RENDEZVOUS_ANNOTATION`` instead of a
+  duration and the runner ends them together (``autoscaler/sim/rendezvous.py``).
 """
 
 from __future__ import annotations
@@ -16,8 +22,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from autoscaler.interfaces import POD_GROUP_LABEL, POD_GROUP_SIZE_ANNOTATION
 from autoscaler.sim.traces import Job
 
+RENDEZVOUS_ANNOTATION = "research.cluster/rendezvous-duration-s"  # run time once every worker runs
+GANG_SCHEDULER = "research-gang-scheduler"  # provision.scheduler.GANG_SCHEDULER (checked by a test)
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 JOB_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 GPU = "nvidia.com/gpu"
@@ -48,18 +57,37 @@ def split_job(job: Job, gpus_per_node: int) -> list[PodShape]:
     return shapes
 
 
-def job_pods(job: Job, gpus_per_node: int, duration_annotation: str) -> list[dict]:
+def job_pods(
+    job: Job,
+    gpus_per_node: int,
+    duration_annotation: str,
+    *,
+    gangs: bool = True,
+    annotations: dict[str, str] | None = None,
+) -> list[dict]:
     """The job's pods as Kubernetes objects (``kubectl get pod -o json`` shape), still Pending.
 
-    ``duration_annotation`` names the annotation the cluster model reads to finish a running pod.
+    ``duration_annotation`` names the annotation the cluster model reads to finish a running pod; ``gangs``:
+    the scheduler has Coscheduling (a multi-node job is a declared gang); ``annotations`` go on every pod
+    (e.g. cluster-autoscaler's ``safe-to-evict``).
     """
     shapes = split_job(job, gpus_per_node)
     indexed = len(shapes) > 1
     pods = []
     for i, shape in enumerate(shapes):
         labels = {JOB_NAME_LABEL: job.id, "job-name": job.id}
+        notes = dict(annotations or {})
+        extra_spec = {}
         if indexed:
             labels[JOB_INDEX_LABEL] = str(i)
+            if gangs:
+                labels[POD_GROUP_LABEL] = job.id
+                notes[POD_GROUP_SIZE_ANNOTATION] = str(len(shapes))
+                extra_spec["schedulerName"] = GANG_SCHEDULER
+        if indexed and not gangs:
+            notes[RENDEZVOUS_ANNOTATION] = f"{job.duration_s:g}"
+        else:
+            notes[duration_annotation] = f"{job.duration_s:g}"
         requests = {"cpu": f"{shape.cpu_m}m", "memory": f"{shape.memory_mi}Mi"}
         if shape.gpus:
             requests[GPU] = str(shape.gpus)
@@ -71,7 +99,7 @@ def job_pods(job: Job, gpus_per_node: int, duration_annotation: str) -> list[dic
                     "name": f"{job.id}-{i}" if indexed else job.id,
                     "namespace": NAMESPACE,
                     "labels": labels,
-                    "annotations": {duration_annotation: f"{job.duration_s:g}"},
+                    "annotations": notes,
                     "ownerReferences": [
                         {
                             "apiVersion": "batch/v1",
@@ -83,6 +111,7 @@ def job_pods(job: Job, gpus_per_node: int, duration_annotation: str) -> list[dic
                     ],
                 },
                 "spec": {
+                    **extra_spec,
                     "restartPolicy": "Never",
                     "containers": [
                         {

@@ -54,12 +54,24 @@ class PolicyContext:
 
 
 class Policy:
-    """A scaling policy under simulation."""
+    """A scaling policy under simulation.
+
+    Besides its loop, a policy says how the workload is submitted for it (``pod_annotations`` on every pod,
+    :meth:`node_selector` per job), how its AWS calls are counted (``api_mode``, ``autoscaler/sim/api_calls.py``)
+    and what discount its instances get from a commitment (``commitment_discount``)."""
 
     name = "policy"
     loop_on_usage_change = (
         False  # True: a loop whenever GPU demand, use or capacity changes (utilization policies)
     )
+    api_mode = "live"
+    pod_annotations: dict[str, str] = {}
+    commitment_discount = 0.0
+    publishing_regions: tuple[str, ...] = ()  # regions where it publishes a CloudWatch metric every minute
+
+    def node_selector(self, job: Job) -> dict[str, str] | None:
+        """A nodeSelector the lab would put on the job's pods under this policy (None: none)."""
+        return None
 
     def __init__(self, ctx: PolicyContext):
         self.ctx = ctx

@@ -7,19 +7,31 @@ Each loop (the scan interval):
   not backed off gets a First-Fit Decreasing estimate of the new nodes it needs (up to its max); the expander
   picks ONE group (``priority``: region spill-over order and group priority, then ``least-waste`` of GPUs) and
   only that group grows. Pods are taken one by one: CA knows no gangs.
-- **Capacity that never arrives.** CA does not read the cloud's scaling activities: when a group's requested
-  nodes have not registered after ``max_node_provision_s`` (15 min), it gives up on them (desired back to the
-  registered nodes) and backs the group off (5 min, doubling up to 30 min), so the next loop tries another group.
+- **Capacity that never arrives.** The provisioning clock of a group (``max_node_provision_s``, 15 min,
+  ``--max-node-provision-time``) restarts at every increase: clusterstate's ``RegisterOrUpdateScaleUp`` moves
+  the scale-up request's time and ``ExpectedAddTime`` to now when a group already scaling grows again. When the
+  requested nodes have not registered by then, CA gives up on them (desired back to the registered nodes) and
+  backs the group off (5 min, doubling up to 30 min), so the next loop tries another group.
+- **Failed scaling activities, read.** The AWS provider refreshes its group cache once a minute; a group whose
+  desired size exceeds its instances gets placeholder instances, and ``isNodeGroupAvailable`` reads the group's
+  scaling activities: a ``Failed`` one since the group's last update marks the placeholders unfulfillable, and
+  clusterstate then gives up on them at once and backs the group off (fail fast, instead of waiting 15 min).
 - **Scale-down.** A node whose requested share (the GPU share on GPU nodes) stays under ``utilization`` for
   ``unneeded_s`` (10 min), whose pods could all run elsewhere, is removed, not within ``delay_after_add_s`` of a
   scale-up: empty nodes up to ``max_empty_bulk_delete`` per loop, else one busy node per loop whose pods are
   evicted (Job pods carry a controller, so CA evicts them), then after ``grace_s`` the instance is terminated
-  and the node deleted. A job whose pod is evicted is killed (it restarts from scratch).
+  and the node deleted. A job whose pod is evicted is killed (it restarts from scratch). The unneeded timers
+  run on during the cooldown after a scale-up (CA updates its unneeded nodes every loop and only holds the
+  deletion back; the loop that scales up returns before that step and leaves the timers as they were).
+- **Protected jobs** (``ca-like-protected``): the lab annotates training pods
+  ``cluster-autoscaler.kubernetes.io/safe-to-evict: "false"`` (CA FAQ "What types of pods can prevent CA from
+  removing a node?"); a node running one is never drained, so only empty nodes go.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from autoscaler.interfaces import TO_BE_DELETED_TAINT
 from autoscaler.sim.policies.base import Policy, PolicyContext
@@ -44,11 +56,16 @@ class CaSettings:
     delay_after_add_s: float = 600.0
     max_empty_bulk_delete: int = 10
     grace_s: float = 30.0
+    refresh_s: float = 60.0  # the AWS provider's group cache refresh (cloudprovider/aws refreshInterval)
+
+
+SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 
 
 class CaLikePolicy(Policy):
     loop_on_usage_change = True
     name = "ca-like"
+    api_mode = "cluster-autoscaler"
 
     def __init__(self, ctx: PolicyContext, settings: CaSettings | None = None):
         super().__init__(ctx)
@@ -60,6 +77,8 @@ class CaLikePolicy(Policy):
         self.unneeded_since: dict[str, float] = {}
         self.draining: dict[str, tuple[float, str, str]] = {}  # node -> (terminate at, group, instance)
         self.last_scale_up = float("-inf")
+        self.increased_at: dict[str, float] = {}  # group -> its last increase (the group's lastUpdateTime)
+        self.last_refresh = float("-inf")
         self.uncovered = False  # pending pods not yet provided for: the next loop looks again
         self.last_run = float("-inf")
 
@@ -68,15 +87,18 @@ class CaLikePolicy(Policy):
         now = self.last_run = self.ctx.now_s()
         view = ClusterView.read(self.ctx.cluster, self.ctx.cloud)
         self._finish_drains(now, view)
+        self._failed_activities(now, view)
         self._provision_timeouts(now, view)
-        scaled = self._scale_up(now, view)
-        if not scaled and now - self.last_scale_up >= self.s.delay_after_add_s:
-            self._scale_down(now, view)
-        else:
-            self.unneeded_since.clear()
+        if self._scale_up(now, view):
+            return  # static_autoscaler.RunOnce returns after a scale-up: unneeded timers stay as they were
+        candidates = self._unneeded(now, view)
+        if now - self.last_scale_up >= self.s.delay_after_add_s:
+            self._scale_down(view, candidates)
 
     def next_wakeup(self) -> float | None:
         due = [t for t, _, _ in self.draining.values()]
+        if self.increased_at:  # placeholders waiting: the next cache refresh reads the scaling activities
+            due.append(self.last_refresh + self.s.refresh_s)
         due += [t + self.s.max_node_provision_s for t in self.waiting_since.values()]
         due += [t + self.s.unneeded_s for t in self.unneeded_since.values()]
         if self.unneeded_since:
@@ -98,6 +120,38 @@ class CaLikePolicy(Policy):
                 out[g] += 1
         return out
 
+    def _give_up(self, name: str, group: dict, keep: int, now: float) -> None:
+        """Desired back to ``keep`` nodes and the group backed off (5 min, doubling up to 30)."""
+        if group["desired"] > keep:
+            self.ctx.cloud.set_desired(name, keep)
+            group["desired"] = keep
+        length = min(self.backoff_len.get(name, self.s.backoff_s / 2) * 2, self.s.max_backoff_s)
+        self.backoff_len[name] = length
+        self.backoff_until[name] = now + length
+        self.waiting_since.pop(name, None)
+        self.increased_at.pop(name, None)
+
+    def _failed_activities(self, now: float, view: ClusterView) -> None:
+        """At each cache refresh, read the scaling activities of groups with placeholders (desired above their
+        instances); a failure since the group's last increase: give up on the placeholders now."""
+        if now - self.last_refresh < self.s.refresh_s:
+            return
+        self.last_refresh = now
+        short = {
+            name: g
+            for name, g in view.by_name.items()
+            if name in self.increased_at and g["desired"] > len(_live(g))
+        }
+        for name in [n for n in self.increased_at if n not in short]:
+            del self.increased_at[name]  # every requested instance exists: nothing to read for it
+        if not short:
+            return
+        since = datetime.fromtimestamp(min(self.increased_at[n] for n in short), UTC)
+        failed = {f["group"] for f in self.ctx.cloud.scaling_failures(since)}
+        for name, group in short.items():
+            if name in failed:
+                self._give_up(name, group, len(_live(group)), now)
+
     def _provision_timeouts(self, now: float, view: ClusterView) -> None:
         registered = self._registered(view)
         for name, group in view.by_name.items():
@@ -106,12 +160,7 @@ class CaLikePolicy(Policy):
                 continue
             since = self.waiting_since.setdefault(name, now)
             if now - since >= self.s.max_node_provision_s:
-                self.ctx.cloud.set_desired(name, registered[name])
-                group["desired"] = registered[name]
-                length = min(self.backoff_len.get(name, self.s.backoff_s / 2) * 2, self.s.max_backoff_s)
-                self.backoff_len[name] = length
-                self.backoff_until[name] = now + length
-                self.waiting_since.pop(name, None)
+                self._give_up(name, group, registered[name], now)
 
     def _scale_up(self, now: float, view: ClusterView) -> bool:
         self.uncovered = False
@@ -146,7 +195,8 @@ class CaLikePolicy(Policy):
             return False
         _, _, name, group, count = min(options, key=lambda o: o[:3])
         self.ctx.cloud.set_desired(name, group["desired"] + count)
-        self.waiting_since.setdefault(name, now)
+        self.waiting_since[name] = now  # RegisterOrUpdateScaleUp: the clock restarts at every increase
+        self.increased_at[name] = now
         self.last_scale_up = now
         self.uncovered = True  # other groups may be needed for the rest: the next loop looks again
         return True
@@ -159,7 +209,8 @@ class CaLikePolicy(Policy):
             self.ctx.cloud.terminate_instance(group, instance)  # the node object goes with the instance
             del self.draining[node]
 
-    def _scale_down(self, now: float, view: ClusterView) -> None:
+    def _unneeded(self, now: float, view: ClusterView) -> list[tuple[dict, list[dict]]]:
+        """Update the unneeded timers (every loop, cooldown or not); the nodes unneeded for long enough."""
         candidates = []
         for node in view.nodes:
             name = node["metadata"]["name"]
@@ -176,6 +227,9 @@ class CaLikePolicy(Policy):
         live = {n["metadata"]["name"] for n in view.nodes}
         for name in [n for n in self.unneeded_since if n not in live]:
             del self.unneeded_since[name]
+        return candidates
+
+    def _scale_down(self, view: ClusterView, candidates: list[tuple[dict, list[dict]]]) -> None:
         registered = self._registered(view)
         removed_empty = 0
         removed_busy = False
@@ -196,7 +250,7 @@ class CaLikePolicy(Policy):
                     self.ctx.cluster.evict_pod(
                         p["metadata"].get("namespace", "default"), p["metadata"]["name"]
                     )
-                self.draining[name] = (now + self.s.grace_s, group, instance)
+                self.draining[name] = (self.ctx.now_s() + self.s.grace_s, group, instance)
                 removed_busy = True
             else:
                 continue
@@ -204,9 +258,11 @@ class CaLikePolicy(Policy):
             self.unneeded_since.pop(name, None)
 
     def _movable(self, view: ClusterView, node: dict, pods: list[dict]) -> bool:
-        """Whether every pod could run on another registered node's free room."""
+        """Whether every pod could run on another registered node's free room (and may be evicted at all)."""
         if not pods:
             return True
+        if any((p["metadata"].get("annotations") or {}).get(SAFE_TO_EVICT) == "false" for p in pods):
+            return False  # CA's drain rules: a pod annotated safe-to-evict=false blocks the node's removal
         bins = Bins()
         for other in view.nodes:
             oname = other["metadata"]["name"]
@@ -218,6 +274,17 @@ class CaLikePolicy(Policy):
             if free.get(GPU, 0.0) > 0 or not any(requests(p).get(GPU) for p in pods):
                 bins.add(other, free)
         return all(bins.place(p) is not None for p in decreasing(pods))
+
+
+class CaProtectedPolicy(CaLikePolicy):
+    """``ca-like`` with the lab's training pods annotated ``safe-to-evict: "false"``."""
+
+    name = "ca-like-protected"
+    pod_annotations = {SAFE_TO_EVICT: "false"}
+
+
+def _live(group: dict) -> list[dict]:
+    return [i for i in group.get("instances", ()) if i.get("state") not in ("terminated", "terminating")]
 
 
 def _unschedulable(node: dict) -> bool:

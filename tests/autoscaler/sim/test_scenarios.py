@@ -37,12 +37,20 @@ def test_ours_spills_over_and_runs_the_whole_burst_without_killing(burst):
     assert loops_to_request(ours, big) <= 1
 
 
-def test_ca_like_waits_on_the_group_that_has_no_capacity(burst):
+def test_ca_like_reads_the_failed_activity_and_gives_up_on_the_group_within_a_refresh(burst):
+    """cloudprovider/aws isNodeGroupAvailable: a Failed scaling activity since the group's last update marks its
+    placeholders unfulfillable at the next cache refresh (once a minute), long before max-node-provision-time."""
     _, scenario, records = burst
     big = scenario.bursts[-1]
-    ours = burst_to_running_s(records["batch"], big)
-    theirs = burst_to_running_s(records["ca-like"], big)
-    assert theirs >= 15 * 60  # max-node-provision-time before it gives up on us-west-2
-    assert ours < theirs
+    ca = records["ca-like"]
+    west = "dlr-us-west-2-gpu-v100x8"
+    ups = [e for e in ca.scale_events if e["group"] == west and e["t"] >= big.start_s and e["to"] > e["from"]]
+    downs = [
+        e for e in ca.scale_events if e["group"] == west and e["t"] > ups[0]["t"] and e["to"] < e["from"]
+    ]
+    assert downs and downs[0]["t"] - ups[0]["t"] <= 60 + 10  # a refresh (60 s) and a scan interval
+    assert downs[0]["t"] - ups[0]["t"] < 15 * 60
+    theirs = burst_to_running_s(ca, big)
+    assert theirs < 15 * 60
     # one node group per loop against all of them in one pass
     assert loops_to_request(records["ca-like"], big) > loops_to_request(records["batch"], big)

@@ -4,7 +4,16 @@ import pytest
 
 from autoscaler.model.pods import DURATION_ANNOTATION, gang_key
 from autoscaler.sim.traces import Job, load_trace
-from autoscaler.sim.workload import CPU_PER_GPU, MEMORY_GIB_PER_GPU, job_pods, peak_gpu_demand, split_job
+from autoscaler.sim.workload import (
+    CPU_PER_GPU,
+    GANG_SCHEDULER,
+    MEMORY_GIB_PER_GPU,
+    RENDEZVOUS_ANNOTATION,
+    job_pods,
+    peak_gpu_demand,
+    split_job,
+)
+from provision import scheduler
 from tests.support import ROOT
 
 
@@ -24,13 +33,28 @@ def test_trace_cpu_and_memory_are_split_by_gpu_share():
     assert [(s.cpu_m, s.memory_mi) for s in shapes] == [(16000, 64 * 1024), (8000, 32 * 1024)]
 
 
-def test_multi_node_job_is_one_indexed_gang():
+def test_multi_node_job_is_a_declared_pod_group_for_the_gang_scheduler():
     pods = job_pods(Job("job-7", 0, 16, 300), 8, DURATION_ANNOTATION)
     assert [p["metadata"]["name"] for p in pods] == ["job-7-0", "job-7-1"]
-    assert {gang_key(p) for p in pods} == {("job", "research", "job-7")}
+    assert {gang_key(p) for p in pods} == {("pod-group", "research", "job-7")}
+    assert all(p["metadata"]["annotations"]["research.cluster/pod-group-size"] == "2" for p in pods)
+    assert {p["spec"]["schedulerName"] for p in pods} == {GANG_SCHEDULER} == {scheduler.GANG_SCHEDULER}
     assert all(p["metadata"]["annotations"][DURATION_ANNOTATION] == "300" for p in pods)
     req = pods[0]["spec"]["containers"][0]["resources"]["requests"]
     assert req == {"cpu": "24000m", "memory": "98304Mi", "nvidia.com/gpu": "8"}
+
+
+def test_without_coscheduling_a_multi_node_job_is_an_indexed_job_that_waits_at_its_rendezvous():
+    pods = job_pods(Job("job-7", 0, 16, 300), 8, DURATION_ANNOTATION, gangs=False)
+    assert {gang_key(p) for p in pods} == {("job", "research", "job-7")}  # the model kills workers together
+    assert all("schedulerName" not in p["spec"] for p in pods)
+    assert all(DURATION_ANNOTATION not in p["metadata"]["annotations"] for p in pods)
+    assert all(p["metadata"]["annotations"][RENDEZVOUS_ANNOTATION] == "300" for p in pods)
+
+
+def test_policy_annotations_go_on_every_pod():
+    pods = job_pods(Job("j", 0, 16, 60), 8, DURATION_ANNOTATION, annotations={"a": "b"})
+    assert all(p["metadata"]["annotations"]["a"] == "b" for p in pods)
 
 
 def test_single_pod_job_is_not_a_gang():
