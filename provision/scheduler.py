@@ -211,6 +211,16 @@ def kubeadm_scheduler_patch() -> dict:
     }
 
 
+def control_plane_files() -> dict[str, str]:
+    """What the control_plane Terraform module writes on every member (its ``scheduler_*`` variables): the
+    KubeSchedulerConfiguration, its path, and the ``scheduler:`` block of kubeadm's ClusterConfiguration."""
+    return {
+        "config": dump([control_plane_config()]),
+        "config_file": CONFIG_FILE,
+        "kubeadm": yaml.safe_dump({"scheduler": kubeadm_scheduler_patch()["scheduler"]}, sort_keys=False),
+    }
+
+
 def plugins_version(cluster: Cluster) -> str:
     minor = cluster.kubernetes.minor
     try:

@@ -6,7 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from provision import mtu, tunnels
+from provision import mtu, scheduler, tunnels
 from provision.errors import UserError
 from provision.researchers_tf import researchers_context
 from provision.spec import Cluster, Region
@@ -116,6 +116,7 @@ def region_context(
         "ami_id": ami_id(region_name, ami_dir),
         "ami_ssm_parameter": f"/{cluster.name}/ami/gpu-worker",
         "kubeadm_prefix": f"/{cluster.name}/kubeadm",
+        "scheduler": scheduler.control_plane_files(),
         "api_dns_name": f"api.{cluster.domain}",
         "domain": cluster.domain,
         "node_groups": [_node_group(cluster, region, g) for g in region.node_groups],

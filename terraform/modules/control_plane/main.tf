@@ -79,7 +79,8 @@ resource "aws_instance" "member" {
   iam_instance_profile   = var.instance_profile_name
   ebs_optimized          = true
   monitoring             = true
-  user_data = templatefile("${path.module}/templates/control_plane.sh.tftpl", {
+  # gzip: the script with the scheduler profile is over EC2's 16 KiB user-data limit; cloud-init unpacks it.
+  user_data_base64 = base64gzip(templatefile("${path.module}/templates/control_plane.sh.tftpl", {
     cluster            = var.cluster
     index              = count.index
     region             = var.region
@@ -95,8 +96,11 @@ resource "aws_instance" "member" {
     init_parameter     = aws_ssm_parameter.init.name
     kms_key_arn        = var.kms_key_arn
     flannel_manifest   = var.flannel_manifest_url
+    scheduler_config   = var.scheduler_config
+    scheduler_file     = var.scheduler_config_file
+    scheduler_kubeadm  = var.scheduler_kubeadm
     bootstrap          = file("${path.module}/scripts/bootstrap.sh")
-  })
+  }))
 
   metadata_options {
     http_endpoint = "enabled"
@@ -120,7 +124,7 @@ resource "aws_instance" "member" {
 
   lifecycle {
     # A new baked image must not replace etcd members; upgrade them one by one with kubeadm.
-    ignore_changes = [ami, user_data]
+    ignore_changes = [ami, user_data_base64]
   }
 }
 

@@ -109,3 +109,18 @@ variable "pod_mtu" {
     error_message = "pod_mtu must be between 1280 and 8951 (9001 jumbo frames less VXLAN's 50 bytes)."
   }
 }
+
+variable "scheduler_config" {
+  description = "KubeSchedulerConfiguration of the control plane's kube-scheduler (provision/scheduler.py: MostAllocated, GPUs weighted highest)"
+  type        = string
+}
+
+variable "scheduler_config_file" {
+  description = "Where every member writes scheduler_config (the kube-scheduler static pod mounts its directory read-only)"
+  type        = string
+}
+
+variable "scheduler_kubeadm" {
+  description = "The scheduler block of kubeadm's ClusterConfiguration (v1beta4) that makes kube-scheduler load scheduler_config_file"
+  type        = string
+}

@@ -2,6 +2,7 @@
 back-off, removal of dead etcd members and the status a task reads (scenarios in
 data/control_plane_scenarios.yaml, each naming the kubeadm/etcd rule it follows)."""
 
+import gzip
 import json
 import os
 import shutil
@@ -10,6 +11,7 @@ import subprocess
 import pytest
 import yaml
 
+from provision import scheduler
 from provision.terraform.hcl import inline
 from tests.provision.terraform.tf_files import MODULES
 from tests.support import ROOT, require_tool
@@ -18,7 +20,8 @@ HERE = ROOT / "tests/provision/terraform"
 SCENARIOS = yaml.safe_load((HERE / "data/control_plane_scenarios.yaml").read_text())
 FAKE = HERE / "fakes/control_plane_fake.sh"
 COMMANDS = ["kubeadm", "aws", "curl", "getent", "sleep", "systemctl", "kubectl"]
-USER_DATA_LIMIT = 16 * 1024  # EC2 user data, before base64
+USER_DATA_LIMIT = 16 * 1024  # EC2 user data, before base64 (the module sends it gzipped: base64gzip)
+SCHEDULER = scheduler.control_plane_files()  # what the region root passes (provision/terraform/context.py)
 
 
 def render(member: int, cwd) -> str:
@@ -39,6 +42,9 @@ def render(member: int, cwd) -> str:
         "init_parameter": "/dlr/control-plane/init",
         "kms_key_arn": "arn:aws:kms:us-west-2:123456789012:key/abc",
         "flannel_manifest": "https://github.com/flannel-io/flannel/releases/download/v0.26.1/kube-flannel.yml",
+        "scheduler_config": SCHEDULER["config"],
+        "scheduler_file": SCHEDULER["config_file"],
+        "scheduler_kubeadm": SCHEDULER["kubeadm"],
     }
     template = inline(str(MODULES / "control_plane/templates/control_plane.sh.tftpl"))
     bootstrap = inline(str(MODULES / "control_plane/scripts/bootstrap.sh"))
@@ -62,7 +68,7 @@ def test_rendered_script_is_shellcheck_clean_and_fits_in_user_data(scripts, tmp_
     shellcheck = require_tool("shellcheck", str(ROOT / ".venv/bin/shellcheck"))
     path = tmp_path / "user-data.sh"
     path.write_text(scripts[0])
-    assert len(scripts[0].encode()) < USER_DATA_LIMIT
+    assert len(gzip.compress(scripts[0].encode())) < USER_DATA_LIMIT
     result = subprocess.run([shellcheck, "-S", "warning", str(path)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout
     assert "MEMBER='0'" in scripts[0] and "MEMBER='2'" in scripts[2]
@@ -152,3 +158,17 @@ def test_init_config_is_kubeadm_v1beta4(scripts, tmp_path):
     assert cluster["kubernetesVersion"] == "v1.35.0"
     assert cluster["networking"] == {"podSubnet": "10.128.0.0/14", "serviceSubnet": "10.96.0.0/16"}
     assert docs[0]["certificateKey"].startswith("0123456789abcdef")
+    # The deployed scheduler profile: kube-scheduler loads the file every member wrote (docs/scheduler.md).
+    assert cluster["scheduler"] == scheduler.kubeadm_scheduler_patch()["scheduler"]
+    written = (tmp_path / "root" / SCHEDULER["config_file"].lstrip("/")).read_text()
+    assert yaml.safe_load(written) == scheduler.control_plane_config()
+
+
+def test_joining_members_write_the_same_scheduler_profile(scripts, tmp_path):
+    """kubeadm join --control-plane takes the ClusterConfiguration (the --config flag and the volume) from the
+    cluster's kubeadm-config ConfigMap, so every member must hold the file it names."""
+    case = next(c for c in SCENARIOS if c["name"].startswith("a joining member"))
+    result, _, _ = _run(scripts[2], case, tmp_path)
+    assert result.returncode == 0, result.stderr
+    written = (tmp_path / "root" / SCHEDULER["config_file"].lstrip("/")).read_text()
+    assert yaml.safe_load(written) == scheduler.control_plane_config()

@@ -105,7 +105,15 @@ apiServer:
 networking:
   podSubnet: "$POD_CIDR"
   serviceSubnet: "$SERVICE_CIDR"
+$SCHEDULER_KUBEADM
 EOF
+}
+
+# The scheduler profile (provision/scheduler.py) on every member: kubeadm's ClusterConfiguration (kept in the
+# cluster's kubeadm-config, so joining members' static pods get the same flags) points kube-scheduler at it.
+write_scheduler_config() {
+  install -d -m 0755 "$root$(dirname "$SCHEDULER_FILE")"
+  printf '%s\n' "$SCHEDULER_CONFIG" >"$root$SCHEDULER_FILE"
 }
 
 write_join_config() {
@@ -316,6 +324,7 @@ main() {
   instance_id=$(imds instance-id) || instance_id=unknown
   self_ip=$(imds local-ipv4) || fail "cannot read this instance's address from IMDS"
   install_publisher
+  write_scheduler_config
   wait_until "$INIT_PARAMETER to be readable" read_init_state || fail "cannot read $INIT_PARAMETER from SSM"
   if [[ $MEMBER == 0 && $init == pending ]]; then
     init_cluster
