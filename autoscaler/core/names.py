@@ -17,6 +17,9 @@ TO_BE_DELETED_SINCE_ANNOTATION = "research.cluster/to-be-deleted-since"  # ISO-8
 
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 JOB_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
+# On a Job's pod template: "true" makes the Job's pods one gang (all-or-nothing, one region). Without it (or the
+# PodGroup label) an Indexed Job is a set of independent pods, as the default scheduler treats it.
+GANG_ANNOTATION = "research.cluster/gang"
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 HOSTNAME_KEY = "kubernetes.io/hostname"
 ZONE_KEY = "topology.kubernetes.io/zone"

@@ -14,8 +14,8 @@ from autoscaler.core.errors import SnapshotError
 from autoscaler.core.gcpause import gc_paused
 from autoscaler.core.model import Failure, Group, GroupState, Instance, Node, Pod, Snapshot
 from autoscaler.core.names import (
+    GANG_ANNOTATION,
     INSTANCE_TYPE_KEY,
-    JOB_INDEX_LABEL,
     JOB_NAME_LABEL,
     MIRROR_ANNOTATION,
     NODE_GROUP_LABEL,
@@ -390,8 +390,13 @@ def _pod(raw: object, where: str, errors: list[str]) -> Pod | None:
                 )
             else:
                 gang_size = int(size)
-    elif JOB_INDEX_LABEL in labels and (labels.get(JOB_NAME_LABEL) or owner_kind == "Job"):
-        gang = f"job:{namespace}/{labels.get(JOB_NAME_LABEL) or owner_name}"
+    elif (job := labels.get(JOB_NAME_LABEL) or (owner_name if owner_kind == "Job" else None)) and (
+        gang_flag := annotations.get(GANG_ANNOTATION)
+    ) is not None:
+        if gang_flag not in ("true", "false"):
+            errors.append(f'{w}.metadata.annotations.{GANG_ANNOTATION}: {gang_flag!r} is not "true" or "false"')
+        elif gang_flag == "true":
+            gang = f"job:{namespace}/{job}"
     evict = annotations.get(SAFE_TO_EVICT_ANNOTATION)
     nominated = status.get("nominatedNodeName") if phase == "Pending" and not node_name else None
     if nominated is not None and not isinstance(nominated, str):
