@@ -9,7 +9,7 @@ Kubernetes objects as kubectl prints them.
 from __future__ import annotations
 
 from autoscaler.core.errors import SnapshotError
-from autoscaler.core.podspec import PodShape, parse_shape
+from autoscaler.core.podspec import PodShape, parse_shape, ports_conflict
 from autoscaler.core.quantity import format_amount, parse_resources
 from autoscaler.core.selectors import (
     parse_taints,
@@ -93,7 +93,7 @@ def capacity(shape: PodShape, matched: frozenset, st: NodeState) -> int:
                 return 0
             k = f
     if shape.host_ports:
-        if shape.host_ports & st.ports:
+        if st.ports and ports_conflict(shape.host_ports, st.ports):
             return 0
         k = 1
     sc = st.sel_counts
@@ -129,8 +129,9 @@ def capacity_reason(shape: PodShape, matched: frozenset, st: NodeState) -> str |
         have = st.free.get(r, 0)
         if have < q:
             return f"needs {format_amount(r, q)} {r}; {format_amount(r, max(have, 0))} free"
-    if shape.host_ports & st.ports:
-        return f"host port {sorted(shape.host_ports & st.ports)[0][1]} is in use"
+    clash = ports_conflict(shape.host_ports, st.ports) if shape.host_ports else None
+    if clash:
+        return f"host port {clash[1]}/{clash[0]} is in use"
     for sel in shape.anti_affinity:
         if st.sel_counts.get(sel):
             return "required pod anti-affinity: a matching pod runs on the node"

@@ -5,6 +5,7 @@ Pods of one Job or ReplicaSet share a shape object, so the planner compares and 
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 
 from autoscaler.core.names import HOSTNAME_KEY, ZONE_KEY
@@ -20,7 +21,7 @@ class PodShape:
     node_selector: tuple  # requirements from spec.nodeSelector (AND)
     affinity_terms: tuple  # required node affinity: tuple of (label requirements, field requirements) (OR)
     tolerations: tuple
-    host_ports: frozenset  # (protocol, port)
+    host_ports: frozenset  # (protocol, port, host IP or "" for all)
     anti_affinity: tuple  # hostname anti-affinity: tuple of selector keys (namespaces, requirements)
     spread_host: tuple  # DoNotSchedule spread on hostname: (max_skew, selector key)
     spread_zone: tuple  # DoNotSchedule spread on zone: (max_skew, selector key)
@@ -104,13 +105,62 @@ def _node_affinity(spec: dict, where: str, errors: list[str]) -> tuple:
     return tuple(out)
 
 
-def _ports(spec: dict) -> frozenset:
+PROTOCOLS = ("TCP", "UDP", "SCTP")
+
+
+def _ports(spec: dict, where: str, errors: list[str]) -> frozenset:
+    """Host ports as (protocol, port, host IP) with "" for all addresses, checked as the API server does
+    (k8s.io/kubernetes/pkg/apis/core/validation: ``validateContainerPorts``): ports 1-65535, a known protocol,
+    an IP address for hostIP."""
     out = set()
-    for c in spec.get("containers") or ():
-        for p in c.get("ports") or ():
-            if p.get("hostPort"):
-                out.add((p.get("protocol") or "TCP", int(p["hostPort"])))
+    for ci, c in enumerate(spec.get("containers") or ()):
+        ports = c.get("ports") if isinstance(c, dict) else None
+        if ports is None:
+            continue
+        if not isinstance(ports, list):
+            errors.append(
+                f"{where}.spec.containers[{ci}].ports: expected a list of {{containerPort, hostPort}}"
+            )
+            continue
+        for pi, port in enumerate(ports):
+            w = f"{where}.spec.containers[{ci}].ports[{pi}]"
+            if not isinstance(port, dict):
+                errors.append(f"{w}: expected {{containerPort, hostPort, protocol}}")
+                continue
+            for field in ("containerPort", "hostPort"):
+                v = port.get(field)
+                if v is None and field == "hostPort":
+                    continue
+                if (
+                    isinstance(v, bool)
+                    or not isinstance(v, int)
+                    or not (1 <= v <= 65535 or (field == "hostPort" and v == 0))
+                ):
+                    errors.append(f"{w}.{field}: {v!r} is not a port number; use an integer from 1 to 65535")
+            protocol = port.get("protocol") or "TCP"
+            if protocol not in PROTOCOLS:
+                errors.append(f"{w}.protocol: {protocol!r} is not one of {', '.join(PROTOCOLS)}")
+            host_ip = port.get("hostIP") or ""
+            if host_ip:
+                try:
+                    ipaddress.ip_address(host_ip)
+                except ValueError:
+                    errors.append(f"{w}.hostIP: {host_ip!r} is not an IP address")
+            hp = port.get("hostPort")
+            if isinstance(hp, int) and not isinstance(hp, bool) and 1 <= hp <= 65535:
+                out.add((protocol, hp, "" if host_ip == "0.0.0.0" else host_ip))
     return frozenset(out)
+
+
+def ports_conflict(wanted: frozenset, used) -> tuple | None:
+    """The first host port of ``wanted`` that ``used`` already holds, by the scheduler's NodePorts rule
+    (k8s.io/kubernetes/pkg/scheduler/framework/types.go, ``HostPortInfo.CheckConflict``): the same protocol and
+    port conflict when either side binds all addresses (0.0.0.0) or both bind the same IP; else None."""
+    for protocol, port, ip in wanted:
+        for uprotocol, uport, uip in used:
+            if port == uport and protocol == uprotocol and (not ip or not uip or ip == uip):
+                return (protocol, port, ip)
+    return None
 
 
 def _pod_terms(spec: dict, namespace: str, where: str, errors: list[str]) -> tuple[tuple, list[str]]:
@@ -211,11 +261,7 @@ def parse_shape(spec: dict, namespace: str, where: str, errors: list[str]) -> Po
     node_selector = tuple((k, "In", (str(v),)) for k, v in sorted(ns.items()))
     terms = _node_affinity(spec, where, errors)
     tolerations = parse_tolerations(spec.get("tolerations"), f"{where}.spec.tolerations", errors)
-    try:
-        ports = _ports(spec)
-    except (TypeError, ValueError, AttributeError):
-        errors.append(f"{where}.spec.containers[].ports: hostPort must be an integer port number")
-        ports = frozenset()
+    ports = _ports(spec, where, errors)
     anti, unsupported = _pod_terms(spec, namespace, where, errors)
     host, zone, zone_opts, unsupported2 = _spread(spec, namespace, where, errors)
     if len(errors) > before:

@@ -27,7 +27,7 @@ from autoscaler.core.names import (
 )
 from autoscaler.core.podspec import parse_shape
 from autoscaler.core.quantity import parse_resources
-from autoscaler.core.selectors import parse_taints
+from autoscaler.core.selectors import label_key_problem, label_value_problem, parse_taints
 from autoscaler.core.timeutil import parse_time
 
 FAILURE_REASONS = (
@@ -62,7 +62,15 @@ def _parse(data: dict) -> Snapshot:
     now = parse_time(data.get("now"), "snapshot.now", errors) if data.get("now") else datetime.now(UTC)
     groups = _groups(data.get("groups", []), errors)
     regions = _regions(data.get("regions"), groups, errors)
-    by_instance = {inst.id: g.name for g in groups for inst in g.instances}
+    by_instance: dict[str, str] = {}
+    for g in groups:
+        for inst in g.instances:
+            if inst.id in by_instance:
+                errors.append(
+                    f"groups ({g.name}).instances: instance {inst.id!r} is also listed in group "
+                    f"{by_instance[inst.id]}; an instance belongs to one group and is listed once"
+                )
+            by_instance.setdefault(inst.id, g.name)
     group_names = {g.name for g in groups}
     nodes = [
         n
@@ -74,6 +82,8 @@ def _parse(data: dict) -> Snapshot:
         for i, raw in enumerate(_items(data.get("pods", []), "pods", errors))
         if (p := _guard(_pod, f"pods[{i}]", errors, raw, f"pods[{i}]", errors))
     ]
+    _duplicates(data.get("nodes"), "nodes", "node name", errors)
+    _duplicates(data.get("pods"), "pods", "pod namespace/name", errors)
     names = {n.name for n in nodes}
     for p in pods:
         if p.nominated not in names:
@@ -96,8 +106,29 @@ def _parse(data: dict) -> Snapshot:
     return Snapshot(now, pods, nodes, groups, regions, pdbs, failures, state)
 
 
-def _strings(raw: object, where: str, errors: list[str]) -> dict[str, str]:
-    """Labels or annotations: a mapping of string to string."""
+def _raw_key(item: object, pod: bool) -> str | None:
+    meta = item.get("metadata") if isinstance(item, dict) else None
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+        return None
+    return f"{meta.get('namespace') or 'default'}/{meta['name']}" if pod else meta["name"]
+
+
+def _duplicates(raw: object, where: str, what: str, errors: list[str]) -> None:
+    """One line per object whose name an earlier object already has: a list holds each object once (a duplicate
+    would double the capacity or the demand the planner sees)."""
+    items = raw.get("items") if isinstance(raw, dict) else raw
+    seen: set[str] = set()
+    for i, item in enumerate(items if isinstance(items, list) else ()):
+        k = _raw_key(item, where == "pods")
+        if k is not None and k in seen:
+            errors.append(
+                f"{where}[{i}] ({k}).metadata.name: duplicate {what}; each object appears once in snapshot.{where}"
+            )
+        seen.add(k)
+
+
+def _strings(raw: object, where: str, errors: list[str], labels: bool = True) -> dict[str, str]:
+    """Labels (keys and values checked as Kubernetes does) or annotations (keys checked): string to string."""
     if raw is None:
         return {}
     if not isinstance(raw, dict) or not all(
@@ -105,7 +136,12 @@ def _strings(raw: object, where: str, errors: list[str]) -> dict[str, str]:
     ):
         errors.append(f'{where}: expected a mapping of string to string (quote values such as "true" or "4")')
         return {}
-    return raw
+    before = len(errors)
+    for k, v in raw.items():
+        problem = label_key_problem(k) or (label_value_problem(v) if labels else None)
+        if problem:
+            errors.append(f"{where}: {problem}")
+    return raw if len(errors) == before else {}
 
 
 def _guard(parse, where: str, errors: list[str], *args):
@@ -292,7 +328,7 @@ def _node(raw: object, where: str, by_instance: dict, groups: set, errors: list[
     spec = raw.get("spec") or {}
     status = raw.get("status") or {}
     labels = _strings(meta.get("labels"), f"{w}.metadata.labels", errors)
-    annotations = _strings(meta.get("annotations"), f"{w}.metadata.annotations", errors)
+    annotations = _strings(meta.get("annotations"), f"{w}.metadata.annotations", errors, labels=False)
     alloc_raw = status.get("allocatable")
     if alloc_raw is None:
         alloc_raw = status.get("capacity")
@@ -352,7 +388,7 @@ def _pod(raw: object, where: str, errors: list[str]) -> Pod | None:
     spec = raw.get("spec")
     status = raw.get("status") or {}
     labels = _strings(meta.get("labels"), f"{w}.metadata.labels", errors)
-    annotations = _strings(meta.get("annotations"), f"{w}.metadata.annotations", errors)
+    annotations = _strings(meta.get("annotations"), f"{w}.metadata.annotations", errors, labels=False)
     shape = parse_shape(spec, namespace, w, errors)
     owner_kind = owner_name = None
     for ref in meta.get("ownerReferences") or ():
@@ -394,7 +430,9 @@ def _pod(raw: object, where: str, errors: list[str]) -> Pod | None:
         gang_flag := annotations.get(GANG_ANNOTATION)
     ) is not None:
         if gang_flag not in ("true", "false"):
-            errors.append(f'{w}.metadata.annotations.{GANG_ANNOTATION}: {gang_flag!r} is not "true" or "false"')
+            errors.append(
+                f'{w}.metadata.annotations.{GANG_ANNOTATION}: {gang_flag!r} is not "true" or "false"'
+            )
         elif gang_flag == "true":
             gang = f"job:{namespace}/{job}"
     evict = annotations.get(SAFE_TO_EVICT_ANNOTATION)
