@@ -326,7 +326,7 @@ class Packer:
             g.labels,
             g.taints,
             room.tmpl,
-            NodeState(dict(g.allocatable)),
+            NodeState(dict(g.allocatable), ports=set(g.ports)),
             take,
             zone if zone is not None else group_zone(g),
         )
@@ -355,7 +355,7 @@ class Packer:
             if reason is not None:
                 cls.notes.setdefault(g.name, ("static", reason))
                 continue
-            k = capacity(cls.shape, cls.matched, NodeState(dict(g.allocatable)))
+            k = capacity(cls.shape, cls.matched, NodeState(dict(g.allocatable), ports=set(g.ports)))
             if k <= 0:
                 cls.notes.setdefault(g.name, ("size", ""))  # too large: summarised by the caller
                 continue

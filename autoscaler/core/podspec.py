@@ -52,8 +52,32 @@ def _container_requests(c: dict, where: str, errors: list[str]) -> dict[str, int
     return req
 
 
+POD_LEVEL_RESOURCES = ("cpu", "memory")
+
+
+def _pod_level(raw: object, where: str, errors: list[str]) -> dict[str, int]:
+    """Pod-level ``spec.resources`` (Kubernetes 1.32+, PodLevelResources): its requests (a limit without a request
+    counts as the request) replace the containers' sum for cpu, memory and hugepages
+    (k8s.io/component-helpers/resource/helpers.go ``PodRequests``: pod-level values take precedence)."""
+    if raw is None:
+        return {}
+    w = f"{where}.spec.resources"
+    if not isinstance(raw, dict):
+        errors.append(f"{w}: expected {{requests, limits}}")
+        return {}
+    req = parse_resources(raw.get("requests"), f"{w}.requests", errors)
+    for name, q in parse_resources(raw.get("limits"), f"{w}.limits", errors).items():
+        req.setdefault(name, q)
+    for name in list(req):
+        if name not in POD_LEVEL_RESOURCES and not name.startswith("hugepages-"):
+            errors.append(f"{w}: {name} cannot be set at pod level; use cpu, memory or hugepages-<size>")
+            del req[name]
+    return req
+
+
 def effective_requests(spec: dict, where: str, errors: list[str]) -> dict[str, int]:
-    """max(app containers + sidecars, each init container + sidecars started before it) + overhead."""
+    """max(app containers + sidecars, each init container + sidecars started before it), replaced by pod-level
+    requests where given, + overhead."""
     total: dict[str, int] = {}
     containers = spec.get("containers")
     if not isinstance(containers, list) or not containers:
@@ -76,6 +100,8 @@ def effective_requests(spec: dict, where: str, errors: list[str]) -> dict[str, i
         total[r] = total.get(r, 0) + q
     for r, q in peak.items():
         total[r] = max(total.get(r, 0), q)
+    for r, q in _pod_level(spec.get("resources"), where, errors).items():
+        total[r] = q
     for r, q in parse_resources(spec.get("overhead"), f"{where}.spec.overhead", errors).items():
         total[r] = total.get(r, 0) + q
     total["pods"] = POD_MILLI
@@ -240,6 +266,7 @@ def parse_shape(spec: dict, namespace: str, where: str, errors: list[str]) -> Po
                 [(c.get("resources"), c.get("ports")) for c in spec.get("containers") or ()],
                 [(c.get("resources"), c.get("restartPolicy")) for c in spec.get("initContainers") or ()],
                 spec.get("overhead"),
+                spec.get("resources"),
                 spec.get("nodeSelector"),
                 affinity,
                 spec.get("tolerations"),

@@ -17,8 +17,11 @@ def _size_reason(cls: PodClass, groups: list[Group], matching: bool) -> str:
         if best < q and (worst is None or best / q < worst[2] / worst[1]):
             worst = (r, q, best)
     if worst is None:  # each resource fits alone: the combination or a per-node limit does not
-        st = NodeState(dict(groups[0].allocatable)) if groups else NodeState({})
+        st = NodeState(dict(groups[0].allocatable), ports=set(groups[0].ports)) if groups else NodeState({})
         detail = capacity_reason(cls.shape, cls.matched, st) or "does not fit on an empty node"
+        if groups and detail.startswith("host port") and groups[0].ports:
+            port = detail.split()[2]
+            return f"host port {port} is taken by a DaemonSet on every node of group {groups[0].name}"
         return f"{detail} on an empty node of group {groups[0].name}" if groups else detail
     r, q, best = worst
     if best == 0:

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from autoscaler.core.config import PlannerConfig
 from autoscaler.core.failures import GroupStatus, gone_instances
 from autoscaler.core.fit import NodeState, matching, selector_keys
-from autoscaler.core.model import Group, Node, Pod, Snapshot
-from autoscaler.core.names import TO_BE_DELETED_TAINT
-from autoscaler.core.nodestate import is_dead
+from autoscaler.core.model import Group, Pod, Snapshot
+from autoscaler.core.names import HOSTNAME_KEY, TO_BE_DELETED_TAINT
+from autoscaler.core.nodestate import lifecycle
 from autoscaler.core.packing import (
     EXISTING,
     NEW,
@@ -67,30 +67,35 @@ def build_classes(pods: list[Pod], keys: list, cutoff: int) -> dict:
     return classes
 
 
-def _booting(n: Node, now, config: PlannerConfig) -> bool:
-    """A registered node of a group that is not Ready yet, created less than the boot timeout ago, and not dead
-    (a node the plan terminates is no capacity)."""
-    return (
-        n.group is not None
-        and n.created_at is not None
-        and (now - n.created_at).total_seconds() < config.boot_timeout_s
-        and not is_dead(n, now, config)
-    )
-
-
 def _node_bins(
     snap: Snapshot, packer: Packer, bound: dict[str, list[Pod]], keys: list, config: PlannerConfig
 ) -> list[Bin]:
-    """Existing nodes as bins: Ready ones, and NotReady ones still booting (capacity about to be there)."""
-    out_existing, out_tainted = [], []
+    """Existing nodes as bins: usable ones with their own labels, taints and free room; a group's node that is
+    still starting (nodestate.lifecycle) as upcoming capacity shaped like its group's template, less the pods
+    already bound to it (cluster-autoscaler counts such nodes as upcoming: clusterstate ``GetUpcomingNodes``)."""
+    out_existing, out_tainted, out_starting = [], [], []
     anti_keys = bool(keys)
     groups = {g.name: g for g in snap.groups}
     gone = gone_instances(snap)
     for n in snap.nodes:
-        if not n.ready and not _booting(n, snap.now, config):
-            continue
         if n.instance_id in gone:
             continue  # its instance is terminating or terminated (e.g. a spot interruption): the node goes away
+        g = groups.get(n.group) if n.group else None
+        kind, _ = lifecycle(n, g, snap.now, config)
+        if kind == "starting":
+            st = NodeState(dict(g.allocatable), ports=set(g.ports))
+            for p in bound.get(n.name, ()):
+                if not p.daemonset:  # the template's allocatable already leaves the DaemonSets' room
+                    st.add(p.shape, matching(keys, p.namespace, p.labels) if anti_keys else frozenset(), 1)
+            labels = dict(g.labels)
+            if HOSTNAME_KEY in n.labels:
+                labels[HOSTNAME_KEY] = n.labels[HOSTNAME_KEY]
+            tmpl = packer.template_id(g.labels, g.taints)
+            b = Bin(UPCOMING, g, g.region, n.name, labels, g.taints, tmpl, st, zone=n.zone or group_zone(g))
+            out_starting.append(b)
+            continue
+        if kind != "ready":
+            continue
         tainted = any(t[0] == TO_BE_DELETED_TAINT for t in n.taints)
         taints = tuple(t for t in n.taints if t[0] != TO_BE_DELETED_TAINT) if tainted else n.taints
         if n.unschedulable:
@@ -98,7 +103,6 @@ def _node_bins(
         st = NodeState(dict(n.allocatable))
         for p in bound.get(n.name, ()):
             st.add(p.shape, matching(keys, p.namespace, p.labels) if anti_keys else frozenset(), 1)
-        g = groups.get(n.group) if n.group else None
         region = g.region if g else (n.region or "")
         b = Bin(
             TAINTED if tainted else EXISTING,
@@ -107,12 +111,12 @@ def _node_bins(
             n.name,
             n.labels,
             taints,
-            packer.template_id({k: v for k, v in n.labels.items() if k != "kubernetes.io/hostname"}, taints),
+            packer.template_id({k: v for k, v in n.labels.items() if k != HOSTNAME_KEY}, taints),
             st,
             zone=n.zone,
         )
         (out_tainted if tainted else out_existing).append(b)
-    return out_existing + out_tainted
+    return out_existing + out_tainted + out_starting
 
 
 def scale_up(
@@ -120,9 +124,14 @@ def scale_up(
 ) -> ScaleUp:
     pending = pending_pods(snap)
     bound: dict[str, list[Pod]] = {}
+    expendable: dict[str, list[Pod]] = {}
     for p in snap.pods:
         if (p.node_name or p.nominated) and not p.terminated:
-            bound.setdefault(p.node_name or p.nominated, []).append(p)
+            # pods below the priority cut-off are preempted by any pod above it: they hold no room for those
+            # (cluster-autoscaler: FilterOutExpendablePods before building its cluster snapshot); they are added
+            # back before the pods below the cut-off themselves are placed
+            into = expendable if p.priority < config.priority_cutoff else bound
+            into.setdefault(p.node_name or p.nominated, []).append(p)
     keys_set: dict = {}
     for shape in {p.shape for p in pending}:
         for k in selector_keys(shape):
@@ -147,7 +156,7 @@ def scale_up(
                     g.labels,
                     g.taints,
                     tmpl,
-                    NodeState(dict(g.allocatable)),
+                    NodeState(dict(g.allocatable), ports=set(g.ports)),
                     upcoming[g.name],
                     group_zone(g),
                 )
@@ -177,7 +186,11 @@ def scale_up(
         for p in pods:
             if p.gang is not None:
                 running.setdefault(p.gang, []).append(p)
+    by_node = {b.node: b for b in bins if b.node is not None}
     for unit in units:
+        if expendable and not unit[0].may_scale_up:
+            _occupy(expendable, by_node, keys)
+            expendable = {}
         if unit[0].gang is not None:
             reason = _place_gang(unit, packer, snap, running.get(unit[0].gang, []), config, has_site)
             if reason:
@@ -189,6 +202,15 @@ def scale_up(
         cls.placed = packer.place(cls, len(cls.pods), None, cls.may_scale_up)
     _collect(result, packer, classes.values(), snap.groups, config, gang_notes)
     return result
+
+
+def _occupy(pods_by_node: dict[str, list[Pod]], by_node: dict[str, Bin], keys: list) -> None:
+    """Count the expendable pods on their nodes again (for placing the pods below the cut-off)."""
+    for name, pods in pods_by_node.items():
+        b = by_node.get(name)
+        if b is not None:
+            for p in pods:
+                b.st.add(p.shape, matching(keys, p.namespace, p.labels) if keys else frozenset(), 1)
 
 
 def _floor(classes) -> dict[str, int]:
@@ -291,6 +313,8 @@ def _collect(
             names = [b.node]
             if b.kind == TAINTED:
                 result.reused.append(b.node)
+        elif b.node is not None:
+            names = [b.node]  # a registered node of the group that is still starting
         else:
             prefix = "new" if b.kind == NEW else "upcoming"
             key = f"{prefix}:{b.group.name}"

@@ -14,6 +14,7 @@ from autoscaler.core.errors import SnapshotError
 from autoscaler.core.gcpause import gc_paused
 from autoscaler.core.model import Failure, Group, GroupState, Instance, Node, Pod, Snapshot
 from autoscaler.core.names import (
+    DO_NOT_DISRUPT_ANNOTATION,
     GANG_ANNOTATION,
     INSTANCE_TYPE_KEY,
     JOB_NAME_LABEL,
@@ -23,6 +24,7 @@ from autoscaler.core.names import (
     POD_GROUP_SIZE_ANNOTATION,
     REGION_KEY,
     SAFE_TO_EVICT_ANNOTATION,
+    SAFE_TO_EVICT_LOCAL_VOLUMES_ANNOTATION,
     ZONE_KEY,
 )
 from autoscaler.core.podspec import parse_shape
@@ -391,9 +393,11 @@ def _pod(raw: object, where: str, errors: list[str]) -> Pod | None:
     annotations = _strings(meta.get("annotations"), f"{w}.metadata.annotations", errors, labels=False)
     shape = parse_shape(spec, namespace, w, errors)
     owner_kind = owner_name = None
+    controlled = False
     for ref in meta.get("ownerReferences") or ():
         if ref.get("controller") or owner_kind is None:
             owner_kind, owner_name = ref.get("kind"), ref.get("name")
+            controlled = controlled or ref.get("controller") is True
     phase = status.get("phase") or "Pending"
     node_name = (spec or {}).get("nodeName") or None
     if not isinstance(phase, str) or not (node_name is None or isinstance(node_name, str)):
@@ -439,6 +443,15 @@ def _pod(raw: object, where: str, errors: list[str]) -> Pod | None:
     nominated = status.get("nominatedNodeName") if phase == "Pending" and not node_name else None
     if nominated is not None and not isinstance(nominated, str):
         errors.append(f"{w}.status.nominatedNodeName: expected a node name")
+    deleting = parse_time(meta.get("deletionTimestamp"), f"{w}.metadata.deletionTimestamp", errors)
+    grace = (spec or {}).get("terminationGracePeriodSeconds")
+    if grace is None:
+        grace = 30
+    elif isinstance(grace, bool) or not isinstance(grace, int) or grace < 0:
+        errors.append(
+            f"{w}.spec.terminationGracePeriodSeconds: expected a whole number of seconds, got {grace!r}"
+        )
+    local = _local_storage((spec or {}).get("volumes"), annotations, w, errors)
     if len(errors) > n_err or shape is None:
         return None
     return Pod(
@@ -460,6 +473,28 @@ def _pod(raw: object, where: str, errors: list[str]) -> Pod | None:
         gang_size,
         f"{namespace}/{name}",
         nominated or None,
+        deleting,
+        grace,
+        controlled,
+        local,
+        annotations.get(DO_NOT_DISRUPT_ANNOTATION) == "true",
+    )
+
+
+def _local_storage(volumes: object, annotations: dict, w: str, errors: list[str]) -> bool:
+    """Whether the pod has a hostPath or emptyDir volume that its safe-to-evict-local-volumes annotation does not
+    list (cluster-autoscaler: utils/drain/drain.go ``HasLocalStorage``, simulator/drainability/rules/localstorage)."""
+    if volumes is None:
+        return False
+    if not isinstance(volumes, list):
+        errors.append(f"{w}.spec.volumes: expected a list of volumes")
+        return False
+    listed = {v.strip() for v in annotations.get(SAFE_TO_EVICT_LOCAL_VOLUMES_ANNOTATION, "").split(",")}
+    return any(
+        isinstance(v, dict)
+        and (v.get("hostPath") is not None or v.get("emptyDir") is not None)
+        and v.get("name") not in listed
+        for v in volumes
     )
 
 
