@@ -12,6 +12,7 @@ import math
 from autoscaler.core.fit import BIG, NodeState, capacity, static_reason
 from autoscaler.core.model import Group
 from autoscaler.core.podspec import PodShape
+from autoscaler.core.quantity import is_extended
 
 EXISTING, TAINTED, UPCOMING, NEW = "existing", "tainted", "upcoming", "new"
 
@@ -287,7 +288,7 @@ class Packer:
     def place_new(self, cls: PodClass, n: int, region: str | None, zone: str | None = None) -> int:
         """Open new nodes for up to ``n`` pods, in the order of :meth:`group_order` (in ``zone`` when given)."""
         placed = 0
-        for room, k in self.group_order(cls):
+        for room, k in self.group_order(cls, n):
             if n <= 0:
                 break
             g = room.group
@@ -342,13 +343,18 @@ class Packer:
         runs, i = self.add(run)
         self._fill(runs, i, run, cls, k, n)
 
-    def group_order(self, cls: PodClass) -> list[tuple[Room, int]]:
-        """Groups a new node for ``cls`` may come from, best first, with pods per node.
+    def group_order(self, cls: PodClass, n: int = 1) -> list[tuple[Room, int]]:
+        """Groups a new node for ``n`` pods of ``cls`` may come from, best first, with pods per node.
 
-        Region spill-over order first, then group priority (higher first), then the lowest price per placed pod
-        (groups without a price after those with one), then the least waste of the node's dominant resource.
-        """
+        Region spill-over order first; then groups whose nodes offer an accelerator (an extended resource such
+        as nvidia.com/gpu) the pods do not request come after every group that does not (a CPU pod that
+        tolerates the GPU taint is not sent to a GPU node while a CPU node fits); then group priority (higher
+        first); then the lowest cost of the nodes the pods really need, per pod: ``ceil(m / k)`` nodes times the
+        price for the ``m`` pods the group can take (one small pod does not buy a big node because the big node
+        would be cheaper per pod when full); groups without a price after those with one; then the least waste
+        of the node's dominant resource."""
         out = []
+        wanted = {r for r, _ in cls.shape.requests}
         for room in self.rooms:
             g = room.group
             reason = self.static(cls.shape, g.labels, g.taints, room.tmpl, None)
@@ -360,10 +366,16 @@ class Packer:
                 cls.notes.setdefault(g.name, ("size", ""))  # too large: summarised by the caller
                 continue
             k = min(k, BIG)
-            price = g.price_per_hour / k if g.price_per_hour is not None else math.inf
-            used = max(
-                (q * k / g.allocatable[r] for r, q in cls.shape.requests if g.allocatable.get(r)), default=1
+            unused_accelerator = any(
+                q > 0 and is_extended(r) and r not in wanted for r, q in g.allocatable.items()
             )
-            out.append(((room.region_idx, -g.priority, price, 1 - used, g.name), room, k))
+            m = max(1, min(n, max(room.headroom - room.new, 1) * k))
+            nodes = -(-m // k)
+            price = g.price_per_hour * nodes / m if g.price_per_hour is not None else math.inf
+            used = max(
+                (q * min(k, m) / g.allocatable[r] for r, q in cls.shape.requests if g.allocatable.get(r)),
+                default=1,
+            )
+            out.append(((room.region_idx, unused_accelerator, -g.priority, price, 1 - used, g.name), room, k))
         out.sort(key=lambda t: t[0])
         return [(room, k) for _, room, k in out]
