@@ -20,7 +20,18 @@ EXISTING, TAINTED, UPCOMING, NEW = "existing", "tainted", "upcoming", "new"
 class PodClass:
     """Pending pods that are interchangeable for placement: same shape, selector matches, priority and gang."""
 
-    __slots__ = ("shape", "matched", "priority", "gang", "pods", "placed", "size", "may_scale_up", "notes")
+    __slots__ = (
+        "shape",
+        "matched",
+        "priority",
+        "gang",
+        "pods",
+        "placed",
+        "size",
+        "may_scale_up",
+        "notes",
+        "topology",
+    )
 
     def __init__(self, shape: PodShape, matched: frozenset, priority: int, gang: str | None):
         self.shape = shape
@@ -32,6 +43,7 @@ class PodClass:
         self.size = 0.0  # dominant share of the largest node, for the decreasing order
         self.may_scale_up = True
         self.notes: dict[str, tuple[str, str]] = {}  # group -> (kind, why it could not take these pods)
+        self.topology = shape.topology  # placed pod by pod by topology domain (spread.py)
 
 
 class Bin:
@@ -233,10 +245,10 @@ class Packer:
 
     def place(self, cls: PodClass, n: int, region: str | None, allow_new: bool) -> int:
         """Up to ``n`` pods of ``cls``: first on the bins there are, then (``allow_new``) on new nodes."""
-        if cls.shape.spread_zone:
-            from autoscaler.core.spread import place_spread
+        if cls.topology:
+            from autoscaler.core.spread import place_topology
 
-            return place_spread(self, cls, n, region, allow_new)
+            return place_topology(self, cls, n, region, allow_new)
         placed = self.place_existing(cls, n, region)
         if placed < n and allow_new:
             placed += self.place_new(cls, n - placed, region)

@@ -22,13 +22,19 @@ class PodShape:
     affinity_terms: tuple  # required node affinity: tuple of (label requirements, field requirements) (OR)
     tolerations: tuple
     host_ports: frozenset  # (protocol, port, host IP or "" for all)
-    anti_affinity: tuple  # hostname anti-affinity: tuple of selector keys (namespaces, requirements)
-    spread_host: tuple  # DoNotSchedule spread on hostname: (max_skew, selector key)
-    spread_zone: tuple  # DoNotSchedule spread on zone: (max_skew, selector key)
+    anti_affinity: (
+        tuple  # hostname anti-affinity: tuple of selector keys (namespaces or None for all, requirements)
+    )
+    anti_other: tuple  # anti-affinity on other topology keys: (topology key, selector key)
+    pod_affinity: tuple  # required pod affinity: (topology key, selector key)
+    spread: tuple  # DoNotSchedule spread: (key, maxSkew, selector key, honour taints, honour affinity, minDomains)
     unsupported: tuple[str, ...]  # constraints the planner cannot model (the pod is reported, never placed)
     by_name: bool = False  # node constraints look at the node's name or hostname (no caching per template)
-    # per spread_zone constraint: (honour taints, honour node affinity, minDomains) for counting domains
-    spread_zone_opts: tuple = ()
+
+    @property
+    def topology(self) -> bool:
+        """Placed pod by pod against the cluster's topology counts (spread, affinity, anti-affinity by domain)."""
+        return bool(self.spread or self.pod_affinity or self.anti_other)
 
     def request(self, resource: str) -> int:
         for r, q in self.requests:
@@ -189,65 +195,104 @@ def ports_conflict(wanted: frozenset, used) -> tuple | None:
     return None
 
 
-def _pod_terms(spec: dict, namespace: str, where: str, errors: list[str]) -> tuple[tuple, list[str]]:
-    affinity = spec.get("affinity") or {}
-    unsupported = []
-    if (affinity.get("podAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution"):
-        unsupported.append("required pod affinity is not supported by the autoscaler")
-    anti = []
-    terms = (affinity.get("podAntiAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ) or []
-    for i, t in enumerate(terms):
-        w = f"{where}.spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[{i}]"
-        if t.get("topologyKey") != HOSTNAME_KEY:
-            unsupported.append(
-                f"required pod anti-affinity on topology key {t.get('topologyKey')!r} is not supported "
-                f"(only {HOSTNAME_KEY})"
-            )
-            continue
-        if t.get("namespaceSelector") is not None:
-            unsupported.append("pod anti-affinity with a namespaceSelector is not supported")
-            continue
-        sel = parse_label_selector(t.get("labelSelector"), f"{w}.labelSelector", errors)
-        if sel is None:
-            continue  # a term without a selector matches no pod
-        anti.append((frozenset(t.get("namespaces") or (namespace,)), sel))
-    return tuple(anti), unsupported
+def _namespaces(t: dict, namespace: str, w: str, unsupported: list[str]):
+    """The namespaces a pod affinity term looks at: ``namespaces``, or every namespace for an empty
+    ``namespaceSelector`` ({}), else the pod's own (None stands for every namespace)."""
+    ns_sel = t.get("namespaceSelector")
+    if ns_sel is not None and ns_sel != {}:
+        # the namespaces' labels are not part of the snapshot (docs/snapshot.md)
+        unsupported.append(
+            "pod affinity with a non-empty namespaceSelector is not supported (namespace labels are not in the snapshot)"
+        )
+        return frozenset()
+    names = t.get("namespaces") or ()
+    if ns_sel == {}:
+        return None
+    return frozenset(names) if names else frozenset((namespace,))
 
 
-def _spread(
+def _pod_terms(
     spec: dict, namespace: str, where: str, errors: list[str]
 ) -> tuple[tuple, tuple, tuple, list[str]]:
-    host, zone, zone_opts, unsupported = [], [], [], []
-    for i, c in enumerate(spec.get("topologySpreadConstraints") or ()):
+    """Required pod affinity and anti-affinity terms: (hostname anti-affinity selector keys, other anti-affinity
+    (topology key, selector key), affinity (topology key, selector key), unsupported)."""
+    affinity = spec.get("affinity") or {}
+    if not isinstance(affinity, dict):
+        errors.append(f"{where}.spec.affinity: expected {{nodeAffinity, podAffinity, podAntiAffinity}}")
+        return (), (), (), []
+    unsupported: list[str] = []
+    out: dict[str, list] = {"podAffinity": [], "podAntiAffinity": []}
+    for kind in out:
+        terms = (affinity.get(kind) or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or []
+        if not isinstance(terms, list):
+            errors.append(
+                f"{where}.spec.affinity.{kind}.requiredDuringSchedulingIgnoredDuringExecution: expected a list"
+            )
+            continue
+        for i, t in enumerate(terms):
+            w = f"{where}.spec.affinity.{kind}.requiredDuringSchedulingIgnoredDuringExecution[{i}]"
+            if not isinstance(t, dict):
+                errors.append(f"{w}: expected {{labelSelector, topologyKey}}")
+                continue
+            key = t.get("topologyKey")
+            if not isinstance(key, str) or not key:
+                errors.append(
+                    f"{w}.topologyKey: missing; give a node label such as {HOSTNAME_KEY} or {ZONE_KEY}"
+                )
+                continue
+            ns = _namespaces(t, namespace, w, unsupported)
+            sel = parse_label_selector(t.get("labelSelector"), f"{w}.labelSelector", errors)
+            if sel is None:
+                continue  # a term without a selector matches no pod
+            out[kind].append((key, (ns, sel)))
+    anti_host = tuple(sel for key, sel in out["podAntiAffinity"] if key == HOSTNAME_KEY)
+    anti_other = tuple((key, sel) for key, sel in out["podAntiAffinity"] if key != HOSTNAME_KEY)
+    return anti_host, anti_other, tuple(out["podAffinity"]), unsupported
+
+
+def _spread(spec: dict, namespace: str, where: str, errors: list[str]) -> tuple:
+    """DoNotSchedule topology spread constraints as (topology key, maxSkew, selector key, honour node taints,
+    honour node affinity, minDomains); Kubernetes' defaults: taints ignored, node affinity honoured."""
+    out = []
+    raw = spec.get("topologySpreadConstraints") or []
+    if not isinstance(raw, list):
+        errors.append(f"{where}.spec.topologySpreadConstraints: expected a list")
+        return ()
+    for i, c in enumerate(raw):
         w = f"{where}.spec.topologySpreadConstraints[{i}]"
+        if not isinstance(c, dict):
+            errors.append(f"{w}: expected {{maxSkew, topologyKey, whenUnsatisfiable, labelSelector}}")
+            continue
         if c.get("whenUnsatisfiable", "DoNotSchedule") != "DoNotSchedule":
             continue  # ScheduleAnyway is a preference
         skew = c.get("maxSkew")
         if not isinstance(skew, int) or isinstance(skew, bool) or skew < 1:
             errors.append(f"{w}.maxSkew: expected an integer of at least 1, got {skew!r}")
             continue
+        key = c.get("topologyKey")
+        if not isinstance(key, str) or not key:
+            errors.append(f"{w}.topologyKey: missing; give a node label such as {HOSTNAME_KEY} or {ZONE_KEY}")
+            continue
+        min_domains = c.get("minDomains")
+        if min_domains is not None and (
+            not isinstance(min_domains, int) or isinstance(min_domains, bool) or min_domains < 1
+        ):
+            errors.append(f"{w}.minDomains: expected an integer of at least 1, got {min_domains!r}")
+            continue
         sel = parse_label_selector(c.get("labelSelector"), f"{w}.labelSelector", errors)
         if sel is None:
             continue  # without a labelSelector no pod is counted (not even this one): it never limits
-        key = (frozenset((namespace,)), sel)
-        if c.get("topologyKey") == HOSTNAME_KEY:
-            host.append((skew, key))
-        elif c.get("topologyKey") == ZONE_KEY:
-            zone.append((skew, key))
-            min_domains = c.get("minDomains")
-            if not isinstance(min_domains, int) or isinstance(min_domains, bool) or min_domains < 1:
-                min_domains = 1
-            # Kubernetes' defaults: node taints ignored, node affinity honoured when counting the domains
-            zone_opts.append(
-                (c.get("nodeTaintsPolicy") == "Honor", c.get("nodeAffinityPolicy") != "Ignore", min_domains)
+        out.append(
+            (
+                key,
+                skew,
+                (frozenset((namespace,)), sel),
+                c.get("nodeTaintsPolicy") == "Honor",
+                c.get("nodeAffinityPolicy") != "Ignore",
+                min_domains or 1,
             )
-        else:
-            unsupported.append(
-                f"topology spread on {c.get('topologyKey')!r} is not supported (only {HOSTNAME_KEY}, {ZONE_KEY})"
-            )
-    return tuple(host), tuple(zone), tuple(zone_opts), unsupported
+        )
+    return tuple(out)
 
 
 def parse_shape(spec: dict, namespace: str, where: str, errors: list[str]) -> PodShape | None:
@@ -289,8 +334,8 @@ def parse_shape(spec: dict, namespace: str, where: str, errors: list[str]) -> Po
     terms = _node_affinity(spec, where, errors)
     tolerations = parse_tolerations(spec.get("tolerations"), f"{where}.spec.tolerations", errors)
     ports = _ports(spec, where, errors)
-    anti, unsupported = _pod_terms(spec, namespace, where, errors)
-    host, zone, zone_opts, unsupported2 = _spread(spec, namespace, where, errors)
+    anti, anti_other, pod_affinity, unsupported = _pod_terms(spec, namespace, where, errors)
+    spread = _spread(spec, namespace, where, errors)
     if len(errors) > before:
         return None
     shape = PodShape(
@@ -300,10 +345,10 @@ def parse_shape(spec: dict, namespace: str, where: str, errors: list[str]) -> Po
         tolerations=tolerations,
         host_ports=ports,
         anti_affinity=anti,
-        spread_host=host,
-        spread_zone=zone,
-        spread_zone_opts=zone_opts,
-        unsupported=tuple(unsupported + unsupported2),
+        anti_other=anti_other,
+        pod_affinity=pod_affinity,
+        spread=spread,
+        unsupported=tuple(unsupported),
         by_name=any(r[0] == HOSTNAME_KEY for r in node_selector)
         or any(fields or any(r[0] == HOSTNAME_KEY for r in labels) for labels, fields in terms),
     )

@@ -89,6 +89,8 @@ def why_unplaced(cls: PodClass, groups: list[Group], cutoff: int, nodes_reason=N
         unique = list(dict.fromkeys(limited))
         more = f" (and {len(unique) - 3} more)" if len(unique) > 3 else ""
         return "no room: " + "; ".join(unique[:3]) + more
+    if "*topology" in notes:
+        return notes["*topology"][1]
     sized = [g for g in groups if notes.get(g.name, ("",))[0] == "size"]
     if sized:
         return _size_reason(cls, sized, matching=len(sized) < len(groups))

@@ -136,10 +136,16 @@ def scale_up(
     for shape in {p.shape for p in pending}:
         for k in selector_keys(shape):
             keys_set[k] = None
-    for pods in bound.values():
+    anti_other = set()  # anti-affinity on other keys than the hostname, of any pod: its targets go by domain
+    for p in pending:
+        anti_other.update(sel for _, sel in p.shape.anti_other)
+    for pods in list(bound.values()) + list(expendable.values()):
         for p in pods:
             for k in p.shape.anti_affinity:
                 keys_set[k] = None
+            for _, k in p.shape.anti_other:
+                keys_set[k] = None
+                anti_other.add(k)
     keys = list(keys_set)
     region_idx = {r: i for i, r in enumerate(snap.regions)}
     packer = Packer([], config.max_new_nodes_per_loop)
@@ -176,6 +182,9 @@ def scale_up(
         packer.add(b)
     has_site = any(b.region == "" for b in bins)
     classes = build_classes(pending, keys, config.priority_cutoff)
+    for cls in classes.values():
+        if not cls.topology and cls.matched & anti_other:
+            cls.topology = True  # a pod's anti-affinity on a zone or other key forbids it some domains
     packer.floor = _floor(classes.values())
     _sizes(classes.values(), snap)
     units = _units(classes.values())
