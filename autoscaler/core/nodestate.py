@@ -110,10 +110,28 @@ def not_usable_yet(n: Node, g: Group | None) -> str | None:
         ):
             return f"taint {key}"
     if g is not None:
-        for r, q in g.allocatable.items():
-            if q > 0 and is_extended(r) and not n.allocatable.get(r):
+        for r in _accelerators(g):
+            if not n.allocatable.get(r):
                 return f"{r} not advertised yet"
     return None
+
+
+_ACCELERATORS: dict[int, tuple] = {}
+
+
+def _accelerators(g: Group) -> tuple[str, ...]:
+    """The extended resources (device plugins: nvidia.com/gpu, ...) a group's template offers; memoised."""
+    hit = _ACCELERATORS.get(id(g))
+    if hit is not None and hit[0] is g:
+        return hit[1]
+    out = tuple(r for r, q in g.allocatable.items() if q > 0 and is_extended(r))
+    if len(_ACCELERATORS) > 10_000:
+        _ACCELERATORS.clear()
+    _ACCELERATORS[id(g)] = (g, out)
+    return out
+
+
+_LIFECYCLE: dict[tuple, tuple] = {}
 
 
 def lifecycle(n: Node, g: Group | None, now: datetime, config: PlannerConfig) -> tuple[str, str]:
@@ -124,6 +142,18 @@ def lifecycle(n: Node, g: Group | None, now: datetime, config: PlannerConfig) ->
     ``isNodeStillStarting`` says): upcoming capacity of its group, shaped like the group's template.
     ``unready``: not usable otherwise; ``dead`` once unready for ``dead_node_timeout_s`` (cluster-autoscaler's
     ``--scale-down-unready-time``, 20 minutes)."""
+    key = (id(n), id(g), now, config.boot_timeout_s, config.dead_node_timeout_s)
+    hit = _LIFECYCLE.get(key)
+    if hit is not None and hit[0] is n and hit[1] is g:
+        return hit[2]  # scale-up and scale-down ask about each node in one plan
+    out = _lifecycle(n, g, now, config)
+    if len(_LIFECYCLE) > 200_000:
+        _LIFECYCLE.clear()
+    _LIFECYCLE[key] = (n, g, out)
+    return out
+
+
+def _lifecycle(n: Node, g: Group | None, now: datetime, config: PlannerConfig) -> tuple[str, str]:
     why = not_usable_yet(n, g)
     if why is None:
         return "ready", ""

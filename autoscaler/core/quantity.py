@@ -81,6 +81,7 @@ def parse_exact(value: str | int | float) -> Fraction:
     return -amount if sign == "-" else amount
 
 
+@lru_cache(maxsize=65536)
 def milli(value: str | int | float) -> int:
     """``value`` in thousandths of its unit, rounded up; QuantityError when it is not a Kubernetes quantity."""
     d = parse_exact(value)

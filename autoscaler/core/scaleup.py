@@ -133,12 +133,13 @@ def scale_up(
             into = expendable if p.priority < config.priority_cutoff else bound
             into.setdefault(p.node_name or p.nominated, []).append(p)
     keys_set: dict = {}
-    for shape in {p.shape for p in pending}:
+    shapes = {p.shape for p in pending}
+    for shape in shapes:
         for k in selector_keys(shape):
             keys_set[k] = None
     anti_other = set()  # anti-affinity on other keys than the hostname, of any pod: its targets go by domain
-    for p in pending:
-        anti_other.update(sel for _, sel in p.shape.anti_other)
+    for shape in shapes:
+        anti_other.update(sel for _, sel in shape.anti_other)
     for pods in list(bound.values()) + list(expendable.values()):
         for p in pods:
             for k in p.shape.anti_affinity:

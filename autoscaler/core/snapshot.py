@@ -74,18 +74,22 @@ def _parse(data: dict) -> Snapshot:
                 )
             by_instance.setdefault(inst.id, g.name)
     group_names = {g.name for g in groups}
+    node_items = _items(data.get("nodes", []), "nodes", errors)
     nodes = [
         n
-        for i, raw in enumerate(_items(data.get("nodes", []), "nodes", errors))
+        for i, raw in enumerate(node_items)
         if (n := _guard(_node, f"nodes[{i}]", errors, raw, f"nodes[{i}]", by_instance, group_names, errors))
     ]
+    pod_items = _items(data.get("pods", []), "pods", errors)
     pods = [
         p
-        for i, raw in enumerate(_items(data.get("pods", []), "pods", errors))
+        for i, raw in enumerate(pod_items)
         if (p := _guard(_pod, f"pods[{i}]", errors, raw, f"pods[{i}]", errors))
     ]
-    _duplicates(data.get("nodes"), "nodes", "node name", errors)
-    _duplicates(data.get("pods"), "pods", "pod namespace/name", errors)
+    if len({n.name for n in nodes}) < len(nodes):
+        _duplicates(node_items, "nodes", "node name", errors)
+    if len({p.key for p in pods}) < len(pods):
+        _duplicates(pod_items, "pods", "pod namespace/name", errors)
     names = {n.name for n in nodes}
     for p in pods:
         if p.nominated not in names:
@@ -108,42 +112,49 @@ def _parse(data: dict) -> Snapshot:
     return Snapshot(now, pods, nodes, groups, regions, pdbs, failures, state)
 
 
-def _raw_key(item: object, pod: bool) -> str | None:
-    meta = item.get("metadata") if isinstance(item, dict) else None
-    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
-        return None
-    return f"{meta.get('namespace') or 'default'}/{meta['name']}" if pod else meta["name"]
-
-
-def _duplicates(raw: object, where: str, what: str, errors: list[str]) -> None:
-    """One line per object whose name an earlier object already has: a list holds each object once (a duplicate
-    would double the capacity or the demand the planner sees)."""
-    items = raw.get("items") if isinstance(raw, dict) else raw
+def _duplicates(items: list, kind: str, what: str, errors: list[str]) -> None:
+    """One line per object whose name an earlier one has: a list holds each object once (a duplicate would double
+    the capacity or the demand the planner sees)."""
     seen: set[str] = set()
-    for i, item in enumerate(items if isinstance(items, list) else ()):
-        k = _raw_key(item, where == "pods")
-        if k is not None and k in seen:
+    for i, item in enumerate(items):
+        meta = item.get("metadata") if isinstance(item, dict) else None
+        if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+            continue
+        key = f"{meta.get('namespace') or 'default'}/{meta['name']}" if kind == "pods" else meta["name"]
+        if key in seen:
             errors.append(
-                f"{where}[{i}] ({k}).metadata.name: duplicate {what}; each object appears once in snapshot.{where}"
+                f"{kind}[{i}] ({key}).metadata.name: duplicate {what}; each object appears once in snapshot.{kind}"
             )
-        seen.add(k)
+        seen.add(key)
 
 
 def _strings(raw: object, where: str, errors: list[str], labels: bool = True) -> dict[str, str]:
     """Labels (keys and values checked as Kubernetes does) or annotations (keys checked): string to string."""
     if raw is None:
         return {}
+    checked = _CHECKED_LABELS if labels else _CHECKED_KEYS
+    if isinstance(raw, dict) and checked.issuperset(raw.items()):
+        return raw  # every pair seen valid before (pods of one Job share their labels)
     if not isinstance(raw, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in raw.items()
     ):
         errors.append(f'{where}: expected a mapping of string to string (quote values such as "true" or "4")')
         return {}
     before = len(errors)
-    for k, v in raw.items():
+    for item in raw.items():
+        if item in checked:
+            continue
+        k, v = item
         problem = label_key_problem(k) or (label_value_problem(v) if labels else None)
         if problem:
             errors.append(f"{where}: {problem}")
+        elif len(checked) < 200_000:
+            checked.add(item)
     return raw if len(errors) == before else {}
+
+
+_CHECKED_LABELS: set = set()  # (key, value) pairs already found valid as labels
+_CHECKED_KEYS: set = set()  # (key, value) pairs whose key was found valid (annotations)
 
 
 def _guard(parse, where: str, errors: list[str], *args):
@@ -443,15 +454,17 @@ def _pod(raw: object, where: str, errors: list[str]) -> Pod | None:
     nominated = status.get("nominatedNodeName") if phase == "Pending" and not node_name else None
     if nominated is not None and not isinstance(nominated, str):
         errors.append(f"{w}.status.nominatedNodeName: expected a node name")
-    deleting = parse_time(meta.get("deletionTimestamp"), f"{w}.metadata.deletionTimestamp", errors)
-    grace = (spec or {}).get("terminationGracePeriodSeconds")
-    if grace is None:
-        grace = 30
-    elif isinstance(grace, bool) or not isinstance(grace, int) or grace < 0:
+    deleting = meta.get("deletionTimestamp")
+    if deleting is not None:
+        deleting = parse_time(deleting, f"{w}.metadata.deletionTimestamp", errors)
+    spec_d = spec if isinstance(spec, dict) else {}
+    grace = spec_d.get("terminationGracePeriodSeconds", 30)
+    if grace.__class__ is not int and (isinstance(grace, bool) or not isinstance(grace, int)) or grace < 0:
         errors.append(
             f"{w}.spec.terminationGracePeriodSeconds: expected a whole number of seconds, got {grace!r}"
         )
-    local = _local_storage((spec or {}).get("volumes"), annotations, w, errors)
+    volumes = spec_d.get("volumes")
+    local = False if volumes is None else _local_storage(volumes, annotations, w, errors)
     if len(errors) > n_err or shape is None:
         return None
     return Pod(
