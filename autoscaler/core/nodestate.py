@@ -65,6 +65,7 @@ class NodeFacts:
     finished_at: datetime | None  # latest finish of a non-DaemonSet pod on the node
     planned: bool  # this plan puts pending pods on it
     group: Group | None = None
+    life: tuple[str, str] | None = None  # lifecycle() as scale-up found it (computed once per plan)
 
     @property
     def tainted(self) -> bool:
@@ -116,22 +117,9 @@ def not_usable_yet(n: Node, g: Group | None) -> str | None:
     return None
 
 
-_ACCELERATORS: dict[int, tuple] = {}
-
-
-def _accelerators(g: Group) -> tuple[str, ...]:
-    """The extended resources (device plugins: nvidia.com/gpu, ...) a group's template offers; memoised."""
-    hit = _ACCELERATORS.get(id(g))
-    if hit is not None and hit[0] is g:
-        return hit[1]
-    out = tuple(r for r, q in g.allocatable.items() if q > 0 and is_extended(r))
-    if len(_ACCELERATORS) > 10_000:
-        _ACCELERATORS.clear()
-    _ACCELERATORS[id(g)] = (g, out)
-    return out
-
-
-_LIFECYCLE: dict[tuple, tuple] = {}
+def _accelerators(g: Group) -> list[str]:
+    """The extended resources (device plugins: nvidia.com/gpu, ...) a group's template offers."""
+    return [r for r, q in g.allocatable.items() if q > 0 and is_extended(r)]
 
 
 def lifecycle(n: Node, g: Group | None, now: datetime, config: PlannerConfig) -> tuple[str, str]:
@@ -142,15 +130,7 @@ def lifecycle(n: Node, g: Group | None, now: datetime, config: PlannerConfig) ->
     ``isNodeStillStarting`` says): upcoming capacity of its group, shaped like the group's template.
     ``unready``: not usable otherwise; ``dead`` once unready for ``dead_node_timeout_s`` (cluster-autoscaler's
     ``--scale-down-unready-time``, 20 minutes)."""
-    key = (id(n), id(g), now, config.boot_timeout_s, config.dead_node_timeout_s)
-    hit = _LIFECYCLE.get(key)
-    if hit is not None and hit[0] is n and hit[1] is g:
-        return hit[2]  # scale-up and scale-down ask about each node in one plan
-    out = _lifecycle(n, g, now, config)
-    if len(_LIFECYCLE) > 200_000:
-        _LIFECYCLE.clear()
-    _LIFECYCLE[key] = (n, g, out)
-    return out
+    return _lifecycle(n, g, now, config)
 
 
 def _lifecycle(n: Node, g: Group | None, now: datetime, config: PlannerConfig) -> tuple[str, str]:
@@ -204,7 +184,7 @@ def blocking_pod(f: NodeFacts, now: datetime) -> str | None:
 def node_state(f: NodeFacts, now: datetime, config: PlannerConfig) -> tuple[str, str]:
     """(state, reason) of one registered node."""
     n = f.node
-    kind, why = lifecycle(n, f.group, now, config)
+    kind, why = f.life or lifecycle(n, f.group, now, config)
     if kind == "dead":
         disabled = n.annotations.get(SCALE_DOWN_DISABLED_ANNOTATION, "").lower() == "true"
         if disabled:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import math
 
-from autoscaler.core.fit import BIG, NodeState, capacity, static_reason
+from autoscaler.core.fit import BIG, NodeState, capacity
 from autoscaler.core.model import Group
 from autoscaler.core.podspec import PodShape
 from autoscaler.core.quantity import is_extended
+from autoscaler.core.scheduling import Scheduler
 
 EXISTING, TAINTED, UPCOMING, NEW = "existing", "tainted", "upcoming", "new"
 
@@ -136,8 +137,7 @@ class Packer:
         self.order: list[tuple[int, int]] = []  # keys of runs, by stage then creation
         self.retired: list[Bin] = []
         self.floor: dict[str, int] = {}  # per resource, the least any pending class requests (all request it)
-        self._static: dict = {}
-        self._templates: dict = {}
+        self.sched = Scheduler()  # the scheduler's rules: every "may this pod go on this node" goes there
 
     @property
     def bins(self) -> list[Bin]:
@@ -170,21 +170,6 @@ class Packer:
     def _dead(self, b: Bin) -> bool:
         free = b.st.free
         return any(free.get(r, 0) < q for r, q in self.floor.items())
-
-    # --- templates and static fit -----------------------------------------------------------------------------
-    def template_id(self, labels: dict, taints: tuple) -> int:
-        key = (frozenset(labels.items()), taints)
-        return self._templates.setdefault(key, len(self._templates))
-
-    def static(self, shape: PodShape, labels: dict, taints: tuple, tmpl: int, name: str | None) -> str | None:
-        if name is not None and shape.by_name:
-            return static_reason(shape, labels, taints, name)
-        key = (shape, tmpl)
-        try:
-            return self._static[key]
-        except KeyError:
-            r = self._static[key] = static_reason(shape, labels, taints, None)
-            return r
 
     # --- journal ----------------------------------------------------------------------------------------------
     def begin(self) -> None:
@@ -269,7 +254,7 @@ class Packer:
             if any(q > bound.get(r, 0) for r, q in shape.requests):
                 continue  # no node of the run has room for one pod
             rep = run[0]
-            if not by_name and self.static(shape, rep.labels, rep.taints, rep.tmpl, None) is not None:
+            if not by_name and self.sched.static(shape, rep.labels, rep.taints, rep.tmpl, None) is not None:
                 continue
             before = placed
             i = 0
@@ -278,7 +263,7 @@ class Packer:
                 if (
                     (region is not None and b.region != region)
                     or (zone is not None and b.zone != zone)
-                    or (by_name and self.static(shape, b.labels, b.taints, b.tmpl, b.node) is not None)
+                    or (by_name and self.sched.static(shape, b.labels, b.taints, b.tmpl, b.node) is not None)
                 ):
                     i += 1
                     continue
@@ -369,11 +354,10 @@ class Packer:
         wanted = {r for r, _ in cls.shape.requests}
         for room in self.rooms:
             g = room.group
-            reason = self.static(cls.shape, g.labels, g.taints, room.tmpl, None)
+            k, reason = self.sched.template_room(cls, g, room.tmpl)
             if reason is not None:
                 cls.notes.setdefault(g.name, ("static", reason))
                 continue
-            k = capacity(cls.shape, cls.matched, NodeState(dict(g.allocatable), ports=set(g.ports)))
             if k <= 0:
                 cls.notes.setdefault(g.name, ("size", ""))  # too large: summarised by the caller
                 continue

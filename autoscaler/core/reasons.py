@@ -48,7 +48,7 @@ def _static_summary(cls: PodClass, notes: dict, groups: list[Group]) -> str:
     return "; ".join(parts) + more
 
 
-def nodes_summary(cls: PodClass, bins: list, static, admitted: bool = False) -> str:
+def nodes_summary(cls: PodClass, bins: list, sched, admitted: bool = False) -> str:
     """Why no existing node takes the pod: the first few distinct reasons, naming a node for each.
 
     ``admitted``: only the nodes whose labels and taints admit the pod ("" when there are none)."""
@@ -56,11 +56,9 @@ def nodes_summary(cls: PodClass, bins: list, static, admitted: bool = False) -> 
     for b in bins:
         if b.node is None:
             continue
-        why = static(cls.shape, b.labels, b.taints, b.tmpl, b.node)
-        if why is None:
-            why = capacity_reason(cls.shape, cls.matched, b.st) or "has no room"
-        elif admitted:
+        if admitted and sched.static(cls.shape, b.labels, b.taints, b.tmpl, b.node) is not None:
             continue
+        why = sched.why_not(cls, b)
         seen.setdefault(why, b.node)
         if len(seen) > 3:
             break

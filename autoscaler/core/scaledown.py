@@ -76,6 +76,7 @@ def scale_down(
     candidates: dict[str, list[tuple[datetime, int, NodeFacts]]] = {}
     for name, f in facts.items():
         f.planned = name in up.placed_on
+        f.life = up.lifecycle.get(name)
         state, reason = node_state(f, now, config)
         out.states[name], out.reasons[name] = state, reason
         n = f.node

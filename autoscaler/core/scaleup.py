@@ -41,6 +41,7 @@ class ScaleUp:
     classes: int = 0
     pending: int = 0
     upcoming_used: dict[str, int] = field(default_factory=dict)
+    lifecycle: dict[str, tuple[str, str]] = field(default_factory=dict)  # node -> nodestate.lifecycle()
 
 
 def pending_pods(snap: Snapshot) -> list[Pod]:
@@ -68,7 +69,12 @@ def build_classes(pods: list[Pod], keys: list, cutoff: int) -> dict:
 
 
 def _node_bins(
-    snap: Snapshot, packer: Packer, bound: dict[str, list[Pod]], keys: list, config: PlannerConfig
+    snap: Snapshot,
+    packer: Packer,
+    bound: dict[str, list[Pod]],
+    keys: list,
+    config: PlannerConfig,
+    lives: dict[str, tuple[str, str]],
 ) -> list[Bin]:
     """Existing nodes as bins: usable ones with their own labels, taints and free room; a group's node that is
     still starting (nodestate.lifecycle) as upcoming capacity shaped like its group's template, less the pods
@@ -81,7 +87,9 @@ def _node_bins(
         if n.instance_id in gone:
             continue  # its instance is terminating or terminated (e.g. a spot interruption): the node goes away
         g = groups.get(n.group) if n.group else None
-        kind, _ = lifecycle(n, g, snap.now, config)
+        life = lifecycle(n, g, snap.now, config)
+        lives[n.name] = life
+        kind = life[0]
         if kind == "starting":
             st = NodeState(dict(g.allocatable), ports=set(g.ports))
             for p in bound.get(n.name, ()):
@@ -90,7 +98,7 @@ def _node_bins(
             labels = dict(g.labels)
             if HOSTNAME_KEY in n.labels:
                 labels[HOSTNAME_KEY] = n.labels[HOSTNAME_KEY]
-            tmpl = packer.template_id(g.labels, g.taints)
+            tmpl = packer.sched.template_id(g.labels, g.taints)
             b = Bin(UPCOMING, g, g.region, n.name, labels, g.taints, tmpl, st, zone=n.zone or group_zone(g))
             out_starting.append(b)
             continue
@@ -111,7 +119,7 @@ def _node_bins(
             n.name,
             n.labels,
             taints,
-            packer.template_id({k: v for k, v in n.labels.items() if k != HOSTNAME_KEY}, taints),
+            packer.sched.template_id({k: v for k, v in n.labels.items() if k != HOSTNAME_KEY}, taints),
             st,
             zone=n.zone,
         )
@@ -150,10 +158,11 @@ def scale_up(
     keys = list(keys_set)
     region_idx = {r: i for i, r in enumerate(snap.regions)}
     packer = Packer([], config.max_new_nodes_per_loop)
-    bins = _node_bins(snap, packer, bound, keys, config)
+    lives: dict[str, tuple[str, str]] = {}
+    bins = _node_bins(snap, packer, bound, keys, config, lives)
     for g in snap.groups:
         if upcoming.get(g.name, 0) > 0:
-            tmpl = packer.template_id(g.labels, g.taints)
+            tmpl = packer.sched.template_id(g.labels, g.taints)
             bins.append(
                 Bin(
                     UPCOMING,
@@ -174,7 +183,7 @@ def scale_up(
             region_idx.get(g.region, len(region_idx)),
             g.max - statuses[g.name].desired,
             statuses[g.name].blocked,
-            packer.template_id(g.labels, g.taints),
+            packer.sched.template_id(g.labels, g.taints),
         )
         for g in snap.groups
     ]
@@ -189,7 +198,7 @@ def scale_up(
     packer.floor = _floor(classes.values())
     _sizes(classes.values(), snap)
     units = _units(classes.values())
-    result = ScaleUp({}, {}, {}, [], [], [], classes=len(classes), pending=len(pending))
+    result = ScaleUp({}, {}, {}, [], [], [], classes=len(classes), pending=len(pending), lifecycle=lives)
     gang_notes: dict[str, str] = {}
     running: dict[str, list[Pod]] = {}
     for pods in bound.values():
@@ -352,7 +361,7 @@ def _collect(
                 cls,
                 groups,
                 config.priority_cutoff,
-                lambda admitted=False, cls=cls: nodes_summary(cls, bins, packer.static, admitted),
+                lambda admitted=False, cls=cls: nodes_summary(cls, bins, packer.sched, admitted),
             )
             for p in cls.pods[cls.placed :]:
                 result.unschedulable.append((p, reason))
