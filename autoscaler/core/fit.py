@@ -157,7 +157,9 @@ def _pod_parts(pod: dict) -> tuple[PodShape, str, dict]:
     meta = pod.get("metadata") or {}
     ns = meta.get("namespace") or "default"
     errors: list[str] = []
-    shape = parse_shape(pod.get("spec"), ns, f"pod {ns}/{meta.get('name')}", errors)
+    shape = parse_shape(
+        pod.get("spec"), ns, f"pod {ns}/{meta.get('name')}", errors, None, meta.get("labels") or {}
+    )
     if shape is None:
         raise SnapshotError(errors)
     parts = (shape, ns, meta.get("labels") or {})

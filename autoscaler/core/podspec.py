@@ -10,7 +10,12 @@ from dataclasses import dataclass
 
 from autoscaler.core.names import HOSTNAME_KEY, ZONE_KEY
 from autoscaler.core.quantity import parse_resources
-from autoscaler.core.selectors import parse_label_selector, parse_requirements, parse_tolerations
+from autoscaler.core.selectors import (
+    parse_label_selector,
+    parse_requirements,
+    parse_tolerations,
+    selector_matches,
+)
 
 POD_MILLI = 1000  # every pod uses one of the node's "pods"
 
@@ -44,6 +49,14 @@ class PodShape:
 
 
 _SHAPES: dict[object, PodShape] = {}
+
+
+def _label_key_values(affinity, spread, labels: dict) -> tuple | None:
+    """The pod's values of the label keys its matchLabelKeys / mismatchLabelKeys name (part of the cache key)."""
+    text = repr((affinity, spread)) if (affinity or spread) else ""
+    if "LabelKeys" not in text:
+        return None
+    return tuple(sorted((k, v) for k, v in labels.items() if repr(k) in text))
 
 
 def _container_requests(c: dict, where: str, errors: list[str]) -> dict[str, int]:
@@ -195,24 +208,36 @@ def ports_conflict(wanted: frozenset, used) -> tuple | None:
     return None
 
 
-def _namespaces(t: dict, namespace: str, w: str, unsupported: list[str]):
-    """The namespaces a pod affinity term looks at: ``namespaces``, or every namespace for an empty
-    ``namespaceSelector`` ({}), else the pod's own (None stands for every namespace)."""
+def _namespaces(t: dict, namespace: str, w: str, errors: list[str], unsupported: list[str], namespaces):
+    """The namespaces a pod affinity term looks at (Kubernetes: the union of ``namespaces`` and the namespaces
+    ``namespaceSelector`` matches; neither: the pod's own; an empty selector ``{}``: every namespace, None here).
+    A non-empty selector is matched against the snapshot's ``namespaces`` (their labels, plus the
+    ``kubernetes.io/metadata.name`` label every namespace carries)."""
+    names = t.get("namespaces") or []
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        errors.append(f"{w}.namespaces: expected a list of namespace names")
+        names = []
     ns_sel = t.get("namespaceSelector")
-    if ns_sel is not None and ns_sel != {}:
-        # the namespaces' labels are not part of the snapshot (docs/snapshot.md)
-        unsupported.append(
-            "pod affinity with a non-empty namespaceSelector is not supported (namespace labels are not in the snapshot)"
-        )
-        return frozenset()
-    names = t.get("namespaces") or ()
+    if ns_sel is None:
+        return frozenset(names) if names else frozenset((namespace,))
     if ns_sel == {}:
         return None
-    return frozenset(names) if names else frozenset((namespace,))
+    sel = parse_label_selector(ns_sel, f"{w}.namespaceSelector", errors)
+    if namespaces is None:
+        unsupported.append(
+            "pod affinity with a namespaceSelector needs the namespaces' labels: give snapshot.namespaces"
+        )
+        return frozenset()
+    matched = {
+        name
+        for name, labels in namespaces.items()
+        if selector_matches(sel or (), {**labels, "kubernetes.io/metadata.name": name})
+    }
+    return frozenset(matched | set(names))
 
 
 def _pod_terms(
-    spec: dict, namespace: str, where: str, errors: list[str]
+    spec: dict, namespace: str, where: str, errors: list[str], namespaces: dict | None, labels: dict
 ) -> tuple[tuple, tuple, tuple, list[str]]:
     """Required pod affinity and anti-affinity terms: (hostname anti-affinity selector keys, other anti-affinity
     (topology key, selector key), affinity (topology key, selector key), unsupported)."""
@@ -240,17 +265,37 @@ def _pod_terms(
                     f"{w}.topologyKey: missing; give a node label such as {HOSTNAME_KEY} or {ZONE_KEY}"
                 )
                 continue
-            ns = _namespaces(t, namespace, w, unsupported)
+            ns = _namespaces(t, namespace, w, errors, unsupported, namespaces)
             sel = parse_label_selector(t.get("labelSelector"), f"{w}.labelSelector", errors)
             if sel is None:
                 continue  # a term without a selector matches no pod
+            sel = _with_label_keys(sel, t, w, labels, errors, mismatch=True)
             out[kind].append((key, (ns, sel)))
     anti_host = tuple(sel for key, sel in out["podAntiAffinity"] if key == HOSTNAME_KEY)
     anti_other = tuple((key, sel) for key, sel in out["podAntiAffinity"] if key != HOSTNAME_KEY)
     return anti_host, anti_other, tuple(out["podAffinity"]), unsupported
 
 
-def _spread(spec: dict, namespace: str, where: str, errors: list[str]) -> tuple:
+def _with_label_keys(
+    sel: tuple, term: dict, w: str, labels: dict, errors: list[str], mismatch: bool
+) -> tuple:
+    """The selector with ``matchLabelKeys`` (key In the pod's value) and, for affinity terms,
+    ``mismatchLabelKeys`` (key NotIn the pod's value) ANDed in, as the API server merges them into the
+    labelSelector (Kubernetes 1.31+ for pod affinity, 1.34+ for topology spread; merging again is harmless).
+    Keys the pod has no label for are skipped (topology spread) as Kubernetes does."""
+    extra = []
+    for field, op in (("matchLabelKeys", "In"), ("mismatchLabelKeys", "NotIn")):
+        keys = term.get(field)
+        if keys is None or (field == "mismatchLabelKeys" and not mismatch):
+            continue
+        if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+            errors.append(f"{w}.{field}: expected a list of label keys")
+            continue
+        extra.extend((k, op, (labels[k],)) for k in keys if k in labels)
+    return tuple(sel) + tuple(r for r in extra if r not in sel) if extra else sel
+
+
+def _spread(spec: dict, namespace: str, where: str, errors: list[str], labels: dict) -> tuple:
     """DoNotSchedule topology spread constraints as (topology key, maxSkew, selector key, honour node taints,
     honour node affinity, minDomains); Kubernetes' defaults: taints ignored, node affinity honoured."""
     out = []
@@ -282,6 +327,7 @@ def _spread(spec: dict, namespace: str, where: str, errors: list[str]) -> tuple:
         sel = parse_label_selector(c.get("labelSelector"), f"{w}.labelSelector", errors)
         if sel is None:
             continue  # without a labelSelector no pod is counted (not even this one): it never limits
+        sel = _with_label_keys(sel, c, w, labels, errors, mismatch=False)
         out.append(
             (
                 key,
@@ -295,8 +341,16 @@ def _spread(spec: dict, namespace: str, where: str, errors: list[str]) -> tuple:
     return tuple(out)
 
 
-def parse_shape(spec: dict, namespace: str, where: str, errors: list[str]) -> PodShape | None:
-    """The interned shape of a pod spec; None (and lines in ``errors``) when the spec is invalid."""
+def parse_shape(
+    spec: dict,
+    namespace: str,
+    where: str,
+    errors: list[str],
+    namespaces: dict | None = None,
+    labels: dict | None = None,
+) -> PodShape | None:
+    """The interned shape of a pod spec; None (and lines in ``errors``) when the spec is invalid.
+    ``namespaces``: namespace name -> labels, for pod affinity terms with a namespaceSelector."""
     if not isinstance(spec, dict):
         errors.append(f"{where}.spec: expected the pod's spec object")
         return None
@@ -317,10 +371,13 @@ def parse_shape(spec: dict, namespace: str, where: str, errors: list[str]) -> Po
                 spec.get("tolerations"),
                 spread,
                 namespace if needs_ns else None,
+                _label_key_values(affinity, spread, labels) if labels else None,
             )
         )
     except AttributeError:
         key = None
+    if key is not None and "namespaceSelector" in key and namespaces is not None:
+        key = None  # its namespaces depend on the snapshot's namespace labels: not interned
     shape = _SHAPES.get(key) if key is not None else None
     if shape is not None:
         return shape
@@ -334,8 +391,10 @@ def parse_shape(spec: dict, namespace: str, where: str, errors: list[str]) -> Po
     terms = _node_affinity(spec, where, errors)
     tolerations = parse_tolerations(spec.get("tolerations"), f"{where}.spec.tolerations", errors)
     ports = _ports(spec, where, errors)
-    anti, anti_other, pod_affinity, unsupported = _pod_terms(spec, namespace, where, errors)
-    spread = _spread(spec, namespace, where, errors)
+    anti, anti_other, pod_affinity, unsupported = _pod_terms(
+        spec, namespace, where, errors, namespaces, labels or {}
+    )
+    spread = _spread(spec, namespace, where, errors, labels or {})
     if len(errors) > before:
         return None
     shape = PodShape(

@@ -40,7 +40,17 @@ FAILURE_REASONS = (
     "unknown",
     "never-registered",
 )
-TOP_LEVEL = ("pods", "nodes", "groups", "regions", "now", "pdbs", "scaling_failures", "group_state")
+TOP_LEVEL = (
+    "pods",
+    "nodes",
+    "groups",
+    "regions",
+    "now",
+    "namespaces",
+    "pdbs",
+    "scaling_failures",
+    "group_state",
+)
 
 
 def parse_snapshot(data: dict) -> Snapshot:
@@ -80,11 +90,12 @@ def _parse(data: dict) -> Snapshot:
         for i, raw in enumerate(node_items)
         if (n := _guard(_node, f"nodes[{i}]", errors, raw, f"nodes[{i}]", by_instance, group_names, errors))
     ]
+    namespaces = _namespaces(data.get("namespaces"), errors)
     pod_items = _items(data.get("pods", []), "pods", errors)
     pods = [
         p
         for i, raw in enumerate(pod_items)
-        if (p := _guard(_pod, f"pods[{i}]", errors, raw, f"pods[{i}]", errors))
+        if (p := _guard(_pod, f"pods[{i}]", errors, raw, f"pods[{i}]", errors, namespaces))
     ]
     if len({n.name for n in nodes}) < len(nodes):
         _duplicates(node_items, "nodes", "node name", errors)
@@ -388,7 +399,19 @@ def _node(raw: object, where: str, by_instance: dict, groups: set, errors: list[
     )
 
 
-def _pod(raw: object, where: str, errors: list[str]) -> Pod | None:
+def _namespaces(raw: object, errors: list[str]) -> dict[str, dict[str, str]] | None:
+    """Namespace name -> labels (``kubectl get namespaces -o json``), None when the snapshot has none."""
+    if raw is None:
+        return None
+    out = {}
+    for i, item in enumerate(_items(raw, "namespaces", errors)):
+        meta, name = _meta(item, f"namespaces[{i}]", errors)
+        if name is not None:
+            out[name] = _strings(meta.get("labels"), f"namespaces[{i}] ({name}).metadata.labels", errors)
+    return out
+
+
+def _pod(raw: object, where: str, errors: list[str], namespaces: dict | None = None) -> Pod | None:
     meta, name = _meta(raw, where, errors)
     if name is None:
         return None
@@ -402,7 +425,7 @@ def _pod(raw: object, where: str, errors: list[str]) -> Pod | None:
     status = raw.get("status") or {}
     labels = _strings(meta.get("labels"), f"{w}.metadata.labels", errors)
     annotations = _strings(meta.get("annotations"), f"{w}.metadata.annotations", errors, labels=False)
-    shape = parse_shape(spec, namespace, w, errors)
+    shape = parse_shape(spec, namespace, w, errors, namespaces, labels)
     owner_kind = owner_name = None
     controlled = False
     for ref in meta.get("ownerReferences") or ():
