@@ -95,7 +95,7 @@ class Bin:
 class Room:
     """A group's room for new nodes in this plan."""
 
-    __slots__ = ("group", "region_idx", "headroom", "new", "blocked", "tmpl")
+    __slots__ = ("group", "region_idx", "headroom", "new", "blocked", "tmpl", "demand")
 
     def __init__(self, group: Group, region_idx: int, headroom: int, blocked: str | None, tmpl: int):
         self.group = group
@@ -104,6 +104,7 @@ class Room:
         self.new = 0
         self.blocked = blocked  # why the group may not grow now (back-off), None when it may
         self.tmpl = tmpl
+        self.demand = 0  # pending pods still to place that its nodes could take (the option's pods)
 
 
 STAGES = {EXISTING: 0, TAINTED: 1, UPCOMING: 2, NEW: 3}
@@ -138,6 +139,7 @@ class Packer:
         self.retired: list[Bin] = []
         self.floor: dict[str, int] = {}  # per resource, the least any pending class requests (all request it)
         self.sched = Scheduler()  # the scheduler's rules: every "may this pod go on this node" goes there
+        self._fits: dict[int, tuple] = {}  # per class: its fit on each group's template (group_order)
 
     @property
     def bins(self) -> list[Bin]:
@@ -340,6 +342,38 @@ class Packer:
         runs, i = self.add(run)
         self._fill(runs, i, run, cls, k, n)
 
+    def count_demand(self, classes, sign: int = 1) -> None:
+        """Add (sign 1) or remove (-1) the pods of ``classes`` to the demand of each group that could take them:
+        an option's cost is its nodes' price for all the pending pods it would take, as cluster-autoscaler's
+        estimator packs every pending pod a group fits into the option the price expander scores."""
+        for cls in classes:
+            for room, _k, _unused, note in self.template_fits(cls):
+                if note is None:
+                    room.demand += sign * len(cls.pods)
+
+    def template_fits(self, cls: PodClass) -> list[tuple]:
+        fits = self._fits.get(id(cls))
+        if fits is None or fits[0] is not cls:
+            fits = self._fits[id(cls)] = (cls, self._template_fits(cls))
+        return fits[1]
+
+    def _template_fits(self, cls: PodClass) -> list[tuple]:
+        """Per group: (room, pods per new node, offers an accelerator the class does not request, note when it
+        takes none); what does not change while a plan is packed."""
+        out = []
+        wanted = {r for r, _ in cls.shape.requests}
+        for room in self.rooms:
+            g = room.group
+            k, reason = self.sched.template_room(cls, g, room.tmpl)
+            if reason is not None:
+                out.append((room, 0, False, ("static", reason)))
+            elif k <= 0:
+                out.append((room, 0, False, ("size", "")))  # too large: summarised by the caller
+            else:
+                unused = any(q > 0 and is_extended(r) and r not in wanted for r, q in g.allocatable.items())
+                out.append((room, min(k, BIG), unused, None))
+        return out
+
     def group_order(self, cls: PodClass, n: int = 1) -> list[tuple[Room, int]]:
         """Groups a new node for ``n`` pods of ``cls`` may come from, best first, with pods per node.
 
@@ -347,25 +381,17 @@ class Packer:
         as nvidia.com/gpu) the pods do not request come after every group that does not (a CPU pod that
         tolerates the GPU taint is not sent to a GPU node while a CPU node fits); then group priority (higher
         first); then the lowest cost of the nodes the pods really need, per pod: ``ceil(m / k)`` nodes times the
-        price for the ``m`` pods the group can take (one small pod does not buy a big node because the big node
-        would be cheaper per pod when full); groups without a price after those with one; then the least waste
-        of the node's dominant resource."""
+        price for the ``m`` pods the group can take, of this class and of the pending pods still to place that
+        the group's nodes could also take (one small pod does not buy a big node because the big node would be
+        cheaper per pod when full); groups without a price after those with one; then the least waste of the
+        node's dominant resource."""
         out = []
-        wanted = {r for r, _ in cls.shape.requests}
-        for room in self.rooms:
+        for room, k, unused_accelerator, note in self.template_fits(cls):
             g = room.group
-            k, reason = self.sched.template_room(cls, g, room.tmpl)
-            if reason is not None:
-                cls.notes.setdefault(g.name, ("static", reason))
+            if note is not None:
+                cls.notes.setdefault(g.name, note)
                 continue
-            if k <= 0:
-                cls.notes.setdefault(g.name, ("size", ""))  # too large: summarised by the caller
-                continue
-            k = min(k, BIG)
-            unused_accelerator = any(
-                q > 0 and is_extended(r) and r not in wanted for r, q in g.allocatable.items()
-            )
-            m = max(1, min(n, max(room.headroom - room.new, 1) * k))
+            m = max(1, min(max(n, room.demand), max(room.headroom - room.new, 1) * k))
             nodes = -(-m // k)
             price = g.price_per_hour * nodes / m if g.price_per_hour is not None else math.inf
             used = max(

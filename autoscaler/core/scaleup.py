@@ -206,6 +206,9 @@ def scale_up(
             if p.gang is not None:
                 running.setdefault(p.gang, []).append(p)
     by_node = {b.node: b for b in bins if b.node is not None}
+    packer.count_demand(
+        [cls for unit in units for cls in unit if cls.may_scale_up and not cls.shape.unsupported]
+    )
     for unit in units:
         if expendable and not unit[0].may_scale_up:
             _occupy(expendable, by_node, keys)
@@ -214,11 +217,11 @@ def scale_up(
             reason = _place_gang(unit, packer, snap, running.get(unit[0].gang, []), config, has_site)
             if reason:
                 gang_notes[unit[0].gang] = reason
-            continue
-        cls = unit[0]
-        if cls.shape.unsupported:
-            continue
-        cls.placed = packer.place(cls, len(cls.pods), None, cls.may_scale_up)
+        elif not unit[0].shape.unsupported:
+            cls = unit[0]
+            cls.placed = packer.place(cls, len(cls.pods), None, cls.may_scale_up)
+        if unit[0].may_scale_up and not unit[0].shape.unsupported:
+            packer.count_demand(unit, -1)  # placed or not, these pods are no longer to come
     _collect(result, packer, classes.values(), snap.groups, config, gang_notes)
     return result
 

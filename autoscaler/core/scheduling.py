@@ -35,6 +35,7 @@ class Scheduler:
     def __init__(self) -> None:
         self._static: dict = {}
         self._templates: dict = {}
+        self._empty: dict = {}  # template -> (group, an empty new node of it)
 
     def template_id(self, labels: dict, taints: tuple) -> int:
         """Nodes with the same labels and taints share a template: their static answers are cached together."""
@@ -63,9 +64,10 @@ class Scheduler:
         reason = self.static(cls.shape, group.labels, group.taints, tmpl, None)
         if reason is not None:
             return 0, reason
-        return capacity(
-            cls.shape, cls.matched, NodeState(dict(group.allocatable), ports=set(group.ports))
-        ), None
+        empty = self._empty.get(tmpl)
+        if empty is None or empty[0] is not group:
+            empty = self._empty[tmpl] = (group, NodeState(dict(group.allocatable), ports=set(group.ports)))
+        return capacity(cls.shape, cls.matched, empty[1]), None  # capacity() only reads the state
 
     def why_not(self, cls, b) -> str:
         """Why node ``b`` takes no pod of ``cls``."""
@@ -109,7 +111,7 @@ class Topology:
 
     def __init__(self, packer, cls: PodClass, region: str | None, allow_new: bool):
         shape = cls.shape
-        bins = [b for b in packer.bins if region is None or b.region == region]
+        bins = packer.bins  # the whole cluster's nodes count, wherever the pod may go
         self.bins = bins
         cache: dict = {}
         # spread: per constraint, counts per domain over the counted nodes, and the minimum

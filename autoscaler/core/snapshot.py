@@ -144,8 +144,11 @@ def _strings(raw: object, where: str, errors: list[str], labels: bool = True) ->
     if raw is None:
         return {}
     checked = _CHECKED_LABELS if labels else _CHECKED_KEYS
-    if isinstance(raw, dict) and checked.issuperset(raw.items()):
-        return raw  # every pair seen valid before (pods of one Job share their labels)
+    try:
+        if isinstance(raw, dict) and checked.issuperset(raw.items()):
+            return raw  # every pair seen valid before (pods of one Job share their labels)
+    except TypeError:
+        pass  # an unhashable value: reported below
     if not isinstance(raw, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in raw.items()
     ):
@@ -428,7 +431,16 @@ def _pod(raw: object, where: str, errors: list[str], namespaces: dict | None = N
     shape = parse_shape(spec, namespace, w, errors, namespaces, labels)
     owner_kind = owner_name = None
     controlled = False
-    for ref in meta.get("ownerReferences") or ():
+    refs = meta.get("ownerReferences") or []
+    if not isinstance(refs, list) or not all(
+        isinstance(r, dict) and isinstance(r.get("kind"), str) and isinstance(r.get("name"), str)
+        for r in refs
+    ):
+        errors.append(
+            f"{w}.metadata.ownerReferences: expected a list of {{kind, name, controller}} with string kind and name"
+        )
+        refs = []
+    for ref in refs:
         if ref.get("controller") or owner_kind is None:
             owner_kind, owner_name = ref.get("kind"), ref.get("name")
             controlled = controlled or ref.get("controller") is True

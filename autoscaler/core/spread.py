@@ -23,6 +23,7 @@ adds a node only for a pod that fits nowhere.
 from __future__ import annotations
 
 from autoscaler.core.fit import NodeState
+from autoscaler.core.names import ZONE_KEY
 from autoscaler.core.packing import NEW, Bin, Packer, PodClass, group_zone
 
 
@@ -53,6 +54,13 @@ def _place_one(packer: Packer, cls: PodClass, region: str | None, allow_new: boo
         return True
     if not allow_new:
         return False
+    shape = cls.shape
+    # a new node is counted in a zone only when a constraint looks at zones; else the group chooses (as it does)
+    zonal = (
+        any(c[0] == ZONE_KEY for c in shape.spread)
+        or any(key == ZONE_KEY for key, _ in shape.pod_affinity + shape.anti_other)
+        or any(key == ZONE_KEY for key, _ in counts.forbidden)
+    )
     options = []
     for room, k in packer.group_order(cls, 1):
         g = room.group
@@ -64,7 +72,7 @@ def _place_one(packer: Packer, cls: PodClass, region: str | None, allow_new: boo
         if min(room.headroom - room.new, packer.cap_left) <= 0:
             packer._note_full(cls, room)
             continue
-        for z in g.zones if len(g.zones) > 1 else [group_zone(g)]:
+        for z in g.zones if zonal and len(g.zones) > 1 else [group_zone(g)]:
             probe = Bin(NEW, g, g.region, None, g.labels, g.taints, room.tmpl, packer_state(g), 1, z)
             reason = counts.admits(cls, probe)
             if reason is None:
