@@ -95,7 +95,7 @@ class Bin:
 class Room:
     """A group's room for new nodes in this plan."""
 
-    __slots__ = ("group", "region_idx", "headroom", "new", "blocked", "tmpl", "demand")
+    __slots__ = ("group", "region_idx", "headroom", "new", "blocked", "tmpl")
 
     def __init__(self, group: Group, region_idx: int, headroom: int, blocked: str | None, tmpl: int):
         self.group = group
@@ -104,7 +104,6 @@ class Room:
         self.new = 0
         self.blocked = blocked  # why the group may not grow now (back-off), None when it may
         self.tmpl = tmpl
-        self.demand = 0  # pending pods still to place that its nodes could take (the option's pods)
 
 
 STAGES = {EXISTING: 0, TAINTED: 1, UPCOMING: 2, NEW: 3}
@@ -140,6 +139,8 @@ class Packer:
         self.floor: dict[str, int] = {}  # per resource, the least any pending class requests (all request it)
         self.sched = Scheduler()  # the scheduler's rules: every "may this pod go on this node" goes there
         self._fits: dict[int, tuple] = {}  # per class: its fit on each group's template (group_order)
+        self.remaining: dict[tuple, int] = {}  # pending pods still to place, per static key (count_demand)
+        self.rep: dict[tuple, object] = {}  # a shape for each static key
 
     @property
     def bins(self) -> list[Bin]:
@@ -343,13 +344,23 @@ class Packer:
         self._fill(runs, i, run, cls, k, n)
 
     def count_demand(self, classes, sign: int = 1) -> None:
-        """Add (sign 1) or remove (-1) the pods of ``classes`` to the demand of each group that could take them:
-        an option's cost is its nodes' price for all the pending pods it would take, as cluster-autoscaler's
-        estimator packs every pending pod a group fits into the option the price expander scores."""
+        """Add (sign 1) or remove (-1) the pods of ``classes`` to the pending pods still to place, by what the
+        node-level filters look at: a group's demand is those its template admits (``demand``)."""
         for cls in classes:
-            for room, _k, _unused, note in self.template_fits(cls):
-                if note is None:
-                    room.demand += sign * len(cls.pods)
+            key = cls.shape.static_key
+            self.remaining[key] = self.remaining.get(key, 0) + sign * len(cls.pods)
+            self.rep.setdefault(key, cls.shape)
+
+    def demand(self, room: Room) -> int:
+        """The pending pods still to place that a new node of ``room``'s group admits: the pods of the option an
+        option's cost is shared by (cluster-autoscaler's estimator packs every pending pod a group fits into the
+        option that its price expander scores)."""
+        g = room.group
+        return sum(
+            n
+            for key, n in self.remaining.items()
+            if n > 0 and self.sched.static(self.rep[key], g.labels, g.taints, room.tmpl, None) is None
+        )
 
     def template_fits(self, cls: PodClass) -> list[tuple]:
         fits = self._fits.get(id(cls))
@@ -391,7 +402,7 @@ class Packer:
             if note is not None:
                 cls.notes.setdefault(g.name, note)
                 continue
-            m = max(1, min(max(n, room.demand), max(room.headroom - room.new, 1) * k))
+            m = max(1, min(max(n, self.demand(room)), max(room.headroom - room.new, 1) * k))
             nodes = -(-m // k)
             price = g.price_per_hour * nodes / m if g.price_per_hour is not None else math.inf
             used = max(

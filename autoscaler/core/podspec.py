@@ -35,6 +35,9 @@ class PodShape:
     spread: tuple  # DoNotSchedule spread: (key, maxSkew, selector key, honour taints, honour affinity, minDomains)
     unsupported: tuple[str, ...]  # constraints the planner cannot model (the pod is reported, never placed)
     by_name: bool = False  # node constraints look at the node's name or hostname (no caching per template)
+    # what the node-level filters look at (selectors, node affinity, tolerations): shapes that differ only in
+    # their requests share it, and so the scheduler's cached answer per node template
+    static_key: tuple = ()
 
     @property
     def topology(self) -> bool:
@@ -49,6 +52,7 @@ class PodShape:
 
 
 _SHAPES: dict[object, PodShape] = {}
+_STATIC_KEYS: dict[tuple, tuple] = {}  # interned, so equal keys are one object
 
 
 def _label_key_values(affinity, spread, labels: dict) -> tuple | None:
@@ -410,6 +414,10 @@ def parse_shape(
         unsupported=tuple(unsupported),
         by_name=any(r[0] == HOSTNAME_KEY for r in node_selector)
         or any(fields or any(r[0] == HOSTNAME_KEY for r in labels) for labels, fields in terms),
+        static_key=_STATIC_KEYS.setdefault(
+            (node_selector, terms, tolerations, tuple(unsupported)),
+            (node_selector, terms, tolerations, tuple(unsupported)),
+        ),
     )
     if key is not None:
         if len(_SHAPES) > 200_000:

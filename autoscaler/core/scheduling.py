@@ -46,7 +46,7 @@ class Scheduler:
         """None when the node's labels, taints and name admit the pod, else why not."""
         if name is not None and shape.by_name:
             return static_reason(shape, labels, taints, name)
-        key = (shape, tmpl)
+        key = (shape.static_key, tmpl)
         try:
             return self._static[key]
         except KeyError:

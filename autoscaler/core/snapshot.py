@@ -431,18 +431,13 @@ def _pod(raw: object, where: str, errors: list[str], namespaces: dict | None = N
     shape = parse_shape(spec, namespace, w, errors, namespaces, labels)
     owner_kind = owner_name = None
     controlled = False
-    refs = meta.get("ownerReferences") or []
-    if not isinstance(refs, list) or not all(
-        isinstance(r, dict) and isinstance(r.get("kind"), str) and isinstance(r.get("name"), str)
-        for r in refs
-    ):
-        errors.append(
-            f"{w}.metadata.ownerReferences: expected a list of {{kind, name, controller}} with string kind and name"
-        )
-        refs = []
-    for ref in refs:
+    for ref in meta.get("ownerReferences") or ():
+        kind, ref_name = ref.get("kind"), ref.get("name")
+        if kind.__class__ is not str or ref_name.__class__ is not str:
+            errors.append(f"{w}.metadata.ownerReferences: each needs a string kind and name")
+            break
         if ref.get("controller") or owner_kind is None:
-            owner_kind, owner_name = ref.get("kind"), ref.get("name")
+            owner_kind, owner_name = kind, ref_name
             controlled = controlled or ref.get("controller") is True
     phase = status.get("phase") or "Pending"
     node_name = (spec or {}).get("nodeName") or None
