@@ -12,8 +12,9 @@ kube-scheduler's filter plugins:
   InterPodAffinity on other keys), whose :meth:`Topology.admits` says whether a node's domain takes one more pod;
 - :meth:`Scheduler.why_not`: the reason when the answer is no, in words a researcher understands.
 
-Packing (``packing.py``), topology placement (``spread.py``) and the reasons (``reasons.py``) ask only this
-object; the plan's snapshot stays with ``scaleup.py``, which builds the nodes once.
+Packing (``packing.py``), topology placement (``spread.py``) and the reasons (``reasons.py``) ask this object;
+packing's first-fit loop alone calls its primitive ``fit.capacity`` directly, after ``static``, to keep the
+bulk path fast. The plan's snapshot stays with ``scaleup.py``, which builds the nodes once.
 """
 
 from __future__ import annotations
