@@ -138,9 +138,10 @@ class Packer:
         self.retired: list[Bin] = []
         self.floor: dict[str, int] = {}  # per resource, the least any pending class requests (all request it)
         self.sched = Scheduler()  # the scheduler's rules: every "may this pod go on this node" goes there
-        self._fits: dict[int, tuple] = {}  # per class: its fit on each group's template (group_order)
+        self._fits: dict[tuple, list] = {}  # per (shape, matches): its fit on each group's template
         self.remaining: dict[tuple, int] = {}  # pending pods still to place, per static key (count_demand)
         self.rep: dict[tuple, object] = {}  # a shape for each static key
+        self._demand: dict[int, int] = {}  # per room, demand() until the pending pods change
 
     @property
     def bins(self) -> list[Bin]:
@@ -350,23 +351,28 @@ class Packer:
             key = cls.shape.static_key
             self.remaining[key] = self.remaining.get(key, 0) + sign * len(cls.pods)
             self.rep.setdefault(key, cls.shape)
+        self._demand.clear()
 
     def demand(self, room: Room) -> int:
         """The pending pods still to place that a new node of ``room``'s group admits: the pods of the option an
         option's cost is shared by (cluster-autoscaler's estimator packs every pending pod a group fits into the
         option that its price expander scores)."""
-        g = room.group
-        return sum(
-            n
-            for key, n in self.remaining.items()
-            if n > 0 and self.sched.static(self.rep[key], g.labels, g.taints, room.tmpl, None) is None
-        )
+        got = self._demand.get(id(room))
+        if got is None:
+            g = room.group
+            got = self._demand[id(room)] = sum(
+                n
+                for key, n in self.remaining.items()
+                if n > 0 and self.sched.static(self.rep[key], g.labels, g.taints, room.tmpl, None) is None
+            )
+        return got
 
     def template_fits(self, cls: PodClass) -> list[tuple]:
-        fits = self._fits.get(id(cls))
-        if fits is None or fits[0] is not cls:
-            fits = self._fits[id(cls)] = (cls, self._template_fits(cls))
-        return fits[1]
+        key = (cls.shape, cls.matched)  # classes of one shape (e.g. one per gang) fit the groups alike
+        fits = self._fits.get(key)
+        if fits is None:
+            fits = self._fits[key] = self._template_fits(cls)
+        return fits
 
     def _template_fits(self, cls: PodClass) -> list[tuple]:
         """Per group: (room, pods per new node, offers an accelerator the class does not request, note when it
