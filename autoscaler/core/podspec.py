@@ -375,7 +375,7 @@ def parse_shape(
                 spec.get("tolerations"),
                 spread,
                 namespace if needs_ns else None,
-                _label_key_values(affinity, spread, labels) if labels else None,
+                _label_key_values(affinity, spread, labels) if labels and (affinity or spread) else None,
             )
         )
     except AttributeError:
