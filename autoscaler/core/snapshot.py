@@ -525,17 +525,21 @@ def _pod(raw: object, where: str, errors: list[str], namespaces: dict | None = N
 
 
 def _local_storage(volumes: object, annotations: dict, w: str, errors: list[str]) -> bool:
-    """Whether the pod has a hostPath or emptyDir volume that its safe-to-evict-local-volumes annotation does not
-    list (cluster-autoscaler: utils/drain/drain.go ``HasLocalStorage``, simulator/drainability/rules/localstorage)."""
+    """Whether the pod has a hostPath volume or an emptyDir not in memory that its safe-to-evict-local-volumes
+    annotation does not list (cluster-autoscaler: utils/drain/drain.go ``HasBlockingLocalStorage``,
+    simulator/drainability/rules/localstorage)."""
     if volumes is None:
         return False
     if not isinstance(volumes, list):
         errors.append(f"{w}.spec.volumes: expected a list of volumes")
         return False
-    listed = {v.strip() for v in annotations.get(SAFE_TO_EVICT_LOCAL_VOLUMES_ANNOTATION, "").split(",")}
+    listed = set(annotations.get(SAFE_TO_EVICT_LOCAL_VOLUMES_ANNOTATION, "").split(","))
     return any(
         isinstance(v, dict)
-        and (v.get("hostPath") is not None or v.get("emptyDir") is not None)
+        and (
+            v.get("hostPath") is not None
+            or (isinstance(v.get("emptyDir"), dict) and v["emptyDir"].get("medium") != "Memory")
+        )
         and v.get("name") not in listed
         for v in volumes
     )
