@@ -42,6 +42,9 @@ class ScaleUp:
     pending: int = 0
     upcoming_used: dict[str, int] = field(default_factory=dict)
     lifecycle: dict[str, tuple[str, str]] = field(default_factory=dict)  # node -> nodestate.lifecycle()
+    starting_spare: dict[str, int] = field(
+        default_factory=dict
+    )  # group -> starting nodes left empty (warm pool)
 
 
 def pending_pods(snap: Snapshot) -> list[Pod]:
@@ -223,6 +226,10 @@ def scale_up(
         if unit[0].may_scale_up and not unit[0].shape.unsupported:
             packer.count_demand(unit, -1)  # placed or not, these pods are no longer to come
     _collect(result, packer, classes.values(), snap.groups, config, gang_notes)
+    for b in bins:
+        empty = not any(not p.daemonset and not p.mirror for p in bound.get(b.node, ()))
+        if b.kind == UPCOMING and b.node is not None and not b.history and empty:
+            result.starting_spare[b.group.name] = result.starting_spare.get(b.group.name, 0) + 1
     return result
 
 
