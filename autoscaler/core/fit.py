@@ -194,8 +194,10 @@ def pod_fits_node(pod: dict, node: dict, pods_on_node: list[dict]) -> str | None
 
     Checks resources (init containers, sidecars and overhead included), nodeSelector, required node affinity,
     taints and tolerations, cordoned and NotReady nodes, host ports, required hostname anti-affinity (both
-    ways) and DoNotSchedule topology spread on the hostname (skew against an empty node). Spread on other keys,
-    pod affinity and anti-affinity on other keys need the whole cluster's counts and are left to the caller. Finished pods on the node are ignored.
+    ways), required pod affinity on the hostname (a matching pod on the node) and DoNotSchedule topology spread on
+    the hostname (skew against an empty node). Spread on other keys is left to the caller; pod affinity and
+    anti-affinity on other keys, which need the whole cluster's pods, are refused with that reason (the
+    planner decides them by domain: ``spread.py``). Finished pods on the node are ignored.
 
     Parsed pods are cached by identity: a pod dict's spec must not change while the caller keeps passing it
     (binding it, i.e. setting ``spec.nodeName`` or the phase, is fine).
@@ -226,4 +228,11 @@ def pod_fits_node(pod: dict, node: dict, pods_on_node: list[dict]) -> str | None
         count = st.sel_counts.get(sel, 0) + (1 if sel in matched else 0)
         if key == HOSTNAME_KEY and count > skew:
             return f"topology spread on hostname: {count - 1} matching pods already (maxSkew {skew})"
+    for key, sel in shape.pod_affinity:
+        if key != HOSTNAME_KEY:
+            return f"required pod affinity on {key} needs the whole cluster's pods; not decided node by node"
+        if not st.sel_counts.get(sel):
+            return "required pod affinity: no matching pod on the node"
+    for key, _sel in shape.anti_other:
+        return f"required pod anti-affinity on {key} needs the whole cluster's pods; not decided node by node"
     return None
