@@ -11,7 +11,9 @@ from autoscaler.core.errors import SnapshotError
 class PlannerConfig:
     idle_threshold_s: float = 600  # an empty node is removed after this long without non-DaemonSet pods
     boot_timeout_s: float = 900  # an instance not registered as a node after this is a failure
-    dead_node_timeout_s: float = 600  # a registered node NotReady for this long is replaced
+    dead_node_timeout_s: float = (
+        1200  # unready this long: removed (cluster-autoscaler --scale-down-unready-time)
+    )
     max_new_nodes_per_loop: int = 1000  # cap on new nodes requested in one plan, over all groups
     max_scale_in_fraction: float = (
         0.1  # at most this share of the nodes starts removal in one plan (at least 1)

@@ -1,8 +1,9 @@
 """DaemonSet overhead on new nodes.
 
 A DaemonSet's pod runs on every node whose labels and taints admit it, so a new node of a group offers its
-allocatable less the requests of the DaemonSets that would run there (as the cluster autoscaler's node templates
-do). The DaemonSets are learnt from their pods in the snapshot: one pod per DaemonSet stands for all of them.
+allocatable less the requests of the DaemonSets that would run there, and its host ports are taken (as the
+cluster autoscaler's node templates do: simulator/node_info_utils.go adds the DaemonSet pods to each template
+node, so the scheduler's NodePorts filter sees their ports). The DaemonSets are learnt from their pods in the snapshot: one pod per DaemonSet stands for all of them.
 """
 
 from __future__ import annotations
@@ -40,12 +41,14 @@ def with_daemonset_overhead(groups: list[Group], pods: list[Pod]) -> list[Group]
     out = []
     for g in groups:
         overhead: dict[str, int] = {}
+        ports: set = set()
         for shape in shapes:
             if static_reason(shape, g.labels, g.taints) is None:
                 for resource, q in shape.requests:
                     overhead[resource] = overhead.get(resource, 0) + q
-        if overhead:
+                ports |= shape.host_ports
+        if overhead or ports:
             alloc = {r: max(0, q - overhead.get(r, 0)) for r, q in g.allocatable.items()}
-            g = dataclasses.replace(g, allocatable=alloc)
+            g = dataclasses.replace(g, allocatable=alloc, ports=frozenset(ports))
         out.append(g)
     return out

@@ -9,7 +9,8 @@ Kubernetes objects as kubectl prints them.
 from __future__ import annotations
 
 from autoscaler.core.errors import SnapshotError
-from autoscaler.core.podspec import PodShape, parse_shape
+from autoscaler.core.names import HOSTNAME_KEY
+from autoscaler.core.podspec import PodShape, parse_shape, ports_conflict
 from autoscaler.core.quantity import format_amount, parse_resources
 from autoscaler.core.selectors import (
     parse_taints,
@@ -50,6 +51,8 @@ class NodeState:
             self.ports |= shape.host_ports
         for sel in shape.anti_affinity:
             self.anti_held[sel] = self.anti_held.get(sel, 0) + k
+        for term in shape.anti_other:  # (topology key, selector key): held by the node's whole domain
+            self.anti_held[term] = self.anti_held.get(term, 0) + k
 
 
 def static_reason(shape: PodShape, labels: dict, taints: tuple, name: str | None = None) -> str | None:
@@ -93,31 +96,15 @@ def capacity(shape: PodShape, matched: frozenset, st: NodeState) -> int:
                 return 0
             k = f
     if shape.host_ports:
-        if shape.host_ports & st.ports:
+        if st.ports and ports_conflict(shape.host_ports, st.ports):
             return 0
         k = 1
     sc = st.sel_counts
-    if sc:
-        for sel in shape.anti_affinity:
-            if sc.get(sel):
-                return 0
-            if sel in matched:
-                k = 1
-        for skew, sel in shape.spread_host:
-            if sel in matched:
-                room = skew - sc.get(sel, 0)
-                if room <= 0:
-                    return 0
-                k = min(k, room)
-            elif sc.get(sel, 0) > skew:
-                return 0
-    else:
-        for sel in shape.anti_affinity:
-            if sel in matched:
-                k = 1
-        for skew, sel in shape.spread_host:
-            if sel in matched:
-                k = min(k, skew)
+    for sel in shape.anti_affinity:
+        if sc.get(sel):
+            return 0
+        if sel in matched:
+            k = 1
     if st.anti_held and any(sel in matched for sel, n in st.anti_held.items() if n):
         return 0
     return k
@@ -129,15 +116,12 @@ def capacity_reason(shape: PodShape, matched: frozenset, st: NodeState) -> str |
         have = st.free.get(r, 0)
         if have < q:
             return f"needs {format_amount(r, q)} {r}; {format_amount(r, max(have, 0))} free"
-    if shape.host_ports & st.ports:
-        return f"host port {sorted(shape.host_ports & st.ports)[0][1]} is in use"
+    clash = ports_conflict(shape.host_ports, st.ports) if shape.host_ports else None
+    if clash:
+        return f"host port {clash[1]}/{clash[0]} is in use"
     for sel in shape.anti_affinity:
         if st.sel_counts.get(sel):
             return "required pod anti-affinity: a matching pod runs on the node"
-    for skew, sel in shape.spread_host:
-        count = st.sel_counts.get(sel, 0)
-        if (sel in matched and count >= skew) or count > skew:
-            return f"topology spread on hostname: {count} matching pods already (maxSkew {skew})"
     if any(sel in matched for sel, n in st.anti_held.items() if n):
         return "a pod on the node has required anti-affinity against this pod"
     return None
@@ -146,14 +130,18 @@ def capacity_reason(shape: PodShape, matched: frozenset, st: NodeState) -> str |
 def selector_keys(shape: PodShape) -> list:
     return (
         list(shape.anti_affinity)
-        + [sel for _, sel in shape.spread_host]
-        + [sel for _, sel in shape.spread_zone]
+        + [sel for _, sel in shape.anti_other]
+        + [sel for _, sel in shape.pod_affinity]
+        + [c[2] for c in shape.spread]
     )
 
 
 def matching(keys, namespace: str, labels: dict) -> frozenset:
-    """The selector keys among ``keys`` that a pod in ``namespace`` with ``labels`` matches."""
-    return frozenset(k for k in keys if namespace in k[0] and selector_matches(k[1], labels))
+    """The selector keys among ``keys`` that a pod in ``namespace`` with ``labels`` matches (a key's namespaces
+    None: every namespace)."""
+    return frozenset(
+        k for k in keys if (k[0] is None or namespace in k[0]) and selector_matches(k[1], labels)
+    )
 
 
 # --- Kubernetes objects (dict level), for the simulator's scheduler ---------------------------------------------
@@ -169,7 +157,9 @@ def _pod_parts(pod: dict) -> tuple[PodShape, str, dict]:
     meta = pod.get("metadata") or {}
     ns = meta.get("namespace") or "default"
     errors: list[str] = []
-    shape = parse_shape(pod.get("spec"), ns, f"pod {ns}/{meta.get('name')}", errors)
+    shape = parse_shape(
+        pod.get("spec"), ns, f"pod {ns}/{meta.get('name')}", errors, None, meta.get("labels") or {}
+    )
     if shape is None:
         raise SnapshotError(errors)
     parts = (shape, ns, meta.get("labels") or {})
@@ -204,8 +194,10 @@ def pod_fits_node(pod: dict, node: dict, pods_on_node: list[dict]) -> str | None
 
     Checks resources (init containers, sidecars and overhead included), nodeSelector, required node affinity,
     taints and tolerations, cordoned and NotReady nodes, host ports, required hostname anti-affinity (both
-    ways) and DoNotSchedule topology spread on the hostname (skew against an empty node). Zone topology spread
-    needs the whole cluster's counts and is left to the caller. Finished pods on the node are ignored.
+    ways), required pod affinity on the hostname (a matching pod on the node) and DoNotSchedule topology spread on
+    the hostname (skew against an empty node). Spread on other keys is left to the caller; pod affinity and
+    anti-affinity on other keys, which need the whole cluster's pods, are refused with that reason (the
+    planner decides them by domain: ``spread.py``). Finished pods on the node are ignored.
 
     Parsed pods are cached by identity: a pod dict's spec must not change while the caller keeps passing it
     (binding it, i.e. setting ``spec.nodeName`` or the phase, is fine).
@@ -229,6 +221,18 @@ def pod_fits_node(pod: dict, node: dict, pods_on_node: list[dict]) -> str | None
             continue
         st.add(other_shape, matching(keys, other_ns, other_labels), 1)
     matched = matching(keys, ns, labels)
-    if capacity(shape, matched, st) >= 1:
-        return None
-    return capacity_reason(shape, matched, st) or "does not fit"
+    if capacity(shape, matched, st) < 1:
+        return capacity_reason(shape, matched, st) or "does not fit"
+    for key, skew, sel, *_ in shape.spread:
+        # the node alone, against an empty node: the cluster-wide minimum is the caller's
+        count = st.sel_counts.get(sel, 0) + (1 if sel in matched else 0)
+        if key == HOSTNAME_KEY and count > skew:
+            return f"topology spread on hostname: {count - 1} matching pods already (maxSkew {skew})"
+    for key, sel in shape.pod_affinity:
+        if key != HOSTNAME_KEY:
+            return f"required pod affinity on {key} needs the whole cluster's pods; not decided node by node"
+        if not st.sel_counts.get(sel):
+            return "required pod affinity: no matching pod on the node"
+    for key, _sel in shape.anti_other:
+        return f"required pod anti-affinity on {key} needs the whole cluster's pods; not decided node by node"
+    return None

@@ -7,6 +7,8 @@ from datetime import datetime
 
 from autoscaler.core.podspec import PodShape
 
+LONG_TERMINATING_EXTRA_S = 30
+
 
 @dataclass(frozen=True, slots=True)
 class Instance:
@@ -30,6 +32,9 @@ class Group:
     priority: int
     price_per_hour: float | None
     instances: tuple[Instance, ...]
+    ports: frozenset = (
+        frozenset()
+    )  # host ports its DaemonSets take on every new node: (protocol, port, host IP)
 
 
 @dataclass(slots=True)
@@ -69,6 +74,14 @@ class Pod:
     gang_size: int | None  # required members of a PodGroup gang (None: all pending members of the gang)
     key: str = ""  # "<namespace>/<name>"
     nominated: str | None = None  # status.nominatedNodeName of an unbound pod: it preempted pods on that node
+    # what cluster-autoscaler's drain rules look at (utils/drain/drain.go, simulator/drainability/rules)
+    deleting_since: datetime | None = None  # metadata.deletionTimestamp
+    grace_s: int = 30  # spec.terminationGracePeriodSeconds (default 30)
+    controlled: bool = (
+        False  # has a controller owner reference (ReplicaSet, Job, StatefulSet, ...): replicated
+    )
+    local_storage: bool = False  # a hostPath or emptyDir volume not listed in safe-to-evict-local-volumes
+    do_not_disrupt: bool = False  # karpenter.sh/do-not-disrupt: "true"
 
     def __post_init__(self) -> None:
         if not self.key:
@@ -77,6 +90,14 @@ class Pod:
     @property
     def terminated(self) -> bool:
         return self.phase in ("Succeeded", "Failed")
+
+    def long_terminating(self, now: datetime) -> bool:
+        """Deleted longer ago than its grace period plus 30 s: cluster-autoscaler takes it as gone
+        (utils/drain/drain.go, ``IsPodLongTerminating``, ``PodLongTerminatingExtraThreshold``)."""
+        return (
+            self.deleting_since is not None
+            and (now - self.deleting_since).total_seconds() > self.grace_s + LONG_TERMINATING_EXTRA_S
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,8 +17,22 @@ TO_BE_DELETED_SINCE_ANNOTATION = "research.cluster/to-be-deleted-since"  # ISO-8
 
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 JOB_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
+# On a Job's pod template: "true" makes the Job's pods one gang (all-or-nothing, one region). Without it (or the
+# PodGroup label) an Indexed Job is a set of independent pods, as the default scheduler treats it.
+GANG_ANNOTATION = "research.cluster/gang"
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 HOSTNAME_KEY = "kubernetes.io/hostname"
 ZONE_KEY = "topology.kubernetes.io/zone"
 REGION_KEY = "topology.kubernetes.io/region"
 INSTANCE_TYPE_KEY = "node.kubernetes.io/instance-type"
+DO_NOT_DISRUPT_ANNOTATION = "karpenter.sh/do-not-disrupt"  # on pods: "true" blocks the node's removal
+SAFE_TO_EVICT_LOCAL_VOLUMES_ANNOTATION = "cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes"
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+UNINITIALIZED_TAINT = "node.cloudprovider.kubernetes.io/uninitialized"
+NETWORK_UNAVAILABLE_TAINT = "node.kubernetes.io/network-unavailable"
+# cluster-autoscaler's startup taints (FAQ, "How does Cluster Autoscaler treat nodes with status/startup/ignore
+# taints?"): a node carrying one is unready but counted as coming up
+STARTUP_TAINT_PREFIXES = (
+    "startup-taint.cluster-autoscaler.kubernetes.io/",
+    "ignore-taint.cluster-autoscaler.kubernetes.io/",
+)

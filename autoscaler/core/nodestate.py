@@ -4,8 +4,12 @@ States (docs/planner.md, "Node states"):
 
 - ``booting``: an instance launched less than the boot timeout ago that has not registered as a node;
 - ``unregistered``: an instance that has not registered within the boot timeout (terminated, counted as a failure);
-- ``unready``: a registered node that is NotReady, for less than the dead-node timeout;
-- ``dead``: NotReady for longer (terminated);
+- ``starting``: a registered node of a group that cannot take pods yet (NotReady since it registered, a not-ready,
+  uninitialized or startup taint, or its group's GPUs not advertised yet), within the boot timeout: upcoming
+  capacity of its group (cluster-autoscaler: clusterstate ``isNodeStillStarting``, customresources
+  ``FilterOutNodesWithUnreadyResources``);
+- ``unready``: a registered node that cannot take pods and is not starting, for less than the unready timeout;
+- ``dead``: unready for longer, with nothing on it that the autoscaler must not evict (terminated);
 - ``unmanaged``: a node no group owns (physical servers, control plane): never scaled down;
 - ``busy``: runs (or is about to run) a pod that is neither a DaemonSet nor a mirror pod;
 - ``protected``: empty, but annotated as not to be scaled down or running a pod that is not safe to evict;
@@ -23,17 +27,23 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from autoscaler.core.config import PlannerConfig
-from autoscaler.core.model import Node, Pod
+from autoscaler.core.model import Group, Node, Pod
 from autoscaler.core.names import (
     IDLE_SINCE_ANNOTATION,
+    NETWORK_UNAVAILABLE_TAINT,
+    NOT_READY_TAINT,
     SCALE_DOWN_DISABLED_ANNOTATION,
+    STARTUP_TAINT_PREFIXES,
     TO_BE_DELETED_SINCE_ANNOTATION,
     TO_BE_DELETED_TAINT,
+    UNINITIALIZED_TAINT,
 )
+from autoscaler.core.quantity import is_extended
 from autoscaler.core.timeutil import parse_time
 
 STATES = (
     "booting",
+    "starting",
     "unregistered",
     "unready",
     "dead",
@@ -54,13 +64,17 @@ class NodeFacts:
     pods: list[Pod]  # pods bound to the node that have not finished
     finished_at: datetime | None  # latest finish of a non-DaemonSet pod on the node
     planned: bool  # this plan puts pending pods on it
+    group: Group | None = None
+    life: tuple[str, str] | None = None  # lifecycle() as scale-up found it (computed once per plan)
 
     @property
     def tainted(self) -> bool:
         return any(t[0] == TO_BE_DELETED_TAINT for t in self.node.taints)
 
-    def workload(self) -> list[Pod]:
-        return [p for p in self.pods if not p.daemonset and not p.mirror]
+    def workload(self, now: datetime) -> list[Pod]:
+        """The pods that keep the node: not DaemonSet or mirror pods, not deleted longer ago than their grace
+        period plus 30 s (cluster-autoscaler, utils/drain/drain.go: such pods are skipped)."""
+        return [p for p in self.pods if not p.daemonset and not p.mirror and not p.long_terminating(now)]
 
 
 def idle_since(f: NodeFacts, now: datetime) -> datetime:
@@ -76,26 +90,112 @@ def tainted_since(node: Node) -> datetime | None:
     return parse_time(node.annotations.get(TO_BE_DELETED_SINCE_ANNOTATION), "", [])
 
 
-def not_ready_for(n: Node, now: datetime) -> float:
-    """Seconds a NotReady node has been NotReady (since its Ready condition changed, else since it registered)."""
-    since = n.ready_changed_at or n.created_at or now
-    return (now - since).total_seconds()
+STARTUP_DELAY_S = 120  # clusterstate.MaxStatusSettingDelayAfterCreation: NotReady this soon after creation
 
 
-def is_dead(n: Node, now: datetime, config: PlannerConfig) -> bool:
-    """NotReady for the dead-node timeout or longer: the plan terminates it."""
-    return not n.ready and not_ready_for(n, now) >= config.dead_node_timeout_s
+def not_usable_yet(n: Node, g: Group | None) -> str | None:
+    """Why a registered node cannot take pods although it may be coming up, else None.
+
+    NotReady (kube_util.GetReadinessState); the taints a starting node carries: ``node.kubernetes.io/not-ready``
+    (kubelet registers with it, the node lifecycle controller removes it), ``network-unavailable``,
+    ``node.cloudprovider.kubernetes.io/uninitialized`` (until the cloud controller initialises the node) and
+    cluster-autoscaler's startup taints; and, for a group whose template offers an extended resource such as
+    ``nvidia.com/gpu``, the node not advertising it yet while the device plugin starts (cluster-autoscaler,
+    processors/customresources/gpu_processor.go ``FilterOutNodesWithUnreadyResources``, which keys it on the
+    GPU label; our group templates say which nodes must have GPUs)."""
+    if not n.ready:
+        return "NotReady"
+    for key, _value, _effect in n.taints:
+        if key in (NOT_READY_TAINT, UNINITIALIZED_TAINT, NETWORK_UNAVAILABLE_TAINT) or key.startswith(
+            STARTUP_TAINT_PREFIXES
+        ):
+            return f"taint {key}"
+    if g is not None:
+        for r in _accelerators(g):
+            if not n.allocatable.get(r):
+                return f"{r} not advertised yet"
+    return None
+
+
+def _accelerators(g: Group) -> list[str]:
+    """The extended resources (device plugins: nvidia.com/gpu, ...) a group's template offers."""
+    return [r for r, q in g.allocatable.items() if q > 0 and is_extended(r)]
+
+
+def lifecycle(n: Node, g: Group | None, now: datetime, config: PlannerConfig) -> tuple[str, str]:
+    """("ready" | "starting" | "unready" | "dead", reason) of a registered node.
+
+    ``starting``: a node of a group that is not usable yet, registered less than the boot timeout ago and never
+    Ready since (its Ready condition last changed within 2 minutes of creation, as clusterstate's
+    ``isNodeStillStarting`` says): upcoming capacity of its group, shaped like the group's template.
+    ``unready``: not usable otherwise; ``dead`` once unready for ``dead_node_timeout_s`` (cluster-autoscaler's
+    ``--scale-down-unready-time``, 20 minutes)."""
+    return _lifecycle(n, g, now, config)
+
+
+def _lifecycle(n: Node, g: Group | None, now: datetime, config: PlannerConfig) -> tuple[str, str]:
+    why = not_usable_yet(n, g)
+    if why is None:
+        return "ready", ""
+    born = n.created_at or n.ready_changed_at
+    age = (now - born).total_seconds() if born else None
+    never_ready = (
+        n.ready
+        or n.ready_changed_at is None
+        or n.created_at is None
+        or (n.ready_changed_at - n.created_at).total_seconds() < STARTUP_DELAY_S
+    )
+    since = (n.ready_changed_at if not n.ready else None) or n.created_at or now
+    unready = (now - since).total_seconds()
+    if unready >= config.dead_node_timeout_s:
+        return "dead", f"unready ({why}) for {unready:.0f}s (unready timeout {config.dead_node_timeout_s:g}s)"
+    if g is not None and never_ready and age is not None and age < config.boot_timeout_s:
+        return (
+            "starting",
+            f"registered {age:.0f}s ago, not usable yet ({why}): upcoming capacity of its group",
+        )
+    return "unready", f"unready ({why}) for {unready:.0f}s"
+
+
+def is_dead(n: Node, g: Group | None, now: datetime, config: PlannerConfig) -> bool:
+    return lifecycle(n, g, now, config)[0] == "dead"
+
+
+def blocking_pod(f: NodeFacts, now: datetime) -> str | None:
+    """Why a pod on the node keeps it, by cluster-autoscaler's drain rules (utils/drain/drain.go
+    ``GetPodsForDeletionOnNodeDrain``) and, stricter, the project's promise that the autoscaler evicts nothing:
+    mirror, DaemonSet, finished and long-terminating pods never keep a node; any other pod does, with CA's
+    reason when CA would block too."""
+    for p in f.workload(now):
+        if p.terminated:
+            continue
+        if p.do_not_disrupt:
+            return f"pod {p.key} is annotated karpenter.sh/do-not-disrupt=true"
+        if p.safe_to_evict is False:
+            return f"pod {p.key} is annotated safe-to-evict=false"
+        if p.safe_to_evict is not True and not p.controlled:
+            return f"pod {p.key} is not replicated (no controller)"
+        if p.safe_to_evict is not True and p.local_storage:
+            return f"pod {p.key} has local storage (emptyDir or hostPath)"
+        return f"pod {p.key} runs on it (the autoscaler never evicts a running pod)"
+    return None
 
 
 def node_state(f: NodeFacts, now: datetime, config: PlannerConfig) -> tuple[str, str]:
     """(state, reason) of one registered node."""
     n = f.node
-    if not n.ready:
-        age = not_ready_for(n, now)
-        if is_dead(n, now, config):
-            return "dead", f"NotReady for {age:.0f}s (dead-node timeout {config.dead_node_timeout_s:g}s)"
-        return "unready", f"NotReady for {age:.0f}s"
-    work = f.workload()
+    kind, why = f.life or lifecycle(n, f.group, now, config)
+    if kind == "dead":
+        disabled = n.annotations.get(SCALE_DOWN_DISABLED_ANNOTATION, "").lower() == "true"
+        if disabled:
+            return "protected", f"{why}; annotated {SCALE_DOWN_DISABLED_ANNOTATION}=true"
+        blocked = blocking_pod(f, now)
+        if blocked:
+            return "protected", f"{why}; {blocked}"
+        return "dead", why
+    if kind != "ready":
+        return kind, why
+    work = f.workload(now)
     if work or f.planned:
         what = f"{len(work)} pod(s)" if work else "pending pods planned onto it"
         return "busy", f"runs {what}"
@@ -103,9 +203,6 @@ def node_state(f: NodeFacts, now: datetime, config: PlannerConfig) -> tuple[str,
         return "unmanaged", "no node group owns this node"
     if n.annotations.get(SCALE_DOWN_DISABLED_ANNOTATION, "").lower() == "true":
         return "protected", f"annotated {SCALE_DOWN_DISABLED_ANNOTATION}=true"
-    for p in f.pods:
-        if p.safe_to_evict is False:
-            return "protected", f"pod {p.key} is annotated safe-to-evict=false"
     if f.tainted:
         return "draining", "tainted for removal"
     idle = (now - idle_since(f, now)).total_seconds()

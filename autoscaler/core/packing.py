@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import math
 
-from autoscaler.core.fit import BIG, NodeState, capacity, static_reason
+from autoscaler.core.fit import BIG, NodeState, capacity
 from autoscaler.core.model import Group
 from autoscaler.core.podspec import PodShape
+from autoscaler.core.quantity import is_extended
+from autoscaler.core.scheduling import Scheduler
 
 EXISTING, TAINTED, UPCOMING, NEW = "existing", "tainted", "upcoming", "new"
 
@@ -19,7 +21,18 @@ EXISTING, TAINTED, UPCOMING, NEW = "existing", "tainted", "upcoming", "new"
 class PodClass:
     """Pending pods that are interchangeable for placement: same shape, selector matches, priority and gang."""
 
-    __slots__ = ("shape", "matched", "priority", "gang", "pods", "placed", "size", "may_scale_up", "notes")
+    __slots__ = (
+        "shape",
+        "matched",
+        "priority",
+        "gang",
+        "pods",
+        "placed",
+        "size",
+        "may_scale_up",
+        "notes",
+        "topology",
+    )
 
     def __init__(self, shape: PodShape, matched: frozenset, priority: int, gang: str | None):
         self.shape = shape
@@ -31,6 +44,7 @@ class PodClass:
         self.size = 0.0  # dominant share of the largest node, for the decreasing order
         self.may_scale_up = True
         self.notes: dict[str, tuple[str, str]] = {}  # group -> (kind, why it could not take these pods)
+        self.topology = shape.topology  # placed pod by pod by topology domain (spread.py)
 
 
 class Bin:
@@ -123,8 +137,11 @@ class Packer:
         self.order: list[tuple[int, int]] = []  # keys of runs, by stage then creation
         self.retired: list[Bin] = []
         self.floor: dict[str, int] = {}  # per resource, the least any pending class requests (all request it)
-        self._static: dict = {}
-        self._templates: dict = {}
+        self.sched = Scheduler()  # the scheduler's rules: every "may this pod go on this node" goes there
+        self._fits: dict[tuple, list] = {}  # per (shape, matches): its fit on each group's template
+        self.remaining: dict[tuple, int] = {}  # pending pods still to place, per static key (count_demand)
+        self.rep: dict[tuple, object] = {}  # a shape for each static key
+        self._demand: dict[int, int] = {}  # per room, demand() until the pending pods change
 
     @property
     def bins(self) -> list[Bin]:
@@ -157,21 +174,6 @@ class Packer:
     def _dead(self, b: Bin) -> bool:
         free = b.st.free
         return any(free.get(r, 0) < q for r, q in self.floor.items())
-
-    # --- templates and static fit -----------------------------------------------------------------------------
-    def template_id(self, labels: dict, taints: tuple) -> int:
-        key = (frozenset(labels.items()), taints)
-        return self._templates.setdefault(key, len(self._templates))
-
-    def static(self, shape: PodShape, labels: dict, taints: tuple, tmpl: int, name: str | None) -> str | None:
-        if name is not None and shape.by_name:
-            return static_reason(shape, labels, taints, name)
-        key = (shape, tmpl)
-        try:
-            return self._static[key]
-        except KeyError:
-            r = self._static[key] = static_reason(shape, labels, taints, None)
-            return r
 
     # --- journal ----------------------------------------------------------------------------------------------
     def begin(self) -> None:
@@ -232,10 +234,10 @@ class Packer:
 
     def place(self, cls: PodClass, n: int, region: str | None, allow_new: bool) -> int:
         """Up to ``n`` pods of ``cls``: first on the bins there are, then (``allow_new``) on new nodes."""
-        if cls.shape.spread_zone:
-            from autoscaler.core.spread import place_spread
+        if cls.topology:
+            from autoscaler.core.spread import place_topology
 
-            return place_spread(self, cls, n, region, allow_new)
+            return place_topology(self, cls, n, region, allow_new)
         placed = self.place_existing(cls, n, region)
         if placed < n and allow_new:
             placed += self.place_new(cls, n - placed, region)
@@ -256,7 +258,7 @@ class Packer:
             if any(q > bound.get(r, 0) for r, q in shape.requests):
                 continue  # no node of the run has room for one pod
             rep = run[0]
-            if not by_name and self.static(shape, rep.labels, rep.taints, rep.tmpl, None) is not None:
+            if not by_name and self.sched.static(shape, rep.labels, rep.taints, rep.tmpl, None) is not None:
                 continue
             before = placed
             i = 0
@@ -265,7 +267,7 @@ class Packer:
                 if (
                     (region is not None and b.region != region)
                     or (zone is not None and b.zone != zone)
-                    or (by_name and self.static(shape, b.labels, b.taints, b.tmpl, b.node) is not None)
+                    or (by_name and self.sched.static(shape, b.labels, b.taints, b.tmpl, b.node) is not None)
                 ):
                     i += 1
                     continue
@@ -287,7 +289,7 @@ class Packer:
     def place_new(self, cls: PodClass, n: int, region: str | None, zone: str | None = None) -> int:
         """Open new nodes for up to ``n`` pods, in the order of :meth:`group_order` (in ``zone`` when given)."""
         placed = 0
-        for room, k in self.group_order(cls):
+        for room, k in self.group_order(cls, n):
             if n <= 0:
                 break
             g = room.group
@@ -326,7 +328,7 @@ class Packer:
             g.labels,
             g.taints,
             room.tmpl,
-            NodeState(dict(g.allocatable)),
+            NodeState(dict(g.allocatable), ports=set(g.ports)),
             take,
             zone if zone is not None else group_zone(g),
         )
@@ -342,28 +344,77 @@ class Packer:
         runs, i = self.add(run)
         self._fill(runs, i, run, cls, k, n)
 
-    def group_order(self, cls: PodClass) -> list[tuple[Room, int]]:
-        """Groups a new node for ``cls`` may come from, best first, with pods per node.
+    def count_demand(self, classes, sign: int = 1) -> None:
+        """Add (sign 1) or remove (-1) the pods of ``classes`` to the pending pods still to place, by what the
+        node-level filters look at: a group's demand is those its template admits (``demand``)."""
+        for cls in classes:
+            key = cls.shape.static_key
+            self.remaining[key] = self.remaining.get(key, 0) + sign * len(cls.pods)
+            self.rep.setdefault(key, cls.shape)
+        self._demand.clear()
 
-        Region spill-over order first, then group priority (higher first), then the lowest price per placed pod
-        (groups without a price after those with one), then the least waste of the node's dominant resource.
-        """
+    def demand(self, room: Room) -> int:
+        """The pending pods still to place that a new node of ``room``'s group admits: the pods of the option an
+        option's cost is shared by (cluster-autoscaler's estimator packs every pending pod a group fits into the
+        option that its price expander scores)."""
+        got = self._demand.get(id(room))
+        if got is None:
+            g = room.group
+            got = self._demand[id(room)] = sum(
+                n
+                for key, n in self.remaining.items()
+                if n > 0 and self.sched.static(self.rep[key], g.labels, g.taints, room.tmpl, None) is None
+            )
+        return got
+
+    def template_fits(self, cls: PodClass) -> list[tuple]:
+        key = (cls.shape, cls.matched)  # classes of one shape (e.g. one per gang) fit the groups alike
+        fits = self._fits.get(key)
+        if fits is None:
+            fits = self._fits[key] = self._template_fits(cls)
+        return fits
+
+    def _template_fits(self, cls: PodClass) -> list[tuple]:
+        """Per group: (room, pods per new node, offers an accelerator the class does not request, note when it
+        takes none); what does not change while a plan is packed."""
         out = []
+        wanted = {r for r, _ in cls.shape.requests}
         for room in self.rooms:
             g = room.group
-            reason = self.static(cls.shape, g.labels, g.taints, room.tmpl, None)
+            k, reason = self.sched.template_room(cls, g, room.tmpl)
             if reason is not None:
-                cls.notes.setdefault(g.name, ("static", reason))
+                out.append((room, 0, False, ("static", reason)))
+            elif k <= 0:
+                out.append((room, 0, False, ("size", "")))  # too large: summarised by the caller
+            else:
+                unused = any(q > 0 and is_extended(r) and r not in wanted for r, q in g.allocatable.items())
+                out.append((room, min(k, BIG), unused, None))
+        return out
+
+    def group_order(self, cls: PodClass, n: int = 1) -> list[tuple[Room, int]]:
+        """Groups a new node for ``n`` pods of ``cls`` may come from, best first, with pods per node.
+
+        Region spill-over order first; then groups whose nodes offer an accelerator (an extended resource such
+        as nvidia.com/gpu) the pods do not request come after every group that does not (a CPU pod that
+        tolerates the GPU taint is not sent to a GPU node while a CPU node fits); then group priority (higher
+        first); then the lowest cost of the nodes the pods really need, per pod: ``ceil(m / k)`` nodes times the
+        price for the ``m`` pods the group can take, of this class and of the pending pods still to place that
+        the group's nodes could also take (one small pod does not buy a big node because the big node would be
+        cheaper per pod when full); groups without a price after those with one; then the least waste of the
+        node's dominant resource."""
+        out = []
+        for room, k, unused_accelerator, note in self.template_fits(cls):
+            g = room.group
+            if note is not None:
+                cls.notes.setdefault(g.name, note)
                 continue
-            k = capacity(cls.shape, cls.matched, NodeState(dict(g.allocatable)))
-            if k <= 0:
-                cls.notes.setdefault(g.name, ("size", ""))  # too large: summarised by the caller
-                continue
-            k = min(k, BIG)
-            price = g.price_per_hour / k if g.price_per_hour is not None else math.inf
+            m = max(1, min(max(n, self.demand(room)), max(room.headroom - room.new, 1) * k))
+            nodes = -(-m // k)
+            price = g.price_per_hour * nodes / m if g.price_per_hour is not None else math.inf
             used = max(
-                (q * k / g.allocatable[r] for r, q in cls.shape.requests if g.allocatable.get(r)), default=1
+                (q * min(k, m) / g.allocatable[r] for r, q in cls.shape.requests if g.allocatable.get(r)),
+                default=1,
             )
-            out.append(((room.region_idx, -g.priority, price, 1 - used, g.name), room, k))
+            out.append(((room.region_idx, unused_accelerator, -g.priority, price, 1 - used, g.name), room, k))
         out.sort(key=lambda t: t[0])
         return [(room, k) for _, room, k in out]

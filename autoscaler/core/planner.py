@@ -141,7 +141,12 @@ def _warm_pool(snapshot, config, statuses, up, down, upcoming, new_nodes) -> Non
         want = config.warm_pool.get(g.name, 0)
         if not want or statuses[g.name].blocked:
             continue
-        spare = down.empty.get(g.name, 0) + upcoming.get(g.name, 0) - up.upcoming_used.get(g.name, 0)
+        spare = (
+            down.empty.get(g.name, 0)
+            + up.starting_spare.get(g.name, 0)  # registered, still starting, nothing planned onto it
+            + upcoming.get(g.name, 0)
+            - up.upcoming_used.get(g.name, 0)
+        )
         room = g.max - statuses[g.name].desired - new_nodes.get(g.name, 0)
         add = max(0, min(want - spare, room, cap_left))
         if add:

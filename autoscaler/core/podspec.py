@@ -5,11 +5,17 @@ Pods of one Job or ReplicaSet share a shape object, so the planner compares and 
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 
 from autoscaler.core.names import HOSTNAME_KEY, ZONE_KEY
 from autoscaler.core.quantity import parse_resources
-from autoscaler.core.selectors import parse_label_selector, parse_requirements, parse_tolerations
+from autoscaler.core.selectors import (
+    parse_label_selector,
+    parse_requirements,
+    parse_tolerations,
+    selector_matches,
+)
 
 POD_MILLI = 1000  # every pod uses one of the node's "pods"
 
@@ -20,14 +26,23 @@ class PodShape:
     node_selector: tuple  # requirements from spec.nodeSelector (AND)
     affinity_terms: tuple  # required node affinity: tuple of (label requirements, field requirements) (OR)
     tolerations: tuple
-    host_ports: frozenset  # (protocol, port)
-    anti_affinity: tuple  # hostname anti-affinity: tuple of selector keys (namespaces, requirements)
-    spread_host: tuple  # DoNotSchedule spread on hostname: (max_skew, selector key)
-    spread_zone: tuple  # DoNotSchedule spread on zone: (max_skew, selector key)
+    host_ports: frozenset  # (protocol, port, host IP or "" for all)
+    anti_affinity: (
+        tuple  # hostname anti-affinity: tuple of selector keys (namespaces or None for all, requirements)
+    )
+    anti_other: tuple  # anti-affinity on other topology keys: (topology key, selector key)
+    pod_affinity: tuple  # required pod affinity: (topology key, selector key)
+    spread: tuple  # DoNotSchedule spread: (key, maxSkew, selector key, honour taints, honour affinity, minDomains)
     unsupported: tuple[str, ...]  # constraints the planner cannot model (the pod is reported, never placed)
     by_name: bool = False  # node constraints look at the node's name or hostname (no caching per template)
-    # per spread_zone constraint: (honour taints, honour node affinity, minDomains) for counting domains
-    spread_zone_opts: tuple = ()
+    # what the node-level filters look at (selectors, node affinity, tolerations): shapes that differ only in
+    # their requests share it, and so the scheduler's cached answer per node template
+    static_key: tuple = ()
+
+    @property
+    def topology(self) -> bool:
+        """Placed pod by pod against the cluster's topology counts (spread, affinity, anti-affinity by domain)."""
+        return bool(self.spread or self.pod_affinity or self.anti_other)
 
     def request(self, resource: str) -> int:
         for r, q in self.requests:
@@ -37,6 +52,15 @@ class PodShape:
 
 
 _SHAPES: dict[object, PodShape] = {}
+_STATIC_KEYS: dict[tuple, tuple] = {}  # interned, so equal keys are one object
+
+
+def _label_key_values(affinity, spread, labels: dict) -> tuple | None:
+    """The pod's values of the label keys its matchLabelKeys / mismatchLabelKeys name (part of the cache key)."""
+    text = repr((affinity, spread)) if (affinity or spread) else ""
+    if "LabelKeys" not in text:
+        return None
+    return tuple(sorted((k, v) for k, v in labels.items() if repr(k) in text))
 
 
 def _container_requests(c: dict, where: str, errors: list[str]) -> dict[str, int]:
@@ -51,8 +75,32 @@ def _container_requests(c: dict, where: str, errors: list[str]) -> dict[str, int
     return req
 
 
+POD_LEVEL_RESOURCES = ("cpu", "memory")
+
+
+def _pod_level(raw: object, where: str, errors: list[str]) -> dict[str, int]:
+    """Pod-level ``spec.resources`` (Kubernetes 1.32+, PodLevelResources): its requests (a limit without a request
+    counts as the request) replace the containers' sum for cpu, memory and hugepages
+    (k8s.io/component-helpers/resource/helpers.go ``PodRequests``: pod-level values take precedence)."""
+    if raw is None:
+        return {}
+    w = f"{where}.spec.resources"
+    if not isinstance(raw, dict):
+        errors.append(f"{w}: expected {{requests, limits}}")
+        return {}
+    req = parse_resources(raw.get("requests"), f"{w}.requests", errors)
+    for name, q in parse_resources(raw.get("limits"), f"{w}.limits", errors).items():
+        req.setdefault(name, q)
+    for name in list(req):
+        if name not in POD_LEVEL_RESOURCES and not name.startswith("hugepages-"):
+            errors.append(f"{w}: {name} cannot be set at pod level; use cpu, memory or hugepages-<size>")
+            del req[name]
+    return req
+
+
 def effective_requests(spec: dict, where: str, errors: list[str]) -> dict[str, int]:
-    """max(app containers + sidecars, each init container + sidecars started before it) + overhead."""
+    """max(app containers + sidecars, each init container + sidecars started before it), replaced by pod-level
+    requests where given, + overhead."""
     total: dict[str, int] = {}
     containers = spec.get("containers")
     if not isinstance(containers, list) or not containers:
@@ -75,6 +123,8 @@ def effective_requests(spec: dict, where: str, errors: list[str]) -> dict[str, i
         total[r] = total.get(r, 0) + q
     for r, q in peak.items():
         total[r] = max(total.get(r, 0), q)
+    for r, q in _pod_level(spec.get("resources"), where, errors).items():
+        total[r] = q
     for r, q in parse_resources(spec.get("overhead"), f"{where}.spec.overhead", errors).items():
         total[r] = total.get(r, 0) + q
     total["pods"] = POD_MILLI
@@ -104,78 +154,207 @@ def _node_affinity(spec: dict, where: str, errors: list[str]) -> tuple:
     return tuple(out)
 
 
-def _ports(spec: dict) -> frozenset:
+PROTOCOLS = ("TCP", "UDP", "SCTP")
+
+
+def _ports(spec: dict, where: str, errors: list[str]) -> frozenset:
+    """Host ports as (protocol, port, host IP) with "" for all addresses, checked as the API server does
+    (k8s.io/kubernetes/pkg/apis/core/validation: ``validateContainerPorts``): ports 1-65535, a known protocol,
+    an IP address for hostIP."""
     out = set()
-    for c in spec.get("containers") or ():
-        for p in c.get("ports") or ():
-            if p.get("hostPort"):
-                out.add((p.get("protocol") or "TCP", int(p["hostPort"])))
+    for ci, c in enumerate(spec.get("containers") or ()):
+        ports = c.get("ports") if isinstance(c, dict) else None
+        if ports is None:
+            continue
+        if not isinstance(ports, list):
+            errors.append(
+                f"{where}.spec.containers[{ci}].ports: expected a list of {{containerPort, hostPort}}"
+            )
+            continue
+        for pi, port in enumerate(ports):
+            w = f"{where}.spec.containers[{ci}].ports[{pi}]"
+            if not isinstance(port, dict):
+                errors.append(f"{w}: expected {{containerPort, hostPort, protocol}}")
+                continue
+            for field in ("containerPort", "hostPort"):
+                v = port.get(field)
+                if v is None and field == "hostPort":
+                    continue
+                if (
+                    isinstance(v, bool)
+                    or not isinstance(v, int)
+                    or not (1 <= v <= 65535 or (field == "hostPort" and v == 0))
+                ):
+                    errors.append(f"{w}.{field}: {v!r} is not a port number; use an integer from 1 to 65535")
+            protocol = port.get("protocol") or "TCP"
+            if protocol not in PROTOCOLS:
+                errors.append(f"{w}.protocol: {protocol!r} is not one of {', '.join(PROTOCOLS)}")
+            host_ip = port.get("hostIP") or ""
+            if host_ip:
+                try:
+                    ipaddress.ip_address(host_ip)
+                except ValueError:
+                    errors.append(f"{w}.hostIP: {host_ip!r} is not an IP address")
+            hp = port.get("hostPort")
+            if isinstance(hp, int) and not isinstance(hp, bool) and 1 <= hp <= 65535:
+                out.add((protocol, hp, "" if host_ip == "0.0.0.0" else host_ip))
     return frozenset(out)
 
 
-def _pod_terms(spec: dict, namespace: str, where: str, errors: list[str]) -> tuple[tuple, list[str]]:
+def ports_conflict(wanted: frozenset, used) -> tuple | None:
+    """The first host port of ``wanted`` that ``used`` already holds, by the scheduler's NodePorts rule
+    (k8s.io/kubernetes/pkg/scheduler/framework/types.go, ``HostPortInfo.CheckConflict``): the same protocol and
+    port conflict when either side binds all addresses (0.0.0.0) or both bind the same IP; else None."""
+    for protocol, port, ip in wanted:
+        for uprotocol, uport, uip in used:
+            if port == uport and protocol == uprotocol and (not ip or not uip or ip == uip):
+                return (protocol, port, ip)
+    return None
+
+
+def _namespaces(t: dict, namespace: str, w: str, errors: list[str], unsupported: list[str], namespaces):
+    """The namespaces a pod affinity term looks at (Kubernetes: the union of ``namespaces`` and the namespaces
+    ``namespaceSelector`` matches; neither: the pod's own; an empty selector ``{}``: every namespace, None here).
+    A non-empty selector is matched against the snapshot's ``namespaces`` (their labels, plus the
+    ``kubernetes.io/metadata.name`` label every namespace carries)."""
+    names = t.get("namespaces") or []
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        errors.append(f"{w}.namespaces: expected a list of namespace names")
+        names = []
+    ns_sel = t.get("namespaceSelector")
+    if ns_sel is None:
+        return frozenset(names) if names else frozenset((namespace,))
+    if ns_sel == {}:
+        return None
+    sel = parse_label_selector(ns_sel, f"{w}.namespaceSelector", errors)
+    if namespaces is None:
+        unsupported.append(
+            "pod affinity with a namespaceSelector needs the namespaces' labels: give snapshot.namespaces"
+        )
+        return frozenset()
+    matched = {
+        name
+        for name, labels in namespaces.items()
+        if selector_matches(sel or (), {**labels, "kubernetes.io/metadata.name": name})
+    }
+    return frozenset(matched | set(names))
+
+
+def _pod_terms(
+    spec: dict, namespace: str, where: str, errors: list[str], namespaces: dict | None, labels: dict
+) -> tuple[tuple, tuple, tuple, list[str]]:
+    """Required pod affinity and anti-affinity terms: (hostname anti-affinity selector keys, other anti-affinity
+    (topology key, selector key), affinity (topology key, selector key), unsupported)."""
     affinity = spec.get("affinity") or {}
-    unsupported = []
-    if (affinity.get("podAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution"):
-        unsupported.append("required pod affinity is not supported by the autoscaler")
-    anti = []
-    terms = (affinity.get("podAntiAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ) or []
-    for i, t in enumerate(terms):
-        w = f"{where}.spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[{i}]"
-        if t.get("topologyKey") != HOSTNAME_KEY:
-            unsupported.append(
-                f"required pod anti-affinity on topology key {t.get('topologyKey')!r} is not supported "
-                f"(only {HOSTNAME_KEY})"
+    if not isinstance(affinity, dict):
+        errors.append(f"{where}.spec.affinity: expected {{nodeAffinity, podAffinity, podAntiAffinity}}")
+        return (), (), (), []
+    unsupported: list[str] = []
+    out: dict[str, list] = {"podAffinity": [], "podAntiAffinity": []}
+    for kind in out:
+        terms = (affinity.get(kind) or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or []
+        if not isinstance(terms, list):
+            errors.append(
+                f"{where}.spec.affinity.{kind}.requiredDuringSchedulingIgnoredDuringExecution: expected a list"
             )
             continue
-        if t.get("namespaceSelector") is not None:
-            unsupported.append("pod anti-affinity with a namespaceSelector is not supported")
+        for i, t in enumerate(terms):
+            w = f"{where}.spec.affinity.{kind}.requiredDuringSchedulingIgnoredDuringExecution[{i}]"
+            if not isinstance(t, dict):
+                errors.append(f"{w}: expected {{labelSelector, topologyKey}}")
+                continue
+            key = t.get("topologyKey")
+            if not isinstance(key, str) or not key:
+                errors.append(
+                    f"{w}.topologyKey: missing; give a node label such as {HOSTNAME_KEY} or {ZONE_KEY}"
+                )
+                continue
+            ns = _namespaces(t, namespace, w, errors, unsupported, namespaces)
+            sel = parse_label_selector(t.get("labelSelector"), f"{w}.labelSelector", errors)
+            if sel is None:
+                continue  # a term without a selector matches no pod
+            sel = _with_label_keys(sel, t, w, labels, errors, mismatch=True)
+            out[kind].append((key, (ns, sel)))
+    anti_host = tuple(sel for key, sel in out["podAntiAffinity"] if key == HOSTNAME_KEY)
+    anti_other = tuple((key, sel) for key, sel in out["podAntiAffinity"] if key != HOSTNAME_KEY)
+    return anti_host, anti_other, tuple(out["podAffinity"]), unsupported
+
+
+def _with_label_keys(
+    sel: tuple, term: dict, w: str, labels: dict, errors: list[str], mismatch: bool
+) -> tuple:
+    """The selector with ``matchLabelKeys`` (key In the pod's value) and, for affinity terms,
+    ``mismatchLabelKeys`` (key NotIn the pod's value) ANDed in, as the API server merges them into the
+    labelSelector (Kubernetes 1.31+ for pod affinity, 1.34+ for topology spread; merging again is harmless).
+    Keys the pod has no label for are skipped (topology spread) as Kubernetes does."""
+    extra = []
+    for field, op in (("matchLabelKeys", "In"), ("mismatchLabelKeys", "NotIn")):
+        keys = term.get(field)
+        if keys is None or (field == "mismatchLabelKeys" and not mismatch):
             continue
-        sel = parse_label_selector(t.get("labelSelector"), f"{w}.labelSelector", errors)
-        if sel is None:
-            continue  # a term without a selector matches no pod
-        anti.append((frozenset(t.get("namespaces") or (namespace,)), sel))
-    return tuple(anti), unsupported
+        if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+            errors.append(f"{w}.{field}: expected a list of label keys")
+            continue
+        extra.extend((k, op, (labels[k],)) for k in keys if k in labels)
+    return tuple(sel) + tuple(r for r in extra if r not in sel) if extra else sel
 
 
-def _spread(
-    spec: dict, namespace: str, where: str, errors: list[str]
-) -> tuple[tuple, tuple, tuple, list[str]]:
-    host, zone, zone_opts, unsupported = [], [], [], []
-    for i, c in enumerate(spec.get("topologySpreadConstraints") or ()):
+def _spread(spec: dict, namespace: str, where: str, errors: list[str], labels: dict) -> tuple:
+    """DoNotSchedule topology spread constraints as (topology key, maxSkew, selector key, honour node taints,
+    honour node affinity, minDomains); Kubernetes' defaults: taints ignored, node affinity honoured."""
+    out = []
+    raw = spec.get("topologySpreadConstraints") or []
+    if not isinstance(raw, list):
+        errors.append(f"{where}.spec.topologySpreadConstraints: expected a list")
+        return ()
+    for i, c in enumerate(raw):
         w = f"{where}.spec.topologySpreadConstraints[{i}]"
+        if not isinstance(c, dict):
+            errors.append(f"{w}: expected {{maxSkew, topologyKey, whenUnsatisfiable, labelSelector}}")
+            continue
         if c.get("whenUnsatisfiable", "DoNotSchedule") != "DoNotSchedule":
             continue  # ScheduleAnyway is a preference
         skew = c.get("maxSkew")
         if not isinstance(skew, int) or isinstance(skew, bool) or skew < 1:
             errors.append(f"{w}.maxSkew: expected an integer of at least 1, got {skew!r}")
             continue
+        key = c.get("topologyKey")
+        if not isinstance(key, str) or not key:
+            errors.append(f"{w}.topologyKey: missing; give a node label such as {HOSTNAME_KEY} or {ZONE_KEY}")
+            continue
+        min_domains = c.get("minDomains")
+        if min_domains is not None and (
+            not isinstance(min_domains, int) or isinstance(min_domains, bool) or min_domains < 1
+        ):
+            errors.append(f"{w}.minDomains: expected an integer of at least 1, got {min_domains!r}")
+            continue
         sel = parse_label_selector(c.get("labelSelector"), f"{w}.labelSelector", errors)
         if sel is None:
             continue  # without a labelSelector no pod is counted (not even this one): it never limits
-        key = (frozenset((namespace,)), sel)
-        if c.get("topologyKey") == HOSTNAME_KEY:
-            host.append((skew, key))
-        elif c.get("topologyKey") == ZONE_KEY:
-            zone.append((skew, key))
-            min_domains = c.get("minDomains")
-            if not isinstance(min_domains, int) or isinstance(min_domains, bool) or min_domains < 1:
-                min_domains = 1
-            # Kubernetes' defaults: node taints ignored, node affinity honoured when counting the domains
-            zone_opts.append(
-                (c.get("nodeTaintsPolicy") == "Honor", c.get("nodeAffinityPolicy") != "Ignore", min_domains)
+        sel = _with_label_keys(sel, c, w, labels, errors, mismatch=False)
+        out.append(
+            (
+                key,
+                skew,
+                (frozenset((namespace,)), sel),
+                c.get("nodeTaintsPolicy") == "Honor",
+                c.get("nodeAffinityPolicy") != "Ignore",
+                min_domains or 1,
             )
-        else:
-            unsupported.append(
-                f"topology spread on {c.get('topologyKey')!r} is not supported (only {HOSTNAME_KEY}, {ZONE_KEY})"
-            )
-    return tuple(host), tuple(zone), tuple(zone_opts), unsupported
+        )
+    return tuple(out)
 
 
-def parse_shape(spec: dict, namespace: str, where: str, errors: list[str]) -> PodShape | None:
-    """The interned shape of a pod spec; None (and lines in ``errors``) when the spec is invalid."""
+def parse_shape(
+    spec: dict,
+    namespace: str,
+    where: str,
+    errors: list[str],
+    namespaces: dict | None = None,
+    labels: dict | None = None,
+) -> PodShape | None:
+    """The interned shape of a pod spec; None (and lines in ``errors``) when the spec is invalid.
+    ``namespaces``: namespace name -> labels, for pod affinity terms with a namespaceSelector."""
     if not isinstance(spec, dict):
         errors.append(f"{where}.spec: expected the pod's spec object")
         return None
@@ -190,15 +369,19 @@ def parse_shape(spec: dict, namespace: str, where: str, errors: list[str]) -> Po
                 [(c.get("resources"), c.get("ports")) for c in spec.get("containers") or ()],
                 [(c.get("resources"), c.get("restartPolicy")) for c in spec.get("initContainers") or ()],
                 spec.get("overhead"),
+                spec.get("resources"),
                 spec.get("nodeSelector"),
                 affinity,
                 spec.get("tolerations"),
                 spread,
                 namespace if needs_ns else None,
+                _label_key_values(affinity, spread, labels) if labels and (affinity or spread) else None,
             )
         )
     except AttributeError:
         key = None
+    if key is not None and "namespaceSelector" in key and namespaces is not None:
+        key = None  # its namespaces depend on the snapshot's namespace labels: not interned
     shape = _SHAPES.get(key) if key is not None else None
     if shape is not None:
         return shape
@@ -211,13 +394,11 @@ def parse_shape(spec: dict, namespace: str, where: str, errors: list[str]) -> Po
     node_selector = tuple((k, "In", (str(v),)) for k, v in sorted(ns.items()))
     terms = _node_affinity(spec, where, errors)
     tolerations = parse_tolerations(spec.get("tolerations"), f"{where}.spec.tolerations", errors)
-    try:
-        ports = _ports(spec)
-    except (TypeError, ValueError, AttributeError):
-        errors.append(f"{where}.spec.containers[].ports: hostPort must be an integer port number")
-        ports = frozenset()
-    anti, unsupported = _pod_terms(spec, namespace, where, errors)
-    host, zone, zone_opts, unsupported2 = _spread(spec, namespace, where, errors)
+    ports = _ports(spec, where, errors)
+    anti, anti_other, pod_affinity, unsupported = _pod_terms(
+        spec, namespace, where, errors, namespaces, labels or {}
+    )
+    spread = _spread(spec, namespace, where, errors, labels or {})
     if len(errors) > before:
         return None
     shape = PodShape(
@@ -227,12 +408,16 @@ def parse_shape(spec: dict, namespace: str, where: str, errors: list[str]) -> Po
         tolerations=tolerations,
         host_ports=ports,
         anti_affinity=anti,
-        spread_host=host,
-        spread_zone=zone,
-        spread_zone_opts=zone_opts,
-        unsupported=tuple(unsupported + unsupported2),
+        anti_other=anti_other,
+        pod_affinity=pod_affinity,
+        spread=spread,
+        unsupported=tuple(unsupported),
         by_name=any(r[0] == HOSTNAME_KEY for r in node_selector)
         or any(fields or any(r[0] == HOSTNAME_KEY for r in labels) for labels, fields in terms),
+        static_key=_STATIC_KEYS.setdefault(
+            (node_selector, terms, tolerations, tuple(unsupported)),
+            (node_selector, terms, tolerations, tuple(unsupported)),
+        ),
     )
     if key is not None:
         if len(_SHAPES) > 200_000:

@@ -17,8 +17,11 @@ def _size_reason(cls: PodClass, groups: list[Group], matching: bool) -> str:
         if best < q and (worst is None or best / q < worst[2] / worst[1]):
             worst = (r, q, best)
     if worst is None:  # each resource fits alone: the combination or a per-node limit does not
-        st = NodeState(dict(groups[0].allocatable)) if groups else NodeState({})
+        st = NodeState(dict(groups[0].allocatable), ports=set(groups[0].ports)) if groups else NodeState({})
         detail = capacity_reason(cls.shape, cls.matched, st) or "does not fit on an empty node"
+        if groups and detail.startswith("host port") and groups[0].ports:
+            port = detail.split()[2]
+            return f"host port {port} is taken by a DaemonSet on every node of group {groups[0].name}"
         return f"{detail} on an empty node of group {groups[0].name}" if groups else detail
     r, q, best = worst
     if best == 0:
@@ -45,7 +48,7 @@ def _static_summary(cls: PodClass, notes: dict, groups: list[Group]) -> str:
     return "; ".join(parts) + more
 
 
-def nodes_summary(cls: PodClass, bins: list, static, admitted: bool = False) -> str:
+def nodes_summary(cls: PodClass, bins: list, sched, admitted: bool = False) -> str:
     """Why no existing node takes the pod: the first few distinct reasons, naming a node for each.
 
     ``admitted``: only the nodes whose labels and taints admit the pod ("" when there are none)."""
@@ -53,11 +56,9 @@ def nodes_summary(cls: PodClass, bins: list, static, admitted: bool = False) -> 
     for b in bins:
         if b.node is None:
             continue
-        why = static(cls.shape, b.labels, b.taints, b.tmpl, b.node)
-        if why is None:
-            why = capacity_reason(cls.shape, cls.matched, b.st) or "has no room"
-        elif admitted:
+        if admitted and sched.static(cls.shape, b.labels, b.taints, b.tmpl, b.node) is not None:
             continue
+        why = sched.why_not(cls, b)
         seen.setdefault(why, b.node)
         if len(seen) > 3:
             break
@@ -86,6 +87,8 @@ def why_unplaced(cls: PodClass, groups: list[Group], cutoff: int, nodes_reason=N
         unique = list(dict.fromkeys(limited))
         more = f" (and {len(unique) - 3} more)" if len(unique) > 3 else ""
         return "no room: " + "; ".join(unique[:3]) + more
+    if "*topology" in notes:
+        return notes["*topology"][1]
     sized = [g for g in groups if notes.get(g.name, ("",))[0] == "size"]
     if sized:
         return _size_reason(cls, sized, matching=len(sized) < len(groups))

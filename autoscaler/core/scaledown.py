@@ -32,7 +32,8 @@ class ScaleDown:
 
 
 def gather(snap: Snapshot) -> dict[str, NodeFacts]:
-    facts = {n.name: NodeFacts(n, [], None, False) for n in snap.nodes}
+    groups = {g.name: g for g in snap.groups}
+    facts = {n.name: NodeFacts(n, [], None, False, groups.get(n.group)) for n in snap.nodes}
     for p in snap.pods:
         where = p.node_name or p.nominated  # a nominated pod is about to run there
         f = facts.get(where) if where else None
@@ -75,17 +76,18 @@ def scale_down(
     candidates: dict[str, list[tuple[datetime, int, NodeFacts]]] = {}
     for name, f in facts.items():
         f.planned = name in up.placed_on
+        f.life = up.lifecycle.get(name)
         state, reason = node_state(f, now, config)
         out.states[name], out.reasons[name] = state, reason
         n = f.node
         if state == "dead" and n.group is not None:
             out.actions.append(_action(n, "terminate", reason))
             removed[n.group] = removed.get(n.group, 0) + 1
-        elif f.tainted and state not in ("draining", "dead", "unready"):
+        elif f.tainted and state not in ("draining", "dead", "unready", "starting"):
             why = "a pending pod can use it" if name in reused else reason
             out.actions.append(_action(n, "untaint", why))
             _annotate(out, n, TO_BE_DELETED_SINCE_ANNOTATION, None)
-        if state in EMPTY_STATES or state == "protected":
+        if state in EMPTY_STATES or (state == "protected" and not f.workload(now)):
             since = idle_since(f, now)
             _annotate(out, n, IDLE_SINCE_ANNOTATION, show_time(since))
         elif state == "busy":

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from autoscaler.core.config import PlannerConfig
 from autoscaler.core.failures import GroupStatus, gone_instances
 from autoscaler.core.fit import NodeState, matching, selector_keys
-from autoscaler.core.model import Group, Node, Pod, Snapshot
-from autoscaler.core.names import TO_BE_DELETED_TAINT
-from autoscaler.core.nodestate import is_dead
+from autoscaler.core.model import Group, Pod, Snapshot
+from autoscaler.core.names import HOSTNAME_KEY, TO_BE_DELETED_TAINT
+from autoscaler.core.nodestate import lifecycle
 from autoscaler.core.packing import (
     EXISTING,
     NEW,
@@ -41,6 +41,10 @@ class ScaleUp:
     classes: int = 0
     pending: int = 0
     upcoming_used: dict[str, int] = field(default_factory=dict)
+    lifecycle: dict[str, tuple[str, str]] = field(default_factory=dict)  # node -> nodestate.lifecycle()
+    starting_spare: dict[str, int] = field(
+        default_factory=dict
+    )  # group -> starting nodes left empty (warm pool)
 
 
 def pending_pods(snap: Snapshot) -> list[Pod]:
@@ -67,30 +71,42 @@ def build_classes(pods: list[Pod], keys: list, cutoff: int) -> dict:
     return classes
 
 
-def _booting(n: Node, now, config: PlannerConfig) -> bool:
-    """A registered node of a group that is not Ready yet, created less than the boot timeout ago, and not dead
-    (a node the plan terminates is no capacity)."""
-    return (
-        n.group is not None
-        and n.created_at is not None
-        and (now - n.created_at).total_seconds() < config.boot_timeout_s
-        and not is_dead(n, now, config)
-    )
-
-
 def _node_bins(
-    snap: Snapshot, packer: Packer, bound: dict[str, list[Pod]], keys: list, config: PlannerConfig
+    snap: Snapshot,
+    packer: Packer,
+    bound: dict[str, list[Pod]],
+    keys: list,
+    config: PlannerConfig,
+    lives: dict[str, tuple[str, str]],
 ) -> list[Bin]:
-    """Existing nodes as bins: Ready ones, and NotReady ones still booting (capacity about to be there)."""
-    out_existing, out_tainted = [], []
+    """Existing nodes as bins: usable ones with their own labels, taints and free room; a group's node that is
+    still starting (nodestate.lifecycle) as upcoming capacity shaped like its group's template, less the pods
+    already bound to it (cluster-autoscaler counts such nodes as upcoming: clusterstate ``GetUpcomingNodes``)."""
+    out_existing, out_tainted, out_starting = [], [], []
     anti_keys = bool(keys)
     groups = {g.name: g for g in snap.groups}
     gone = gone_instances(snap)
     for n in snap.nodes:
-        if not n.ready and not _booting(n, snap.now, config):
-            continue
         if n.instance_id in gone:
             continue  # its instance is terminating or terminated (e.g. a spot interruption): the node goes away
+        g = groups.get(n.group) if n.group else None
+        life = lifecycle(n, g, snap.now, config)
+        lives[n.name] = life
+        kind = life[0]
+        if kind == "starting":
+            st = NodeState(dict(g.allocatable), ports=set(g.ports))
+            for p in bound.get(n.name, ()):
+                if not p.daemonset:  # the template's allocatable already leaves the DaemonSets' room
+                    st.add(p.shape, matching(keys, p.namespace, p.labels) if anti_keys else frozenset(), 1)
+            labels = dict(g.labels)
+            if HOSTNAME_KEY in n.labels:
+                labels[HOSTNAME_KEY] = n.labels[HOSTNAME_KEY]
+            tmpl = packer.sched.template_id(g.labels, g.taints)
+            b = Bin(UPCOMING, g, g.region, n.name, labels, g.taints, tmpl, st, zone=n.zone or group_zone(g))
+            out_starting.append(b)
+            continue
+        if kind != "ready":
+            continue
         tainted = any(t[0] == TO_BE_DELETED_TAINT for t in n.taints)
         taints = tuple(t for t in n.taints if t[0] != TO_BE_DELETED_TAINT) if tainted else n.taints
         if n.unschedulable:
@@ -98,7 +114,6 @@ def _node_bins(
         st = NodeState(dict(n.allocatable))
         for p in bound.get(n.name, ()):
             st.add(p.shape, matching(keys, p.namespace, p.labels) if anti_keys else frozenset(), 1)
-        g = groups.get(n.group) if n.group else None
         region = g.region if g else (n.region or "")
         b = Bin(
             TAINTED if tainted else EXISTING,
@@ -107,12 +122,12 @@ def _node_bins(
             n.name,
             n.labels,
             taints,
-            packer.template_id({k: v for k, v in n.labels.items() if k != "kubernetes.io/hostname"}, taints),
+            packer.sched.template_id({k: v for k, v in n.labels.items() if k != HOSTNAME_KEY}, taints),
             st,
             zone=n.zone,
         )
         (out_tainted if tainted else out_existing).append(b)
-    return out_existing + out_tainted
+    return out_existing + out_tainted + out_starting
 
 
 def scale_up(
@@ -120,24 +135,37 @@ def scale_up(
 ) -> ScaleUp:
     pending = pending_pods(snap)
     bound: dict[str, list[Pod]] = {}
+    expendable: dict[str, list[Pod]] = {}
     for p in snap.pods:
         if (p.node_name or p.nominated) and not p.terminated:
-            bound.setdefault(p.node_name or p.nominated, []).append(p)
+            # pods below the priority cut-off are preempted by any pod above it: they hold no room for those
+            # (cluster-autoscaler: FilterOutExpendablePods before building its cluster snapshot); they are added
+            # back before the pods below the cut-off themselves are placed
+            into = expendable if p.priority < config.priority_cutoff else bound
+            into.setdefault(p.node_name or p.nominated, []).append(p)
     keys_set: dict = {}
-    for shape in {p.shape for p in pending}:
+    shapes = {p.shape for p in pending}
+    for shape in shapes:
         for k in selector_keys(shape):
             keys_set[k] = None
-    for pods in bound.values():
+    anti_other = set()  # anti-affinity on other keys than the hostname, of any pod: its targets go by domain
+    for shape in shapes:
+        anti_other.update(sel for _, sel in shape.anti_other)
+    for pods in list(bound.values()) + list(expendable.values()):
         for p in pods:
             for k in p.shape.anti_affinity:
                 keys_set[k] = None
+            for _, k in p.shape.anti_other:
+                keys_set[k] = None
+                anti_other.add(k)
     keys = list(keys_set)
     region_idx = {r: i for i, r in enumerate(snap.regions)}
     packer = Packer([], config.max_new_nodes_per_loop)
-    bins = _node_bins(snap, packer, bound, keys, config)
+    lives: dict[str, tuple[str, str]] = {}
+    bins = _node_bins(snap, packer, bound, keys, config, lives)
     for g in snap.groups:
         if upcoming.get(g.name, 0) > 0:
-            tmpl = packer.template_id(g.labels, g.taints)
+            tmpl = packer.sched.template_id(g.labels, g.taints)
             bins.append(
                 Bin(
                     UPCOMING,
@@ -147,7 +175,7 @@ def scale_up(
                     g.labels,
                     g.taints,
                     tmpl,
-                    NodeState(dict(g.allocatable)),
+                    NodeState(dict(g.allocatable), ports=set(g.ports)),
                     upcoming[g.name],
                     group_zone(g),
                 )
@@ -158,7 +186,7 @@ def scale_up(
             region_idx.get(g.region, len(region_idx)),
             g.max - statuses[g.name].desired,
             statuses[g.name].blocked,
-            packer.template_id(g.labels, g.taints),
+            packer.sched.template_id(g.labels, g.taints),
         )
         for g in snap.groups
     ]
@@ -167,28 +195,51 @@ def scale_up(
         packer.add(b)
     has_site = any(b.region == "" for b in bins)
     classes = build_classes(pending, keys, config.priority_cutoff)
+    for cls in classes.values():
+        if not cls.topology and cls.matched & anti_other:
+            cls.topology = True  # a pod's anti-affinity on a zone or other key forbids it some domains
     packer.floor = _floor(classes.values())
     _sizes(classes.values(), snap)
     units = _units(classes.values())
-    result = ScaleUp({}, {}, {}, [], [], [], classes=len(classes), pending=len(pending))
+    result = ScaleUp({}, {}, {}, [], [], [], classes=len(classes), pending=len(pending), lifecycle=lives)
     gang_notes: dict[str, str] = {}
     running: dict[str, list[Pod]] = {}
     for pods in bound.values():
         for p in pods:
             if p.gang is not None:
                 running.setdefault(p.gang, []).append(p)
+    by_node = {b.node: b for b in bins if b.node is not None}
+    packer.count_demand(
+        [cls for unit in units for cls in unit if cls.may_scale_up and not cls.shape.unsupported]
+    )
     for unit in units:
+        if expendable and not unit[0].may_scale_up:
+            _occupy(expendable, by_node, keys)
+            expendable = {}
         if unit[0].gang is not None:
             reason = _place_gang(unit, packer, snap, running.get(unit[0].gang, []), config, has_site)
             if reason:
                 gang_notes[unit[0].gang] = reason
-            continue
-        cls = unit[0]
-        if cls.shape.unsupported:
-            continue
-        cls.placed = packer.place(cls, len(cls.pods), None, cls.may_scale_up)
+        elif not unit[0].shape.unsupported:
+            cls = unit[0]
+            cls.placed = packer.place(cls, len(cls.pods), None, cls.may_scale_up)
+        if unit[0].may_scale_up and not unit[0].shape.unsupported:
+            packer.count_demand(unit, -1)  # placed or not, these pods are no longer to come
     _collect(result, packer, classes.values(), snap.groups, config, gang_notes)
+    for b in bins:
+        empty = not any(not p.daemonset and not p.mirror for p in bound.get(b.node, ()))
+        if b.kind == UPCOMING and b.node is not None and not b.history and empty:
+            result.starting_spare[b.group.name] = result.starting_spare.get(b.group.name, 0) + 1
     return result
+
+
+def _occupy(pods_by_node: dict[str, list[Pod]], by_node: dict[str, Bin], keys: list) -> None:
+    """Count the expendable pods on their nodes again (for placing the pods below the cut-off)."""
+    for name, pods in pods_by_node.items():
+        b = by_node.get(name)
+        if b is not None:
+            for p in pods:
+                b.st.add(p.shape, matching(keys, p.namespace, p.labels) if keys else frozenset(), 1)
 
 
 def _floor(classes) -> dict[str, int]:
@@ -291,6 +342,8 @@ def _collect(
             names = [b.node]
             if b.kind == TAINTED:
                 result.reused.append(b.node)
+        elif b.node is not None:
+            names = [b.node]  # a registered node of the group that is still starting
         else:
             prefix = "new" if b.kind == NEW else "upcoming"
             key = f"{prefix}:{b.group.name}"
@@ -318,7 +371,7 @@ def _collect(
                 cls,
                 groups,
                 config.priority_cutoff,
-                lambda admitted=False, cls=cls: nodes_summary(cls, bins, packer.static, admitted),
+                lambda admitted=False, cls=cls: nodes_summary(cls, bins, packer.sched, admitted),
             )
             for p in cls.pods[cls.placed :]:
                 result.unschedulable.append((p, reason))

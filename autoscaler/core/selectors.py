@@ -1,9 +1,14 @@
 """Label selectors, node selector requirements and taint tolerations: parsing into tuples and matching.
 
-Parsed forms are hashable tuples so that pod shapes holding them can be interned and cached.
+The one selector parser of the project: the planner, the cluster model and the emulator (``?labelSelector=``)
+use it. Parsed forms are hashable tuples so that pod shapes holding them can be interned and cached. Label keys
+and values are checked by Kubernetes' rules (k8s.io/apimachinery/pkg/util/validation: ``IsQualifiedName``,
+``IsValidLabelValue``); the text form follows ``labels.Parse`` (k8s.io/apimachinery/pkg/labels/selector.go).
 """
 
 from __future__ import annotations
+
+import re
 
 NODE_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
@@ -11,6 +16,98 @@ TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
 
 # A requirement: (key, operator, values tuple). A selector: tuple of requirements (AND).
+
+_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def label_key_problem(key: object) -> str | None:
+    """None for a valid label (or annotation) key: an optional DNS-subdomain prefix (at most 253 characters) and
+    "/", then a name of at most 63 alphanumerics, "-", "_", "."; else what is wrong."""
+    if not isinstance(key, str):
+        return f"key {key!r} is not a string"
+    prefix, slash, name = key.rpartition("/")
+    if slash and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix)):
+        return f"key {key!r} has an invalid prefix; use a DNS subdomain such as example.com/"
+    if not name or len(name) > 63 or not _NAME.fullmatch(name):
+        return (
+            f"key {key!r} is not a valid name; use at most 63 letters, digits, '-', '_', '.', "
+            "starting and ending with a letter or digit"
+        )
+    return None
+
+
+def label_value_problem(value: object) -> str | None:
+    """None for a valid label value (empty, or at most 63 characters as for a name); else what is wrong."""
+    if not isinstance(value, str):
+        return f"value {value!r} is not a string"
+    if value and (len(value) > 63 or not _NAME.fullmatch(value)):
+        return (
+            f"value {value!r} is not a valid label value; use at most 63 letters, digits, '-', '_', '.', "
+            "starting and ending with a letter or digit (or empty)"
+        )
+    return None
+
+
+_TEXT_TERM = re.compile(
+    r"\s*(?:(?P<neg>!)\s*(?P<nkey>[^\s!=<>(),]+)"
+    r"|(?P<skey>[^\s!=<>(),]+)\s+(?P<setop>in|notin)\s*\((?P<values>[^()]*)\)"
+    r"|(?P<ekey>[^\s!=<>(),]+)\s*(?P<op>==|=|!=|>|<)\s*(?P<value>[^\s!=<>(),]*)"
+    r"|(?P<key>[^\s!=<>(),]+))\s*"
+)
+
+
+def parse_selector_text(text: str | None) -> tuple:
+    """A label selector in its text form (``a=b,c!=d,e in (x,y),!f,g>3``) as requirements; ValueError naming the
+    term when it is malformed or a key or value is invalid."""
+    out = []
+    text = text or ""
+    pos = 0
+    while text.strip() and pos <= len(text):
+        m = _TEXT_TERM.match(text, pos)
+        if m is None or m.end() == m.start():
+            raise ValueError(f"unable to parse requirement: {text[pos:]!r}")
+        g = m.groupdict()
+        if g["nkey"]:
+            key, req = g["nkey"], (g["nkey"], "DoesNotExist", ())
+        elif g["skey"]:
+            values = tuple(v.strip() for v in g["values"].split(","))
+            key = g["skey"]
+            for v in values:
+                if label_value_problem(v):
+                    raise ValueError(
+                        f"invalid value in requirement {m.group(0).strip()!r}: {label_value_problem(v)}"
+                    )
+            req = (key, "In" if g["setop"] == "in" else "NotIn", tuple(sorted(set(values))))
+        elif g["ekey"]:
+            key, op, value = g["ekey"], g["op"], g["value"]
+            if op in (">", "<"):
+                if not value.lstrip("-").isdigit():
+                    raise ValueError(f"operator {op} in {m.group(0).strip()!r} needs an integer value")
+                req = (key, "Gt" if op == ">" else "Lt", (value,))
+            else:
+                if label_value_problem(value):
+                    raise ValueError(
+                        f"invalid value in requirement {m.group(0).strip()!r}: {label_value_problem(value)}"
+                    )
+                req = (key, "NotIn" if op == "!=" else "In", (value,))
+        else:
+            key, req = g["key"], (g["key"], "Exists", ())
+        problem = label_key_problem(key)
+        if problem:
+            raise ValueError(f"invalid requirement {m.group(0).strip()!r}: {problem}")
+        out.append(req)
+        pos = m.end()
+        if pos >= len(text):
+            break
+        if text[pos] != ",":
+            raise ValueError(
+                f"unable to parse requirement: {text[pos:]!r} (requirements are separated by ',')"
+            )
+        pos += 1
+        if not text[pos:].strip():
+            raise ValueError("unable to parse requirement: empty requirement after ','")
+    return tuple(out)
 
 
 def parse_requirements(raw: object, where: str, errors: list[str], operators=NODE_OPERATORS) -> tuple:

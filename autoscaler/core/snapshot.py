@@ -14,8 +14,9 @@ from autoscaler.core.errors import SnapshotError
 from autoscaler.core.gcpause import gc_paused
 from autoscaler.core.model import Failure, Group, GroupState, Instance, Node, Pod, Snapshot
 from autoscaler.core.names import (
+    DO_NOT_DISRUPT_ANNOTATION,
+    GANG_ANNOTATION,
     INSTANCE_TYPE_KEY,
-    JOB_INDEX_LABEL,
     JOB_NAME_LABEL,
     MIRROR_ANNOTATION,
     NODE_GROUP_LABEL,
@@ -23,11 +24,12 @@ from autoscaler.core.names import (
     POD_GROUP_SIZE_ANNOTATION,
     REGION_KEY,
     SAFE_TO_EVICT_ANNOTATION,
+    SAFE_TO_EVICT_LOCAL_VOLUMES_ANNOTATION,
     ZONE_KEY,
 )
 from autoscaler.core.podspec import parse_shape
 from autoscaler.core.quantity import parse_resources
-from autoscaler.core.selectors import parse_taints
+from autoscaler.core.selectors import label_key_problem, label_value_problem, parse_taints
 from autoscaler.core.timeutil import parse_time
 
 FAILURE_REASONS = (
@@ -38,7 +40,17 @@ FAILURE_REASONS = (
     "unknown",
     "never-registered",
 )
-TOP_LEVEL = ("pods", "nodes", "groups", "regions", "now", "pdbs", "scaling_failures", "group_state")
+TOP_LEVEL = (
+    "pods",
+    "nodes",
+    "groups",
+    "regions",
+    "now",
+    "namespaces",
+    "pdbs",
+    "scaling_failures",
+    "group_state",
+)
 
 
 def parse_snapshot(data: dict) -> Snapshot:
@@ -62,18 +74,33 @@ def _parse(data: dict) -> Snapshot:
     now = parse_time(data.get("now"), "snapshot.now", errors) if data.get("now") else datetime.now(UTC)
     groups = _groups(data.get("groups", []), errors)
     regions = _regions(data.get("regions"), groups, errors)
-    by_instance = {inst.id: g.name for g in groups for inst in g.instances}
+    by_instance: dict[str, str] = {}
+    for g in groups:
+        for inst in g.instances:
+            if inst.id in by_instance:
+                errors.append(
+                    f"groups ({g.name}).instances: instance {inst.id!r} is also listed in group "
+                    f"{by_instance[inst.id]}; an instance belongs to one group and is listed once"
+                )
+            by_instance.setdefault(inst.id, g.name)
     group_names = {g.name for g in groups}
+    node_items = _items(data.get("nodes", []), "nodes", errors)
     nodes = [
         n
-        for i, raw in enumerate(_items(data.get("nodes", []), "nodes", errors))
+        for i, raw in enumerate(node_items)
         if (n := _guard(_node, f"nodes[{i}]", errors, raw, f"nodes[{i}]", by_instance, group_names, errors))
     ]
+    namespaces = _namespaces(data.get("namespaces"), errors)
+    pod_items = _items(data.get("pods", []), "pods", errors)
     pods = [
         p
-        for i, raw in enumerate(_items(data.get("pods", []), "pods", errors))
-        if (p := _guard(_pod, f"pods[{i}]", errors, raw, f"pods[{i}]", errors))
+        for i, raw in enumerate(pod_items)
+        if (p := _guard(_pod, f"pods[{i}]", errors, raw, f"pods[{i}]", errors, namespaces))
     ]
+    if len({n.name for n in nodes}) < len(nodes):
+        _duplicates(node_items, "nodes", "node name", errors)
+    if len({p.key for p in pods}) < len(pods):
+        _duplicates(pod_items, "pods", "pod namespace/name", errors)
     names = {n.name for n in nodes}
     for p in pods:
         if p.nominated not in names:
@@ -96,16 +123,52 @@ def _parse(data: dict) -> Snapshot:
     return Snapshot(now, pods, nodes, groups, regions, pdbs, failures, state)
 
 
-def _strings(raw: object, where: str, errors: list[str]) -> dict[str, str]:
-    """Labels or annotations: a mapping of string to string."""
+def _duplicates(items: list, kind: str, what: str, errors: list[str]) -> None:
+    """One line per object whose name an earlier one has: a list holds each object once (a duplicate would double
+    the capacity or the demand the planner sees)."""
+    seen: set[str] = set()
+    for i, item in enumerate(items):
+        meta = item.get("metadata") if isinstance(item, dict) else None
+        if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+            continue
+        key = f"{meta.get('namespace') or 'default'}/{meta['name']}" if kind == "pods" else meta["name"]
+        if key in seen:
+            errors.append(
+                f"{kind}[{i}] ({key}).metadata.name: duplicate {what}; each object appears once in snapshot.{kind}"
+            )
+        seen.add(key)
+
+
+def _strings(raw: object, where: str, errors: list[str], labels: bool = True) -> dict[str, str]:
+    """Labels (keys and values checked as Kubernetes does) or annotations (keys checked): string to string."""
     if raw is None:
         return {}
+    checked = _CHECKED_LABELS if labels else _CHECKED_KEYS
+    try:
+        if isinstance(raw, dict) and checked.issuperset(raw.items()):
+            return raw  # every pair seen valid before (pods of one Job share their labels)
+    except TypeError:
+        pass  # an unhashable value: reported below
     if not isinstance(raw, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in raw.items()
     ):
         errors.append(f'{where}: expected a mapping of string to string (quote values such as "true" or "4")')
         return {}
-    return raw
+    before = len(errors)
+    for item in raw.items():
+        if item in checked:
+            continue
+        k, v = item
+        problem = label_key_problem(k) or (label_value_problem(v) if labels else None)
+        if problem:
+            errors.append(f"{where}: {problem}")
+        elif len(checked) < 200_000:
+            checked.add(item)
+    return raw if len(errors) == before else {}
+
+
+_CHECKED_LABELS: set = set()  # (key, value) pairs already found valid as labels
+_CHECKED_KEYS: set = set()  # (key, value) pairs whose key was found valid (annotations)
 
 
 def _guard(parse, where: str, errors: list[str], *args):
@@ -292,7 +355,7 @@ def _node(raw: object, where: str, by_instance: dict, groups: set, errors: list[
     spec = raw.get("spec") or {}
     status = raw.get("status") or {}
     labels = _strings(meta.get("labels"), f"{w}.metadata.labels", errors)
-    annotations = _strings(meta.get("annotations"), f"{w}.metadata.annotations", errors)
+    annotations = _strings(meta.get("annotations"), f"{w}.metadata.annotations", errors, labels=False)
     alloc_raw = status.get("allocatable")
     if alloc_raw is None:
         alloc_raw = status.get("capacity")
@@ -339,7 +402,19 @@ def _node(raw: object, where: str, by_instance: dict, groups: set, errors: list[
     )
 
 
-def _pod(raw: object, where: str, errors: list[str]) -> Pod | None:
+def _namespaces(raw: object, errors: list[str]) -> dict[str, dict[str, str]] | None:
+    """Namespace name -> labels (``kubectl get namespaces -o json``), None when the snapshot has none."""
+    if raw is None:
+        return None
+    out = {}
+    for i, item in enumerate(_items(raw, "namespaces", errors)):
+        meta, name = _meta(item, f"namespaces[{i}]", errors)
+        if name is not None:
+            out[name] = _strings(meta.get("labels"), f"namespaces[{i}] ({name}).metadata.labels", errors)
+    return out
+
+
+def _pod(raw: object, where: str, errors: list[str], namespaces: dict | None = None) -> Pod | None:
     meta, name = _meta(raw, where, errors)
     if name is None:
         return None
@@ -352,12 +427,18 @@ def _pod(raw: object, where: str, errors: list[str]) -> Pod | None:
     spec = raw.get("spec")
     status = raw.get("status") or {}
     labels = _strings(meta.get("labels"), f"{w}.metadata.labels", errors)
-    annotations = _strings(meta.get("annotations"), f"{w}.metadata.annotations", errors)
-    shape = parse_shape(spec, namespace, w, errors)
+    annotations = _strings(meta.get("annotations"), f"{w}.metadata.annotations", errors, labels=False)
+    shape = parse_shape(spec, namespace, w, errors, namespaces, labels)
     owner_kind = owner_name = None
+    controlled = False
     for ref in meta.get("ownerReferences") or ():
+        kind, ref_name = ref.get("kind"), ref.get("name")
+        if kind.__class__ is not str or ref_name.__class__ is not str:
+            errors.append(f"{w}.metadata.ownerReferences: each needs a string kind and name")
+            break
         if ref.get("controller") or owner_kind is None:
-            owner_kind, owner_name = ref.get("kind"), ref.get("name")
+            owner_kind, owner_name = kind, ref_name
+            controlled = controlled or ref.get("controller") is True
     phase = status.get("phase") or "Pending"
     node_name = (spec or {}).get("nodeName") or None
     if not isinstance(phase, str) or not (node_name is None or isinstance(node_name, str)):
@@ -390,12 +471,30 @@ def _pod(raw: object, where: str, errors: list[str]) -> Pod | None:
                 )
             else:
                 gang_size = int(size)
-    elif JOB_INDEX_LABEL in labels and (labels.get(JOB_NAME_LABEL) or owner_kind == "Job"):
-        gang = f"job:{namespace}/{labels.get(JOB_NAME_LABEL) or owner_name}"
+    elif (job := labels.get(JOB_NAME_LABEL) or (owner_name if owner_kind == "Job" else None)) and (
+        gang_flag := annotations.get(GANG_ANNOTATION)
+    ) is not None:
+        if gang_flag not in ("true", "false"):
+            errors.append(
+                f'{w}.metadata.annotations.{GANG_ANNOTATION}: {gang_flag!r} is not "true" or "false"'
+            )
+        elif gang_flag == "true":
+            gang = f"job:{namespace}/{job}"
     evict = annotations.get(SAFE_TO_EVICT_ANNOTATION)
     nominated = status.get("nominatedNodeName") if phase == "Pending" and not node_name else None
     if nominated is not None and not isinstance(nominated, str):
         errors.append(f"{w}.status.nominatedNodeName: expected a node name")
+    deleting = meta.get("deletionTimestamp")
+    if deleting is not None:
+        deleting = parse_time(deleting, f"{w}.metadata.deletionTimestamp", errors)
+    spec_d = spec if isinstance(spec, dict) else {}
+    grace = spec_d.get("terminationGracePeriodSeconds", 30)
+    if grace.__class__ is not int and (isinstance(grace, bool) or not isinstance(grace, int)) or grace < 0:
+        errors.append(
+            f"{w}.spec.terminationGracePeriodSeconds: expected a whole number of seconds, got {grace!r}"
+        )
+    volumes = spec_d.get("volumes")
+    local = False if volumes is None else _local_storage(volumes, annotations, w, errors)
     if len(errors) > n_err or shape is None:
         return None
     return Pod(
@@ -417,6 +516,32 @@ def _pod(raw: object, where: str, errors: list[str]) -> Pod | None:
         gang_size,
         f"{namespace}/{name}",
         nominated or None,
+        deleting,
+        grace,
+        controlled,
+        local,
+        annotations.get(DO_NOT_DISRUPT_ANNOTATION) == "true",
+    )
+
+
+def _local_storage(volumes: object, annotations: dict, w: str, errors: list[str]) -> bool:
+    """Whether the pod has a hostPath volume or an emptyDir not in memory that its safe-to-evict-local-volumes
+    annotation does not list (cluster-autoscaler: utils/drain/drain.go ``HasBlockingLocalStorage``,
+    simulator/drainability/rules/localstorage)."""
+    if volumes is None:
+        return False
+    if not isinstance(volumes, list):
+        errors.append(f"{w}.spec.volumes: expected a list of volumes")
+        return False
+    listed = set(annotations.get(SAFE_TO_EVICT_LOCAL_VOLUMES_ANNOTATION, "").split(","))
+    return any(
+        isinstance(v, dict)
+        and (
+            v.get("hostPath") is not None
+            or (isinstance(v.get("emptyDir"), dict) and v["emptyDir"].get("medium") != "Memory")
+        )
+        and v.get("name") not in listed
+        for v in volumes
     )
 
 

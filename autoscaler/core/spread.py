@@ -1,106 +1,104 @@
-"""Topology spread over zones (DoNotSchedule): pods go one at a time to the zone with the fewest matching pods.
+"""Placement by topology domain: DoNotSchedule topology spread on any key, required pod affinity and pod
+anti-affinity on any key other than the hostname (the hostname's anti-affinity is a per-node rule, in
+``fit.capacity``). Such pods go one at a time, each onto the first node that the scheduler's filters admit:
 
-The pod goes to the zones of existing nodes it may use and of the groups that may grow for it; the zones counted
-for the skew (domains) also include those of nodes it may not use, as the constraint's nodeTaintsPolicy (default
-Ignore) and nodeAffinityPolicy (default Honor) say, and fewer domains than minDomains make the minimum 0.
-A new node opened for a zone-spread pod is counted in that zone: the Auto Scaling group balances new instances
-over its zones the same way (docs/planner.md, "Topology spread").
+- PodTopologySpread (k8s.io/kubernetes/pkg/scheduler/framework/plugins/podtopologyspread/filtering.go): a
+  constraint counts the matching pods on the nodes that pass the pod's node affinity and node selector
+  (``nodeAffinityPolicy``, default Honor) and, with ``nodeTaintsPolicy: Honor``, its tolerations; a node without
+  the topology key fails; the pod may go to a domain when ``count + 1 - minimum <= maxSkew``, where the minimum
+  is over the counted domains, taken as 0 while there are fewer than ``minDomains`` of them. For the zone key the
+  zones of the groups that may grow for the pod are domains too (a new node is counted in the zone it is
+  planned in; the Auto Scaling group balances its zones the same way).
+- InterPodAffinity (plugins/interpodaffinity/filtering.go): an affinity term needs a pod matching its selector in
+  the node's domain, unless no pod anywhere matches and the pod matches its own term (the first pod of a
+  group); an anti-affinity term forbids a domain holding a matching pod, and a pod whose anti-affinity term
+  matches this pod forbids its domain to it (symmetry).
+
+Among the nodes that pass, the one in the domain with the fewest matching pods of the pod's non-hostname spread
+constraints wins (the scheduler's spread score), then first fit; a new node is opened (in the zone with the
+fewest, for zone spread) only when no existing, upcoming or already opened node passes, as cluster-autoscaler
+adds a node only for a pod that fits nowhere.
 """
 
 from __future__ import annotations
 
-from autoscaler.core.fit import static_reason
-from autoscaler.core.packing import Packer, PodClass
-from autoscaler.core.selectors import untolerated
+from autoscaler.core.fit import NodeState
+from autoscaler.core.names import ZONE_KEY
+from autoscaler.core.packing import NEW, Bin, Packer, PodClass, group_zone
 
 
-def _domains(packer: Packer, cls: PodClass, region: str | None, allow_new: bool) -> set[str]:
-    """The zones the pod may go to: of existing nodes it may use, and of the groups that may grow for it."""
-    zones = set()
-    for b in packer.bins:
-        usable = b.zone and (region is None or b.region == region)
-        if usable and packer.static(cls.shape, b.labels, b.taints, b.tmpl, b.node) is None:
-            zones.add(b.zone)
-    if allow_new:
-        for room, _ in packer.group_order(cls):
-            if (
-                not room.blocked
-                and room.headroom > room.new
-                and (region is None or room.group.region == region)
-            ):
-                zones.update(room.group.zones)
-    return zones
-
-
-def _counted(packer: Packer, cls: PodClass, region: str | None, taints: bool, affinity: bool) -> set[str]:
-    """The zones Kubernetes counts for one constraint: of every node, honouring the node's taints and the pod's
-    node selector and affinity only as the constraint's nodeTaintsPolicy and nodeAffinityPolicy say (by default
-    taints are ignored: a zone of tainted nodes only still holds the minimum down)."""
-    zones = set()
-    seen: dict[int, bool] = {}  # template -> admitted
+def _place_one(packer: Packer, cls: PodClass, region: str | None, allow_new: bool, why: list) -> bool:
+    counts = packer.sched.topology(packer, cls, region, allow_new)
+    best = None
+    for key in packer.order:
+        run = packer.runs[key]
+        for i, b in enumerate(run):
+            if region is not None and b.region != region:
+                continue
+            if packer.sched.room(cls, b) <= 0:
+                continue
+            reason = counts.admits(cls, b)
+            if reason is not None:
+                why.append(reason)
+                continue
+            r = counts.rank(b)
+            if best is None or r < best[0]:
+                best = (r, run, i, b)
+                if r == 0:
+                    break
+        if best is not None and best[0] == 0:
+            break
+    if best is not None:
+        _, run, i, b = best
+        packer._fill(run, i, b, cls, 1, 1)
+        return True
+    if not allow_new:
+        return False
     shape = cls.shape
-    for b in packer.bins:
-        if not b.zone or b.zone in zones or (region is not None and b.region != region):
+    # a new node is counted in a zone only when a constraint looks at zones; else the group chooses (as it does)
+    zonal = (
+        any(c[0] == ZONE_KEY for c in shape.spread)
+        or any(key == ZONE_KEY for key, _ in shape.pod_affinity + shape.anti_other)
+        or any(key == ZONE_KEY for key, _ in counts.forbidden)
+    )
+    options = []
+    for room, k in packer.group_order(cls, 1):
+        g = room.group
+        if region is not None and g.region != region:
             continue
-        node_taints = b.taints if taints else ()
-        if not affinity:
-            ok = untolerated(shape.tolerations, node_taints) is None
-        elif shape.by_name:
-            ok = static_reason(shape, b.labels, node_taints, b.node) is None
-        else:
-            ok = seen.get(b.tmpl)
-            if ok is None:
-                ok = seen[b.tmpl] = static_reason(shape, b.labels, node_taints, None) is None
-        if ok:
-            zones.add(b.zone)
-    return zones
+        if room.blocked:
+            cls.notes.setdefault(g.name, ("blocked", room.blocked))
+            continue
+        if min(room.headroom - room.new, packer.cap_left) <= 0:
+            packer._note_full(cls, room)
+            continue
+        for z in g.zones if zonal and len(g.zones) > 1 else [group_zone(g)]:
+            probe = Bin(NEW, g, g.region, None, g.labels, g.taints, room.tmpl, packer_state(g), 1, z)
+            reason = counts.admits(cls, probe)
+            if reason is None:
+                options.append((counts.rank(probe), len(options), room, k, z))
+            else:
+                why.append(reason)
+    if not options:
+        return False
+    _, _, room, k, z = min(options)
+    packer._open(room, cls, 1, k, 1, z)
+    return True
 
 
-def place_spread(packer: Packer, cls: PodClass, n: int, region: str | None, allow_new: bool) -> int:
-    zones = _domains(packer, cls, region, allow_new)
-    if not zones:
-        cls.notes.setdefault("*spread", ("static", "no zone offers a node it may use"))
-        return 0
-    constraints = cls.shape.spread_zone
-    opts = cls.shape.spread_zone_opts
-    counts = [
-        {z: 0 for z in zones | _counted(packer, cls, region, taints, affinity)}
-        for taints, affinity, _ in opts
-    ]
-    for b in packer.bins:
-        for i, (_, sel) in enumerate(constraints):
-            if b.zone in counts[i]:
-                counts[i][b.zone] += b.st.sel_counts.get(sel, 0) * b.count
+def packer_state(g) -> NodeState:
+    return NodeState(dict(g.allocatable), ports=set(g.ports))
+
+
+def place_topology(packer: Packer, cls: PodClass, n: int, region: str | None, allow_new: bool) -> int:
+    """Up to ``n`` pods of ``cls``, one at a time, by the topology rules above."""
     placed = 0
-    full: set[str] = set()
+    why: list[str] = []
     while placed < n:
-        # fewer domains than minDomains: the global minimum counts as 0
-        lows = [min(c.values()) if len(c) >= opts[i][2] else 0 for i, c in enumerate(counts)]
-        order = sorted(zones - full, key=lambda z: (counts[0][z], z))
-        done = False
-        for z in order:
-            if any(
-                counts[i][z] + (1 if sel in cls.matched else 0) - lows[i] > skew
-                for i, (skew, sel) in enumerate(constraints)
-            ):
-                continue
-            got = packer.place_existing(cls, 1, region, zone=z)
-            if not got and allow_new:
-                got = packer.place_new(cls, 1, region, zone=z)
-            if not got:
-                full.add(z)
-                continue
-            for i, (_, sel) in enumerate(constraints):
-                if sel in cls.matched:
-                    counts[i][z] += 1
-            placed += 1
-            done = True
+        why.clear()
+        if not _place_one(packer, cls, region, allow_new, why):
             break
-        if not done:
-            if placed < n:
-                cls.notes.setdefault(
-                    "*spread",
-                    ("max", f"topology spread over zones (maxSkew {constraints[0][0]}) allows no more pods"),
-                )
-            break
+        placed += 1
+    if placed < n and why:
+        cls.notes.setdefault("*topology", ("topology", why[0]))
     return placed

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import re
 
+from autoscaler.core.selectors import parse_selector_text, selector_matches
 from autoscaler.model.store import Invalid
 
-_SET = re.compile(r"^\s*([A-Za-z0-9_./-]+)\s+(in|notin)\s+\(([^)]*)\)\s*$")
 _EQ = re.compile(r"^\s*([A-Za-z0-9_./-]+)\s*(==|=|!=)\s*([A-Za-z0-9_./-]*)\s*$")
-_EXISTS = re.compile(r"^\s*(!?)\s*([A-Za-z0-9_./-]+)\s*$")
 
 
 def _split(text: str) -> list[str]:
@@ -30,31 +29,13 @@ def _split(text: str) -> list[str]:
 
 
 def parse_label_selector(text: str | None):
-    """A predicate over a labels dict; Invalid (HTTP 400) on a malformed selector."""
-    reqs = []
-    for part in _split(text or ""):
-        if m := _SET.match(part):
-            values = {v.strip() for v in m.group(3).split(",") if v.strip()}
-            key, op = m.group(1), m.group(2)
-            if op == "in":
-                reqs.append(lambda labels, k=key, vs=values: labels.get(k) in vs)
-            else:
-                reqs.append(lambda labels, k=key, vs=values: labels.get(k) not in vs)
-        elif m := _EQ.match(part):
-            key, op, value = m.groups()
-            if op == "!=":
-                reqs.append(lambda labels, k=key, v=value: labels.get(k) != v)
-            else:
-                reqs.append(lambda labels, k=key, v=value: labels.get(k) == v)
-        elif m := _EXISTS.match(part):
-            neg, key = m.groups()
-            if neg:
-                reqs.append(lambda labels, k=key: k not in labels)
-            else:
-                reqs.append(lambda labels, k=key: k in labels)
-        else:
-            raise BadRequest(f"unable to parse requirement: {part!r}")
-    return lambda labels: all(r(labels or {}) for r in reqs)
+    """A predicate over a labels dict; BadRequest (HTTP 400) on a malformed selector. Parsed by the project's one
+    selector parser (autoscaler.core.selectors, Kubernetes' ``labels.Parse`` grammar and label rules)."""
+    try:
+        reqs = parse_selector_text(text)
+    except ValueError as e:
+        raise BadRequest(str(e)) from None
+    return lambda labels: selector_matches(reqs, labels or {})
 
 
 FIELDS = {

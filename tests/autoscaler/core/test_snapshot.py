@@ -66,6 +66,7 @@ def test_allocatable_from_the_instance_table() -> None:
 def test_errors_are_collected_from_many_objects() -> None:
     data = copy.deepcopy(DATA["base"])
     data["pods"].append(copy.deepcopy(data["pods"][0]))
+    data["pods"][1]["metadata"]["name"] = "q"
     for p in data["pods"]:
         p["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "x"
     with pytest.raises(SnapshotError) as e:

@@ -1,0 +1,69 @@
+"""The one selector parser: label key and value rules (apimachinery validation) and the text form of label
+selectors (apimachinery labels.Parse), which the emulator's ?labelSelector= uses too."""
+
+from __future__ import annotations
+
+import pytest
+
+from autoscaler.core.selectors import (
+    label_key_problem,
+    label_value_problem,
+    parse_selector_text,
+    selector_matches,
+)
+from autoscaler.emulator.selectors import BadRequest, parse_label_selector
+
+
+@pytest.mark.parametrize(
+    "key", ["app", "app.kubernetes.io/name", "nvidia.com/gpu.product", "a" * 63, "example.com/A_b-c.d"]
+)
+def test_valid_keys(key) -> None:
+    assert label_key_problem(key) is None
+
+
+@pytest.mark.parametrize(
+    "key", ["", "-app", "app-", "a" * 64, "Example.com/x", "/x", "a/b/c", "x/", "sp ace", "ümlaut"]
+)
+def test_invalid_keys(key) -> None:
+    assert label_key_problem(key)
+
+
+@pytest.mark.parametrize("value", ["", "v1", "a.b_c-d", "A" * 63])
+def test_valid_values(value) -> None:
+    assert label_value_problem(value) is None
+
+
+@pytest.mark.parametrize("value", ["-v", "v-", "a b", "a" * 64, "x/y", "$x"])
+def test_invalid_values(value) -> None:
+    assert label_value_problem(value)
+
+
+@pytest.mark.parametrize(
+    ("text", "labels", "match"),
+    [
+        ("app=web", {"app": "web"}, True),
+        ("app==web", {"app": "web"}, True),
+        ("app!=web", {}, True),  # a missing key is not equal
+        ("app!=web", {"app": "web"}, False),
+        ("tier in (a, b),!canary", {"tier": "b"}, True),
+        ("tier in (a, b),!canary", {"tier": "b", "canary": ""}, False),
+        ("tier notin (a)", {}, True),
+        ("gpu", {"gpu": ""}, True),
+        ("cores>8", {"cores": "16"}, True),
+        ("cores<8", {"cores": "16"}, False),
+        ("", {"anything": "x"}, True),
+    ],
+)
+def test_text_selectors(text, labels, match) -> None:
+    assert selector_matches(parse_selector_text(text), labels) is match
+    assert parse_label_selector(text)(labels) is match
+
+
+@pytest.mark.parametrize(
+    "text", ["app=web,", "=web", "app in web", "app=web tier=x", "app=-x", "A_/b=c", "cores>x"]
+)
+def test_malformed_text_selectors(text) -> None:
+    with pytest.raises(ValueError):
+        parse_selector_text(text)
+    with pytest.raises(BadRequest):
+        parse_label_selector(text)
