@@ -606,10 +606,10 @@ class ClusterModel:
         self.stats.killed_jobs.add((P.job_key(pod), start))
         self._model_event(pod, "Killing", f"Stopping container: {message}", "Warning")
         self._restart(pod)
-        gang = P.gang_key(pod)
+        gang = P.distributed_key(pod)
         if gang is not None:  # a distributed job dies with any of its workers
             for other in self.store.list("pods", pod["metadata"]["namespace"]):
-                if other["status"].get("phase") == "Running" and P.gang_key(other) == gang:
+                if other["status"].get("phase") == "Running" and P.distributed_key(other) == gang:
                     self._kill(
                         other, "GangMemberLost", f"pod {pod['metadata']['name']} of the gang was killed"
                     )

@@ -28,17 +28,28 @@ def requests(pod: dict) -> dict[str, float]:
 
 
 def gang_key(pod: dict) -> tuple[str, str, str] | None:
-    """Pods with the same key bind all-or-nothing, as the planner groups them (autoscaler/core/snapshot.py):
-    a PodGroup label, or an Indexed Job's pods (job-completion-index label) by job name."""
+    """Pods with the same key bind all-or-nothing: the declared PodGroup (label scheduling.x-k8s.io/pod-group),
+    which is how the Coscheduling plugin groups pods (scheduler-plugins, pkg/coscheduling). An Indexed Job alone
+    is no gang: the scheduler places its pods one by one (autoscaler/core/snapshot.py reads gangs the same way)."""
     meta = pod["metadata"]
     labels = meta.get("labels") or {}
-    ns = meta.get("namespace", "default")
     if labels.get(POD_GROUP_LABEL):
-        return ("pod-group", ns, labels[POD_GROUP_LABEL])
+        return ("pod-group", meta.get("namespace", "default"), labels[POD_GROUP_LABEL])
+    return None
+
+
+def distributed_key(pod: dict) -> tuple[str, str, str] | None:
+    """The workers of one distributed job, which die together (a training job fails with any worker): the
+    declared gang, else an Indexed Job's pods by job name."""
+    key = gang_key(pod)
+    if key is not None:
+        return key
+    meta = pod["metadata"]
+    labels = meta.get("labels") or {}
     if JOB_INDEX_LABEL in labels:
         job = labels.get(JOB_NAME_LABEL) or (owner_name(pod) if owner_kind(pod) == "Job" else None)
         if job:
-            return ("job", ns, job)
+            return ("job", meta.get("namespace", "default"), job)
     return None
 
 
@@ -52,7 +63,7 @@ def gang_size(pod: dict) -> int | None:
 
 def job_key(pod: dict) -> tuple[str, str, str]:
     """What counts as one job: the gang, else the Job named by the job-name label, else the pod itself."""
-    key = gang_key(pod)
+    key = distributed_key(pod)
     if key:
         return key
     meta = pod["metadata"]

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from autoscaler.model.pods import DURATION_ANNOTATION, gang_key
+from autoscaler.model.pods import DURATION_ANNOTATION, distributed_key, gang_key
 from autoscaler.sim.traces import Job, load_trace
 from autoscaler.sim.workload import (
     CPU_PER_GPU,
@@ -46,7 +46,10 @@ def test_multi_node_job_is_a_declared_pod_group_for_the_gang_scheduler():
 
 def test_without_coscheduling_a_multi_node_job_is_an_indexed_job_that_waits_at_its_rendezvous():
     pods = job_pods(Job("job-7", 0, 16, 300), 8, DURATION_ANNOTATION, gangs=False)
-    assert {gang_key(p) for p in pods} == {("job", "research", "job-7")}  # the model kills workers together
+    assert {gang_key(p) for p in pods} == {None}  # no declared gang: the scheduler places them one by one
+    assert {distributed_key(p) for p in pods} == {
+        ("job", "research", "job-7")
+    }  # the model kills them together
     assert all("schedulerName" not in p["spec"] for p in pods)
     assert all(DURATION_ANNOTATION not in p["metadata"]["annotations"] for p in pods)
     assert all(p["metadata"]["annotations"][RENDEZVOUS_ANNOTATION] == "300" for p in pods)
