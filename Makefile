@@ -10,9 +10,11 @@ export TF_IN_AUTOMATION := 1
 .PHONY: demo test lint unit tools venv bench clean
 
 $(STAMP): pyproject.toml
+	@echo "make: installing the Python dependencies into $(VENV) (once; a few minutes on a first run, pip's lines follow)"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check --upgrade pip
-	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev]'
+	set -o pipefail; $(BIN)/pip install --disable-pip-version-check --progress-bar off -e '.[dev]' \
+	  | (grep --line-buffered -E '^(Collecting|Successfully installed|ERROR)' || true)
 	rm -f $(VENV)/.installed-*
 	touch $@
 
