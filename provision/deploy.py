@@ -39,12 +39,13 @@ def _duration(seconds: int) -> str:
 
 
 def autoscaler_args(cluster: Cluster) -> list[str]:
-    """The container's arguments: ``run`` with the spec's settings (and leader election, for two replicas)."""
+    """The container's arguments: ``run`` with the spec's settings (and leader election, for two replicas).
+
+    The cluster's name and regions go in the environment instead (``cluster_env``), so that
+    ``kubectl exec deploy/research-autoscaler -- autoscaler snapshot`` finds them as ``run`` does."""
     s = cluster.autoscaler
     args = [
         "run",
-        f"--cluster-name={cluster.name}",
-        f"--regions={','.join(cluster.spill_over_order)}",
         f"--scan-interval={_duration(s.scan_interval_s)}",
         f"--idle-threshold={_duration(s.idle_threshold_s)}",
         f"--boot-timeout={_duration(s.boot_timeout_s)}",
@@ -59,6 +60,11 @@ def autoscaler_args(cluster: Cluster) -> list[str]:
             if group.warm_pool:
                 args.append(f"--warm-pool={cluster.asg_name(region, group)}={group.warm_pool}")
     return args
+
+
+def cluster_env(cluster: Cluster) -> dict[str, str]:
+    """What every ``autoscaler`` command in the pod reads: the cluster's name and regions in spill-over order."""
+    return {"AUTOSCALER_CLUSTER_NAME": cluster.name, "AUTOSCALER_REGIONS": ",".join(cluster.spill_over_order)}
 
 
 def role_arn(path: Path = TERRAFORM_GLOBAL_OUTPUTS) -> str:
@@ -108,6 +114,7 @@ def render(cluster: Cluster, arn: str | None) -> list[dict]:
         "selector": _mapping_lines(selector),
         "image": cluster.autoscaler.image,
         "args": autoscaler_args(cluster),
+        "cluster_env": cluster_env(cluster),
         "replicas": REPLICAS,
         "metrics_port": METRICS_PORT,
         "primary_region": cluster.primary_region,

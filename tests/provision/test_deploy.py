@@ -96,9 +96,10 @@ def test_the_deployment_runs_two_hardened_replicas_with_leader_election(docs):
 
 
 def test_the_arguments_are_the_specs_settings_as_the_cli_reads_them(docs, spec):
-    args = kinds(docs)["Deployment"]["spec"]["template"]["spec"]["containers"][0]["args"]
-    parsed = build_parser().parse_args(args)
-    opts = resolve(parsed, COMMON + RUN, environ={})
+    container = kinds(docs)["Deployment"]["spec"]["template"]["spec"]["containers"][0]
+    parsed = build_parser().parse_args(container["args"])
+    env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
+    opts = resolve(parsed, COMMON + RUN, environ=env)
     s = spec.autoscaler
     assert opts["cluster_name"] == "dlr" and opts["regions"] == spec.spill_over_order
     assert (opts["scan_interval"], opts["idle_threshold"], opts["boot_timeout"]) == (
@@ -117,9 +118,11 @@ def test_settings_changed_in_the_spec_reach_the_deployment():
     dep = kinds(deploy.render(spec_from_data(data, "test"), None))["Deployment"]
     container = dep["spec"]["template"]["spec"]["containers"][0]
     assert container["image"] == "registry.example/autoscaler:1.2.3"
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert "--scan-interval=30s" in container["args"]
     assert (
-        "--scan-interval=30s" in container["args"]
-        and "--regions=us-east-1,us-west-2,us-east-2" in container["args"]
+        env["AUTOSCALER_REGIONS"] == "us-east-1,us-west-2,us-east-2"
+        and env["AUTOSCALER_CLUSTER_NAME"] == "dlr"
     )
 
 
