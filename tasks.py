@@ -225,8 +225,10 @@ def bench(c, json=False, no_process=False):
 )
 @user_errors
 def deploy_autoscaler(c, spec=None, dry_run=False, role_arn=None):
-    """Render the autoscaler's manifests from the spec and apply them with kubectl; the exit status is
-    non-zero whenever nothing was deployed."""
+    """Render the autoscaler's manifests from the spec and apply them with kubectl (non-zero exit if not).
+
+    Its exit status is non-zero whenever nothing was deployed: no kubectl, no reachable cluster, a failed apply,
+    or no AWS role (the global Terraform root's outputs or --role-arn)."""
     from provision.deploy import deploy
 
     deploy(spec, role_arn, dry_run)
