@@ -7,12 +7,14 @@ STAMP := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 export TF_CLI_CONFIG_FILE := $(CURDIR)/.terraformrc
 export TF_IN_AUTOMATION := 1
 
-.PHONY: demo test lint unit tools venv bench clean
+.PHONY: demo test lint unit tools venv bench clean docs-check
 
 $(STAMP): pyproject.toml
+	@echo "make: installing the Python dependencies into $(VENV) (once; a few minutes on a first run, pip's lines follow)"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check --upgrade pip
-	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev]'
+	set -o pipefail; $(BIN)/pip install --disable-pip-version-check --progress-bar off -e '.[dev]' \
+	  | (grep --line-buffered -E '^(Collecting|Successfully installed|ERROR)' || true)
 	rm -f $(VENV)/.installed-*
 	touch $@
 
@@ -39,6 +41,10 @@ tools:
 
 bench: venv
 	$(BIN)/invoke bench
+
+# Every command the README and docs show, the slow ones included (the demo, the simulator, the benchmarks).
+docs-check: venv .terraformrc
+	DOC_COMMANDS=all $(BIN)/pytest -q tests/test_doc_commands.py
 
 clean:
 	rm -rf build .venv .checkov-venv .terraformrc

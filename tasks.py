@@ -301,26 +301,18 @@ def bench(c, json=False, no_process=False):
     help={
         "spec": "path of the cluster spec (default: cluster.yaml)",
         "dry_run": "print the manifests instead of applying them",
+        "role_arn": "the autoscaler's IAM role (default: the global Terraform root's autoscaler_role_arn output)",
     },
 )
 @user_errors
-def deploy_autoscaler(c, spec=None, dry_run=False):
-    """Render the autoscaler's manifests from the spec; apply them with kubectl when a cluster is reachable."""
-    import sys
+def deploy_autoscaler(c, spec=None, dry_run=False, role_arn=None):
+    """Render the autoscaler's manifests from the spec and apply them with kubectl (non-zero exit if not).
 
-    from provision.deploy import apply, write
-    from provision.loader import load_spec
+    Its exit status is non-zero whenever nothing was deployed: no kubectl, no reachable cluster, a failed apply,
+    or no AWS role (the global Terraform root's outputs or --role-arn)."""
+    from provision.deploy import deploy
 
-    path = write(load_spec(spec))
-    if dry_run:
-        print(path.read_text(), end="")
-        return
-    code = apply(path)
-    if code == -1:
-        print(path.read_text(), end="")
-        print(f"no reachable cluster (no kubectl or no context): printed {path}", file=sys.stderr)
-    elif code:
-        raise SystemExit(code)
+    deploy(spec, role_arn, dry_run)
 
 
 # --- researchers (issue 15; docs/researchers.md) ---------------------------------------------------------------

@@ -9,8 +9,10 @@ autoscaler assumes comes from Terraform's global outputs when they exist.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import jinja2
@@ -29,6 +31,7 @@ ORDER = ["namespace", "rbac", "aws-config", "deployment", "disruption-budget", "
 NAME = "research-autoscaler"
 METRICS_PORT = 8085
 REPLICAS = 2
+ROLE_ARN = re.compile(r"arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}")
 
 
 def _duration(seconds: int) -> str:
@@ -36,12 +39,13 @@ def _duration(seconds: int) -> str:
 
 
 def autoscaler_args(cluster: Cluster) -> list[str]:
-    """The container's arguments: ``run`` with the spec's settings (and leader election, for two replicas)."""
+    """The container's arguments: ``run`` with the spec's settings (and leader election, for two replicas).
+
+    The cluster's name and regions go in the environment instead (``cluster_env``), so that
+    ``kubectl exec deploy/research-autoscaler -- autoscaler snapshot`` finds them as ``run`` does."""
     s = cluster.autoscaler
     args = [
         "run",
-        f"--cluster-name={cluster.name}",
-        f"--regions={','.join(cluster.spill_over_order)}",
         f"--scan-interval={_duration(s.scan_interval_s)}",
         f"--idle-threshold={_duration(s.idle_threshold_s)}",
         f"--boot-timeout={_duration(s.boot_timeout_s)}",
@@ -58,18 +62,36 @@ def autoscaler_args(cluster: Cluster) -> list[str]:
     return args
 
 
-def role_arn(path: Path = TERRAFORM_GLOBAL_OUTPUTS) -> str | None:
-    """``autoscaler_role_arn`` from ``terraform output -json`` of the global root, None before Terraform ran."""
+def cluster_env(cluster: Cluster) -> dict[str, str]:
+    """What every ``autoscaler`` command in the pod reads: the cluster's name and regions in spill-over order."""
+    return {"AUTOSCALER_CLUSTER_NAME": cluster.name, "AUTOSCALER_REGIONS": ",".join(cluster.spill_over_order)}
+
+
+def role_arn(path: Path = TERRAFORM_GLOBAL_OUTPUTS) -> str:
+    """``autoscaler_role_arn`` from ``terraform output -json`` of the global root (written by ``invoke up``).
+
+    Without it the autoscaler could not reach AWS, so a missing file is an error naming the command that writes it.
+    """
     if not path.exists():
-        return None
+        raise UserError(
+            f"{path}: not found: the autoscaler's AWS role is an output of the global Terraform root; "
+            "run `invoke up --region global` (or `invoke up --all`) first, or pass --role-arn ARN"
+        )
     try:
         value = json.loads(path.read_text())["autoscaler_role_arn"]["value"]
     except (ValueError, KeyError, TypeError):
         raise UserError(
-            f"{path}: no autoscaler_role_arn output; re-run the Terraform apply of the global root"
+            f"{path}: no autoscaler_role_arn output; re-run the Terraform apply of the global root "
+            "(`invoke up --region global`)"
         ) from None
-    if not isinstance(value, str) or not value.startswith("arn:"):
-        raise UserError(f"{path}: autoscaler_role_arn {value!r} is not a role ARN")
+    return check_role_arn(value, str(path))
+
+
+def check_role_arn(value: object, where: str) -> str:
+    if not isinstance(value, str) or not ROLE_ARN.fullmatch(value):
+        raise UserError(
+            f"{where}: {value!r} is not an IAM role ARN (arn:aws:iam::<12-digit account>:role/<name>)"
+        )
     return value
 
 
@@ -77,7 +99,7 @@ def _mapping_lines(data: dict[str, str]) -> str:
     return "\n".join(f"{k}: {json.dumps(v)}" for k, v in data.items())
 
 
-def render(cluster: Cluster, arn: str | None = None) -> list[dict]:
+def render(cluster: Cluster, arn: str | None) -> list[dict]:
     """The manifests as objects, in apply order."""
     selector = {"app.kubernetes.io/name": NAME}
     labels = {
@@ -92,6 +114,7 @@ def render(cluster: Cluster, arn: str | None = None) -> list[dict]:
         "selector": _mapping_lines(selector),
         "image": cluster.autoscaler.image,
         "args": autoscaler_args(cluster),
+        "cluster_env": cluster_env(cluster),
         "replicas": REPLICAS,
         "metrics_port": METRICS_PORT,
         "primary_region": cluster.primary_region,
@@ -126,13 +149,14 @@ def dump(docs: list[dict]) -> str:
     return "---\n".join(yaml.dump(d, Dumper=_Dumper, sort_keys=False) for d in docs)
 
 
-def write(cluster: Cluster, out: Path = OUT, arn: str | None = None) -> Path:
+def write(cluster: Cluster, arn: str | None, out: Path = OUT) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(dump(render(cluster, arn if arn is not None else role_arn())))
+    out.write_text(dump(render(cluster, arn)))
     return out
 
 
-def cluster_reachable(kubectl: str) -> bool:
+def _kubectl_failure(kubectl: str) -> str | None:
+    """Why kubectl cannot reach a cluster with the current context (its own last line), None when it can."""
     try:
         done = subprocess.run(
             [kubectl, "version", "--request-timeout=5s", "-o", "json"],
@@ -140,14 +164,55 @@ def cluster_reachable(kubectl: str) -> bool:
             timeout=15,
             check=False,
         )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return done.returncode == 0 and b"serverVersion" in done.stdout
+    except subprocess.TimeoutExpired:
+        return "kubectl version did not answer within 15 s"
+    except OSError as e:
+        return f"kubectl could not run: {e.strerror or e}"
+    if done.returncode == 0 and b"serverVersion" in done.stdout:
+        return None
+    said = [line for line in done.stderr.decode(errors="replace").splitlines() if line.strip()]
+    return said[-1].strip() if said else f"kubectl version exited {done.returncode} with no server version"
 
 
-def apply(path: Path) -> int:
-    """``kubectl apply -f path`` when kubectl and a cluster are there; None-like -1 when there is none."""
+def apply(path: Path) -> None:
+    """``kubectl apply -f path``; every way it does not deploy is an error (exit status non-zero), never a quiet 0."""
     kubectl = shutil.which("kubectl")
-    if not kubectl or not cluster_reachable(kubectl):
-        return -1
-    return subprocess.run([kubectl, "apply", "-f", str(path)], check=False).returncode
+    if not kubectl:
+        raise UserError(
+            f"kubectl: not found on the PATH: nothing was deployed; the manifests are in {path} "
+            "(`invoke deploy-autoscaler --dry-run` prints them)"
+        )
+    reason = _kubectl_failure(kubectl)
+    if reason:
+        raise UserError(
+            f"no reachable cluster with the current kubeconfig context ({reason}): nothing was deployed; "
+            f"the manifests are in {path}"
+        )
+    code = subprocess.run([kubectl, "apply", "-f", str(path)], check=False).returncode
+    if code:
+        error = UserError(f"kubectl apply -f {path}: exited {code}; see its output above")
+        error.exit_code = code
+        raise error
+
+
+def deploy(spec: str | None, arn: str | None, dry_run: bool) -> None:
+    """``invoke deploy-autoscaler``: render, then apply (or print, with ``dry_run``)."""
+    from provision.loader import load_spec
+
+    cluster = load_spec(spec)
+    if arn:
+        arn = check_role_arn(arn, "--role-arn")
+    elif not dry_run or TERRAFORM_GLOBAL_OUTPUTS.exists():
+        arn = role_arn(TERRAFORM_GLOBAL_OUTPUTS)
+    else:
+        print(
+            f"warning: {TERRAFORM_GLOBAL_OUTPUTS} not found: these manifests have no AWS role "
+            "(`invoke up --region global` writes it)",
+            file=sys.stderr,
+        )
+    path = write(cluster, arn, OUT)
+    if dry_run:
+        print(path.read_text(), end="")
+        return
+    apply(path)
+    print(f"deployed {path} (role {arn})")

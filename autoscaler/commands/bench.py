@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+import time
 
 
 def register(subparsers) -> None:
@@ -19,12 +21,17 @@ def run(args: argparse.Namespace) -> int:
     from autoscaler.core.bench import CASES, run_case, run_process, table
 
     rows = []
-    for case in CASES:
+    started = time.monotonic()
+    for i, case in enumerate(CASES, 1):
+        _progress(f"case {i}/{len(CASES)}: {case.name}", started)
         row = run_case(case)
         rows.append(row)
         if args.json:
             print(json.dumps(row), flush=True)
+    if not args.no_process:
+        _progress("`autoscaler plan --json` as a whole process", started)
     proc = None if args.no_process else run_process()
+    _progress("done", started)
     if args.json:
         if proc:
             print(json.dumps(proc))
@@ -44,3 +51,8 @@ def run(args: argparse.Namespace) -> int:
             f"{proc['cpu_s']} CPU s as a whole process; {verdict} the {proc['target_s']:g} s target (wall)"
         )
     return 0
+
+
+def _progress(what: str, started: float) -> None:
+    """One line on stderr per step, terminal or not, so a piped run is never silent for long."""
+    print(f"bench: [{time.monotonic() - started:5.1f} s] {what}", file=sys.stderr, flush=True)

@@ -47,7 +47,7 @@ def test_every_manifest_passes_strict_validation(docs, spec):
 def test_the_written_file_passes_the_validator_cli(spec, tmp_path):
     import subprocess
 
-    path = deploy.write(spec, tmp_path / "autoscaler.yaml", arn=ARN)
+    path = deploy.write(spec, ARN, tmp_path / "autoscaler.yaml")
     done = subprocess.run(
         [str(ROOT / ".venv" / "bin" / "kubernetes-validate"), "--strict", "--quiet", "-k", spec.kubernetes.minor + ".0",
          str(path)], capture_output=True, text=True, check=False)  # fmt: skip
@@ -96,9 +96,10 @@ def test_the_deployment_runs_two_hardened_replicas_with_leader_election(docs):
 
 
 def test_the_arguments_are_the_specs_settings_as_the_cli_reads_them(docs, spec):
-    args = kinds(docs)["Deployment"]["spec"]["template"]["spec"]["containers"][0]["args"]
-    parsed = build_parser().parse_args(args)
-    opts = resolve(parsed, COMMON + RUN, environ={})
+    container = kinds(docs)["Deployment"]["spec"]["template"]["spec"]["containers"][0]
+    parsed = build_parser().parse_args(container["args"])
+    env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
+    opts = resolve(parsed, COMMON + RUN, environ=env)
     s = spec.autoscaler
     assert opts["cluster_name"] == "dlr" and opts["regions"] == spec.spill_over_order
     assert (opts["scan_interval"], opts["idle_threshold"], opts["boot_timeout"]) == (
@@ -117,15 +118,18 @@ def test_settings_changed_in_the_spec_reach_the_deployment():
     dep = kinds(deploy.render(spec_from_data(data, "test"), None))["Deployment"]
     container = dep["spec"]["template"]["spec"]["containers"][0]
     assert container["image"] == "registry.example/autoscaler:1.2.3"
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert "--scan-interval=30s" in container["args"]
     assert (
-        "--scan-interval=30s" in container["args"]
-        and "--regions=us-east-1,us-west-2,us-east-2" in container["args"]
+        env["AUTOSCALER_REGIONS"] == "us-east-1,us-west-2,us-east-2"
+        and env["AUTOSCALER_CLUSTER_NAME"] == "dlr"
     )
 
 
 def test_the_aws_config_assumes_the_terraform_role(tmp_path, spec):
     outputs = tmp_path / "outputs.json"
-    assert deploy.role_arn(outputs) is None
+    with pytest.raises(UserError, match=r"outputs.json: not found: .*run `invoke up --region global`"):
+        deploy.role_arn(outputs)
     outputs.write_text(
         json.dumps({"autoscaler_role_arn": {"value": ARN, "type": "string", "sensitive": False}})
     )
@@ -135,6 +139,9 @@ def test_the_aws_config_assumes_the_terraform_role(tmp_path, spec):
     assert "role_arn" not in kinds(deploy.render(spec, None))["ConfigMap"]["data"]["config"]
     outputs.write_text(json.dumps({"other": {"value": 1}}))
     with pytest.raises(UserError, match="no autoscaler_role_arn output"):
+        deploy.role_arn(outputs)
+    outputs.write_text(json.dumps({"autoscaler_role_arn": {"value": "arn:aws:iam::1:user/x"}}))
+    with pytest.raises(UserError, match="is not an IAM role ARN"):
         deploy.role_arn(outputs)
 
 
@@ -192,18 +199,22 @@ def test_deploy_templates_exist_for_every_rendered_part():
     )
 
 
-def test_the_invoke_task_prints_when_no_cluster_is_reachable(capsys, monkeypatch):
+def test_the_invoke_task_exits_non_zero_when_nothing_was_deployed(capsys, monkeypatch):
+    """It used to print the manifests and exit 0 when no cluster was reachable (issue 16)."""
     from invoke import Context
+    from invoke.exceptions import Exit
 
     import tasks
 
     monkeypatch.setattr(deploy.shutil, "which", lambda _name: None)  # no kubectl, whatever the machine has
-    tasks.deploy_autoscaler(Context(), dry_run=False)
+    with pytest.raises(Exit) as exit_:
+        tasks.deploy_autoscaler(Context(), dry_run=False, role_arn=ARN)
+    assert exit_.value.code == 2
     out, err = capsys.readouterr()
-    assert out.startswith("apiVersion: v1\nkind: Namespace") and "kind: Deployment" in out
-    assert err.startswith("no reachable cluster") and str(deploy.OUT) in err
-    tasks.deploy_autoscaler(Context(), dry_run=True)
-    assert capsys.readouterr().out == out
+    assert out == "" and err.startswith("kubectl: not found on the PATH: nothing was deployed")
+    tasks.deploy_autoscaler(Context(), dry_run=True, role_arn=ARN)
+    out = capsys.readouterr().out
+    assert out.startswith("apiVersion: v1\nkind: Namespace") and f"role_arn = {ARN}" in out
 
 
 BLOCKER = """
