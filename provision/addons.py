@@ -12,8 +12,6 @@ exactly the taints those nodes carry. Images follow the driver branch (``provisi
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +20,7 @@ import yaml
 
 from autoscaler.interfaces import NODE_GROUP_LABEL
 from provision import drivers, hardware
-from provision.deploy import cluster_reachable
+from provision import kubectl as kubectl_cli
 from provision.errors import UserError
 from provision.spec import Cluster, Taint
 
@@ -168,20 +166,5 @@ def deploy_addons(
     path = write(cluster, out)
     if dry_run:
         return path
-    exe = kubectl or shutil.which("kubectl")
-    if not exe:
-        raise UserError(f"kubectl: not found on PATH; the add-ons are rendered in {path}")
-    if not cluster_reachable(exe):
-        raise UserError(
-            f"no reachable Kubernetes API (kubectl version fails); the add-ons are rendered in {path}"
-        )
-    done = subprocess.run(
-        [exe, "apply", "--server-side", "--field-manager=research-cluster-addons", "-f", str(path)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        why = (done.stderr or done.stdout).strip().splitlines()
-        raise UserError(f"kubectl apply -f {path} failed: {why[-1] if why else f'exit {done.returncode}'}")
+    kubectl_cli.apply(kubectl_cli.ready(path, kubectl), path, field_manager="research-cluster-addons")
     return path

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -20,6 +18,7 @@ import yaml
 
 from autoscaler.adapters.kubernetes import DEFAULT_NAMESPACE, STATE_CONFIGMAP, STATUS_CONFIGMAP
 from autoscaler.leader import LEASE_NAME
+from provision import kubectl
 from provision.errors import UserError
 from provision.spec import Cluster
 
@@ -155,44 +154,9 @@ def write(cluster: Cluster, arn: str | None, out: Path = OUT) -> Path:
     return out
 
 
-def _kubectl_failure(kubectl: str) -> str | None:
-    """Why kubectl cannot reach a cluster with the current context (its own last line), None when it can."""
-    try:
-        done = subprocess.run(
-            [kubectl, "version", "--request-timeout=5s", "-o", "json"],
-            capture_output=True,
-            timeout=15,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return "kubectl version did not answer within 15 s"
-    except OSError as e:
-        return f"kubectl could not run: {e.strerror or e}"
-    if done.returncode == 0 and b"serverVersion" in done.stdout:
-        return None
-    said = [line for line in done.stderr.decode(errors="replace").splitlines() if line.strip()]
-    return said[-1].strip() if said else f"kubectl version exited {done.returncode} with no server version"
-
-
 def apply(path: Path) -> None:
     """``kubectl apply -f path``; every way it does not deploy is an error (exit status non-zero), never a quiet 0."""
-    kubectl = shutil.which("kubectl")
-    if not kubectl:
-        raise UserError(
-            f"kubectl: not found on the PATH: nothing was deployed; the manifests are in {path} "
-            "(`invoke deploy-autoscaler --dry-run` prints them)"
-        )
-    reason = _kubectl_failure(kubectl)
-    if reason:
-        raise UserError(
-            f"no reachable cluster with the current kubeconfig context ({reason}): nothing was deployed; "
-            f"the manifests are in {path}"
-        )
-    code = subprocess.run([kubectl, "apply", "-f", str(path)], check=False).returncode
-    if code:
-        error = UserError(f"kubectl apply -f {path}: exited {code}; see its output above")
-        error.exit_code = code
-        raise error
+    kubectl.apply(kubectl.ready(path), path)
 
 
 def deploy(spec: str | None, arn: str | None, dry_run: bool) -> None:

@@ -207,9 +207,8 @@ def test_deploy_fails_in_one_line_without_an_api_or_on_a_rejected_apply(tmp_path
     kubectl, _ = _fake_kubectl(tmp_path, reachable=False)
     with pytest.raises(UserError) as err:
         addons.deploy_addons(load_spec(), out=tmp_path / "a.yaml", kubectl=kubectl)
-    assert err.value.lines == [
-        f"no reachable Kubernetes API (kubectl version fails); the add-ons are rendered in {tmp_path / 'a.yaml'}"
-    ]
+    assert len(err.value.lines) == 1 and err.value.lines[0].startswith("no reachable cluster")
+    assert err.value.lines[0].endswith(f"nothing was deployed; the manifests are in {tmp_path / 'a.yaml'}")
     kubectl, _ = _fake_kubectl(tmp_path, reachable=True, apply_rc=1)
     with pytest.raises(UserError) as err:
         addons.deploy_addons(load_spec(), out=tmp_path / "b.yaml", kubectl=kubectl)

@@ -14,7 +14,7 @@ from packaging.utils import canonicalize_name
 
 from autoscaler.cli import build_parser
 from autoscaler.commands.live_options import COMMON, RUN, resolve
-from provision import deploy
+from provision import deploy, kubectl
 from provision.errors import UserError
 from provision.loader import load_spec, spec_from_data
 from tests.support import ROOT, example_spec_data, set_path
@@ -206,7 +206,7 @@ def test_the_invoke_task_exits_non_zero_when_nothing_was_deployed(capsys, monkey
 
     import tasks
 
-    monkeypatch.setattr(deploy.shutil, "which", lambda _name: None)  # no kubectl, whatever the machine has
+    monkeypatch.setattr(kubectl.shutil, "which", lambda _name: None)  # no kubectl, whatever the machine has
     with pytest.raises(Exit) as exit_:
         tasks.deploy_autoscaler(Context(), dry_run=False, role_arn=ARN)
     assert exit_.value.code == 2
