@@ -334,6 +334,10 @@ class Controller:
     def _act(self, plan: dict, pods: dict[str, dict], snapshot: dict, result: LoopResult) -> None:
         groups = {g["name"]: g for g in snapshot["groups"]}
         nodes = {n["metadata"]["name"]: n for n in snapshot["nodes"]}
+        unprotected = getattr(self.cloud, "unprotected_groups", None)
+        for group in unprotected() if unprotected is not None else []:
+            if group in groups:  # adopt it: no lowering of its desired capacity may pick one of its instances
+                self._do(result, {"action": "protect", "group": group}, self.cloud.protect, group)
         for group, desired in sorted((plan.get("desired") or {}).items()):
             self._set_desired(group, desired, groups.get(group, {}), result)
         hold = self._scale_down_hold(result)

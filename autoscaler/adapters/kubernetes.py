@@ -76,7 +76,9 @@ class KubeCluster:
         namespace: str = DEFAULT_NAMESPACE,
         on_pending_pod: Callable[[dict], None] | None = None,
         page_size: int = 500,
-        watch_timeout_s: int = 300,
+        watch_timeout_s: int = 60,
+        silence_s: float = 90.0,
+        request_timeout_s: float = 10.0,
     ):
         """``on_pending_pod`` hears of every new or changed pending pod (the loop's batching window)."""
         self.api = api
@@ -84,7 +86,8 @@ class KubeCluster:
         self.policy = client.PolicyV1Api(api)
         self.namespace = namespace
         self.on_pending_pod = on_pending_pod
-        kw = {"page_size": page_size, "watch_timeout_s": watch_timeout_s}
+        self.request_timeout_s = request_timeout_s  # every read and write that is not a watch
+        kw = {"page_size": page_size, "watch_timeout_s": watch_timeout_s, "silence_s": silence_s}
         self.informers = {
             "pods": Informer(
                 "pods", self.core.list_pod_for_all_namespaces, "Pod", "v1", on_event=self._pod_event, **kw
@@ -120,6 +123,10 @@ class KubeCluster:
     def wait_synced(self, timeout_s: float) -> bool:
         return all(i.synced.wait(timeout_s) for i in self.informers.values())
 
+    def cache_ages(self) -> dict[str, float | None]:
+        """Per cache, seconds since it was last confirmed current (None: never listed)."""
+        return {name: i.age() for name, i in self.informers.items()}
+
     def _pod_event(self, kind: str, pod: dict) -> None:
         if kind != "DELETED" and self.on_pending_pod is not None and is_pending(pod):
             self.on_pending_pod(pod)
@@ -132,6 +139,37 @@ class KubeCluster:
 
     def list_pdbs(self) -> list[dict]:
         return self.informers["pdbs"].items()
+
+    # -- fresh reads (before anything is terminated: never the caches) -----------------------------------------
+    def _read(self, what: str, fn, **kwargs) -> dict:
+        try:
+            resp = _retry(fn)(_preload_content=False, _request_timeout=self.request_timeout_s, **kwargs)
+        except ApiException as e:
+            self._count(what, "read", e)
+            raise RuntimeError(f"read {what}: HTTP {e.status} {e.reason}") from None
+        except (HTTPError, OSError) as e:
+            self._count(what, "read", e)
+            raise RuntimeError(f"read {what}: {e}") from None
+        return json.loads(resp.data)
+
+    def read_node(self, name: str) -> dict | None:
+        """The Node as the API server has it now; None when it does not exist."""
+        try:
+            return self._read(f"node {name}", self.core.read_node, name=name)
+        except RuntimeError as e:
+            if "HTTP 404" in str(e):
+                return None
+            raise
+
+    def read_nodes(self) -> list[dict]:
+        return self._read("nodes", self.core.list_node).get("items") or []
+
+    def read_pods_on_node(self, name: str) -> list[dict]:
+        """The pods bound to the node now (fieldSelector spec.nodeName, as kubectl drain lists them)."""
+        body = self._read(
+            f"pods on {name}", self.core.list_pod_for_all_namespaces, field_selector=f"spec.nodeName={name}"
+        )
+        return body.get("items") or []
 
     # -- writes ---------------------------------------------------------------------------------------------------
     def _count(self, where: str, operation: str, err: Exception) -> None:
