@@ -73,6 +73,7 @@ class Informer:
         self.relists = 0  # full lists so far
         self.pages = 0  # list requests so far
         self.watches = 0  # watch requests so far
+        self.applied = 0  # watch events applied so far
 
     # -- reading ----------------------------------------------------------------------------------------------
     def items(self) -> list[dict]:
@@ -162,6 +163,7 @@ class Informer:
         obj.setdefault("kind", self.kind)
         obj.setdefault("apiVersion", self.api_version)
         key = object_key(obj)
+        self.applied += 1
         with self._lock:
             if kind == "DELETED":
                 self._items.pop(key, None)
@@ -181,7 +183,10 @@ class Informer:
                 if need_list:
                     self.sync()
                     need_list = False
+                started, applied = self._clock(), self.applied
                 self.watch_once()
+                if self.applied == applied and self._clock() - started < 1.0:
+                    self._stop.wait(1.0)  # a watch ended at once with nothing: do not spin on it
                 delay = backoff_s
             except Gone:
                 log.info("watch expired; relisting", extra={"informer": self.name})

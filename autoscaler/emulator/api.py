@@ -11,6 +11,7 @@ import base64
 import binascii
 import copy
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -41,6 +42,22 @@ class WatchStream:
 
 class Gone(StoreError):
     reason, code = "Expired", 410
+
+
+class TooLargeResourceVersion(StoreError):
+    """A list or watch from a resourceVersion the server has not reached (a client that talked to a server before
+    a restart or an etcd restore): kube-apiserver waits up to 3 s for it, then answers 504 Timeout with the cause
+    ResourceVersionTooLarge (apimachinery errors.NewTooLargeResourceVersionError), on which clients relist."""
+
+    reason, code = "Timeout", 504
+    wait_s = 3.0
+
+    def __init__(self, wanted: int, current: int):
+        super().__init__(f"Timeout: Too large resource version: {wanted}, current: {current}")
+        self.details = {
+            "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+            "retryAfterSeconds": 1,
+        }
 
 
 class MethodNotAllowed(StoreError):
@@ -83,9 +100,8 @@ class KubeApi:
             return self._handle(method.upper(), path, query, content_type or "", body)
         except StoreError as e:
             details = {"name": getattr(e, "name", ""), "kind": getattr(e, "kind", "")}
-            return Reply(
-                e.code, status_body(e.code, e.reason, str(e), {k: v for k, v in details.items() if v})
-            )
+            details = {k: v for k, v in details.items() if v} | getattr(e, "details", {})
+            return Reply(e.code, status_body(e.code, e.reason, str(e), details))
 
     def _handle(self, method, path, query, content_type, body):
         parts = [p for p in path.split("/") if p]
@@ -353,6 +369,16 @@ class KubeApi:
             return Reply(200, self._get(res, namespace, name))
         raise NotFound(f"the server could not find the requested resource ({res.plural}/{sub})")
 
+    def _wait_for(self, rv: int) -> None:
+        """Wait (up to 3 s, as the watch cache does) for the store to reach ``rv``; 504 when it does not."""
+        deadline = time.monotonic() + TooLargeResourceVersion.wait_s
+        with self.hub.cond:
+            while self.model.store.resource_version < rv:
+                left = deadline - time.monotonic()
+                if left <= 0 or self.stopping:
+                    raise TooLargeResourceVersion(rv, self.model.store.resource_version)
+                self.hub.cond.wait(min(left, 0.5))
+
     # --- watch -------------------------------------------------------------------------------------------
     def _watch(self, res: R.Resource, namespace: str | None, query: dict) -> WatchStream:
         labels = parse_label_selector(query.get("labelSelector"))
@@ -383,6 +409,7 @@ class KubeApi:
             if hub.too_old(res.store, last):
                 gone = status_body(410, "Expired", f"too old resource version: {last} ({hub._oldest})")
                 return WatchStream(iter([{"type": "ERROR", "object": gone}]))
+            self._wait_for(last)
 
         return WatchStream(
             hub.stream(
