@@ -49,6 +49,7 @@ class Informer:
         page_size: int = 500,
         watch_timeout_s: int = 300,
         silence_s: float | None = None,
+        request_timeout_s: float = 30.0,
         on_event: Callable[[str, dict], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ):
@@ -62,6 +63,7 @@ class Informer:
         self.watch_timeout_s = watch_timeout_s
         self.silence_s = silence_s if silence_s is not None else watch_timeout_s + 30
         self._clock = clock
+        self.request_timeout_s = request_timeout_s  # each page of a list
         self._fresh_at: float | None = None  # when the cache was last confirmed current
         self._on_event = on_event
         self._items: dict[str, dict] = {}
@@ -99,7 +101,11 @@ class Informer:
         token = None
         started = self._clock()
         while True:
-            kwargs = {"limit": self.page_size, "_preload_content": False}
+            kwargs = {
+                "limit": self.page_size,
+                "_preload_content": False,
+                "_request_timeout": self.request_timeout_s,
+            }
             if token:
                 kwargs["_continue"] = token
             try:

@@ -87,7 +87,9 @@ class KubeCluster:
         self.namespace = namespace
         self.on_pending_pod = on_pending_pod
         self.request_timeout_s = request_timeout_s  # every read and write that is not a watch
-        kw = {"page_size": page_size, "watch_timeout_s": watch_timeout_s, "silence_s": silence_s}
+        self._t = request_timeout_s
+        kw = {"page_size": page_size, "watch_timeout_s": watch_timeout_s, "silence_s": silence_s,
+              "request_timeout_s": request_timeout_s}  # fmt: skip
         self.informers = {
             "pods": Informer(
                 "pods", self.core.list_pod_for_all_namespaces, "Pod", "v1", on_event=self._pod_event, **kw
@@ -192,7 +194,9 @@ class KubeCluster:
         """Read the node, change its taints, patch them guarded by resourceVersion (a conflict retries)."""
 
         def attempt():
-            node = json.loads(self.core.read_node(name, _preload_content=False).data)
+            node = json.loads(
+                self.core.read_node(name, _preload_content=False, _request_timeout=self._t).data
+            )
             taints = (node.get("spec") or {}).get("taints") or []
             wanted = change(list(taints))
             if wanted is None:
@@ -201,7 +205,7 @@ class KubeCluster:
                 "metadata": {"resourceVersion": node["metadata"]["resourceVersion"]},
                 "spec": {"taints": wanted},
             }
-            self.core.patch_node(name, body)
+            self.core.patch_node(name, body, _request_timeout=self._t)
 
         self._call(name, "patch node taints", attempt)
 
@@ -222,7 +226,12 @@ class KubeCluster:
 
     def annotate_node(self, name: str, annotations: dict[str, str | None]) -> None:
         self._call(
-            name, "annotate node", self.core.patch_node, name, {"metadata": {"annotations": annotations}}
+            name,
+            "annotate node",
+            self.core.patch_node,
+            name,
+            {"metadata": {"annotations": annotations}},
+            _request_timeout=self._t,
         )
 
     def evict_pod(self, namespace: str, name: str) -> bool:
@@ -232,7 +241,7 @@ class KubeCluster:
             "metadata": {"name": name, "namespace": namespace},
         }
         try:
-            self.core.create_namespaced_pod_eviction(name, namespace, body)
+            self.core.create_namespaced_pod_eviction(name, namespace, body, _request_timeout=self._t)
         except ApiException as e:
             if e.status == 429:
                 return False  # a disruption budget refuses it now: a later pass tries again
@@ -245,7 +254,7 @@ class KubeCluster:
     def delete_node(self, name: str) -> None:
         def delete():
             try:
-                self.core.delete_node(name)
+                self.core.delete_node(name, _request_timeout=self._t)
             except ApiException as e:
                 if e.status != 404:
                     raise
@@ -284,6 +293,7 @@ class KubeCluster:
             self.core.create_namespaced_event,
             namespace,
             body,
+            _request_timeout=self._t,
         )
 
     # -- ConfigMaps -------------------------------------------------------------------------------------------------
@@ -291,7 +301,9 @@ class KubeCluster:
         def read():
             try:
                 return json.loads(
-                    self.core.read_namespaced_config_map(name, self.namespace, _preload_content=False).data
+                    self.core.read_namespaced_config_map(
+                        name, self.namespace, _preload_content=False, _request_timeout=self._t
+                    ).data
                 )
             except ApiException as e:
                 if e.status == 404:
@@ -314,11 +326,11 @@ class KubeCluster:
 
         def write():
             try:
-                self.core.replace_namespaced_config_map(name, self.namespace, body)
+                self.core.replace_namespaced_config_map(name, self.namespace, body, _request_timeout=self._t)
             except ApiException as e:
                 if e.status != 404:
                     raise
-                self.core.create_namespaced_config_map(self.namespace, body)
+                self.core.create_namespaced_config_map(self.namespace, body, _request_timeout=self._t)
 
         self._call(name, "write configmap", write)
 
