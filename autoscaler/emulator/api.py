@@ -26,6 +26,10 @@ from autoscaler.model.disruption import budget_status
 from autoscaler.model.store import Conflict, Invalid, NotFound, StoreError
 
 DEFAULT_WATCH_TIMEOUT_S = 1800
+# kinds whose status is written only through the status subresource: a PUT or PATCH of the object itself keeps the
+# stored status, one of /status keeps everything but the status (the registries' PrepareForUpdate and
+# PrepareForUpdate of their status strategies, pkg/registry/core/node/strategy.go, pkg/registry/policy/poddisruptionbudget)
+STATUS_SUBRESOURCE = {"nodes", "poddisruptionbudgets"}
 
 
 @dataclass
@@ -92,6 +96,7 @@ class KubeApi:
         self.hub = WatchHub(model, watch_history)
         self.bookmark_interval_s = 1.0
         self.stopping = False
+        self._patch_type = ""  # of the subresource request being handled (under the model's lock)
 
     # --- entry point -------------------------------------------------------------------------------------
     def handle(self, method: str, path: str, query: dict[str, str], content_type: str, body: bytes):
@@ -151,6 +156,7 @@ class KubeApi:
             if name is None:
                 raise MethodNotAllowed(f"{method} is not supported on a collection")
             if sub is not None:
+                self._patch_type = content_type
                 return self._subresource(method, res, namespace, name, sub, payload)
             if method == "GET":
                 return Reply(200, self._get(res, namespace, name))
@@ -309,7 +315,9 @@ class KubeApi:
         meta["name"] = name
         if res.namespaced:
             meta["namespace"] = namespace
-        self._get(res, namespace, name)
+        current = self._get(res, namespace, name)
+        if res.plural in STATUS_SUBRESOURCE:
+            obj["status"] = copy.deepcopy(current.get("status") or {})
         return self._out(res, self.model.replace(res.store, obj, check_version=True))
 
     def _patch(self, res: R.Resource, namespace: str | None, name: str, content_type: str, payload) -> dict:
@@ -334,6 +342,8 @@ class KubeApi:
             return self._out(res, current)
         if res.group == "events.k8s.io":
             patched = from_events_v1(patched)
+        if res.plural in STATUS_SUBRESOURCE:
+            patched["status"] = copy.deepcopy(current.get("status") or {})
         meta["resourceVersion"] = current["metadata"]["resourceVersion"]
         return self._out(res, self.model.replace(res.store, patched, check_version=False))
 
@@ -367,7 +377,27 @@ class KubeApi:
             return Reply(201, status_body(201, "", "", None) | {"status": "Success"})
         if sub == "status" and method == "GET":
             return Reply(200, self._get(res, namespace, name))
+        if sub == "status" and method in ("PUT", "PATCH") and res.plural in STATUS_SUBRESOURCE:
+            return Reply(200, self._write_status(method, res, namespace, name, payload))
         raise NotFound(f"the server could not find the requested resource ({res.plural}/{sub})")
+
+    def _write_status(self, method: str, res: R.Resource, namespace: str | None, name: str, payload) -> dict:
+        """PUT or PATCH of /status: only the status changes; a resourceVersion sent is a precondition."""
+        current = self.model.store.get(res.store, namespace, name)
+        shown = self._out(res, current)
+        if method == "PUT":
+            incoming = self._in(res, payload)
+        else:
+            incoming = apply_patch(shown, payload, self._patch_type)
+        sent_rv = (incoming.get("metadata") or {}).get("resourceVersion")
+        if sent_rv and sent_rv != current["metadata"]["resourceVersion"]:
+            raise Conflict(
+                f'Operation cannot be fulfilled on {res.plural} "{name}": the object has been modified; '
+                "please apply your changes to the latest version and try again"
+            )
+        updated = copy.deepcopy(shown)
+        updated["status"] = incoming.get("status") or {}
+        return self._out(res, self.model.replace(res.store, updated, check_version=False))
 
     def _wait_for(self, rv: int) -> None:
         """Wait (up to 3 s, as the watch cache does) for the store to reach ``rv``; 504 when it does not."""

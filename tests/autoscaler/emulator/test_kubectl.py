@@ -110,3 +110,21 @@ def test_describe_pod_shows_the_autoscaler_events(kubectl, emu):
     out = kubectl("describe", "pod", "huge", "-n", "research").stdout
     events = out[out.index("Events:") :]
     assert "NotTriggerScaleUp" in events and "no group fits 9 GPUs" in events
+
+
+def test_node_status_changes_only_through_the_status_subresource(kubectl, emu):
+    """As kube-apiserver's node strategy: a patch of the Node keeps its status; ``--subresource=status`` changes
+    only the status (pkg/registry/core/node/strategy.go, PrepareForUpdate of both strategies)."""
+    node = json.loads(kubectl("get", "nodes", "-o", "json").stdout)["items"][0]["metadata"]["name"]
+    cond = {"status": {"conditions": [{"type": "Ready", "status": "False", "reason": "KubeletDown"}]}}
+    kubectl(
+        "patch", "node", node, "--type=merge", "-p", json.dumps({**cond, "metadata": {"labels": {"x": "1"}}})
+    )
+    after = json.loads(kubectl("get", "node", node, "-o", "json").stdout)
+    ready = {c["type"]: c["status"] for c in after["status"]["conditions"]}
+    assert ready["Ready"] == "True" and after["metadata"]["labels"]["x"] == "1"
+    kubectl("patch", "node", node, "--subresource=status", "--type=merge",
+            "-p", json.dumps({**cond, "metadata": {"labels": {"x": "2"}}}))  # fmt: skip
+    after = json.loads(kubectl("get", "node", node, "-o", "json").stdout)
+    assert [c["status"] for c in after["status"]["conditions"] if c["type"] == "Ready"] == ["False"]
+    assert after["metadata"]["labels"]["x"] == "1", "a status write changes nothing else"
