@@ -128,3 +128,23 @@ def test_node_status_changes_only_through_the_status_subresource(kubectl, emu):
     after = json.loads(kubectl("get", "node", node, "-o", "json").stdout)
     assert [c["status"] for c in after["status"]["conditions"] if c["type"] == "Ready"] == ["False"]
     assert after["metadata"]["labels"]["x"] == "1", "a status write changes nothing else"
+
+
+def test_wide_tables_and_events_as_kubectl_prints_them(kubectl, emu):
+    """The columns kube-apiserver's printers give (pkg/printers/internalversion/printers.go)."""
+    _submit(emu, "huge", gpus=9)
+    with emu.model.lock:
+        ModelCluster(emu.model).record_event(
+            emu.model.pod("research", "huge"), "NotTriggerScaleUp", "no group fits 9 GPUs", "Warning"
+        )
+    header = kubectl("get", "nodes", "-o", "wide").stdout.splitlines()[0].split()
+    assert header == ["NAME", "STATUS", "ROLES", "AGE", "VERSION", "INTERNAL-IP", "EXTERNAL-IP", "OS-IMAGE",
+                      "KERNEL-VERSION", "CONTAINER-RUNTIME"]  # fmt: skip
+    pods = kubectl("get", "pods", "-n", "research", "-o", "wide").stdout.splitlines()[0].split()
+    assert pods[-6:] == ["IP", "NODE", "NOMINATED", "NODE", "READINESS", "GATES"]
+    lines = kubectl("get", "events", "-n", "research").stdout.splitlines()
+    assert lines[0].split()[:6] == ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+    row = next(line for line in lines if "NotTriggerScaleUp" in line)
+    assert "Warning" in row and "pod/huge" in row and row.rstrip().endswith("no group fits 9 GPUs")
+    wide = kubectl("get", "events", "-n", "research", "-o", "wide").stdout.splitlines()[0]
+    assert "SUBOBJECT" in wide and "SOURCE" in wide and "FIRST SEEN" in wide and "COUNT" in wide
