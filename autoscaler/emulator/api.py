@@ -15,9 +15,11 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+import yaml
+
 from autoscaler.emulator import resources as R
 from autoscaler.emulator.events_v1 import from_events_v1, to_events_v1
-from autoscaler.emulator.patch import apply_patch
+from autoscaler.emulator.patch import APPLY_PATCH, apply_patch
 from autoscaler.emulator.selectors import BadRequest, parse_field_selector, parse_label_selector
 from autoscaler.emulator.tables import table, wants_table
 from autoscaler.emulator.watch import WatchHub
@@ -140,11 +142,14 @@ class KubeApi:
         if res.namespaced and name is not None and namespace is None:
             raise NotFound("the server could not find the requested resource")
         payload = None
+        applying = content_type.split(";")[0].strip() == APPLY_PATCH
         if body:
             try:
-                payload = json.loads(body)
-            except ValueError as e:
-                raise BadRequest(f"the request body is not JSON: {e}") from None
+                payload = yaml.safe_load(body) if applying else json.loads(body)
+            except (ValueError, yaml.YAMLError) as e:
+                raise BadRequest(f"the request body is not {'YAML' if applying else 'JSON'}: {e}") from None
+        if applying and not query.get("fieldManager"):
+            raise BadRequest("PATCH request with apply content type requires fieldManager")
         with self.model.lock:
             self.model.advance()
             if method == "GET" and name is None:
@@ -162,6 +167,14 @@ class KubeApi:
                 return Reply(200, self._get(res, namespace, name))
             if method == "PUT":
                 return Reply(200, self._replace(res, namespace, name, payload))
+            if method == "PATCH" and applying and not self.model.store.find(res.store, namespace, name):
+                # server-side apply of an object that does not exist creates it (201), as kube-apiserver does
+                applied = dict(payload or {})
+                meta = applied.setdefault("metadata", {})
+                if meta.get("name") not in (None, name):
+                    raise BadRequest("the name of the object does not match the name in the URL")
+                meta["name"] = name
+                return Reply(201, self._create(res, namespace, applied))
             if method == "PATCH":
                 return Reply(200, self._patch(res, namespace, name, content_type, payload))
             if method == "DELETE":

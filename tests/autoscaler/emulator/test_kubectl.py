@@ -148,3 +148,18 @@ def test_wide_tables_and_events_as_kubectl_prints_them(kubectl, emu):
     assert "Warning" in row and "pod/huge" in row and row.rstrip().endswith("no group fits 9 GPUs")
     wide = kubectl("get", "events", "-n", "research", "-o", "wide").stdout.splitlines()[0]
     assert "SUBOBJECT" in wide and "SOURCE" in wide and "FIRST SEEN" in wide and "COUNT" in wide
+
+
+def test_server_side_apply_creates_then_updates(kubectl, emu, tmp_path):
+    """``kubectl apply --server-side``: a PATCH with application/apply-patch+yaml creates a missing object (201)
+    and merges into an existing one (field ownership is not modelled)."""
+    path = tmp_path / "cm.yaml"
+    path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: research}\n"
+                    "data: {a: '1'}\n")  # fmt: skip
+    out = kubectl("apply", "--server-side", "--validate=false", "-f", str(path)).stdout
+    assert "serverside-applied" in out
+    path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: research}\n"
+                    "data: {a: '2', b: '3'}\n")  # fmt: skip
+    kubectl("apply", "--server-side", "--validate=false", "-f", str(path))
+    cm = json.loads(kubectl("get", "cm", "settings", "-n", "research", "-o", "json").stdout)
+    assert cm["data"] == {"a": "2", "b": "3"}
