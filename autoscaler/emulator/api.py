@@ -22,6 +22,7 @@ from autoscaler.emulator.events_v1 import from_events_v1, to_events_v1
 from autoscaler.emulator.patch import APPLY_PATCH, apply_patch
 from autoscaler.emulator.selectors import BadRequest, parse_field_selector, parse_label_selector
 from autoscaler.emulator.tables import table, wants_table
+from autoscaler.emulator.validation import validate
 from autoscaler.emulator.watch import WatchHub
 from autoscaler.model import ClusterModel
 from autoscaler.model.disruption import budget_status
@@ -316,6 +317,7 @@ class KubeApi:
             meta["namespace"] = namespace or meta.get("namespace") or "default"
         for k in ("resourceVersion", "uid", "creationTimestamp"):
             meta.pop(k, None)
+        validate(res.plural, res.kind, obj)
         return self._out(res, self.model.create(res.store, obj))
 
     def _replace(self, res: R.Resource, namespace: str | None, name: str, payload) -> dict:
@@ -331,6 +333,7 @@ class KubeApi:
         current = self._get(res, namespace, name)
         if res.plural in STATUS_SUBRESOURCE:
             obj["status"] = copy.deepcopy(current.get("status") or {})
+        validate(res.plural, res.kind, obj)
         return self._out(res, self.model.replace(res.store, obj, check_version=True))
 
     def _patch(self, res: R.Resource, namespace: str | None, name: str, content_type: str, payload) -> dict:
@@ -357,6 +360,7 @@ class KubeApi:
             patched = from_events_v1(patched)
         if res.plural in STATUS_SUBRESOURCE:
             patched["status"] = copy.deepcopy(current.get("status") or {})
+        validate(res.plural, res.kind, patched)
         meta["resourceVersion"] = current["metadata"]["resourceVersion"]
         return self._out(res, self.model.replace(res.store, patched, check_version=False))
 

@@ -9,9 +9,15 @@ import pytest
 from autoscaler.adapters.aws import AwsCloud, CloudError
 from tests.autoscaler import aws_faults
 from tests.autoscaler.aws_setup import SESSION, group_tags
-from tests.autoscaler.moto_fixtures import _moto_server, moto_url  # noqa: F401 - fixtures
+from tests.autoscaler.moto_fixtures import _moto_server, moto_url, reset  # noqa: F401 - fixtures
 
 REGION = "us-west-2"
+
+
+@pytest.fixture(autouse=True)
+def _leave_moto_empty(_moto_server):  # noqa: F811 - moto's backends are per process: other tests create these names
+    yield
+    reset(_moto_server)
 
 
 def _clients(url):

@@ -163,3 +163,36 @@ def test_server_side_apply_creates_then_updates(kubectl, emu, tmp_path):
     kubectl("apply", "--server-side", "--validate=false", "-f", str(path))
     cm = json.loads(kubectl("get", "cm", "settings", "-n", "research", "-o", "json").stdout)
     assert cm["data"] == {"a": "2", "b": "3"}
+
+
+def test_invalid_writes_are_refused_with_the_api_server_s_message(kubectl, emu):
+    node = json.loads(kubectl("get", "nodes", "-o", "json").stdout)["items"][0]["metadata"]["name"]
+    proc = kubectl("patch", "node", node, "--type=merge", "-p", '{"metadata":{"labels":{"team":"bad value!"}}}',
+                   check=False)  # fmt: skip
+    assert proc.returncode != 0
+    assert (
+        f'The Node "{node}" is invalid: metadata.labels: Invalid value: "bad value!": a valid label must be an '
+        "empty string or consist of alphanumeric characters"
+    ) in proc.stderr
+
+
+def test_an_invalid_taint_effect_sent_by_a_client_is_422_with_causes(emu, tmp_path):
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    from autoscaler.adapters.kubernetes import api_client
+
+    api = api_client(str(emu.write_kubeconfig(tmp_path / "kc")))
+    core = client.CoreV1Api(api)
+    node = core.list_node().items[0].metadata.name
+    with pytest.raises(ApiException) as e:
+        core.patch_node(node, {"spec": {"taints": [{"key": "k", "effect": "Sometimes"}]}})
+    body = json.loads(e.value.body)
+    assert e.value.status == 422 and body["reason"] == "Invalid"
+    assert body["message"] == (
+        f'Node "{node}" is invalid: spec.taints[0].effect: Unsupported value: "Sometimes": supported values: '
+        '"NoExecute", "NoSchedule", "PreferNoSchedule"'
+    )
+    assert body["details"]["causes"] == [{"reason": "FieldValueNotSupported", "field": "spec.taints[0].effect",
+        "message": 'Unsupported value: "Sometimes": supported values: "NoExecute", "NoSchedule", "PreferNoSchedule"'}]  # fmt: skip
+    api.close()
