@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 export TF_CLI_CONFIG_FILE := $(CURDIR)/.terraformrc
 export TF_IN_AUTOMATION := 1
 
-.PHONY: demo test lint unit tools venv bench clean docs-check
+.PHONY: demo test lint unit tools venv bench clean docs-check faults
 
 $(STAMP): pyproject.toml
 	@echo "make: installing the Python dependencies into $(VENV) (once; a few minutes on a first run, pip's lines follow)"
@@ -34,6 +34,11 @@ unit: venv .terraformrc
 	$(BIN)/pytest -n 2
 
 test: lint unit
+
+# The fault scenarios (tests/faults, docs/autoscaler.md "What it guarantees"): real `autoscaler run` processes
+# against moto and the emulator with injected faults; about 6 minutes on 2 cores, so not part of `make test`.
+faults: venv .terraformrc
+	FAULTS=1 $(BIN)/pytest tests/faults -p no:xdist -q
 
 # System tools that tests use when present (they skip with a reason when absent; under CI=true they fail).
 tools:

@@ -9,6 +9,14 @@ failure state and the time failures were last read are persisted in the state Co
 scale-down progress is on the nodes themselves (the to-be-deleted taint and annotations), so a restart between
 taint and terminate resumes (or undoes) the removal rather than forgetting the node. A failed call is logged,
 counted and skipped; the rest of the pass goes on.
+
+Nothing that deletes trusts a cache (docs/autoscaler.md, "What it guarantees"): before an instance is terminated,
+a fresh read from the API (not the watch caches) must show its node still tainted by us and running no pod but
+DaemonSet and mirror pods, or, for an instance the snapshot shows without a Node, that no Node names it. A Node
+the snapshot parser rejects is kept in the snapshot as a stand-in that is never scaled down, so its instance never
+looks unregistered. While a cache is older than ``max_cache_age_s`` or a region's groups could not be read, no
+scale-down starts. Desired capacity is never lowered below the group's live instances (AWS would choose which
+instance dies); instances leave only by TerminateInstanceInAutoScalingGroup on that instance.
 """
 
 from __future__ import annotations
@@ -23,10 +31,18 @@ from datetime import UTC, datetime, timedelta
 from autoscaler import metrics
 from autoscaler.core.config import PlannerConfig
 from autoscaler.core.errors import SnapshotError
+from autoscaler.core.failures import GONE_STATES
+from autoscaler.core.names import TO_BE_DELETED_SINCE_ANNOTATION
 from autoscaler.core.planner import plan as make_plan
 from autoscaler.core.snapshot import parse_snapshot
 from autoscaler.core.timeutil import parse_time, show_time
-from autoscaler.interfaces import NODE_GROUP_LABEL, TO_BE_DELETED_TAINT, Cloud, Cluster
+from autoscaler.interfaces import (
+    NODE_GROUP_LABEL,
+    SCALE_DOWN_DISABLED_ANNOTATION,
+    TO_BE_DELETED_TAINT,
+    Cloud,
+    Cluster,
+)
 
 log = logging.getLogger("autoscaler.controller")
 
@@ -43,6 +59,7 @@ class ControllerConfig:
     dry_run: bool = False
     failure_lookback_s: float = 900.0  # without persisted state: how far back to read failed activities
     max_events_per_loop: int = 500  # pod Events written per pass; the rest go out in the next passes
+    max_cache_age_s: float = 120.0  # no scale-down starts while a watch cache is older than this
 
 
 @dataclass
@@ -55,6 +72,8 @@ class LoopResult:
     errors: list[str] = field(default_factory=list)
     pending_pods: int = 0
     events_written: int = 0
+    aws_unread: list[str] = field(default_factory=list)  # regions whose groups or failures could not be read
+    unparsed_nodes: list[str] = field(default_factory=list)  # Nodes the parser rejected (kept as stand-ins)
 
     @property
     def ok(self) -> bool:
@@ -80,6 +99,50 @@ def _has_taint(node: dict, key: str) -> bool:
     return any(t.get("key") == key for t in (node.get("spec") or {}).get("taints") or [])
 
 
+def _ready(node: dict) -> bool:
+    for cond in (node.get("status") or {}).get("conditions") or []:
+        if isinstance(cond, dict) and cond.get("type") == "Ready":
+            return cond.get("status") == "True"
+    return True  # as the parser takes a node without conditions
+
+
+def _holds_node(pod: dict) -> bool:
+    """Whether a pod bound to a node keeps it: anything running but DaemonSet and mirror pods."""
+    meta = pod.get("metadata") or {}
+    if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        return False
+    owners = {r.get("kind") for r in meta.get("ownerReferences") or [] if isinstance(r, dict)}
+    return "DaemonSet" not in owners and "kubernetes.io/config.mirror" not in (meta.get("annotations") or {})
+
+
+def _stand_in(raw: object) -> dict | None:
+    """What is left of a Node the parser rejected: its name, labels and providerID, no capacity, and the
+    scale-down-disabled annotation. It keeps its instance registered and is never scaled down; None when even
+    the name is unreadable."""
+    meta = raw.get("metadata") if isinstance(raw, dict) else None
+    name = meta.get("name") if isinstance(meta, dict) else None
+    if not isinstance(name, str) or not name:
+        return None
+    labels = meta.get("labels")
+    if not isinstance(labels, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
+    ):
+        labels = {}
+    spec = raw.get("spec") if isinstance(raw.get("spec"), dict) else {}
+    provider = spec.get("providerID")
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": dict(labels),
+            "annotations": {SCALE_DOWN_DISABLED_ANNOTATION: "true"},
+        },
+        "spec": {"providerID": provider} if isinstance(provider, str) else {},
+        "status": {"allocatable": {}},
+    }
+
+
 class Controller:
     def __init__(
         self,
@@ -100,6 +163,15 @@ class Controller:
         self._may_act = may_act or (lambda: True)
         self._notifier = notifier
         self._events_sent: dict[tuple[str, str], tuple[str, datetime]] = {}
+        self._write_failures: dict[str, dict] = {}  # group -> a refused SetDesiredCapacity, for the next plan
+        self._departed: dict[str, dict] = {}  # NotReady Nodes of instances that left their group (this pass)
+        self._unparsed: dict[str, str | None] = {}  # Nodes the parser rejected -> their instance (this pass)
+        self._unparsed_unnamed = (
+            False  # a rejected Node without a readable name: no instance looks unregistered
+        )
+        self._since: datetime | None = None  # failures were read from here (this pass)
+        self._fresh_nodes: list[dict] | None = None  # Nodes read from the API this pass (not the cache)
+        self._last_error: Exception | None = None
         self.last: LoopResult | None = None
 
     # -- time -----------------------------------------------------------------------------------------------
@@ -123,6 +195,7 @@ class Controller:
         except Exception as e:  # noqa: BLE001 - one bad pass must not end the process; logged and counted
             result.errors.append(f"pass failed: {type(e).__name__}: {e}")
             log.exception("pass failed")
+        metrics.AWS_UNREAD.set(len(result.aws_unread))
         metrics.LOOPS.labels("ok" if result.ok and not result.errors else "error").inc()
         self.last = result
         return result
@@ -159,7 +232,18 @@ class Controller:
         if pods is None or nodes is None or groups is None:
             return None, {}
         names = {g["name"] for g in groups}
-        failures = self._call(result, "scaling failures", self.cloud.scaling_failures, since) or []
+        self._since = since
+        failures = self._call(result, "scaling failures", self.cloud.scaling_failures, since)
+        if failures is None:
+            result.aws_unread.append("*")
+        failures = list(failures or [])
+        result.aws_unread.extend(sorted(getattr(self.cloud, "unread_regions", None) or ()))
+        for region in result.aws_unread:
+            if region != "*":
+                result.errors.append(f"AWS {region}: groups or scaling activities could not be read")
+        refused, self._write_failures = self._write_failures, {}
+        failures.extend(f for f in refused.values() if f["group"] in names)
+        nodes = self._without_departed(nodes, groups)
         regions = list(self.config.regions)
         for g in groups:
             if g["region"] not in regions:
@@ -176,9 +260,33 @@ class Controller:
         }
         return snapshot, {_key(p): p for p in pods}
 
+    def _without_departed(self, nodes: list[dict], groups: list[dict]) -> list[dict]:
+        """Leave out the NotReady Nodes of instances that left their (listed) group, after a spot interruption
+        or an outside termination: they are no capacity and must not keep the group's desired size up (the cloud
+        node controller deletes such Nodes; ``_forget_removed_nodes`` deletes the ones we tainted)."""
+        listed = {i["id"] for g in groups for i in g.get("instances") or [] if isinstance(i, dict)}
+        names = {g["name"] for g in groups}
+        kept, self._departed = [], {}
+        for n in nodes:
+            meta = n.get("metadata") if isinstance(n, dict) else None
+            labels = (meta or {}).get("labels") if isinstance((meta or {}).get("labels"), dict) else {}
+            instance = _instance_id(n) if isinstance(n.get("spec"), dict) else None
+            if (
+                instance
+                and labels.get(NODE_GROUP_LABEL) in names
+                and instance not in listed
+                and not _ready(n)
+            ):
+                self._departed[meta["name"]] = n
+                continue
+            kept.append(n)
+        return kept
+
     def _plan(self, snapshot: dict, result: LoopResult) -> dict | None:
         """The plan. Objects the snapshot parser rejects (a pod with a malformed quantity...) are logged,
-        counted and left out, so one bad object does not stop the autoscaler; any other problem fails the pass."""
+        counted and left out, so one bad object does not stop the autoscaler; a rejected Node is replaced by a
+        stand-in (``_stand_in``) so its instance does not look unregistered. Any other problem fails the pass."""
+        self._unparsed, self._unparsed_unnamed = {}, False
         for attempt in range(2):
             try:
                 return make_plan(parse_snapshot(snapshot), self.config.planner).to_dict()
@@ -194,9 +302,26 @@ class Controller:
                         bad.setdefault(m.group(1), set()).add(int(m.group(2)))
                 if attempt or not all(_BAD_OBJECT.match(line) for line in lines):
                     return None
+                for i in sorted(bad.pop("nodes", ())):
+                    raw = snapshot["nodes"][i]
+                    stand_in = _stand_in(raw)
+                    if stand_in is None:
+                        self._unparsed_unnamed = True
+                        bad.setdefault("nodes", set()).add(i)
+                        continue
+                    name = stand_in["metadata"]["name"]
+                    self._unparsed[name] = _instance_id(stand_in)
+                    snapshot["nodes"][i] = stand_in
+                    log.warning(
+                        "node rejected by the parser; kept as a stand-in that is never scaled down",
+                        extra={"node": name},
+                    )
                 snapshot.update(
                     {k: [o for i, o in enumerate(snapshot[k]) if i not in idx] for k, idx in bad.items()}
                 )
+            finally:
+                result.unparsed_nodes = sorted(self._unparsed)
+                metrics.UNPARSED_NODES.set(len(self._unparsed) + int(self._unparsed_unnamed))
         return None
 
     # -- acting ----------------------------------------------------------------------------------------------
@@ -209,33 +334,76 @@ class Controller:
     def _act(self, plan: dict, pods: dict[str, dict], snapshot: dict, result: LoopResult) -> None:
         groups = {g["name"]: g for g in snapshot["groups"]}
         nodes = {n["metadata"]["name"]: n for n in snapshot["nodes"]}
+        unprotected = getattr(self.cloud, "unprotected_groups", None)
+        for group in unprotected() if unprotected is not None else []:
+            if group in groups:  # adopt it: no lowering of its desired capacity may pick one of its instances
+                self._do(result, {"action": "protect", "group": group}, self.cloud.protect, group)
         for group, desired in sorted((plan.get("desired") or {}).items()):
-            current = groups.get(group, {}).get("desired")
-            if current == desired:
+            self._set_desired(group, desired, groups.get(group, {}), result)
+        hold = self._scale_down_hold(result)
+        self._fresh_nodes = None
+        for step in plan.get("scale_down") or []:
+            if hold and step.get("action") in ("taint", "terminate"):
+                result.errors.append(
+                    f"{step['action']} {step.get('node') or step.get('instance_id')}: held, {hold}"
+                )
                 continue
-            self._do(result, {"action": "set_desired", "group": group, "from": current, "desired": desired},
-                     self.cloud.set_desired, group, desired)  # fmt: skip
-        steps = plan.get("scale_down") or []
-        if any(s.get("action") == "terminate" for s in steps):
-            by_node: dict[str, dict] = {}
-            for key, pod in pods.items():
-                where = (pod.get("spec") or {}).get("nodeName")
-                if where:
-                    by_node.setdefault(where, {})[key] = pod
-        else:
-            by_node = {}
-        for step in steps:
-            self._scale_down(step, nodes, by_node.get(step.get("node") or "", {}), groups, result)
+            self._scale_down(step, nodes, groups, result)
         for node, wanted in sorted((plan.get("annotations") or {}).items()):
             self._do(result, {"action": "annotate", "node": node, "annotations": wanted},
                      self.cluster.annotate_node, node, wanted)  # fmt: skip
-        self._forget_removed_nodes(nodes, groups, result)
+        self._forget_removed_nodes({**self._departed, **nodes}, groups, result)
         for event in plan.get("events") or []:
             self._event(event, pods, result)
         self._persist(plan, snapshot, result)
 
+    def _set_desired(self, group: str, desired: int, g: dict, result: LoopResult) -> None:
+        """Set a group's desired capacity, never below its live instances: lowering it further would let AWS
+        choose which instances to terminate (instances leave only by TerminateInstanceInAutoScalingGroup). A
+        refusal (ValidationError, a deleted launch template...) becomes a failure of that group in the next plan,
+        which backs it off and spills its pods over; the other groups go on."""
+        current = g.get("desired")
+        live = sum(
+            1 for i in g.get("instances") or [] if str(i.get("state", "InService")).lower() not in GONE_STATES
+        )
+        if current is not None and desired < current and desired < live:
+            result.errors.append(
+                f"set_desired {group}: the plan lowers it to {desired}, below its {live} live instance(s); kept at"
+                f" {live} (instances are removed one by one)"
+            )
+            desired = live
+        if current == desired:
+            return
+        action = {"action": "set_desired", "group": group, "from": current, "desired": desired}
+        if self._do(result, action, self.cloud.set_desired, group, desired) or self.config.dry_run:
+            return
+        err = self._last_error
+        if getattr(err, "permanent", False) and current is not None and desired > current:
+            self._write_failures[group] = {
+                "group": group,
+                "region": g.get("region", ""),
+                "reason": "unknown",
+                "message": f"SetDesiredCapacity {desired} refused: {err}"[:500],
+                "at": show_time(result.now),
+                "missing": desired - current,
+            }
+
+    def _scale_down_hold(self, result: LoopResult) -> str | None:
+        """Why no scale-down may start now (a stale cache, a region that could not be read), or None."""
+        if result.aws_unread:
+            return "AWS could not be read in " + ", ".join(
+                r if r != "*" else "some region" for r in result.aws_unread
+            )
+        ages = getattr(self.cluster, "cache_ages", None)
+        for name, age in sorted((ages() if ages else {}).items()):
+            if age is None or age > self.config.max_cache_age_s:
+                shown = "never synced" if age is None else f"{age:.0f} s old"
+                return f"the {name} cache is {shown} (bound {self.config.max_cache_age_s:g} s)"
+        return None
+
     def _do(self, result: LoopResult, action: dict, fn, *args) -> bool:
         """Record ``action`` and, unless dry-run (or no longer the leader), carry it out."""
+        self._last_error = None
         if self.config.dry_run:
             result.actions.append({**action, "dry_run": True})
             return True
@@ -245,6 +413,7 @@ class Controller:
         try:
             fn(*args)
         except Exception as e:  # noqa: BLE001 - counted, logged, and the pass goes on
+            self._last_error = e
             result.actions.append({**action, "ok": False, "error": str(e)})
             result.errors.append(f"{action['action']} {action.get('group') or action.get('node')}: {e}")
             log.warning("action failed", extra={**action, "error": str(e)})
@@ -253,11 +422,13 @@ class Controller:
         log.info("action", extra=action)
         return True
 
-    def _scale_down(self, step: dict, nodes: dict, pods: dict, groups: dict, result: LoopResult) -> None:
-        """One scale-down step; ``pods`` are the pods bound to the step's node."""
+    def _scale_down(self, step: dict, nodes: dict, groups: dict, result: LoopResult) -> None:
+        """One scale-down step of the plan."""
         node, action = step.get("node"), step["action"]
         base = {"action": action, "node": node, "group": step.get("group"), "reason": step.get("reason", "")}
         if action == "taint":
+            if node in self._unparsed:
+                return
             taint = {
                 "key": TO_BE_DELETED_TAINT,
                 "value": str(int(result.now.timestamp())),
@@ -269,27 +440,29 @@ class Controller:
             if self._do(result, base, self.cluster.untaint_node, node, TO_BE_DELETED_TAINT):
                 metrics.TAINTS.labels("untaint").inc()
         elif action == "terminate":
-            self._terminate(step, base, nodes.get(node), pods, result)
+            self._terminate(step, base, nodes.get(node), result)
         else:
             result.errors.append(f"scale_down {node}: unknown action {action!r}")
 
-    def _terminate(self, step: dict, base: dict, node: dict | None, pods: dict, result: LoopResult) -> None:
-        """Terminate the instance with a decrement, then delete the Node.
-
-        A draining node (ours: it carries the to-be-deleted taint) must hold no pod but DaemonSet and mirror
-        pods: pods of ReplicaSets and the like are evicted first (a budget's 429 postpones the removal to a
-        later pass), and a pod of a Job or a bare pod stops the removal: the plan should never have chosen the
-        node, and a running job is never killed. A dead node or an instance that never registered (no taint,
-        or no Node at all) is terminated as the plan says: its pods are gone already."""
+    def _terminate(self, step: dict, base: dict, node: dict | None, result: LoopResult) -> None:
+        """Terminate the instance with a decrement, then delete the Node, once a fresh read proves it empty."""
         name, group = step.get("node"), step.get("group")
         instance = step.get("instance_id") or (_instance_id(node) if node else None)
+        what = name or instance
         if not group or not instance:
-            result.errors.append(f"terminate {name}: the plan names no group or instance; left alone")
+            result.errors.append(f"terminate {what}: the plan names no group or instance; left alone")
             return
-        if node is not None and _has_taint(node, TO_BE_DELETED_TAINT):
-            blocking = self._clear_pods(name, pods, result)
-            if blocking:
-                result.errors.append(f"terminate {name}: pods still on it ({', '.join(blocking)}); later")
+        if name in self._unparsed or instance in self._unparsed.values():
+            result.errors.append(f"terminate {what}: its Node was rejected by the parser; left alone")
+            return
+        if not self.config.dry_run:
+            problem = self._fresh_check(name, instance, node, result)
+            if problem:
+                result.errors.append(f"terminate {what}: {problem}; left alone")
+                log.warning(
+                    "termination aborted", extra={"node": name, "instance": instance, "error": problem}
+                )
+                metrics.ABORTED_TERMINATIONS.labels(group).inc()
                 return
         if self._do(
             result, {**base, "instance_id": instance}, self.cloud.terminate_instance, group, instance
@@ -299,32 +472,54 @@ class Controller:
             if node is not None:
                 self._do(result, {"action": "delete_node", "node": name}, self.cluster.delete_node, name)
 
-    def _clear_pods(self, name: str, pods: dict, result: LoopResult) -> list[str]:
-        """Evict the evictable pods of a draining node; the pods that still hold it."""
-        blocking = []
-        for pod in pods.values():
-            spec, meta = pod.get("spec") or {}, pod.get("metadata") or {}
-            if spec.get("nodeName") != name or (pod.get("status") or {}).get("phase") in (
-                "Succeeded",
-                "Failed",
-            ):
-                continue
-            owners = {r.get("kind") for r in meta.get("ownerReferences") or []}
-            if "DaemonSet" in owners or "kubernetes.io/config.mirror" in (meta.get("annotations") or {}):
-                continue
-            if not owners or "Job" in owners:
-                blocking.append(_key(pod))
-                continue
-            if not self._do(result, {"action": "evict", "pod": _key(pod), "node": name},
-                            self._evict, meta.get("namespace", ""), meta["name"]):  # fmt: skip
-                blocking.append(_key(pod))  # refused (429) or failed: retried in a later pass
-        return sorted(blocking)
+    # -- fresh reads before terminating -------------------------------------------------------------------------
+    def _read(self, method: str, fallback, *args):
+        """A read from the API itself (the cluster's ``read_*``), never a cache; adapters that have no cache
+        (the cluster model) offer only ``list_*``, which is the truth there."""
+        fn = getattr(self.cluster, method, None)
+        return fn(*args) if fn is not None else fallback(*args)
 
-    def _evict(self, namespace: str, name: str) -> None:
-        if not self.cluster.evict_pod(namespace, name):
-            metrics.EVICTIONS.labels("refused").inc()
-            raise _Refused(f"eviction of {namespace}/{name} refused by a disruption budget; retried later")
-        metrics.EVICTIONS.labels("evicted").inc()
+    def _fresh_check(
+        self, name: str | None, instance: str, node: dict | None, result: LoopResult
+    ) -> str | None:
+        """Why the instance must not be terminated now, by a fresh read; None when it may be."""
+        try:
+            if node is None:  # an instance with no Node in the cache: no Node may name it
+                if self._unparsed_unnamed:
+                    return "a Node the parser rejected has no readable name; it may be this instance's"
+                if self._fresh_nodes is None:
+                    self._fresh_nodes = self._read("read_nodes", lambda: self.cluster.list_nodes())
+                for n in self._fresh_nodes:
+                    if isinstance(n, dict) and _instance_id(n) == instance:
+                        return f"a fresh read finds its Node {n['metadata'].get('name')}"
+                return None
+            fresh = self._read(
+                "read_node",
+                lambda n: next((x for x in self.cluster.list_nodes() if x["metadata"]["name"] == n), None),
+                name,
+            )
+            if fresh is None:
+                return "its Node is gone by a fresh read; planned again next pass"
+            if not _ready(node):  # planned as dead: still NotReady?
+                return "Ready again by a fresh read" if _ready(fresh) else None
+            if not _has_taint(fresh, TO_BE_DELETED_TAINT):
+                return "no longer carries the to-be-deleted taint by a fresh read"
+            pods = self._read(
+                "read_pods_on_node",
+                lambda n: [p for p in self.cluster.list_pods() if (p.get("spec") or {}).get("nodeName") == n],
+                name,
+            )
+        except Exception as e:  # noqa: BLE001 - what cannot be read is not proven empty
+            return f"the API could not be read to prove it empty ({e})"
+        holding = sorted(_key(p) for p in pods if _holds_node(p))
+        if not holding:
+            return None
+        if self._do(result, {"action": "untaint", "node": name, "reason": "pods on it by a fresh read"},
+                    self.cluster.untaint_node, name, TO_BE_DELETED_TAINT):  # fmt: skip
+            metrics.TAINTS.labels("untaint").inc()
+            self._do(result, {"action": "annotate", "node": name, "annotations": {TO_BE_DELETED_SINCE_ANNOTATION: None}},
+                     self.cluster.annotate_node, name, {TO_BE_DELETED_SINCE_ANNOTATION: None})  # fmt: skip
+        return f"a fresh read finds pods on it ({', '.join(holding[:5])}); untainted"
 
     def _forget_removed_nodes(self, nodes: dict, groups: dict, result: LoopResult) -> None:
         """Delete Nodes we tainted whose instance has left its (listed) group: a pass that ended between
@@ -374,9 +569,11 @@ class Controller:
     def _persist(self, plan: dict, snapshot: dict, result: LoopResult) -> None:
         if self.config.dry_run or not self._may_act():
             return
+        # the watermark advances only past what was read: with a region unread, the next pass reads again
+        read_until = result.now if not result.aws_unread or self._since is None else self._since
         data = {
             STATE_GROUPS: json.dumps(plan.get("group_state") or {}, sort_keys=True),
-            STATE_FAILURES_READ: show_time(result.now),
+            STATE_FAILURES_READ: show_time(read_until),
         }
         self._call(result, "write state", self.cluster.write_state, data)
         write_status = getattr(self.cluster, "write_status", None)
@@ -469,10 +666,6 @@ def _pending(pods: list[dict]) -> int:
 def _backed_off(state: dict | None, now: datetime) -> bool:
     until = _parse_iso((state or {}).get("backoff_until"))
     return bool(until and until > now)
-
-
-class _Refused(Exception):
-    pass
 
 
 def _node_state_counts(node_states: dict[str, str], snapshot: dict) -> dict[tuple[str, str], int]:

@@ -85,6 +85,32 @@ API_ERRORS = Counter(
     namespace=_NS,
     registry=REGISTRY,
 )
+ABORTED_TERMINATIONS = Counter(
+    "aborted_terminations",
+    "Terminations called off because a fresh read did not prove the node empty, by group",
+    ["group"],
+    namespace=_NS,
+    registry=REGISTRY,
+)
+UNPARSED_NODES = Gauge(
+    "unparsed_nodes",
+    "Nodes the snapshot parser rejected at the last loop (kept, never scaled down)",
+    namespace=_NS,
+    registry=REGISTRY,
+)
+CACHE_AGE = Gauge(
+    "cache_age_seconds",
+    "Seconds since a watch cache was last confirmed current (a list, an event, a bookmark)",
+    ["cache"],
+    namespace=_NS,
+    registry=REGISTRY,
+)
+AWS_UNREAD = Gauge(
+    "aws_unreadable_regions",
+    "Regions whose groups or scaling activities could not be read at the last loop",
+    namespace=_NS,
+    registry=REGISTRY,
+)
 LEADER = Gauge("leader", "1 while this replica holds the leader lease", namespace=_NS, registry=REGISTRY)
 NOTIFICATIONS = Counter(
     "notifications",

@@ -63,19 +63,47 @@ def planner_config(opts: dict) -> PlannerConfig:
     )
 
 
-def build(opts: dict, environ=os.environ) -> Service:
+def _api(opts: dict, environ) -> client.ApiClient:
     try:
-        api = api_client(opts.get("kubeconfig"))
-    except (ConfigException, OSError) as e:
+        return api_client(opts.get("kubeconfig"))
+    except Exception as e:  # noqa: BLE001 - a kubeconfig that is not one (a YAML list, no context...): one line
         where = opts.get("kubeconfig") or environ.get("KUBECONFIG") or "~/.kube/config"
-        raise UsageError(f"cannot load the kubeconfig {where}: {str(e).splitlines()[0]}") from None
+        text = (str(e).splitlines() or [""])[0] if isinstance(e, ConfigException | OSError) else ""
+        text = (
+            text
+            or "not a kubeconfig (a mapping with clusters, users and contexts, as kubectl config view prints)"
+        )
+        raise UsageError(f"cannot load the kubeconfig {where}: {text}") from None
+
+
+def build(opts: dict, environ=os.environ) -> Service:
+    api = _api(opts, environ)
     ns = namespace(opts.get("namespace"), environ)
-    cloud = AwsCloud(opts["cluster_name"], opts["regions"], endpoint_url=opts.get("aws_endpoint_url"))
-    cluster = KubeCluster(api, namespace=ns)
+    write_timeout = float(opts.get("aws_write_timeout") or 4.0)
+    cloud = AwsCloud(
+        opts["cluster_name"],
+        opts["regions"],
+        endpoint_url=opts.get("aws_endpoint_url"),
+        write_timeout_s=write_timeout,
+    )
+    max_age = float(opts.get("max_cache_age") or 120.0)
+    # a quiet watch is ended by the server every half of the bound; one silent for 3/4 of it is dropped and relisted
+    cluster = KubeCluster(
+        api, namespace=ns, watch_timeout_s=max(5, int(max_age / 2)), silence_s=max_age * 0.75
+    )
     elector = None
     if opts.get("leader_elect"):
         identity = environ.get("POD_NAME") or f"{socket.gethostname()}-{uuid.uuid4().hex[:6]}"
-        elector = LeaderElector(client.CoordinationV1Api(api), ns, identity)
+        # a client of its own: renewals never wait for a connection behind the passes' requests
+        elector = LeaderElector(client.CoordinationV1Api(_api(opts, environ)), ns, identity)
+        if (
+            not elector.may_write(write_timeout)
+            and write_timeout >= elector.lease_duration_s - elector.renew_deadline_s
+        ):
+            raise UsageError(
+                f"--aws-write-timeout: {write_timeout:g}s is not shorter than the lease duration less the renew "
+                f"deadline ({elector.lease_duration_s - elector.renew_deadline_s:g}s)"
+            )
     notifier = None
     if environ.get(SLACK_ENV) and not opts.get("dry_run"):
         try:
@@ -83,11 +111,13 @@ def build(opts: dict, environ=os.environ) -> Service:
         except ValueError as e:
             raise UsageError(f"{SLACK_ENV}: {e}") from None
     config = ControllerConfig(
-        planner=planner_config(opts), regions=opts["regions"], dry_run=bool(opts.get("dry_run"))
+        planner=planner_config(opts),
+        regions=opts["regions"],
+        dry_run=bool(opts.get("dry_run")),
+        max_cache_age_s=max_age,
     )
-    controller = Controller(
-        cluster, cloud, config, time.time, may_act=elector.is_leader if elector else None, notifier=notifier
-    )
+    may_act = (lambda: elector.may_write(write_timeout)) if elector else None  # the fence before every write
+    controller = Controller(cluster, cloud, config, time.time, may_act=may_act, notifier=notifier)
     return Service(cluster, cloud, controller, elector, notifier, opts)
 
 
@@ -125,8 +155,21 @@ def serve(service: Service, metrics_port: int, ready_timeout_s: float = 120.0) -
         limit = max(120.0, 10 * scan)
         return (stale < limit, "ok" if stale < limit else f"no pass for {stale:.0f} s")
 
+    max_age = service.controller.config.max_cache_age_s
+    for name, informer in service.cluster.informers.items():
+        metrics.CACHE_AGE.labels(name).set_function(lambda i=informer: -1.0 if i.age() is None else i.age())
+
     def ready() -> tuple[bool, str]:
-        return (True, "ok") if service.cluster.synced() else (False, "caches not synced")
+        """Synced caches no older than the bound, and AWS readable at the last pass."""
+        if not service.cluster.synced():
+            return False, "caches not synced"
+        for name, age in sorted(service.cluster.cache_ages().items()):
+            if age is None or age > max_age:
+                return False, f"the {name} cache is {age or 0:.0f} s old (bound {max_age:g} s)"
+        last = service.controller.last
+        if last is not None and last.aws_unread:
+            return False, "AWS could not be read at the last pass: " + ", ".join(last.aws_unread)
+        return True, "ok"
 
     server = None
     if metrics_port:

@@ -5,6 +5,15 @@ Groups are discovered by the cluster-autoscaler tags (``k8s.io/cluster-autoscale
 is logged and counted and that region is left out of this loop; the others go on. botocore's adaptive retry
 mode absorbs throttling. Sizes are checked here before any call (AWS rejects a desired capacity outside
 [min, max], and so must we, since moto does not).
+
+No lowering of desired capacity may let AWS choose which instance dies: every group is made to protect its
+instances from scale-in (``protect``: NewInstancesProtectedFromScaleIn on the group, SetInstanceProtection on the
+instances it already has), and instances leave only by TerminateInstanceInAutoScalingGroup on that instance.
+Writes go through clients of their own with a deadline (one attempt, ``write_timeout_s``) shorter than the gap
+between a leader's renew deadline and the lease's expiry, so a deposed leader's write cannot land after another
+replica starts acting (autoscaler.leader). Groups fail alone: a launch template that cannot be read keeps the
+group with its last known instance type and reports a failure for it (the planner backs it off and spills its
+pods); ``unread_regions`` names the regions whose groups or activities could not be read in this pass.
 """
 
 from __future__ import annotations
@@ -12,7 +21,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import boto3
 from botocore.config import Config
@@ -32,8 +41,30 @@ _ACTIVITY_HORIZON = timedelta(
 )  # a launch activity lasts far less; older ones end the read  # launch template versions ($Latest/$Default) are re-read this often
 
 
+_TRANSIENT = {
+    "Throttling",
+    "ThrottlingException",
+    "RequestLimitExceeded",
+    "ResourceContention",
+    "ServiceUnavailable",
+}
+
+
 class CloudError(Exception):
-    """A request the adapter refuses or AWS rejected (one line, names the group)."""
+    """A request the adapter refuses or AWS rejected (one line, names the group). ``permanent``: retrying the
+    same request will not help (a ValidationError, a size the group cannot take): the controller backs the group
+    off instead of asking again every pass."""
+
+    def __init__(self, message: str, *, permanent: bool = False):
+        super().__init__(message)
+        self.permanent = permanent
+
+
+def _permanent(err: Exception) -> bool:
+    if not isinstance(err, ClientError):
+        return False
+    status = err.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 400
+    return 400 <= status < 500 and err.response.get("Error", {}).get("Code") not in _TRANSIENT
 
 
 @dataclass
@@ -56,6 +87,7 @@ class AwsCloud:
         endpoint_url: str | None = None,
         session: boto3.Session | None = None,
         max_attempts: int = 8,
+        write_timeout_s: float = 4.0,
     ):
         self.cluster_name = cluster_name
         self.regions = list(regions)
@@ -66,8 +98,26 @@ class AwsCloud:
             read_timeout=30,
             user_agent_extra="research-autoscaler",
         )
+        # writes: one attempt, connect + read within ``write_timeout_s`` (a failed write is retried next pass)
+        self.write_timeout_s = write_timeout_s
+        self._write_config = Config(
+            retries={"mode": "standard", "total_max_attempts": 1},
+            connect_timeout=min(1.0, write_timeout_s / 2),
+            read_timeout=max(0.5, write_timeout_s - min(1.0, write_timeout_s / 2)),
+            user_agent_extra="research-autoscaler",
+        )
         self._endpoint_url = endpoint_url
         self._clients: dict[tuple[str, str], object] = {}
+        self.unread_regions: set[str] = set()  # regions whose groups or activities this pass could not read
+        self._group_types: dict[
+            str, str
+        ] = {}  # group -> last instance type read (kept when a template is gone)
+        self._problems: dict[
+            str, tuple[datetime, str]
+        ] = {}  # group -> (since, why its template cannot be read)
+        self._unprotected: dict[
+            str, tuple[bool, list[str]]
+        ] = {}  # group -> (flag off, unprotected instances)
         self._known: dict[str, _Known] = {}
         self._capacity: dict[tuple[str, str], catalog.InstanceType | None] = {}
         self._templates: dict[tuple, tuple[float, dict]] = {}
@@ -83,6 +133,15 @@ class AwsCloud:
             )
         return self._clients[key]
 
+    def write_client(self, region: str):
+        """The Auto Scaling client for writes: one attempt within ``write_timeout_s``."""
+        key = ("autoscaling-write", region)
+        if key not in self._clients:
+            self._clients[key] = self._session.client(
+                "autoscaling", region_name=region, endpoint_url=self._endpoint_url, config=self._write_config
+            )
+        return self._clients[key]
+
     def _error(self, region: str, operation: str, err: Exception) -> None:
         metrics.API_ERRORS.labels("aws", region, operation).inc()
         log.warning("aws call failed", extra={"region": region, "operation": operation, "error": str(err)})
@@ -90,11 +149,13 @@ class AwsCloud:
     # -- Cloud: discovery -----------------------------------------------------------------------------------
     def list_groups(self) -> list[dict]:
         groups: list[dict] = []
+        self.unread_regions = set()
         for region in self.regions:
             try:
                 found = self._region_groups(region)
             except AWS_ERRORS as e:
                 self._error(region, "DescribeAutoScalingGroups", e)
+                self.unread_regions.add(region)
                 for name in [n for n, k in self._known.items() if k.region == region]:
                     del self._known[name]
                 continue
@@ -118,11 +179,21 @@ class AwsCloud:
         )
         out = []
         for g, tags in raw:
+            name = g["AutoScalingGroupName"]
             try:
                 out.append(self._group(region, g, tags, launched))
-            except (node_template.TemplateTagError, CloudError) as e:
+            except (node_template.TemplateTagError, CloudError, *AWS_ERRORS) as e:
                 metrics.API_ERRORS.labels("aws", region, "NodeTemplate").inc()
-                log.warning("group left out", extra={"group": g["AutoScalingGroupName"], "error": str(e)})
+                log.warning("group left out", extra={"group": name, "error": str(e)})
+                continue
+            self._unprotected[name] = (
+                not g.get("NewInstancesProtectedFromScaleIn"),
+                [
+                    i["InstanceId"]
+                    for i in g.get("Instances", [])
+                    if not i.get("ProtectedFromScaleIn") and i.get("LifecycleState") == "InService"
+                ],
+            )
         for name in [n for n, k in self._known.items() if k.region == region]:
             del self._known[name]
         for group in out:
@@ -137,7 +208,20 @@ class AwsCloud:
 
     def _group(self, region: str, g: dict, tags: dict[str, str], launched: dict[str, datetime]) -> dict:
         name = g["AutoScalingGroupName"]
-        itype = self._instance_type(region, g)
+        try:
+            itype = self._instance_type(region, g)
+        except (CloudError, *AWS_ERRORS) as e:
+            if name not in self._group_types:
+                raise
+            itype = self._group_types[
+                name
+            ]  # the group stays, with its last known type, and is reported failing
+            if name not in self._problems:
+                self._problems[name] = (datetime.now(UTC), f"launch template cannot be read: {e}"[:500])
+            self._error(region, "DescribeLaunchTemplateVersions", e)
+        else:
+            self._group_types[name] = itype
+            self._problems.pop(name, None)
         labels, taints, resources = node_template.from_tags(tags)
         capacity = self._instance_capacity(region, itype)
         allocatable = dict(capacity.allocatable()) if capacity else {}
@@ -263,14 +347,18 @@ class AwsCloud:
     def set_desired(self, group: str, desired: int) -> None:
         known = self._lookup(group)
         if not known.min <= desired <= known.max:
-            raise CloudError(f"group {group}: desired {desired} is outside [{known.min}, {known.max}]")
+            raise CloudError(
+                f"group {group}: desired {desired} is outside [{known.min}, {known.max}]", permanent=True
+            )
         try:
-            self.client("autoscaling", known.region).set_desired_capacity(
+            self.write_client(known.region).set_desired_capacity(
                 AutoScalingGroupName=group, DesiredCapacity=desired, HonorCooldown=False
             )
         except AWS_ERRORS as e:
             self._error(known.region, "SetDesiredCapacity", e)
-            raise CloudError(f"group {group}: SetDesiredCapacity {desired} failed: {e}") from None
+            raise CloudError(
+                f"group {group}: SetDesiredCapacity {desired} failed: {e}", permanent=_permanent(e)
+            ) from None
         known.desired = desired
 
     def terminate_instance(self, group: str, instance_id: str) -> None:
@@ -282,7 +370,7 @@ class AwsCloud:
                 f"group {group}: terminating {instance_id} would go below the minimum {known.min}"
             )
         try:
-            self.client("autoscaling", known.region).terminate_instance_in_auto_scaling_group(
+            self.write_client(known.region).terminate_instance_in_auto_scaling_group(
                 InstanceId=instance_id, ShouldDecrementDesiredCapacity=True
             )
         except AWS_ERRORS as e:
@@ -290,6 +378,32 @@ class AwsCloud:
             raise CloudError(f"group {group}: terminating {instance_id} failed: {e}") from None
         known.desired -= 1
         known.instances.discard(instance_id)
+
+    def unprotected_groups(self) -> list[str]:
+        """Groups seen by the last discovery that do not yet protect all their instances from scale-in."""
+        return sorted(
+            g for g, (flag_off, ids) in self._unprotected.items() if g in self._known and (flag_off or ids)
+        )
+
+    def protect(self, group: str) -> None:
+        """Adopt a group: protect new instances from scale-in (NewInstancesProtectedFromScaleIn) and the instances
+        it has (SetInstanceProtection, 50 per call), so that no lowering of desired capacity can pick one."""
+        known = self._lookup(group)
+        flag_off, ids = self._unprotected.get(group, (False, []))
+        asg = self.write_client(known.region)
+        try:
+            if flag_off:
+                asg.update_auto_scaling_group(
+                    AutoScalingGroupName=group, NewInstancesProtectedFromScaleIn=True
+                )
+            for start in range(0, len(ids), 50):
+                asg.set_instance_protection(
+                    AutoScalingGroupName=group, InstanceIds=ids[start : start + 50], ProtectedFromScaleIn=True
+                )
+        except AWS_ERRORS as e:
+            self._error(known.region, "SetInstanceProtection", e)
+            raise CloudError(f"group {group}: protecting its instances from scale-in failed: {e}") from None
+        self._unprotected[group] = (False, [])
 
     # -- Cloud: failures -------------------------------------------------------------------------------------
     def scaling_failures(self, since: datetime) -> list[dict]:
@@ -302,6 +416,12 @@ class AwsCloud:
                 out.extend(self._region_failures(region, ours, since))
             except AWS_ERRORS as e:
                 self._error(region, "DescribeScalingActivities", e)
+                self.unread_regions.add(region)
+        for name, (at, message) in sorted(self._problems.items()):
+            known = self._known.get(name)
+            if known is not None:  # reported with the time it was first seen: the planner counts it once
+                out.append({"group": name, "region": known.region, "reason": "unknown", "message": message,
+                            "at": show_time(at), "missing": 0})  # fmt: skip
         return out
 
     def _region_failures(self, region: str, ours: set[str], since: datetime) -> list[dict]:

@@ -3,7 +3,13 @@
 ``sync()`` lists the objects page by page (``limit``/``continue``) and remembers the list's resourceVersion;
 ``watch_once()`` streams changes from that resourceVersion until the server ends the watch, applying each event
 to the cache (bookmarks just advance the resourceVersion); a ``410 Gone`` (the version is too old) makes the next
-round relist. ``run()`` does this until stopped, backing off after errors. Objects are kept as plain dicts,
+round relist. ``run()`` does this until stopped, backing off after errors.
+
+Silence is bounded: the server is asked to end each watch after ``watch_timeout_s`` (a quiet, healthy watch thus
+ends cleanly and is renewed), and the socket read timeout is ``silence_s``: a watch that sends nothing (no event,
+no bookmark) for that long is dropped and the cache relisted. ``age()`` is how long ago the cache was last
+confirmed current (a list, an event, a bookmark, or a watch the server ended cleanly); the controller starts no
+scale-down and /readyz fails while it is above the bound. Objects are kept as plain dicts,
 exactly as ``kubectl get -o json`` prints them (with ``kind`` and ``apiVersion`` filled in).
 """
 
@@ -12,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 from kubernetes import watch
@@ -41,7 +48,10 @@ class Informer:
         *,
         page_size: int = 500,
         watch_timeout_s: int = 300,
+        silence_s: float | None = None,
+        request_timeout_s: float = 30.0,
         on_event: Callable[[str, dict], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ):
         """``list_call``: the client's list function (e.g. ``CoreV1Api.list_pod_for_all_namespaces``);
         ``on_event(type, obj)`` hears every change after it is applied (ADDED, MODIFIED, DELETED)."""
@@ -51,6 +61,10 @@ class Informer:
         self.api_version = api_version
         self.page_size = page_size
         self.watch_timeout_s = watch_timeout_s
+        self.silence_s = silence_s if silence_s is not None else watch_timeout_s + 30
+        self._clock = clock
+        self.request_timeout_s = request_timeout_s  # each page of a list
+        self._fresh_at: float | None = None  # when the cache was last confirmed current
         self._on_event = on_event
         self._items: dict[str, dict] = {}
         self._lock = threading.Lock()
@@ -61,6 +75,7 @@ class Informer:
         self.relists = 0  # full lists so far
         self.pages = 0  # list requests so far
         self.watches = 0  # watch requests so far
+        self.applied = 0  # watch events applied so far
 
     # -- reading ----------------------------------------------------------------------------------------------
     def items(self) -> list[dict]:
@@ -71,13 +86,26 @@ class Informer:
         with self._lock:
             return self._items.get(key)
 
+    def age(self) -> float | None:
+        """Seconds since the cache was last confirmed current; None before the first list."""
+        at = self._fresh_at
+        return None if at is None else max(0.0, self._clock() - at)
+
+    def _confirmed(self) -> None:
+        self._fresh_at = self._clock()
+
     # -- list ---------------------------------------------------------------------------------------------------
     def sync(self) -> None:
         """List every object, page by page, and replace the cache."""
         items: dict[str, dict] = {}
         token = None
+        started = self._clock()
         while True:
-            kwargs = {"limit": self.page_size, "_preload_content": False}
+            kwargs = {
+                "limit": self.page_size,
+                "_preload_content": False,
+                "_request_timeout": self.request_timeout_s,
+            }
             if token:
                 kwargs["_continue"] = token
             try:
@@ -100,6 +128,7 @@ class Informer:
         with self._lock:
             self._items = items
             self.resource_version = meta.get("resourceVersion")
+        self._fresh_at = started  # current as of the first page's request
         self.relists += 1
         self.synced.set()
 
@@ -114,12 +143,16 @@ class Informer:
                 resource_version=self.resource_version,
                 allow_watch_bookmarks=True,
                 timeout_seconds=self.watch_timeout_s,
-                _request_timeout=(10, self.watch_timeout_s + 30),
+                _request_timeout=(10, self.silence_s),
             )
+            started = self._clock()
             for event in stream:
                 self._apply(event["type"], event["raw_object"])
                 if self._stop.is_set():
-                    break
+                    return
+            self._fresh_at = max(
+                self._fresh_at or 0.0, started
+            )  # the server ended a quiet watch: nothing missed
         except ApiException as e:
             if e.status == 410:
                 raise Gone(str(e.reason)) from None
@@ -129,12 +162,14 @@ class Informer:
 
     def _apply(self, kind: str, obj: dict) -> None:
         rv = (obj.get("metadata") or {}).get("resourceVersion")
+        self._confirmed()
         if kind == "BOOKMARK":
             self.resource_version = rv or self.resource_version
             return
         obj.setdefault("kind", self.kind)
         obj.setdefault("apiVersion", self.api_version)
         key = object_key(obj)
+        self.applied += 1
         with self._lock:
             if kind == "DELETED":
                 self._items.pop(key, None)
@@ -154,7 +189,10 @@ class Informer:
                 if need_list:
                     self.sync()
                     need_list = False
+                started, applied = self._clock(), self.applied
                 self.watch_once()
+                if self.applied == applied and self._clock() - started < 1.0:
+                    self._stop.wait(1.0)  # a watch ended at once with nothing: do not spin on it
                 delay = backoff_s
             except Gone:
                 log.info("watch expired; relisting", extra={"informer": self.name})
@@ -162,7 +200,7 @@ class Informer:
             except Exception as e:  # noqa: BLE001 - the cache keeps serving; retried after a back-off
                 metrics.API_ERRORS.labels("kubernetes", self.name, "watch").inc()
                 log.warning("list/watch failed", extra={"informer": self.name, "error": str(e)})
-                need_list = need_list or isinstance(e, ApiException)
+                need_list = True  # a silent or broken watch: the list is the fresh truth (and resets the RV)
                 if self._stop.wait(delay):
                     break
                 delay = min(delay * 2, max_backoff_s)

@@ -76,7 +76,9 @@ class KubeCluster:
         namespace: str = DEFAULT_NAMESPACE,
         on_pending_pod: Callable[[dict], None] | None = None,
         page_size: int = 500,
-        watch_timeout_s: int = 300,
+        watch_timeout_s: int = 60,
+        silence_s: float = 90.0,
+        request_timeout_s: float = 10.0,
     ):
         """``on_pending_pod`` hears of every new or changed pending pod (the loop's batching window)."""
         self.api = api
@@ -84,7 +86,10 @@ class KubeCluster:
         self.policy = client.PolicyV1Api(api)
         self.namespace = namespace
         self.on_pending_pod = on_pending_pod
-        kw = {"page_size": page_size, "watch_timeout_s": watch_timeout_s}
+        self.request_timeout_s = request_timeout_s  # every read and write that is not a watch
+        self._t = request_timeout_s
+        kw = {"page_size": page_size, "watch_timeout_s": watch_timeout_s, "silence_s": silence_s,
+              "request_timeout_s": request_timeout_s}  # fmt: skip
         self.informers = {
             "pods": Informer(
                 "pods", self.core.list_pod_for_all_namespaces, "Pod", "v1", on_event=self._pod_event, **kw
@@ -120,6 +125,10 @@ class KubeCluster:
     def wait_synced(self, timeout_s: float) -> bool:
         return all(i.synced.wait(timeout_s) for i in self.informers.values())
 
+    def cache_ages(self) -> dict[str, float | None]:
+        """Per cache, seconds since it was last confirmed current (None: never listed)."""
+        return {name: i.age() for name, i in self.informers.items()}
+
     def _pod_event(self, kind: str, pod: dict) -> None:
         if kind != "DELETED" and self.on_pending_pod is not None and is_pending(pod):
             self.on_pending_pod(pod)
@@ -132,6 +141,37 @@ class KubeCluster:
 
     def list_pdbs(self) -> list[dict]:
         return self.informers["pdbs"].items()
+
+    # -- fresh reads (before anything is terminated: never the caches) -----------------------------------------
+    def _read(self, what: str, fn, **kwargs) -> dict:
+        try:
+            resp = _retry(fn)(_preload_content=False, _request_timeout=self.request_timeout_s, **kwargs)
+        except ApiException as e:
+            self._count(what, "read", e)
+            raise RuntimeError(f"read {what}: HTTP {e.status} {e.reason}") from None
+        except (HTTPError, OSError) as e:
+            self._count(what, "read", e)
+            raise RuntimeError(f"read {what}: {e}") from None
+        return json.loads(resp.data)
+
+    def read_node(self, name: str) -> dict | None:
+        """The Node as the API server has it now; None when it does not exist."""
+        try:
+            return self._read(f"node {name}", self.core.read_node, name=name)
+        except RuntimeError as e:
+            if "HTTP 404" in str(e):
+                return None
+            raise
+
+    def read_nodes(self) -> list[dict]:
+        return self._read("nodes", self.core.list_node).get("items") or []
+
+    def read_pods_on_node(self, name: str) -> list[dict]:
+        """The pods bound to the node now (fieldSelector spec.nodeName, as kubectl drain lists them)."""
+        body = self._read(
+            f"pods on {name}", self.core.list_pod_for_all_namespaces, field_selector=f"spec.nodeName={name}"
+        )
+        return body.get("items") or []
 
     # -- writes ---------------------------------------------------------------------------------------------------
     def _count(self, where: str, operation: str, err: Exception) -> None:
@@ -154,7 +194,9 @@ class KubeCluster:
         """Read the node, change its taints, patch them guarded by resourceVersion (a conflict retries)."""
 
         def attempt():
-            node = json.loads(self.core.read_node(name, _preload_content=False).data)
+            node = json.loads(
+                self.core.read_node(name, _preload_content=False, _request_timeout=self._t).data
+            )
             taints = (node.get("spec") or {}).get("taints") or []
             wanted = change(list(taints))
             if wanted is None:
@@ -163,7 +205,7 @@ class KubeCluster:
                 "metadata": {"resourceVersion": node["metadata"]["resourceVersion"]},
                 "spec": {"taints": wanted},
             }
-            self.core.patch_node(name, body)
+            self.core.patch_node(name, body, _request_timeout=self._t)
 
         self._call(name, "patch node taints", attempt)
 
@@ -184,7 +226,12 @@ class KubeCluster:
 
     def annotate_node(self, name: str, annotations: dict[str, str | None]) -> None:
         self._call(
-            name, "annotate node", self.core.patch_node, name, {"metadata": {"annotations": annotations}}
+            name,
+            "annotate node",
+            self.core.patch_node,
+            name,
+            {"metadata": {"annotations": annotations}},
+            _request_timeout=self._t,
         )
 
     def evict_pod(self, namespace: str, name: str) -> bool:
@@ -194,7 +241,7 @@ class KubeCluster:
             "metadata": {"name": name, "namespace": namespace},
         }
         try:
-            self.core.create_namespaced_pod_eviction(name, namespace, body)
+            self.core.create_namespaced_pod_eviction(name, namespace, body, _request_timeout=self._t)
         except ApiException as e:
             if e.status == 429:
                 return False  # a disruption budget refuses it now: a later pass tries again
@@ -207,7 +254,7 @@ class KubeCluster:
     def delete_node(self, name: str) -> None:
         def delete():
             try:
-                self.core.delete_node(name)
+                self.core.delete_node(name, _request_timeout=self._t)
             except ApiException as e:
                 if e.status != 404:
                     raise
@@ -246,6 +293,7 @@ class KubeCluster:
             self.core.create_namespaced_event,
             namespace,
             body,
+            _request_timeout=self._t,
         )
 
     # -- ConfigMaps -------------------------------------------------------------------------------------------------
@@ -253,7 +301,9 @@ class KubeCluster:
         def read():
             try:
                 return json.loads(
-                    self.core.read_namespaced_config_map(name, self.namespace, _preload_content=False).data
+                    self.core.read_namespaced_config_map(
+                        name, self.namespace, _preload_content=False, _request_timeout=self._t
+                    ).data
                 )
             except ApiException as e:
                 if e.status == 404:
@@ -276,11 +326,11 @@ class KubeCluster:
 
         def write():
             try:
-                self.core.replace_namespaced_config_map(name, self.namespace, body)
+                self.core.replace_namespaced_config_map(name, self.namespace, body, _request_timeout=self._t)
             except ApiException as e:
                 if e.status != 404:
                     raise
-                self.core.create_namespaced_config_map(self.namespace, body)
+                self.core.create_namespaced_config_map(self.namespace, body, _request_timeout=self._t)
 
         self._call(name, "write configmap", write)
 

@@ -36,6 +36,17 @@ def parse_duration(text: str) -> float:
     return sum(float(n) * _UNITS[unit] for n, unit in _DURATION.findall(text))
 
 
+def known_regions() -> set[str]:
+    """The regions where botocore knows Auto Scaling (every partition), from the SDK's own endpoint data."""
+    import boto3
+
+    session = boto3.session.Session()
+    out: set[str] = set()
+    for partition in session.get_available_partitions():
+        out.update(session.get_available_regions("autoscaling", partition_name=partition))
+    return out
+
+
 def _regions(text: str) -> list[str]:
     regions = [r.strip() for r in text.split(",") if r.strip()]
     bad = [r for r in regions if not re.fullmatch(r"[a-z]{2}(-[a-z]+)+-\d", r)]
@@ -43,7 +54,30 @@ def _regions(text: str) -> list[str]:
         raise ValueError(f"{text!r} is not a comma-separated list of AWS regions such as us-west-2,us-east-1")
     if len(set(regions)) != len(regions):
         raise ValueError(f"{text!r} names a region twice")
+    unknown = [r for r in regions if r not in known_regions()]
+    if unknown:
+        raise ValueError(
+            f"{', '.join(unknown)} is not a known AWS region (e.g. us-west-2, us-east-1, eu-west-1)"
+        )
     return regions
+
+
+def _at_least(minimum: float, why: str):
+    """A duration of at least ``minimum`` seconds."""
+
+    def parse(text: str) -> float:
+        value = parse_duration(text)
+        if value < minimum:
+            raise ValueError(f"{text!r} is not at least {minimum:g}s ({why})")
+        return value
+
+    return parse
+
+
+def _namespace(text: str) -> str:
+    if not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", text):
+        raise ValueError(f"{text!r} is not a namespace name (lowercase letters, digits and '-', at most 63)")
+    return text
 
 
 def _fraction(text: str) -> float:
@@ -119,13 +153,17 @@ COMMON = [
            required=True),
     Option("--kubeconfig", "kubeconfig file (default: $KUBECONFIG, in-cluster service account, ~/.kube/config)"),
     Option("--namespace", "namespace of the autoscaler's ConfigMaps and Lease (default: $POD_NAMESPACE or "
-           "research-autoscaler)"),
+           "research-autoscaler)", _namespace),
     Option("--aws-endpoint-url", "AWS endpoint for local emulators (a moto server), e.g. http://127.0.0.1:5000"),
 ]  # fmt: skip
 RUN = [
-    Option("--scan-interval", "periodic scan interval", parse_duration, "10s"),
+    Option("--scan-interval", "periodic scan interval (at least 1s)",
+           _at_least(1, "each pass reads every region's groups; less floods the AWS API"), "10s"),
     Option("--idle-threshold", "remove a node after it ran no pod for this long", parse_duration, "10m"),
-    Option("--boot-timeout", "an instance not registered as a node after this is a failure", parse_duration, "15m"),
+    Option("--boot-timeout", "an instance not registered as a node after this is a failure (at least 1m)",
+           _at_least(60, "a GPU instance takes minutes to boot and join; less terminates every new one"), "15m"),
+    Option("--max-cache-age", "no scale-down, and /readyz fails, while a watch cache is older than this",
+           _at_least(10, "a watch renews itself every half of it"), "2m"),
     Option("--max-scale-in-fraction", "at most this share of nodes starts removal per pass", _fraction, "0.1"),
     Option("--max-new-nodes", "cap on nodes requested in one pass, over all groups", _positive, "1000"),
     Option("--priority-cutoff", "pods with a lower priority never trigger scale-up", int, "-10"),
@@ -136,6 +174,8 @@ RUN = [
     Option("--metrics-port", "port of /metrics, /healthz and /readyz (0: none)", _port, "8085"),
     Option("--leader-elect", "act only while holding the Lease (for several replicas)", _bool, "false",
            switch=True),
+    Option("--aws-write-timeout", "deadline of each AWS write (one attempt); shorter than lease - renew deadline",
+           _at_least(0.5, "a write needs a round trip"), "4s"),
     Option("--log-level", "debug, info, warning or error", lambda s: _choice(s, "debug info warning error"),
            "info"),
 ]  # fmt: skip
@@ -191,4 +231,12 @@ def resolve(args: argparse.Namespace, options: list[Option], environ=os.environ)
 
 def namespace(value: str | None, environ=os.environ) -> str:
     """Where the autoscaler keeps its ConfigMaps and Lease: the flag, else the pod's own namespace."""
-    return value or environ.get("POD_NAMESPACE") or "research-autoscaler"
+    if value:
+        return value
+    pod_ns = environ.get("POD_NAMESPACE")
+    if pod_ns:
+        try:
+            return _namespace(pod_ns)
+        except ValueError as e:
+            raise UsageError(f"POD_NAMESPACE: {e}") from None
+    return "research-autoscaler"

@@ -39,5 +39,5 @@ def run(args: argparse.Namespace) -> int:
             "errors": result.errors,
         }
         sys.stdout.write(json.dumps(out, indent=2, sort_keys=True, default=str) + "\n")
-        return 0 if result.ok else 1
+        return 0 if result.ok and not result.errors else 1  # any failed read or call fails the pass
     return service.serve(svc, opts["metrics_port"])

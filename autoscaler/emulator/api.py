@@ -11,20 +11,28 @@ import base64
 import binascii
 import copy
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+import yaml
+
 from autoscaler.emulator import resources as R
 from autoscaler.emulator.events_v1 import from_events_v1, to_events_v1
-from autoscaler.emulator.patch import apply_patch
+from autoscaler.emulator.patch import APPLY_PATCH, apply_patch
 from autoscaler.emulator.selectors import BadRequest, parse_field_selector, parse_label_selector
 from autoscaler.emulator.tables import table, wants_table
+from autoscaler.emulator.validation import validate
 from autoscaler.emulator.watch import WatchHub
 from autoscaler.model import ClusterModel
 from autoscaler.model.disruption import budget_status
 from autoscaler.model.store import Conflict, Invalid, NotFound, StoreError
 
 DEFAULT_WATCH_TIMEOUT_S = 1800
+# kinds whose status is written only through the status subresource: a PUT or PATCH of the object itself keeps the
+# stored status, one of /status keeps everything but the status (the registries' PrepareForUpdate and
+# PrepareForUpdate of their status strategies, pkg/registry/core/node/strategy.go, pkg/registry/policy/poddisruptionbudget)
+STATUS_SUBRESOURCE = {"nodes", "poddisruptionbudgets"}
 
 
 @dataclass
@@ -41,6 +49,22 @@ class WatchStream:
 
 class Gone(StoreError):
     reason, code = "Expired", 410
+
+
+class TooLargeResourceVersion(StoreError):
+    """A list or watch from a resourceVersion the server has not reached (a client that talked to a server before
+    a restart or an etcd restore): kube-apiserver waits up to 3 s for it, then answers 504 Timeout with the cause
+    ResourceVersionTooLarge (apimachinery errors.NewTooLargeResourceVersionError), on which clients relist."""
+
+    reason, code = "Timeout", 504
+    wait_s = 3.0
+
+    def __init__(self, wanted: int, current: int):
+        super().__init__(f"Timeout: Too large resource version: {wanted}, current: {current}")
+        self.details = {
+            "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+            "retryAfterSeconds": 1,
+        }
 
 
 class MethodNotAllowed(StoreError):
@@ -75,6 +99,7 @@ class KubeApi:
         self.hub = WatchHub(model, watch_history)
         self.bookmark_interval_s = 1.0
         self.stopping = False
+        self._patch_type = ""  # of the subresource request being handled (under the model's lock)
 
     # --- entry point -------------------------------------------------------------------------------------
     def handle(self, method: str, path: str, query: dict[str, str], content_type: str, body: bytes):
@@ -83,9 +108,8 @@ class KubeApi:
             return self._handle(method.upper(), path, query, content_type or "", body)
         except StoreError as e:
             details = {"name": getattr(e, "name", ""), "kind": getattr(e, "kind", "")}
-            return Reply(
-                e.code, status_body(e.code, e.reason, str(e), {k: v for k, v in details.items() if v})
-            )
+            details = {k: v for k, v in details.items() if v} | getattr(e, "details", {})
+            return Reply(e.code, status_body(e.code, e.reason, str(e), details))
 
     def _handle(self, method, path, query, content_type, body):
         parts = [p for p in path.split("/") if p]
@@ -119,11 +143,14 @@ class KubeApi:
         if res.namespaced and name is not None and namespace is None:
             raise NotFound("the server could not find the requested resource")
         payload = None
+        applying = content_type.split(";")[0].strip() == APPLY_PATCH
         if body:
             try:
-                payload = json.loads(body)
-            except ValueError as e:
-                raise BadRequest(f"the request body is not JSON: {e}") from None
+                payload = yaml.safe_load(body) if applying else json.loads(body)
+            except (ValueError, yaml.YAMLError) as e:
+                raise BadRequest(f"the request body is not {'YAML' if applying else 'JSON'}: {e}") from None
+        if applying and not query.get("fieldManager"):
+            raise BadRequest("PATCH request with apply content type requires fieldManager")
         with self.model.lock:
             self.model.advance()
             if method == "GET" and name is None:
@@ -135,11 +162,20 @@ class KubeApi:
             if name is None:
                 raise MethodNotAllowed(f"{method} is not supported on a collection")
             if sub is not None:
+                self._patch_type = content_type
                 return self._subresource(method, res, namespace, name, sub, payload)
             if method == "GET":
                 return Reply(200, self._get(res, namespace, name))
             if method == "PUT":
                 return Reply(200, self._replace(res, namespace, name, payload))
+            if method == "PATCH" and applying and not self.model.store.find(res.store, namespace, name):
+                # server-side apply of an object that does not exist creates it (201), as kube-apiserver does
+                applied = dict(payload or {})
+                meta = applied.setdefault("metadata", {})
+                if meta.get("name") not in (None, name):
+                    raise BadRequest("the name of the object does not match the name in the URL")
+                meta["name"] = name
+                return Reply(201, self._create(res, namespace, applied))
             if method == "PATCH":
                 return Reply(200, self._patch(res, namespace, name, content_type, payload))
             if method == "DELETE":
@@ -281,6 +317,7 @@ class KubeApi:
             meta["namespace"] = namespace or meta.get("namespace") or "default"
         for k in ("resourceVersion", "uid", "creationTimestamp"):
             meta.pop(k, None)
+        validate(res.plural, res.kind, obj)
         return self._out(res, self.model.create(res.store, obj))
 
     def _replace(self, res: R.Resource, namespace: str | None, name: str, payload) -> dict:
@@ -293,7 +330,10 @@ class KubeApi:
         meta["name"] = name
         if res.namespaced:
             meta["namespace"] = namespace
-        self._get(res, namespace, name)
+        current = self._get(res, namespace, name)
+        if res.plural in STATUS_SUBRESOURCE:
+            obj["status"] = copy.deepcopy(current.get("status") or {})
+        validate(res.plural, res.kind, obj)
         return self._out(res, self.model.replace(res.store, obj, check_version=True))
 
     def _patch(self, res: R.Resource, namespace: str | None, name: str, content_type: str, payload) -> dict:
@@ -318,6 +358,9 @@ class KubeApi:
             return self._out(res, current)
         if res.group == "events.k8s.io":
             patched = from_events_v1(patched)
+        if res.plural in STATUS_SUBRESOURCE:
+            patched["status"] = copy.deepcopy(current.get("status") or {})
+        validate(res.plural, res.kind, patched)
         meta["resourceVersion"] = current["metadata"]["resourceVersion"]
         return self._out(res, self.model.replace(res.store, patched, check_version=False))
 
@@ -351,7 +394,37 @@ class KubeApi:
             return Reply(201, status_body(201, "", "", None) | {"status": "Success"})
         if sub == "status" and method == "GET":
             return Reply(200, self._get(res, namespace, name))
+        if sub == "status" and method in ("PUT", "PATCH") and res.plural in STATUS_SUBRESOURCE:
+            return Reply(200, self._write_status(method, res, namespace, name, payload))
         raise NotFound(f"the server could not find the requested resource ({res.plural}/{sub})")
+
+    def _write_status(self, method: str, res: R.Resource, namespace: str | None, name: str, payload) -> dict:
+        """PUT or PATCH of /status: only the status changes; a resourceVersion sent is a precondition."""
+        current = self.model.store.get(res.store, namespace, name)
+        shown = self._out(res, current)
+        if method == "PUT":
+            incoming = self._in(res, payload)
+        else:
+            incoming = apply_patch(shown, payload, self._patch_type)
+        sent_rv = (incoming.get("metadata") or {}).get("resourceVersion")
+        if sent_rv and sent_rv != current["metadata"]["resourceVersion"]:
+            raise Conflict(
+                f'Operation cannot be fulfilled on {res.plural} "{name}": the object has been modified; '
+                "please apply your changes to the latest version and try again"
+            )
+        updated = copy.deepcopy(shown)
+        updated["status"] = incoming.get("status") or {}
+        return self._out(res, self.model.replace(res.store, updated, check_version=False))
+
+    def _wait_for(self, rv: int) -> None:
+        """Wait (up to 3 s, as the watch cache does) for the store to reach ``rv``; 504 when it does not."""
+        deadline = time.monotonic() + TooLargeResourceVersion.wait_s
+        with self.hub.cond:
+            while self.model.store.resource_version < rv:
+                left = deadline - time.monotonic()
+                if left <= 0 or self.stopping:
+                    raise TooLargeResourceVersion(rv, self.model.store.resource_version)
+                self.hub.cond.wait(min(left, 0.5))
 
     # --- watch -------------------------------------------------------------------------------------------
     def _watch(self, res: R.Resource, namespace: str | None, query: dict) -> WatchStream:
@@ -383,6 +456,7 @@ class KubeApi:
             if hub.too_old(res.store, last):
                 gone = status_body(410, "Expired", f"too old resource version: {last} ({hub._oldest})")
                 return WatchStream(iter([{"type": "ERROR", "object": gone}]))
+            self._wait_for(last)
 
         return WatchStream(
             hub.stream(

@@ -19,6 +19,7 @@ JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
+APPLY_PATCH = "application/apply-patch+yaml"
 
 # field name -> merge key ("" : a list of primitives merged as a set)
 MERGE_KEYS = {
@@ -55,11 +56,13 @@ def apply_patch(obj: dict, patch, content_type: str) -> dict:
         raise Invalid("a merge patch must be a JSON object")
     if ctype == MERGE_PATCH:
         return merge_patch(copy.deepcopy(obj), patch)
-    if ctype == STRATEGIC_PATCH:
+    if ctype in (STRATEGIC_PATCH, APPLY_PATCH):
+        # server-side apply onto an existing object: merged with the strategic merge keys (field ownership and
+        # managedFields are not modelled: no conflicts are reported)
         return strategic_merge(copy.deepcopy(obj), patch)
     raise UnsupportedMediaType(
         f"the body of the request was in an unknown format - accepted media types include: "
-        f"{JSON_PATCH}, {MERGE_PATCH}, {STRATEGIC_PATCH}"
+        f"{JSON_PATCH}, {MERGE_PATCH}, {STRATEGIC_PATCH}, {APPLY_PATCH}"
     )
 
 

@@ -31,6 +31,9 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         api: KubeApi = self.server.api  # type: ignore[attr-defined]
+        if api.stopping:  # a stopped server answers nothing on its kept-alive connections: they are closed
+            self.close_connection = True
+            return
         try:
             result = api.handle(self.command, url.path, query, self.headers.get("Content-Type", ""), body)
             if isinstance(result, Reply) and self.command == "GET":

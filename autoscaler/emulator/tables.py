@@ -1,5 +1,7 @@
 """Server-side Table output (``Accept: application/json;as=Table;g=meta.k8s.io;v=v1``), so that plain
-``kubectl get nodes`` / ``kubectl get pods`` print their usual columns. Other kinds get NAME and AGE."""
+``kubectl get nodes`` / ``pods`` / ``events`` (and ``-o wide``) print the columns kube-apiserver's printers give
+them (pkg/printers/internalversion/printers.go: nodeColumnDefinitions, podColumnDefinitions,
+eventColumnDefinitions; priority-1 columns are the ``-o wide`` ones). Other kinds get NAME and AGE."""
 
 from __future__ import annotations
 
@@ -49,8 +51,52 @@ def _node_row(n: dict, now: float) -> list:
         for k in n["metadata"].get("labels", {})
         if k.startswith("node-role.kubernetes.io/")
     )
-    version = n.get("status", {}).get("nodeInfo", {}).get("kubeletVersion", "")
-    return [n["metadata"]["name"], status, ",".join(roles) or "<none>", _age(n, now), version]
+    info = n.get("status", {}).get("nodeInfo", {})
+    addresses = n.get("status", {}).get("addresses") or []
+
+    def address(kind: str) -> str:
+        return next((a["address"] for a in addresses if a.get("type") == kind), "<none>")
+
+    return [
+        n["metadata"]["name"],
+        status,
+        ",".join(roles) or "<none>",
+        _age(n, now),
+        info.get("kubeletVersion", ""),
+        address("InternalIP"),
+        address("ExternalIP"),
+        info.get("osImage") or "<unknown>",
+        info.get("kernelVersion") or "<unknown>",
+        info.get("containerRuntimeVersion") or "<unknown>",
+    ]
+
+
+def _when(value: str | None, now: float) -> str:
+    if not value:
+        return "<unknown>"
+    return human_age(now - datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp())
+
+
+def _event_row(e: dict, now: float) -> list:
+    obj = e.get("involvedObject") or {}
+    source = e.get("source") or {}
+    where = source.get("component") or e.get("reportingComponent") or ""
+    if source.get("host"):
+        where = f"{where}, {source['host']}"
+    last = e.get("lastTimestamp") or e.get("eventTime") or e["metadata"].get("creationTimestamp")
+    first = e.get("firstTimestamp") or e.get("eventTime") or e["metadata"].get("creationTimestamp")
+    return [
+        _when(last, now),
+        e.get("type") or "",
+        e.get("reason") or "",
+        f"{(obj.get('kind') or '').lower()}/{obj.get('name') or ''}",
+        obj.get("fieldPath") or "",
+        where,
+        (e.get("message") or "").strip(),
+        _when(first, now),
+        e.get("count") or 1,
+        e["metadata"]["name"],
+    ]
 
 
 def _pod_row(p: dict, now: float) -> list:
@@ -76,6 +122,8 @@ def _pod_row(p: dict, now: float) -> list:
         _age(p, now),
         status.get("podIP") or "<none>",
         p.get("spec", {}).get("nodeName") or "<none>",
+        status.get("nominatedNodeName") or "<none>",
+        "<none>",
     ]
 
 
@@ -87,8 +135,28 @@ COLUMNS = {
             ("Roles", "string", "", 0),
             ("Age", "string", "", 0),
             ("Version", "string", "", 0),
+            ("Internal-IP", "string", "", 1),
+            ("External-IP", "string", "", 1),
+            ("OS-Image", "string", "", 1),
+            ("Kernel-Version", "string", "", 1),
+            ("Container-Runtime", "string", "", 1),
         ],  # fmt: skip
         _node_row,
+    ),
+    "events": (
+        [
+            ("Last Seen", "string", "", 0),
+            ("Type", "string", "", 0),
+            ("Reason", "string", "", 0),
+            ("Object", "string", "", 0),
+            ("Subobject", "string", "", 1),
+            ("Source", "string", "", 1),
+            ("Message", "string", "", 0),
+            ("First Seen", "string", "", 1),
+            ("Count", "integer", "", 1),
+            ("Name", "string", "name", 1),
+        ],  # fmt: skip
+        _event_row,
     ),
     "pods": (
         [
@@ -99,6 +167,8 @@ COLUMNS = {
             ("Age", "string", "", 0),
             ("IP", "string", "", 1),
             ("Node", "string", "", 1),
+            ("Nominated Node", "string", "", 1),
+            ("Readiness Gates", "string", "", 1),
         ],  # fmt: skip
         _pod_row,
     ),
@@ -107,6 +177,8 @@ COLUMNS = {
 
 def table(plural: str, objects: list[dict], list_meta: dict, now: float) -> dict:
     columns, row = COLUMNS.get(plural, ([("Name", "string", "name", 0), ("Age", "string", "", 0)], None))
+    if plural == "events" and objects and "involvedObject" not in objects[0]:  # events.k8s.io: name and age
+        columns, row = [("Name", "string", "name", 0), ("Age", "string", "", 0)], None
     rows = []
     for obj in objects:
         cells = row(obj, now) if row else [obj["metadata"]["name"], _age(obj, now)]

@@ -63,6 +63,7 @@ def create_groups(
                 MaxSize=g.max,
                 DesiredCapacity=g.min,
                 AvailabilityZones=list(region.zones),
+                NewInstancesProtectedFromScaleIn=True,  # terraform/modules/node_group: protect_from_scale_in
                 Tags=group_tags(spec.name, name, g.labels, [t.model_dump() for t in g.taints], g.priority),
                 **placement,
             )

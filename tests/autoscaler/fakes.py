@@ -114,6 +114,20 @@ class FakeCluster(_Failing):
     def list_pdbs(self):
         return copy.deepcopy(self.pdbs)
 
+    # fresh reads from the API (the live adapter's bypass the watch caches; here list_* is the truth already,
+    # which a test may make differ from the snapshot it passes)
+    def read_node(self, name):
+        self._maybe_fail("read_node")
+        return copy.deepcopy(self.nodes.get(name))
+
+    def read_nodes(self):
+        self._maybe_fail("read_nodes")
+        return copy.deepcopy(list(self.nodes.values()))
+
+    def read_pods_on_node(self, name):
+        self._maybe_fail("read_pods_on_node")
+        return copy.deepcopy([p for p in self.pods.values() if p["spec"].get("nodeName") == name])
+
     def taint_node(self, name, taint):
         self._maybe_fail("taint_node")
         taints = self.nodes[name]["spec"].setdefault("taints", [])

@@ -297,20 +297,30 @@ def test_scale_down_steps(case):
     node_obj = cluster.nodes["gpu-0"]
     if case["node"] == "draining":
         node_obj["spec"]["taints"].append({"key": TO_BE_DELETED_TAINT, "value": "1", "effect": "NoSchedule"})
-    elif case["node"] == "absent":
-        del cluster.nodes["gpu-0"]
-    for p in case["pods"]:
+    elif case["node"] == "dead":
+        node_obj["status"]["conditions"][0]["status"] = "False"
+    cached = {"pods": cluster.list_pods(), "nodes": cluster.list_nodes(), "groups": cloud.list_groups()}
+    if case["node"] == "absent":
+        cached["nodes"] = [n for n in cached["nodes"] if n["metadata"]["name"] != "gpu-0"]
+        if case.get("fresh") != "registered":
+            del cluster.nodes["gpu-0"]
+    for p in case["pods"]:  # on the node by a fresh read; the cached snapshot does not show them
         obj = pod(p["name"], node="gpu-0", owner=p["owner"], phase=p.get("phase"))
+        if p.get("mirror"):
+            obj["metadata"]["annotations"]["kubernetes.io/config.mirror"] = "x"
         cluster.pods[f"research/{p['name']}"] = obj
-        if p.get("refuse"):
-            cluster.refuse_evictions.add(f"research/{p['name']}")
+    if case.get("fresh") == "untainted":
+        node_obj["spec"]["taints"] = []
+    elif case.get("fresh") == "ready":
+        node_obj["status"]["conditions"][0]["status"] = "True"
+    elif case.get("fresh") == "unreadable":
+        cluster.fail["read_node"] = [RuntimeError("HTTP 503")]
     step = {"node": None if case["node"] == "absent" else "gpu-0", "group": "c-us-west-2-v100",
             "instance_id": iid, "action": "terminate", "reason": "test"}  # fmt: skip
-    snapshot = {"pods": cluster.list_pods(), "nodes": cluster.list_nodes(), "groups": cloud.list_groups()}
     cloud.changes = cluster.changes  # one sequence of changes across both sides
-    result = controller(cluster, cloud, clock).execute({"scale_down": [step]}, snapshot)
-    done = [c[0] if c[0] != "evict" else f"evict {c[1]}" for c in cluster.changes]
-    assert [d for d in done if d.split()[0] in ("evict", "terminate", "delete_node")] == case["done"]
+    result = controller(cluster, cloud, clock).execute({"scale_down": [step]}, cached)
+    done = [c[0] for c in cluster.changes if c[0] in ("evict", "untaint", "terminate", "delete_node")]
+    assert done == case["done"]
     if "error" in case:
         assert any(case["error"] in e for e in result.errors), result.errors
     else:

@@ -84,9 +84,7 @@ def test_a_failing_region_does_not_stop_the_pass(setup, status, code):
 @pytest.mark.parametrize(("status", "code"), [(500, "InternalFailure"), (400, "Throttling")])
 def test_a_failed_scale_up_call_is_retried_by_the_next_pass(setup, status, code):
     ctl, cloud, clock = setup
-    aws_faults.http_error(
-        cloud.client("autoscaling", "us-west-2"), "SetDesiredCapacity", status, code, times=1
-    )
+    aws_faults.http_error(cloud.write_client("us-west-2"), "SetDesiredCapacity", status, code, times=1)
     first = ctl.run_once()
     assert [a["ok"] for a in first.actions if a["action"] == "set_desired"] == [False]
     assert desired(cloud)["dlr-us-west-2-gpu-v100x8"] == 0

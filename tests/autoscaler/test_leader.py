@@ -7,6 +7,7 @@ import random
 import pytest
 from kubernetes import client
 
+from autoscaler import metrics
 from autoscaler.adapters.kubernetes import api_client
 from autoscaler.controller import Controller, ControllerConfig
 from autoscaler.leader import LeaderElector
@@ -38,7 +39,7 @@ def test_the_first_candidate_leads_and_the_second_waits(coordination):
     a, b = electors(coordination, clock)
     assert a.try_acquire_or_renew() and not b.try_acquire_or_renew()
     lease = coordination.read_namespaced_lease("research-autoscaler", "kube-system")
-    assert lease.spec.holder_identity == "replica-a" and lease.spec.lease_duration_seconds == 15
+    assert lease.spec.holder_identity == "replica-a" and lease.spec.lease_duration_seconds == 20
 
 
 def test_a_silent_leader_is_replaced_only_after_it_stopped_acting(coordination):
@@ -46,10 +47,10 @@ def test_a_silent_leader_is_replaced_only_after_it_stopped_acting(coordination):
     a, b = electors(coordination, clock)
     a.try_acquire_or_renew()
     b.try_acquire_or_renew()  # b first sees a's record now
-    for _ in range(7):  # a stops renewing (paused, partitioned); b keeps trying every 2 s
+    for _ in range(9):  # a stops renewing (paused, partitioned); b keeps trying every 2 s
         clock.t += 2
         assert not (a.is_leader() and b.try_acquire_or_renew())
-    assert not a.is_leader() and not b.is_leader()  # 14 s: a gave up at 10 s; b waits 15 s
+    assert not a.is_leader() and not b.is_leader()  # 18 s: a gave up at 14 s; b waits 20 s
     clock.t += 2
     assert b.try_acquire_or_renew() and not a.is_leader()
     assert not a.try_acquire_or_renew()  # a comes back: b holds the lease
@@ -110,3 +111,51 @@ def test_two_controllers_never_both_act(coordination):
     assert {who for _, who in acted} == {"replica-a", "replica-b"}
     handover = min(t for t, who in acted if who == "replica-b")
     assert handover >= pause_a[0] + 15 - 3  # b acted only after a's lease ran out (a renewed < 3 s before)
+
+
+class Slow:
+    """The coordination API with every request taking ``delay`` seconds of the virtual clock; records whether
+    ``elector`` held the lease at every instant a request was in flight (sampled each 0.5 s)."""
+
+    def __init__(self, api, clock, delay):
+        self.api, self.clock, self.delay = api, clock, delay
+        self.elector = None
+        self.samples: list[tuple[float, bool]] = []
+
+    def __getattr__(self, name):
+        fn = getattr(self.api, name)
+
+        def call(*args, **kwargs):
+            for _ in range(int(self.delay / 0.5)):
+                self.clock.t += 0.5
+                self.samples.append((self.clock.t, self.elector.is_leader()))
+            return fn(*args, **kwargs)
+
+        return call
+
+
+def test_renewal_keeps_the_lease_when_every_request_takes_5_s(coordination):
+    clock = Clock()
+    slow = Slow(coordination, clock, 5.0)
+    e = LeaderElector(slow, "kube-system", "replica-a", clock=clock, wall=lambda: 1.767e9 + clock())
+    slow.elector = e
+    assert e.request_timeout_s > 5.0
+    assert e.try_acquire_or_renew()
+    slow.samples.clear()
+    for _ in range(12):  # what run() does: the next attempt retry_period after the last one started
+        started = clock.t
+        assert e.try_acquire_or_renew()
+        clock.t += max(0.0, e.retry_period_s - (clock.t - started))
+        slow.samples.append((clock.t, e.is_leader()))
+    assert all(held for _, held in slow.samples), [t for t, held in slow.samples if not held]
+    assert metrics.REGISTRY.get_sample_value("autoscaler_leader") == 1.0
+
+
+def test_the_gauge_and_the_fence_follow_the_renew_deadline(coordination):
+    clock = Clock()
+    e = LeaderElector(coordination, "kube-system", "replica-a", clock=clock, wall=lambda: 1.767e9 + clock())
+    assert e.try_acquire_or_renew() and e.may_write(4.0)
+    assert not e.may_write(e.lease_duration_s - e.renew_deadline_s), "a write must end before a takeover"
+    clock.t += e.renew_deadline_s  # no renewal since (partitioned): the gauge drops with no call made
+    assert metrics.REGISTRY.get_sample_value("autoscaler_leader") == 0.0
+    assert not e.may_write(0.1) and e.time_left() == 0.0

@@ -108,6 +108,15 @@ def test_once_acts_and_snapshot_replays(live, capsys, tmp_path):
          "cannot load the kubeconfig /nonexistent: Invalid kube-config file. No configuration found."),
         (["snapshot", "--cluster-name", "Bad_Name", "--regions", "us-west-2"], {},
          "--cluster-name: 'Bad_Name' is not a cluster name (lowercase letters, digits and '-')"),
+        (["run", "--cluster-name", "dlr", "--regions", "us-west-2", "--boot-timeout", "0"], {},
+         "--boot-timeout: '0' is not at least 60s (a GPU instance takes minutes to boot and join; less terminates "
+         "every new one)"),
+        (["run", "--cluster-name", "dlr", "--regions", "us-west-2", "--scan-interval", "0"], {},
+         "--scan-interval: '0' is not at least 1s (each pass reads every region's groups; less floods the AWS API)"),
+        (["run", "--cluster-name", "dlr", "--regions", "us-west-2,us-mars-1"], {},
+         "--regions: us-mars-1 is not a known AWS region (e.g. us-west-2, us-east-1, eu-west-1)"),
+        (["run", "--cluster-name", "dlr", "--regions", "us-west-2", "--namespace", "Research_Autoscaler"], {},
+         "--namespace: 'Research_Autoscaler' is not a namespace name (lowercase letters, digits and '-', at most 63)"),
     ],
 )  # fmt: skip
 def test_bad_options_are_one_line_and_exit_2(argv, env, line, capsys, monkeypatch):
@@ -115,6 +124,26 @@ def test_bad_options_are_one_line_and_exit_2(argv, env, line, capsys, monkeypatc
         monkeypatch.setenv(key, value)
     assert main(argv) == 2
     assert capsys.readouterr().err.splitlines() == [line]
+
+
+def test_a_kubeconfig_that_is_a_yaml_list_is_one_line(tmp_path, capsys):
+    path = tmp_path / "kc"
+    path.write_text("- clusters: []\n- users: []\n")
+    assert (
+        main(["run", "--cluster-name", "dlr", "--regions", "us-west-2", "--kubeconfig", str(path), "--once"])
+        == 2
+    )
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"cannot load the kubeconfig {path}: ")
+
+
+def test_once_exits_1_when_aws_cannot_be_read(live, capsys):
+    _, kubeconfig, _ = live
+    code = main(["run", "--cluster-name", "dlr", "--regions", REGIONS, "--kubeconfig", kubeconfig, "--once",
+                 "--dry-run", "--metrics-port", "0", "--aws-endpoint-url", "http://127.0.0.1:9"])  # fmt: skip
+    out = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert "AWS us-west-2: groups or scaling activities could not be read" in out["errors"]
 
 
 def test_an_unreachable_api_is_one_line_and_exit_1(tmp_path, capsys):

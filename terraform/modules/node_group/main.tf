@@ -81,6 +81,10 @@ resource "aws_autoscaling_group" "this" {
   capacity_rebalance        = var.spot
   # AZRebalance would terminate running training jobs to even out zones; the autoscaler decides instead.
   suspended_processes = ["AZRebalance"]
+  # The last line against killing a job: no lowering of desired capacity (a deposed autoscaler's late write, a
+  # person, the planner after a failure) may let AWS choose an instance. The autoscaler removes exactly the
+  # instance it proved empty with TerminateInstanceInAutoScalingGroup, which protection does not block.
+  protect_from_scale_in = true
 
   dynamic "launch_template" {
     for_each = var.spot ? [] : [1]

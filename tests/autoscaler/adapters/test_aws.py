@@ -176,9 +176,7 @@ def test_throttling_is_retried(groups_url, spec):
 
 def test_failed_set_desired_raises_one_line(cloud):
     cloud.list_groups()
-    aws_faults.http_error(
-        cloud.client("autoscaling", "us-east-2"), "SetDesiredCapacity", 500, "InternalFailure"
-    )
+    aws_faults.http_error(cloud.write_client("us-east-2"), "SetDesiredCapacity", 500, "InternalFailure")
     with pytest.raises(CloudError, match="SetDesiredCapacity 2 failed") as e:
         cloud.set_desired("dlr-us-east-2-gpu-t4", 2)
     assert "\n" not in str(e.value)

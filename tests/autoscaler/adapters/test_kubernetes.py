@@ -206,3 +206,34 @@ def test_state_and_status_configmaps(kube):
     assert kube.read_state() == {"group_state": '{"g": {}}', "failures_read_until": "2026-01-01T00:00:10Z"}
     kube.write_status({"summary": "{}"})
     assert kube.read_state()["group_state"] == '{"g": {}}'
+
+
+def test_a_silent_watch_is_dropped_and_relisted_and_the_cache_age_stays_bounded(kube, emu):
+    """A pods watch that sends nothing (no event, no bookmark) while the list still answers: the socket read
+    timeout (``silence_s``) drops it and the list refreshes the cache, which a stalled watch alone would never do."""
+    from autoscaler.emulator.api import WatchStream
+
+    original = emu.api.handle
+    stalled = {"on": True}
+
+    def handle(method, path, query, content_type, body):
+        result = original(method, path, query, content_type, body)
+        if isinstance(result, WatchStream) and stalled["on"]:
+
+            def silent():
+                while stalled["on"] and not emu.api.stopping:
+                    time.sleep(0.1)
+                yield from ()
+
+            return WatchStream(silent())
+        return result
+
+    emu.api.handle = handle
+    informer = kube.informers["pods"]
+    informer.silence_s = 1.0
+    informer.start()
+    assert informer.synced.wait(10)
+    submit(emu, model_pod("unseen", gpus=16))  # only a relist can bring it in
+    wait_until(lambda: names(informer.items()) == ["unseen"])
+    assert informer.relists >= 2 and informer.age() < 5
+    stalled["on"] = False

@@ -114,3 +114,89 @@ def test_describe_pod_shows_the_autoscaler_events(kubectl, emu):
     out = kubectl("describe", "pod", "huge", "-n", "research").stdout
     events = out[out.index("Events:") :]
     assert "NotTriggerScaleUp" in events and "no group fits 9 GPUs" in events
+
+
+def test_node_status_changes_only_through_the_status_subresource(kubectl, emu):
+    """As kube-apiserver's node strategy: a patch of the Node keeps its status; ``--subresource=status`` changes
+    only the status (pkg/registry/core/node/strategy.go, PrepareForUpdate of both strategies)."""
+    node = json.loads(kubectl("get", "nodes", "-o", "json").stdout)["items"][0]["metadata"]["name"]
+    cond = {"status": {"conditions": [{"type": "Ready", "status": "False", "reason": "KubeletDown"}]}}
+    kubectl(
+        "patch", "node", node, "--type=merge", "-p", json.dumps({**cond, "metadata": {"labels": {"x": "1"}}})
+    )
+    after = json.loads(kubectl("get", "node", node, "-o", "json").stdout)
+    ready = {c["type"]: c["status"] for c in after["status"]["conditions"]}
+    assert ready["Ready"] == "True" and after["metadata"]["labels"]["x"] == "1"
+    kubectl("patch", "node", node, "--subresource=status", "--type=merge",
+            "-p", json.dumps({**cond, "metadata": {"labels": {"x": "2"}}}))  # fmt: skip
+    after = json.loads(kubectl("get", "node", node, "-o", "json").stdout)
+    assert [c["status"] for c in after["status"]["conditions"] if c["type"] == "Ready"] == ["False"]
+    assert after["metadata"]["labels"]["x"] == "1", "a status write changes nothing else"
+
+
+def test_wide_tables_and_events_as_kubectl_prints_them(kubectl, emu):
+    """The columns kube-apiserver's printers give (pkg/printers/internalversion/printers.go)."""
+    _submit(emu, "huge", gpus=9)
+    with emu.model.lock:
+        ModelCluster(emu.model).record_event(
+            emu.model.pod("research", "huge"), "NotTriggerScaleUp", "no group fits 9 GPUs", "Warning"
+        )
+    header = kubectl("get", "nodes", "-o", "wide").stdout.splitlines()[0].split()
+    assert header == ["NAME", "STATUS", "ROLES", "AGE", "VERSION", "INTERNAL-IP", "EXTERNAL-IP", "OS-IMAGE",
+                      "KERNEL-VERSION", "CONTAINER-RUNTIME"]  # fmt: skip
+    pods = kubectl("get", "pods", "-n", "research", "-o", "wide").stdout.splitlines()[0].split()
+    assert pods[-6:] == ["IP", "NODE", "NOMINATED", "NODE", "READINESS", "GATES"]
+    lines = kubectl("get", "events", "-n", "research").stdout.splitlines()
+    assert lines[0].split()[:6] == ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+    row = next(line for line in lines if "NotTriggerScaleUp" in line)
+    assert "Warning" in row and "pod/huge" in row and row.rstrip().endswith("no group fits 9 GPUs")
+    wide = kubectl("get", "events", "-n", "research", "-o", "wide").stdout.splitlines()[0]
+    assert "SUBOBJECT" in wide and "SOURCE" in wide and "FIRST SEEN" in wide and "COUNT" in wide
+
+
+def test_server_side_apply_creates_then_updates(kubectl, emu, tmp_path):
+    """``kubectl apply --server-side``: a PATCH with application/apply-patch+yaml creates a missing object (201)
+    and merges into an existing one (field ownership is not modelled)."""
+    path = tmp_path / "cm.yaml"
+    path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: research}\n"
+                    "data: {a: '1'}\n")  # fmt: skip
+    out = kubectl("apply", "--server-side", "--validate=false", "-f", str(path)).stdout
+    assert "serverside-applied" in out
+    path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: research}\n"
+                    "data: {a: '2', b: '3'}\n")  # fmt: skip
+    kubectl("apply", "--server-side", "--validate=false", "-f", str(path))
+    cm = json.loads(kubectl("get", "cm", "settings", "-n", "research", "-o", "json").stdout)
+    assert cm["data"] == {"a": "2", "b": "3"}
+
+
+def test_invalid_writes_are_refused_with_the_api_server_s_message(kubectl, emu):
+    node = json.loads(kubectl("get", "nodes", "-o", "json").stdout)["items"][0]["metadata"]["name"]
+    proc = kubectl("patch", "node", node, "--type=merge", "-p", '{"metadata":{"labels":{"team":"bad value!"}}}',
+                   check=False)  # fmt: skip
+    assert proc.returncode != 0
+    assert (
+        f'The Node "{node}" is invalid: metadata.labels: Invalid value: "bad value!": a valid label must be an '
+        "empty string or consist of alphanumeric characters"
+    ) in proc.stderr
+
+
+def test_an_invalid_taint_effect_sent_by_a_client_is_422_with_causes(emu, tmp_path):
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    from autoscaler.adapters.kubernetes import api_client
+
+    api = api_client(str(emu.write_kubeconfig(tmp_path / "kc")))
+    core = client.CoreV1Api(api)
+    node = core.list_node().items[0].metadata.name
+    with pytest.raises(ApiException) as e:
+        core.patch_node(node, {"spec": {"taints": [{"key": "k", "effect": "Sometimes"}]}})
+    body = json.loads(e.value.body)
+    assert e.value.status == 422 and body["reason"] == "Invalid"
+    assert body["message"] == (
+        f'Node "{node}" is invalid: spec.taints[0].effect: Unsupported value: "Sometimes": supported values: '
+        '"NoExecute", "NoSchedule", "PreferNoSchedule"'
+    )
+    assert body["details"]["causes"] == [{"reason": "FieldValueNotSupported", "field": "spec.taints[0].effect",
+        "message": 'Unsupported value: "Sometimes": supported values: "NoExecute", "NoSchedule", "PreferNoSchedule"'}]  # fmt: skip
+    api.close()

@@ -39,6 +39,8 @@ def test_every_asg_ignores_desired_capacity_and_carries_the_computed_tags():
     assert groups, "no aws_autoscaling_group in the modules"
     for module, name, body in groups:
         assert "desired_capacity" in body["lifecycle"][0]["ignore_changes"], f"{module}.{name}"
+        # no lowering of desired capacity may let AWS choose a (busy) instance: the autoscaler terminates by id
+        assert body["protect_from_scale_in"] is True, f"{module}.{name}"
         dynamic_tags = [d["tag"] for d in body.get("dynamic", []) if "tag" in d]
         assert dynamic_tags and dynamic_tags[0]["for_each"] == "${module.node_template.asg_tags}"
         assert dynamic_tags[0]["content"][0]["key"] == "${tag.key}"
