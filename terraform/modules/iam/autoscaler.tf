@@ -27,9 +27,12 @@ data "aws_iam_policy_document" "autoscaler" {
 
   statement {
     sid = "ScaleOwnedGroups"
+    # The last two adopt a group made without scale-in protection (docs/autoscaler.md): protect its instances.
     actions = [
       "autoscaling:SetDesiredCapacity",
       "autoscaling:TerminateInstanceInAutoScalingGroup",
+      "autoscaling:UpdateAutoScalingGroup",
+      "autoscaling:SetInstanceProtection",
     ]
     resources = ["arn:${local.p}:autoscaling:*:${local.account}:autoScalingGroup:*:autoScalingGroupName/${var.cluster}-*"]
     condition {

@@ -24,7 +24,7 @@ def _documented() -> dict[str, tuple[str, bool]]:
 
 def test_autoscaler_policy_is_the_documented_list():
     documented = _documented()
-    assert len(documented) == 10
+    assert len(documented) == 12
     granted = {}
     for statement in _policy("autoscaler.tf", "autoscaler"):
         conditioned = bool(statement.get("condition"))
@@ -40,7 +40,9 @@ def test_scaling_actions_require_the_clusters_ownership_tag():
     (scale,) = [s for s in _policy("autoscaler.tf", "autoscaler") if s.get("sid") == "ScaleOwnedGroups"]
     assert sorted(scale["actions"]) == [
         "autoscaling:SetDesiredCapacity",
+        "autoscaling:SetInstanceProtection",
         "autoscaling:TerminateInstanceInAutoScalingGroup",
+        "autoscaling:UpdateAutoScalingGroup",
     ]
     (condition,) = scale["condition"]
     assert condition["test"] == "StringEquals"
