@@ -40,6 +40,7 @@ from autoscaler.interfaces import (
     NODE_GROUP_LABEL,
     SCALE_DOWN_DISABLED_ANNOTATION,
     TO_BE_DELETED_TAINT,
+    TO_BE_DELETED_TAINTS,
     Cloud,
     Cluster,
 )
@@ -97,6 +98,17 @@ def _instance_id(node: dict) -> str | None:
 
 def _has_taint(node: dict, key: str) -> bool:
     return any(t.get("key") == key for t in (node.get("spec") or {}).get("taints") or [])
+
+
+def _marked(node: dict) -> bool:
+    """Carries a to-be-deleted taint (cluster-autoscaler's key, or the project's earlier one)."""
+    return any(_has_taint(node, key) for key in TO_BE_DELETED_TAINTS)
+
+
+def _untaint_keys(node: dict | None) -> list[str]:
+    """The to-be-deleted keys to remove from NODE: those it carries, at least the current one."""
+    keys = [k for k in TO_BE_DELETED_TAINTS if node is not None and _has_taint(node, k)]
+    return keys or [TO_BE_DELETED_TAINT]
 
 
 def _ready(node: dict) -> bool:
@@ -437,8 +449,9 @@ class Controller:
             if self._do(result, base, self.cluster.taint_node, node, taint):
                 metrics.TAINTS.labels("taint").inc()
         elif action == "untaint":
-            if self._do(result, base, self.cluster.untaint_node, node, TO_BE_DELETED_TAINT):
-                metrics.TAINTS.labels("untaint").inc()
+            for key in _untaint_keys(nodes.get(node)):
+                if self._do(result, base, self.cluster.untaint_node, node, key):
+                    metrics.TAINTS.labels("untaint").inc()
         elif action == "terminate":
             self._terminate(step, base, nodes.get(node), result)
         else:
@@ -502,7 +515,7 @@ class Controller:
                 return "its Node is gone by a fresh read; planned again next pass"
             if not _ready(node):  # planned as dead: still NotReady?
                 return "Ready again by a fresh read" if _ready(fresh) else None
-            if not _has_taint(fresh, TO_BE_DELETED_TAINT):
+            if not _marked(fresh):
                 return "no longer carries the to-be-deleted taint by a fresh read"
             pods = self._read(
                 "read_pods_on_node",
@@ -514,8 +527,12 @@ class Controller:
         holding = sorted(_key(p) for p in pods if _holds_node(p))
         if not holding:
             return None
-        if self._do(result, {"action": "untaint", "node": name, "reason": "pods on it by a fresh read"},
-                    self.cluster.untaint_node, name, TO_BE_DELETED_TAINT):  # fmt: skip
+        untainted = [
+            self._do(result, {"action": "untaint", "node": name, "reason": "pods on it by a fresh read"},
+                     self.cluster.untaint_node, name, key)
+            for key in _untaint_keys(fresh)
+        ]  # fmt: skip
+        if all(untainted):
             metrics.TAINTS.labels("untaint").inc()
             self._do(result, {"action": "annotate", "node": name, "annotations": {TO_BE_DELETED_SINCE_ANNOTATION: None}},
                      self.cluster.annotate_node, name, {TO_BE_DELETED_SINCE_ANNOTATION: None})  # fmt: skip
@@ -529,12 +546,7 @@ class Controller:
         for name, node in sorted(nodes.items()):
             group = ((node.get("metadata") or {}).get("labels") or {}).get(NODE_GROUP_LABEL)
             instance = _instance_id(node)
-            if (
-                group in by_name
-                and instance
-                and instance not in listed
-                and _has_taint(node, TO_BE_DELETED_TAINT)
-            ):
+            if group in by_name and instance and instance not in listed and _marked(node):
                 self._do(result, {"action": "delete_node", "node": name, "reason": "instance already terminated"},
                          self.cluster.delete_node, name)  # fmt: skip
 

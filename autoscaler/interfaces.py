@@ -26,7 +26,12 @@ PRIORITY_TAG = "research.cluster/priority"  # group priority for the planner (in
 NODE_GROUP_LABEL = "research.cluster/node-group"  # node label naming the group (the ASG name)
 SCALE_DOWN_DISABLED_ANNOTATION = "cluster-autoscaler.kubernetes.io/scale-down-disabled"  # on nodes: "true"
 SAFE_TO_EVICT_ANNOTATION = "cluster-autoscaler.kubernetes.io/safe-to-evict"  # on pods: "false" protects
-TO_BE_DELETED_TAINT = "research.cluster/to-be-deleted"  # NoSchedule taint set before a node is removed
+# NoSchedule taint set before a node is removed (value: unix seconds): cluster-autoscaler's own key
+# (utils/taints/taints.go, ToBeDeletedTaint), which other tools already recognise (the NVIDIA GPU operator, the
+# node termination handler, CA-aware controllers). The project's earlier key is still read, so that nodes tainted
+# by an older version are finished or released.
+TO_BE_DELETED_TAINT = "ToBeDeletedByClusterAutoscaler"
+TO_BE_DELETED_TAINTS = (TO_BE_DELETED_TAINT, "research.cluster/to-be-deleted")
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"  # gang membership (scheduler-plugins)
 POD_GROUP_SIZE_ANNOTATION = "research.cluster/pod-group-size"  # gang size for PodGroup-labelled pods
 

@@ -9,6 +9,7 @@ from autoscaler.interfaces import (  # noqa: F401  (re-exported for the core's m
     SAFE_TO_EVICT_ANNOTATION,
     SCALE_DOWN_DISABLED_ANNOTATION,
     TO_BE_DELETED_TAINT,
+    TO_BE_DELETED_TAINTS,
 )
 
 # Node annotations the plan asks the controller to set (docs/planner.md, "Idle time" and "Removal").

@@ -35,7 +35,7 @@ from autoscaler.core.names import (
     SCALE_DOWN_DISABLED_ANNOTATION,
     STARTUP_TAINT_PREFIXES,
     TO_BE_DELETED_SINCE_ANNOTATION,
-    TO_BE_DELETED_TAINT,
+    TO_BE_DELETED_TAINTS,
     UNINITIALIZED_TAINT,
 )
 from autoscaler.core.quantity import is_extended
@@ -69,7 +69,7 @@ class NodeFacts:
 
     @property
     def tainted(self) -> bool:
-        return any(t[0] == TO_BE_DELETED_TAINT for t in self.node.taints)
+        return any(t[0] in TO_BE_DELETED_TAINTS for t in self.node.taints)
 
     def workload(self, now: datetime) -> list[Pod]:
         """The pods that keep the node: not DaemonSet or mirror pods, not deleted longer ago than their grace

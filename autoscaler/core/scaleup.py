@@ -12,7 +12,7 @@ from autoscaler.core.config import PlannerConfig
 from autoscaler.core.failures import GroupStatus, gone_instances
 from autoscaler.core.fit import NodeState, matching, selector_keys
 from autoscaler.core.model import Group, Pod, Snapshot
-from autoscaler.core.names import HOSTNAME_KEY, TO_BE_DELETED_TAINT
+from autoscaler.core.names import HOSTNAME_KEY, TO_BE_DELETED_TAINTS
 from autoscaler.core.nodestate import lifecycle
 from autoscaler.core.packing import (
     EXISTING,
@@ -107,8 +107,8 @@ def _node_bins(
             continue
         if kind != "ready":
             continue
-        tainted = any(t[0] == TO_BE_DELETED_TAINT for t in n.taints)
-        taints = tuple(t for t in n.taints if t[0] != TO_BE_DELETED_TAINT) if tainted else n.taints
+        tainted = any(t[0] in TO_BE_DELETED_TAINTS for t in n.taints)
+        taints = tuple(t for t in n.taints if t[0] not in TO_BE_DELETED_TAINTS) if tainted else n.taints
         if n.unschedulable:
             taints = taints + (UNSCHEDULABLE_TAINT,)
         st = NodeState(dict(n.allocatable))

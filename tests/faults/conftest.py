@@ -153,7 +153,7 @@ class World:
             for i in self.group(group)["Instances"]
         )
 
-    def has_taint(self, node: str, key: str = "research.cluster/to-be-deleted") -> bool:
+    def has_taint(self, node: str, key: str = "ToBeDeletedByClusterAutoscaler") -> bool:
         with self.model.lock:
             n = self.model.node(node)
         return any(t.get("key") == key for t in (n.get("spec") or {}).get("taints") or [])
