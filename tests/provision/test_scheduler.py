@@ -124,12 +124,12 @@ def test_the_deployment_reads_the_rendered_configuration_and_runs_the_release_fo
     assert set(config["data"]) == {"config.yaml"}
     assert (
         container["image"]
-        == f"registry.k8s.io/scheduler-plugins/kube-scheduler:{S.SCHEDULER_PLUGINS['1.31']}"
+        == f"registry.k8s.io/scheduler-plugins/kube-scheduler:{S.SCHEDULER_PLUGINS[spec.kubernetes.minor]}"
     )
     assert container["securityContext"]["allowPrivilegeEscalation"] is False
     assert pod["serviceAccountName"] == S.GANG_SCHEDULER
     assert S.podgroup_crd_url(spec).endswith(
-        f"/{S.SCHEDULER_PLUGINS['1.31']}/manifests/crds/scheduling.x-k8s.io_podgroups.yaml"
+        f"/{S.SCHEDULER_PLUGINS[spec.kubernetes.minor]}/manifests/crds/scheduling.x-k8s.io_podgroups.yaml"
     )
 
 

@@ -76,7 +76,7 @@ def test_invalid_jobs_are_refused_like_the_api_server(api, emu, case) -> None:
         client.BatchV1Api(api).create_namespaced_job("lab", job)
     assert e.value.status == 422 and case["message"] in e.value.body
     with emu.model.lock:
-        assert emu.model.store.list("jobs") == [] and emu.model.store.list("pods") == []
+        assert emu.model.store.list("jobs") == [] and emu.model.store.list("pods", "lab") == []
 
 
 def test_the_job_controller_makes_indexed_pods_and_status_follows_them(api, emu) -> None:
