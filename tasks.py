@@ -83,6 +83,17 @@ def render_scheduler(c, spec=None, out=None):
         print(f"{name}: {path}")
 
 
+@task(name="deploy-scheduler", help={"spec": "path of the cluster spec (default: cluster.yaml)"})
+@user_errors
+def deploy_scheduler(c, spec=None):
+    """Apply the gang scheduler (scheduler-plugins Coscheduling) and its PodGroup CRD with kubectl."""
+    from provision.cluster_addons import deploy_scheduler as deploy
+    from provision.loader import load_spec
+
+    for line in deploy(load_spec(spec)):
+        print(line)
+
+
 # --- Terraform (issue 5; docs/terraform.md) ----------------------------------------------------------------
 _TF_HELP = {
     "region": "one root: a region of the spec, or global",
@@ -152,10 +163,13 @@ def check_terraform(c, spec=None, out=None):
 def up(c, region=None, all=False, spec=None, out=None, state_bucket=None, plugin_dir=None, yes=False):
     """Render, plan and apply Terraform roots; lists disruptive changes (deletions, replacements, updates of
     instances, groups, launch templates, the control plane, VPN connections, lowered maxima) and asks first."""
+    from provision.cluster_addons import after_up
     from provision.terraform import commands
 
     cluster, names, out = _tf_args(spec, region, all, out)
     commands.up(cluster, names, out, state_bucket, plugin_dir, yes=yes)
+    for line in after_up(cluster, names):
+        print(line)
 
 
 @task(help=_TF_HELP | {"dry_run": "only plan the destruction and print what would go"})

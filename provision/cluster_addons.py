@@ -1,0 +1,34 @@
+"""What `invoke up` deploys into the cluster once its API answers: the GPU add-ons (provision/addons.py) and the
+gang scheduler with its PodGroup CRD (provision/scheduler.py). The control plane forms after `terraform apply`
+returns, so when the API does not answer yet this says which commands to run later instead of failing the apply
+that succeeded."""
+
+from __future__ import annotations
+
+from provision import addons, kubectl, scheduler
+from provision.spec import Cluster
+
+
+def deploy_scheduler(cluster: Cluster, kubectl_path: str | None = None) -> list[str]:
+    """Render the scheduler files, then apply the PodGroup CRD of the release and the gang scheduler."""
+    files = scheduler.write(cluster)
+    manifests = files["gang-scheduler.yaml"]
+    exe = kubectl.ready(manifests, kubectl_path)
+    crd = scheduler.podgroup_crd_url(cluster)
+    kubectl.apply(exe, crd, field_manager="research-cluster-scheduler")
+    kubectl.apply(exe, manifests, field_manager="research-cluster-scheduler")
+    return [f"applied the PodGroup CRD ({crd})", f"applied {manifests}"]
+
+
+def after_up(cluster: Cluster, roots: list[str], kubectl_path: str | None = None) -> list[str]:
+    """After `invoke up` applied ROOTS: deploy the add-ons and the gang scheduler when the primary region was
+    among them and the API answers; otherwise the lines that say what to run once it does."""
+    if cluster.primary_region not in roots:
+        return []
+    if not kubectl.reachable(kubectl_path):
+        return [
+            "the Kubernetes API does not answer yet (the control plane forms after the apply: "
+            "`invoke control-plane-status`); once it does, run `invoke deploy-addons` and `invoke deploy-scheduler`"
+        ]
+    path = addons.deploy_addons(cluster, kubectl=kubectl_path)
+    return [f"applied the GPU add-ons ({path})", *deploy_scheduler(cluster, kubectl_path)]

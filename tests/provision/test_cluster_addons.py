@@ -1,0 +1,60 @@
+"""What `invoke up` deploys once the API answers (issues 12 and 13): the GPU add-ons and the gang scheduler with
+its PodGroup CRD, through kubectl (a fake that records its calls); nothing, with what to run later, before."""
+
+from __future__ import annotations
+
+import stat
+
+import pytest
+
+from provision import addons, cluster_addons, scheduler
+from provision.errors import UserError
+from provision.loader import load_spec
+
+
+def fake_kubectl(tmp_path, reachable: bool = True, apply_exit: int = 0):
+    log = tmp_path / "calls"
+    exe = tmp_path / "kubectl"
+    version = """echo '{"serverVersion": {}}'""" if reachable else "echo 'connection refused' >&2; exit 1"
+    exe.write_text(
+        f'#!/bin/sh\necho "$@" >>{log}\ncase "$1" in\n  version) {version} ;;\n  apply) exit {apply_exit} ;;\nesac\n'
+    )
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    return str(exe), log
+
+
+@pytest.fixture
+def spec():
+    return load_spec()
+
+
+def test_after_the_primary_region_is_up_the_addons_and_the_gang_scheduler_are_applied(spec, tmp_path):
+    kubectl, log = fake_kubectl(tmp_path)
+    lines = cluster_addons.after_up(spec, ["global", spec.primary_region], kubectl)
+    applies = [c for c in log.read_text().splitlines() if c.startswith("apply")]
+    assert [a.rsplit(" -f ", 1)[1] for a in applies] == [
+        str(addons.OUT),
+        scheduler.podgroup_crd_url(spec),  # the CRD before the scheduler that reads PodGroups
+        str(scheduler.OUT / "gang-scheduler.yaml"),
+    ]
+    assert all("--server-side" in a for a in applies) and len(lines) == 3
+
+
+def test_before_the_api_answers_it_says_what_to_run_later_and_applies_nothing(spec, tmp_path):
+    kubectl, log = fake_kubectl(tmp_path, reachable=False)
+    (line,) = cluster_addons.after_up(spec, [spec.primary_region], kubectl)
+    assert "invoke deploy-addons" in line and "invoke deploy-scheduler" in line
+    assert not [c for c in log.read_text().splitlines() if c.startswith("apply")]
+
+
+def test_other_roots_deploy_nothing(spec, tmp_path):
+    kubectl, log = fake_kubectl(tmp_path)
+    assert cluster_addons.after_up(spec, ["global", "us-east-1"], kubectl) == []
+    assert not log.exists()
+
+
+def test_a_rejected_apply_is_one_line_with_kubectls_status(spec, tmp_path):
+    kubectl, _ = fake_kubectl(tmp_path, apply_exit=3)
+    with pytest.raises(UserError) as err:
+        cluster_addons.deploy_scheduler(spec, kubectl)
+    assert len(err.value.lines) == 1 and err.value.exit_code == 3
