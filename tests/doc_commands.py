@@ -126,15 +126,20 @@ def extract() -> list[DocCommand]:
 
 
 def flags(text: str) -> list[str]:
-    """The long flags a command line names (``--json``, ``--region``; ``--x=1`` -> ``--x``)."""
-    return sorted({m for m in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", text)})
+    """The long flags a command line names (``--json``, ``--region``; ``--x=1`` -> ``--x``); what follows a
+    lone ``--`` is the command it runs (``lab submit ... -- torchrun --nnodes 2``), not its flags."""
+    own = re.split(r"\s--(?:\s|$)", text, maxsplit=1)[0]
+    return sorted({m for m in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*(?![\w])", own)})
 
 
-def subcommand(text: str) -> tuple[str, str] | None:
-    """``invoke up --region R`` -> ("invoke", "up"); ``autoscaler plan X`` -> ("autoscaler", "plan")."""
+def subcommand(text: str) -> tuple[str, ...] | None:
+    """``invoke up --region R`` -> ("invoke", "up"); ``autoscaler plan X`` -> ("autoscaler", "plan");
+    ``lab image build`` -> ("lab", "image", "build")."""
     words = text.replace(".venv/bin/", "").split()
     if words[:3] == ["python", "-m", "autoscaler"]:
         words = ["autoscaler", *words[3:]]
     if len(words) >= 2 and words[0] in ("invoke", "autoscaler", "lab") and not words[1].startswith("-"):
+        if words[:2] == ["lab", "image"] and len(words) > 2:
+            return ("lab", "image", words[2])
         return words[0], words[1]
     return None

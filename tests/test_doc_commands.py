@@ -56,8 +56,8 @@ def test_the_command_runs_as_written(entry):
         assert "Traceback" not in done.stderr and done.stderr.strip(), done.stderr
 
 
-def _help(tool: str, name: str) -> str:
-    argv = {"invoke": ["invoke", "--help", name], "autoscaler": ["autoscaler", name, "--help"]}[tool]
+def _help(tool: str, *names: str) -> str:
+    argv = ["invoke", "--help", *names] if tool == "invoke" else [tool, *names, "--help"]
     argv[0] = str(ROOT / ".venv" / "bin" / argv[0])
     done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, f"{' '.join(argv)}: {done.stderr}"
@@ -65,7 +65,7 @@ def _help(tool: str, name: str) -> str:
 
 
 def test_every_synopsis_names_only_flags_its_command_has():
-    helps: dict[tuple[str, str], str] = {}
+    helps: dict[tuple[str, ...], str] = {}
     problems = []
     for command in COMMANDS:
         found = subcommand(command.text)
