@@ -81,25 +81,26 @@ resource "aws_instance" "member" {
   monitoring             = true
   # gzip: the script with the scheduler profile is over EC2's 16 KiB user-data limit; cloud-init unpacks it.
   user_data_base64 = base64gzip(templatefile("${path.module}/templates/control_plane.sh.tftpl", {
-    cluster            = var.cluster
-    index              = count.index
-    region             = var.region
-    endpoint           = local.endpoint
-    api_host           = var.api_dns_name
-    lb_dns_name        = aws_lb.api.dns_name
-    kubernetes_version = var.kubernetes_version
-    pod_cidr           = var.pod_cidr
-    service_cidr       = var.service_cidr
-    pod_mtu            = var.pod_mtu
-    join_prefix        = var.join_parameter_prefix
-    status_prefix      = local.status_prefix
-    init_parameter     = aws_ssm_parameter.init.name
-    kms_key_arn        = var.kms_key_arn
-    flannel_manifest   = var.flannel_manifest_url
-    scheduler_config   = var.scheduler_config
-    scheduler_file     = var.scheduler_config_file
-    scheduler_kubeadm  = var.scheduler_kubeadm
-    bootstrap          = file("${path.module}/scripts/bootstrap.sh")
+    cluster                = var.cluster
+    index                  = count.index
+    region                 = var.region
+    endpoint               = local.endpoint
+    api_host               = var.api_dns_name
+    lb_dns_name            = aws_lb.api.dns_name
+    kubernetes_version     = var.kubernetes_version
+    pod_cidr               = var.pod_cidr
+    service_cidr           = var.service_cidr
+    pod_mtu                = var.pod_mtu
+    join_prefix            = var.join_parameter_prefix
+    status_prefix          = local.status_prefix
+    init_parameter         = aws_ssm_parameter.init.name
+    kms_key_arn            = var.kms_key_arn
+    flannel_manifest       = var.flannel_manifest_url
+    scheduler_config       = var.scheduler_config
+    scheduler_file         = var.scheduler_config_file
+    scheduler_kubeadm      = var.scheduler_kubeadm
+    service_account_issuer = var.service_account_issuer
+    bootstrap              = file("${path.module}/scripts/bootstrap.sh")
   }))
 
   metadata_options {

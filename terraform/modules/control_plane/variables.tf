@@ -124,3 +124,9 @@ variable "scheduler_kubeadm" {
   description = "The scheduler block of kubeadm's ClusterConfiguration (v1beta4) that makes kube-scheduler load scheduler_config_file"
   type        = string
 }
+
+variable "service_account_issuer" {
+  description = "The S3-published OIDC issuer that service-account tokens carry, for IAM roles for service accounts (global output service_account_issuer_url); empty keeps kubeadm's in-cluster issuer"
+  type        = string
+  default     = ""
+}

@@ -21,6 +21,7 @@ SCENARIOS = yaml.safe_load((HERE / "data/control_plane_scenarios.yaml").read_tex
 FAKE = HERE / "fakes/control_plane_fake.sh"
 COMMANDS = ["kubeadm", "aws", "curl", "getent", "sleep", "systemctl", "kubectl"]
 USER_DATA_LIMIT = 16 * 1024  # EC2 user data, before base64 (the module sends it gzipped: base64gzip)
+ISSUER = "https://dlr-oidc-0123.s3.us-west-2.amazonaws.com"  # global output service_account_issuer_url
 SCHEDULER = scheduler.control_plane_files()  # what the region root passes (provision/terraform/context.py)
 
 
@@ -45,6 +46,7 @@ def render(member: int, cwd) -> str:
         "scheduler_config": SCHEDULER["config"],
         "scheduler_file": SCHEDULER["config_file"],
         "scheduler_kubeadm": SCHEDULER["kubeadm"],
+        "service_account_issuer": ISSUER,
     }
     template = inline(str(MODULES / "control_plane/templates/control_plane.sh.tftpl"))
     bootstrap = inline(str(MODULES / "control_plane/scripts/bootstrap.sh"))
@@ -158,6 +160,13 @@ def test_init_config_is_kubeadm_v1beta4(scripts, tmp_path):
     assert cluster["kubernetesVersion"] == "v1.35.0"
     assert cluster["networking"] == {"podSubnet": "10.128.0.0/14", "serviceSubnet": "10.96.0.0/16"}
     assert docs[0]["certificateKey"].startswith("0123456789abcdef")
+    # IRSA: tokens carry the S3-published issuer first (kube-apiserver signs with the first), the old one still
+    # accepted; the JWKS is where `invoke publish-oidc` writes it.
+    assert cluster["apiServer"]["extraArgs"] == [
+        {"name": "service-account-issuer", "value": ISSUER},
+        {"name": "service-account-issuer", "value": "https://kubernetes.default.svc.cluster.local"},
+        {"name": "service-account-jwks-uri", "value": f"{ISSUER}/keys.json"},
+    ]
     # The deployed scheduler profile: kube-scheduler loads the file every member wrote (docs/scheduler.md).
     assert cluster["scheduler"] == scheduler.kubeadm_scheduler_patch()["scheduler"]
     written = (tmp_path / "root" / SCHEDULER["config_file"].lstrip("/")).read_text()

@@ -88,6 +88,18 @@ init_state() { ssm_get "$INIT_PARAMETER" 2>/dev/null; }
 initialized() { [[ $(init_state) == initialized* ]]; }
 read_init_state() { init=$(init_state); }
 
+# IAM roles for service accounts (docs/researchers.md): tokens carry the S3-published issuer that AWS STS trusts;
+# the in-cluster default stays accepted, so tokens issued before keep working (kube-apiserver signs with the first).
+service_account_args() {
+  [[ -n $SA_ISSUER ]] || return 0
+  cat <<EOF
+  extraArgs:
+  - {name: service-account-issuer, value: "$SA_ISSUER"}
+  - {name: service-account-issuer, value: "https://kubernetes.default.svc.cluster.local"}
+  - {name: service-account-jwks-uri, value: "$SA_ISSUER/keys.json"}
+EOF
+}
+
 write_init_config() {
   install -d -m 0700 "$conf_dir"
   install -m 0600 /dev/null "$conf_dir/init.yaml"
@@ -102,6 +114,7 @@ kubernetesVersion: "v${KUBERNETES_VERSION#v}"
 controlPlaneEndpoint: "$ENDPOINT"
 apiServer:
   certSANs: ["$API_HOST", "$LB_DNS_NAME"]
+$(service_account_args)
 networking:
   podSubnet: "$POD_CIDR"
   serviceSubnet: "$SERVICE_CIDR"
