@@ -113,6 +113,27 @@ def _say(console: Console, d: Decision) -> None:
     console.print(f"[{style}]{d.t:6.1f}s  {d.text}")
 
 
+def emulator_child(
+    module: str, aws_url: str, cluster: str, regions: list[str], kubeconfig: Path, out: Path, env: dict
+) -> Child:
+    """The Kubernetes API emulator (``module``: autoscaler.emulator or a wrapper of it) following the moto server,
+    at the demo's compression."""
+    argv = [sys.executable, "-m", module, "--follow-aws", aws_url, "--cluster-name", cluster,
+            "--regions", ",".join(regions), "--compression", str(COMPRESSION), "--follow-interval", "0.5",
+            "--kubeconfig", str(kubeconfig)]  # fmt: skip
+    return Child("emulator", argv, out, env)
+
+
+def autoscaler_child(
+    aws_url: str, cluster: str, regions: list[str], kubeconfig: Path, out: Path, env: dict
+) -> Child:
+    """The real ``autoscaler run`` process against the moto server and the emulator."""
+    argv = [sys.executable, "-m", "autoscaler", "run", "--cluster-name", cluster, "--regions", ",".join(regions),
+            "--kubeconfig", str(kubeconfig), "--aws-endpoint-url", aws_url, "--scan-interval", SCAN_INTERVAL,
+            "--metrics-port", "0", "--log-level", "info"]  # fmt: skip
+    return Child("autoscaler", argv, out, env)
+
+
 def run_demo(
     spec_path: str | None = None, out_dir: str | Path = "build/demo", deadline_s: float = 75.0
 ) -> dict:
@@ -152,60 +173,13 @@ def run_demo(
         )
         kubeconfig = out / "kubeconfig"
         emulator = children.start(
-            Child(
-                "emulator",
-                [
-                    py,
-                    "-m",
-                    "autoscaler.emulator",
-                    "--follow-aws",
-                    url,
-                    "--cluster-name",
-                    spec.name,
-                    "--regions",
-                    ",".join(regions),
-                    "--compression",
-                    str(COMPRESSION),
-                    "--follow-interval",
-                    "0.5",
-                    "--kubeconfig",
-                    str(kubeconfig),
-                ],  # fmt: skip
-                out,
-                env,
-            )
+            emulator_child("autoscaler.emulator", url, spec.name, regions, kubeconfig, out, env)
         )
         api_url = emulator.ready_line(60)["url"]
         console.print(
             f"Kubernetes API emulator at {api_url} (model time x{COMPRESSION:g}), kubeconfig {kubeconfig}"
         )
-        autoscaler = children.start(
-            Child(
-                "autoscaler",
-                [
-                    py,
-                    "-m",
-                    "autoscaler",
-                    "run",
-                    "--cluster-name",
-                    spec.name,
-                    "--regions",
-                    ",".join(regions),
-                    "--kubeconfig",
-                    str(kubeconfig),
-                    "--aws-endpoint-url",
-                    url,
-                    "--scan-interval",
-                    SCAN_INTERVAL,
-                    "--metrics-port",
-                    "0",
-                    "--log-level",
-                    "info",
-                ],  # fmt: skip
-                out,
-                env,
-            )
-        )
+        autoscaler = children.start(autoscaler_child(url, spec.name, regions, kubeconfig, out, env))
         _wait_for_log(autoscaler, "running", 60)
         console.print(f"autoscaler run: pid {autoscaler.proc.pid}, log {autoscaler.log_path}")
         core = k8s.CoreV1Api(k8s_config.new_client_from_config(config_file=str(kubeconfig)))

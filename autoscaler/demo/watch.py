@@ -132,7 +132,10 @@ class Watcher:
                 continue
             msg = rec.get("message")
             if msg == "action" and rec.get("action") == "set_desired":
-                verb = "scale up" if (rec.get("desired") or 0) > (rec.get("from") or 0) else "scale down"
+                # The autoscaler lowers a group's desired capacity only to what AWS could launch after a failure
+                # (nodes go one by one with TerminateInstanceInAutoScalingGroup): a correction, not a scale-down.
+                up = (rec.get("desired") or 0) > (rec.get("from") or 0)
+                verb = "scale up" if up else "capacity correction (AWS could not launch them)"
                 out.append(
                     Decision(
                         self.now(), f"{verb} {rec['group']}: {rec.get('from')} -> {rec['desired']}", "scale"

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from autoscaler.demo.bootstrap import create_groups
 from autoscaler.demo.processes import Child, Children
-from autoscaler.demo.run import COMPRESSION, SCAN_INTERVAL, DemoFailed, _child_env, _wait_for_log
+from autoscaler.demo.run import DemoFailed, _child_env, _wait_for_log, autoscaler_child, emulator_child
 from autoscaler.demo.watch import Watcher
 from labctl.cli import run as lab
 from provision.loader import load_spec
@@ -64,57 +64,10 @@ def main(spec_path: str | None = None, out_dir: str | Path | None = None, deadli
         create_groups(spec, url, regions)
         admin = out / "admin.kubeconfig"
         emulator = children.start(
-            Child(
-                "emulator",
-                [
-                    py,
-                    "-m",
-                    "labctl.demo.emulator",
-                    "--follow-aws",
-                    url,
-                    "--cluster-name",
-                    spec.name,
-                    "--regions",
-                    ",".join(regions),
-                    "--compression",
-                    str(COMPRESSION),
-                    "--follow-interval",
-                    "0.5",
-                    "--kubeconfig",
-                    str(admin),
-                ],  # fmt: skip
-                out,
-                env,
-            )
+            emulator_child("labctl.demo.emulator", url, spec.name, regions, admin, out, env)
         )
         emulator.ready_line(60)
-        autoscaler = children.start(
-            Child(
-                "autoscaler",
-                [
-                    py,
-                    "-m",
-                    "autoscaler",
-                    "run",
-                    "--cluster-name",
-                    spec.name,
-                    "--regions",
-                    ",".join(regions),
-                    "--kubeconfig",
-                    str(admin),
-                    "--aws-endpoint-url",
-                    url,
-                    "--scan-interval",
-                    SCAN_INTERVAL,
-                    "--metrics-port",
-                    "0",
-                    "--log-level",
-                    "info",
-                ],  # fmt: skip
-                out,
-                env,
-            )
-        )
+        autoscaler = children.start(autoscaler_child(url, spec.name, regions, admin, out, env))
         _wait_for_log(autoscaler, "running", 60)
         _say(f"local cluster up: moto {url}, the emulator, autoscaler run (logs in {out})")
 

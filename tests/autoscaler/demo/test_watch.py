@@ -24,3 +24,20 @@ def test_a_cpu_node_is_usable_once_ready_and_untainted():
     assert node_stage(m.nodes()[0]) == "booting"
     m.advance(120)
     assert node_stage(m.nodes()[0]) == "usable"
+
+
+def test_a_lowered_desired_capacity_is_shown_as_a_capacity_correction_not_a_scale_down(tmp_path):
+    """The autoscaler lowers desired only to what AWS could launch (nodes leave one by one through
+    TerminateInstanceInAutoScalingGroup), so the demo must not print it next to "only gives back empty nodes" as a
+    scale-down (issue 16)."""
+    import json
+
+    from autoscaler.demo.watch import Watcher
+
+    log = tmp_path / "autoscaler.log"
+    log.write_text(
+        json.dumps({"message": "action", "action": "set_desired", "group": "g", "from": 0, "desired": 6}) + "\n"
+        + json.dumps({"message": "action", "action": "set_desired", "group": "g", "from": 6, "desired": 2}) + "\n"
+    )  # fmt: skip
+    texts = [d.text for d in Watcher(None, "", [], log)._from_log()]
+    assert texts == ["scale up g: 0 -> 6", "capacity correction (AWS could not launch them) g: 6 -> 2"]
