@@ -21,6 +21,7 @@ class InstanceType:
     gpus: int
     gpu_model: str | None
     price: dict[str, float]  # region -> on-demand USD/hour; a missing region does not offer the type
+    efa: int = 0  # EFA interfaces (vpc.amazonaws.com/efa once the EFA device plugin runs: deploy/addons)
 
     @property
     def family(self) -> str:
@@ -44,6 +45,8 @@ class InstanceType:
         out = {"cpu": f"{cpu_m}m", "memory": f"{mem_mi}Mi", "pods": "110", "ephemeral-storage": "100Gi"}
         if self.gpus:
             out["nvidia.com/gpu"] = str(self.gpus)
+        if self.efa:
+            out["vpc.amazonaws.com/efa"] = str(self.efa)
         return out
 
 
@@ -72,6 +75,7 @@ def instance_types() -> dict[str, InstanceType]:
             gpus=int(row.get("gpus", 0)),
             gpu_model=row.get("gpu_model"),
             price={r: float(p) for r, p in (row.get("price") or {}).items()},
+            efa=int(row.get("efa", 0)),
         )
     return out
 

@@ -73,4 +73,7 @@ def instance_type_from_ec2(info: dict) -> catalog.InstanceType:
         gpus=gpus,
         gpu_model=gpu_model,
         price=dict(known.price) if known else {},
+        efa=int(((info.get("NetworkInfo") or {}).get("EfaInfo") or {}).get("MaximumEfaInterfaces", 0))
+        if (info.get("NetworkInfo") or {}).get("EfaSupported")
+        else 0,
     )

@@ -34,3 +34,17 @@ def test_unknown_type_names_it():
         assert "p9.huge" in str(e)
     else:
         raise AssertionError("expected KeyError")
+
+
+def test_efa_instance_types_offer_their_efa_interfaces_from_zero():
+    """A pod that asks for vpc.amazonaws.com/efa (multi-node training on p4d/p5) must see it on the group's
+    template, or a group scaled to zero could never be chosen for it (the EFA device plugin advertises it on the
+    node; AWS EC2 User Guide, EFA supported instance types; DescribeInstanceTypes NetworkInfo.EfaInfo)."""
+    from autoscaler.adapters.node_template import instance_type_from_ec2
+
+    assert catalog.instance_type("p4d.24xlarge").allocatable()["vpc.amazonaws.com/efa"] == "4"
+    assert "vpc.amazonaws.com/efa" not in catalog.instance_type("p3.16xlarge").allocatable()
+    described = {"InstanceType": "p5.48xlarge", "VCpuInfo": {"DefaultVCpus": 192}, "MemoryInfo": {"SizeInMiB": 2097152},
+                 "GpuInfo": {"Gpus": [{"Name": "H100", "Count": 8}]},
+                 "NetworkInfo": {"EfaSupported": True, "EfaInfo": {"MaximumEfaInterfaces": 32}}}  # fmt: skip
+    assert instance_type_from_ec2(described).allocatable()["vpc.amazonaws.com/efa"] == "32"
