@@ -145,6 +145,7 @@ def region_context(
         "efs": {
             "enabled": cluster.storage.efs.enabled,
             "throughput_mode": cluster.storage.efs.throughput_mode,
+            "mount": cluster.storage.efs.mount,
         },
         "peers": [
             {"region": p, "alias": alias(p), "cidr": cluster.region(p).cidr, "module": f"peering_{alias(p)}"}

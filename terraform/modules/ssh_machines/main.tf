@@ -63,6 +63,7 @@ resource "aws_instance" "machine" {
 
   user_data = templatefile("${path.module}/templates/ssh.sh.tftpl", {
     efs_dns_name = var.efs_dns_name
+    efs_mount    = var.efs_mount
     users        = var.users
   })
 

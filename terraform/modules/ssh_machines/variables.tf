@@ -89,3 +89,9 @@ variable "tags" {
   type        = map(string)
   default     = {}
 }
+
+variable "efs_mount" {
+  description = "Where the SSH machines mount the region's EFS file system (cluster.yaml storage.efs.mount); /home is bound from <efs_mount>/home"
+  type        = string
+  default     = "/mnt/efs"
+}
