@@ -128,6 +128,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: a free one)")
     ap.add_argument("--limit", action="append", default=[], metavar="REGION/TYPE=N")
+    ap.add_argument(
+        "--spec",
+        metavar="PATH",
+        help="create the spec's node groups (launch templates, tagged groups) at start",
+    )
     args = ap.parse_args(argv)
     try:
         limits = dict(parse_limit(x) for x in args.limit)
@@ -137,10 +142,26 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request
     install(limits)
     server = serve(args.port)
+    url = f"http://127.0.0.1:{server.server_port}"
+    threading.Thread(target=server.serve_forever, daemon=True, name="moto").start()
+    if args.spec:
+        from autoscaler.demo.bootstrap import create_groups
+        from provision.errors import UserError
+        from provision.loader import load_spec
+
+        try:
+            spec = load_spec(args.spec)
+        except UserError as e:
+            print("\n".join(e.lines), file=sys.stderr)
+            server.shutdown()
+            return 2
+        create_groups(spec, url, list(spec.spill_over_order))
+    done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: threading.Thread(target=server.shutdown, daemon=True).start())
-    print(json.dumps({"url": f"http://127.0.0.1:{server.server_port}"}), flush=True)
-    server.serve_forever()
+        signal.signal(sig, lambda *_: done.set())
+    print(json.dumps({"url": url}), flush=True)
+    done.wait()
+    server.shutdown()
     return 0
 
 

@@ -61,6 +61,7 @@ def create_groups(spec: Spec, endpoint_url: str, regions: list[str]) -> list[str
                 MaxSize=g.max,
                 DesiredCapacity=g.min,
                 AvailabilityZones=list(region.zones),
+                NewInstancesProtectedFromScaleIn=True,  # as terraform/modules/node_group makes them
                 Tags=group_tags(spec, name, g),
             )
             names.append(name)

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import threading
+import urllib.parse
 from pathlib import Path
 
 import yaml
@@ -41,6 +43,17 @@ def _pairs(values: list[str], what: str) -> dict[str, str]:
             raise SystemExit(f"--{what} {v!r}: expected KEY=VALUE")
         out[key] = value
     return out
+
+
+def local_endpoint_credentials(url: str, environ=os.environ) -> None:
+    """A moto server on loopback checks no credentials, but botocore must sign with some: without any in the
+    environment, give it placeholder ones (never for a non-loopback endpoint, where real ones must come from the
+    usual chain)."""
+    host = urllib.parse.urlparse(url).hostname or ""
+    loopback = host == "localhost" or host.startswith("127.") or host == "::1"
+    if loopback and not environ.get("AWS_ACCESS_KEY_ID") and not environ.get("AWS_PROFILE"):
+        environ["AWS_ACCESS_KEY_ID"] = "emulator"
+        environ["AWS_SECRET_ACCESS_KEY"] = "emulator"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         from autoscaler.adapters.aws import AwsCloud  # boto3 only when following AWS
         from autoscaler.emulator.aws_follow import AwsFollower
 
+        local_endpoint_credentials(args.follow_aws)
         cloud = AwsCloud(args.cluster_name, args.regions.split(","), endpoint_url=args.follow_aws)
         follower = AwsFollower(model, cloud, args.follow_interval).start()
     kubeconfig = str(emu.write_kubeconfig(args.kubeconfig)) if args.kubeconfig else None

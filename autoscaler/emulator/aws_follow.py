@@ -71,12 +71,21 @@ class AwsFollower:
                 model.attach_instance(g["name"], iid, zone, min(launched or now, now))
 
     def _run(self) -> None:
+        last = None  # the last failure's reason: logged once, not on every tick
         while not self._stop.is_set():
             try:
                 self.sync_once()
-            except Exception:  # a failed listing is retried on the next tick
+                if last is not None:
+                    log.warning("following AWS works again after %d failed listing(s)", self.errors)
+                last = None
+            except Exception as e:  # a failed listing is retried on the next tick
                 self.errors += 1
-                log.exception("following AWS failed")
+                reason = f"{type(e).__name__}: {e}"
+                if reason != last:
+                    log.warning(
+                        "following AWS failed (retried every %.1f s, said once): %s", self.interval_s, reason
+                    )
+                last = reason
             self._stop.wait(self.interval_s)
 
     def start(self) -> AwsFollower:

@@ -63,3 +63,43 @@ def test_nodes_register_for_moto_instances_and_leave_with_them(follower, moto_ur
             InstanceId=iid, ShouldDecrementDesiredCapacity=True
         )  # autoscaler does
     assert _settle(follower, GROUP, 0) == []
+
+
+def test_a_loopback_endpoint_needs_no_credentials_in_the_environment():
+    """Issue 16: the emulator printed `aws call failed` twice a second, with no reason, when the environment had
+    no AWS credentials; moto checks none, botocore only needs some to sign."""
+    from autoscaler.emulator.__main__ import local_endpoint_credentials
+
+    env: dict[str, str] = {}
+    local_endpoint_credentials("http://127.0.0.1:5000", env)
+    assert env["AWS_ACCESS_KEY_ID"] == "emulator" and env["AWS_SECRET_ACCESS_KEY"] == "emulator"
+    for url, given in [
+        ("https://autoscaling.us-west-2.amazonaws.com", {}),
+        ("http://127.0.0.1:5000", {"AWS_PROFILE": "lab"}),
+    ]:
+        env = dict(given)
+        local_endpoint_credentials(url, env)
+        assert env == given  # real endpoints, and a chosen profile, keep the usual credential chain
+
+
+def test_a_failing_listing_is_logged_once_with_its_reason(caplog):
+    import threading
+
+    from autoscaler.emulator.aws_follow import AwsFollower
+
+    class Broken:
+        calls = 0
+
+        def list_groups(self):
+            Broken.calls += 1
+            raise RuntimeError("Unable to locate credentials")
+
+    follower = AwsFollower.__new__(AwsFollower)
+    follower.errors, follower.interval_s, follower._stop = 0, 0.0, threading.Event()
+    follower.sync_once = lambda: Broken().list_groups()
+    timer = threading.Timer(0.2, follower._stop.set)
+    timer.start()
+    with caplog.at_level("WARNING", logger="autoscaler.emulator.aws_follow"):
+        follower._run()
+    said = [r.getMessage() for r in caplog.records if "following AWS" in r.getMessage()]
+    assert Broken.calls > 3 and len(said) == 1 and "Unable to locate credentials" in said[0]
