@@ -54,7 +54,7 @@ def plot_timeline(
             if d.kind == "failure":
                 ax.axvline(d.t, color="#c44e52", ls=":", lw=0.8)
         ax.grid(alpha=0.3)
-        ax.legend(loc="upper left", fontsize=8)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)  # outside: wave labels stay visible
     for at, title in waves:
         top.annotate(
             title, (at, 1), xycoords=("data", "axes fraction"), fontsize=7, rotation=90, va="top", ha="left"
