@@ -27,9 +27,10 @@ from rich.live import Live
 from rich.table import Table
 
 from autoscaler.demo.bootstrap import create_groups
+from autoscaler.demo.events import Decision, compression_note, model_time, stamp
 from autoscaler.demo.processes import Child, ChildError, Children
 from autoscaler.demo.timeline import plot_timeline
-from autoscaler.demo.watch import Decision, Watcher
+from autoscaler.demo.watch import Watcher
 from autoscaler.demo.workload import Wave, wave_pods, waves
 from autoscaler.sim.workload import NAMESPACE
 from provision.errors import UserError
@@ -37,7 +38,8 @@ from provision.loader import load_spec
 from provision.spec import Cluster as Spec
 
 COMPRESSION = 60.0  # model seconds per real second: a 4.5-minute GPU boot takes 4.5 s
-SCAN_INTERVAL = "2s"
+SCAN_INTERVAL_S = 2
+SCAN_INTERVAL = f"{SCAN_INTERVAL_S}s"
 
 
 class DemoFailed(UserError):
@@ -88,7 +90,7 @@ def _wait_for_log(child: Child, message: str, timeout_s: float) -> None:
 
 def _status_table(watcher: Watcher, regions: list[str]) -> Table:
     sample = watcher.samples[-1] if watcher.samples else None
-    table = Table(title=f"t={watcher.now():5.1f}s  " + _counts(sample), title_justify="left")
+    table = Table(title=f"{stamp(watcher.now(), COMPRESSION)}  " + _counts(sample), title_justify="left")
     table.add_column("group")
     table.add_column("region")
     table.add_column("nodes", justify="right")
@@ -108,9 +110,42 @@ def _counts(sample) -> str:
     )
 
 
+def event_line(d: Decision, compression: float = COMPRESSION) -> str:
+    """One live line: both clocks, labelled, then what happened."""
+    return f"{stamp(d.t, compression)}  {d.text}"
+
+
 def _say(console: Console, d: Decision) -> None:
-    style = {"scale": "green", "failure": "red", "error": "yellow"}[d.kind]
-    console.print(f"[{style}]{d.t:6.1f}s  {d.text}")
+    style = d.style or {"scale": "green", "failure": "red", "error": "yellow", "note": ""}[d.kind]
+    console.print(event_line(d), style=style or None, markup=False, highlight=False)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def submitted_text(index: int, count: int, wave: Wave, pods: int) -> str:
+    """The line printed when a wave is submitted: its number and title, what it asks for."""
+    return (
+        f"submitted wave {index}/{count} '{wave.title}': {_plural(len(wave.jobs), 'job')}, "
+        f"{_plural(wave.gpus, 'GPU')}, {_plural(pods, 'pod')}"
+    )
+
+
+def running_text(index: int, count: int, wave: Wave, at: float, compression: float = COMPRESSION) -> str:
+    took = at - wave.at_s
+    return (
+        f"every pod of wave {index}/{count} '{wave.title}' is running, "
+        f"wall {took:.1f} s = model {model_time(took, compression)} after it was submitted"
+    )
+
+
+def plan_lines(plan: list[Wave], compression: float = COMPRESSION) -> list[str]:
+    """The workload, said once at the start: every wave's title and when it comes, on both clocks."""
+    return [
+        f"  wave {i}/{len(plan)} at {stamp(w.at_s, compression)}: '{w.title}' ({_plural(w.gpus, 'GPU')})"
+        for i, w in enumerate(plan, 1)
+    ]
 
 
 def emulator_child(
@@ -182,11 +217,13 @@ def run_demo(
         autoscaler = children.start(autoscaler_child(url, spec.name, regions, kubeconfig, out, env))
         _wait_for_log(autoscaler, "running", 60)
         console.print(f"autoscaler run: pid {autoscaler.proc.pid}, log {autoscaler.log_path}")
+        console.print(compression_note(COMPRESSION, SCAN_INTERVAL_S))
+        console.print("workload:\n" + "\n".join(plan_lines(waves())), markup=False)
         core = k8s.CoreV1Api(k8s_config.new_client_from_config(config_file=str(kubeconfig)))
         summary = _drive(console, core, url, regions, autoscaler, deadline_s)
     plot = plot_timeline(
         out / "timeline.png", summary.pop("_samples"), summary.pop("_decisions"),
-        [(w.at_s, w.title) for w in waves()], regions,
+        [(w.at_s, w.title) for w in waves()], regions, COMPRESSION,
     )  # fmt: skip
     summary["timeline"] = str(plot)
     _print_summary(console, summary)
@@ -217,26 +254,25 @@ def _drive(
                     for pod in pods_of[wave.title]:
                         core.create_namespaced_pod(NAMESPACE, pod, _preload_content=False)
                     submitted.append(wave)
-                    console.print(
-                        f"[bold]{now:6.1f}s  submitted {wave.title}: {len(wave.jobs)} jobs, {wave.gpus} GPUs, {len(pods_of[wave.title])} pods"
-                    )
+                    index = plan.index(wave) + 1
+                    pods = len(pods_of[wave.title])
+                    watcher.note(submitted_text(index, len(plan), wave, pods), "bold", t=now)
             sample = watcher.look()
-            for d in watcher.new_decisions():
-                _say(console, d)
             phases = watcher.phases
             for wave in submitted:
                 if wave.title not in all_running_at and all(
                     phases.get(n) in ("Running", "Succeeded") for n in names_of[wave.title]
                 ):
-                    all_running_at[wave.title] = now
-                    console.print(
-                        f"[bold green]{now:6.1f}s  every pod of '{wave.title}' is running ({now - wave.at_s:.1f}s after it was submitted)"
-                    )
+                    all_running_at[wave.title] = sample.t  # the look that saw them all running
+                    index = plan.index(wave) + 1
+                    watcher.note(running_text(index, len(plan), wave, sample.t), "bold green", t=sample.t)
             if live:
                 live.update(_status_table(watcher, regions))
             elif now - last_status >= 5:
-                console.print(f"{now:6.1f}s  {_counts(sample)}")
+                watcher.note(_counts(sample), t=now)
                 last_status = now
+            for d in watcher.new_decisions():
+                _say(console, d)
             if len(submitted) == len(plan) and len(all_running_at) == len(plan):
                 break
             if not autoscaler.running():
@@ -250,6 +286,8 @@ def _drive(
                 )
             time.sleep(0.3)
     finally:
+        for d in watcher.flush():
+            _say(console, d)
         if live:
             live.stop()
     last = watcher.samples[-1]
@@ -269,10 +307,15 @@ def _drive(
     }
 
 
-def _print_summary(console: Console, summary: dict) -> None:
+def _print_summary(console: Console, summary: dict, compression: float = COMPRESSION) -> None:
     console.rule("summary")
-    for title, seconds in summary["waves"].items():
-        console.print(f"'{title}': every pod running {seconds:.1f} s after submission")
+    count = len(summary["waves"])
+    for i, (title, seconds) in enumerate(summary["waves"].items(), 1):
+        console.print(
+            f"wave {i}/{count} '{title}': every pod running wall {seconds:.1f} s = model "
+            f"{model_time(seconds, compression)} after submission",
+            markup=False,
+        )
     gpus = ", ".join(f"{r}: {g}" for r, g in sorted(summary["gpus_by_region"].items()))
     console.print(f"GPUs registered per region at the end: {gpus}")
     console.print(
@@ -282,7 +325,8 @@ def _print_summary(console: Console, summary: dict) -> None:
     )
     console.print(
         f"{summary['scale_decisions']} scale decisions, {summary['capacity_failures']} InsufficientInstanceCapacity "
-        f"failures absorbed by spill-over; {summary['pods']} pods; {summary['seconds']:.0f} s"
+        f"failures absorbed by spill-over; {summary['pods']} pods; wall {summary['seconds']:.0f} s = model "
+        f"{model_time(summary['seconds'], compression)} (the model runs {compression:g}x the wall clock)"
     )
     console.print(f"timeline plot: {summary['timeline']}")
 

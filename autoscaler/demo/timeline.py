@@ -1,4 +1,5 @@
-"""The demo's timeline plot: pods pending and running, and GPUs registered per region, over real seconds."""
+"""The demo's timeline plot: pods pending and running, and GPUs registered per region, over wall seconds (bottom
+axis) and the cluster model's minutes (top axis)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from autoscaler.demo.watch import Decision, Sample  # noqa: E402
+from autoscaler.demo.events import Decision  # noqa: E402
+from autoscaler.demo.watch import Sample  # noqa: E402
 
 COLORS = ["#4c72b0", "#55a868", "#c44e52", "#8172b2"]
 
@@ -20,6 +22,7 @@ def plot_timeline(
     decisions: list[Decision],
     waves: list[tuple[float, str]],
     regions: list[str],
+    compression: float = 60.0,
 ) -> Path:
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 6), sharex=True)
     samples = [*samples, samples[-1]]  # the last state holds to the end of the plot
@@ -40,7 +43,10 @@ def plot_timeline(
         ts, stacks, labels=[f"GPUs in {r}" for r in regions], colors=COLORS[: len(regions)], step="post"
     )
     bottom.set_ylabel("GPUs on registered nodes")
-    bottom.set_xlabel("seconds since the first wave")
+    bottom.set_xlabel("wall seconds since the first wave")
+    top.secondary_xaxis(
+        "top", functions=(lambda s: s * compression / 60, lambda m: m * 60 / compression)
+    ).set_xlabel(f"model minutes (the cluster model runs {compression:g}x the wall clock)", fontsize=8)
     for ax in (top, bottom):
         for at, _ in waves:
             ax.axvline(at, color="grey", ls="--", lw=0.8)
@@ -48,10 +54,10 @@ def plot_timeline(
             if d.kind == "failure":
                 ax.axvline(d.t, color="#c44e52", ls=":", lw=0.8)
         ax.grid(alpha=0.3)
-        ax.legend(loc="upper left", fontsize=8)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)  # outside: wave labels stay visible
     for at, title in waves:
         top.annotate(
-            title, (at, 1), xycoords=("data", "axes fraction"), fontsize=7, rotation=90, va="top", ha="right"
+            title, (at, 1), xycoords=("data", "axes fraction"), fontsize=7, rotation=90, va="top", ha="left"
         )
     top.set_title(
         "make demo: waves (dashed), InsufficientInstanceCapacity (dotted red)", loc="left", fontsize=9

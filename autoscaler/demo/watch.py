@@ -13,11 +13,12 @@ from pathlib import Path
 import boto3
 
 from autoscaler.catalog import instance_types
+from autoscaler.demo.events import CausalOrder, Decision, from_activity, from_log_record
 from autoscaler.interfaces import NODE_GROUP_LABEL
 from autoscaler.sim.workload import NAMESPACE
 
 GPU = "nvidia.com/gpu"
-ACTIVITY_POLL_S = 1.5  # scaling activities are read this often (three regions, three calls)
+__all__ = ["Decision", "Sample", "Watcher", "node_stage"]
 
 
 @dataclass
@@ -53,30 +54,25 @@ def node_stage(node: dict) -> str:
 
 
 @dataclass
-class Decision:
-    t: float
-    text: str
-    kind: str  # scale, failure, error
-
-
-@dataclass
 class Watcher:
     core_api: object  # kubernetes.client.CoreV1Api
     aws_url: str
     regions: list[str]
     autoscaler_log: Path
-    t0: float = field(default_factory=time.monotonic)
+    t0: float = field(
+        default_factory=time.time
+    )  # wall clock (epoch), as the log records and activities are stamped
     samples: list[Sample] = field(default_factory=list)
     decisions: list[Decision] = field(default_factory=list)
     _log_pos: int = 0
     _seen_activities: set = field(default_factory=set)
     _clients: dict = field(default_factory=dict)
-    _activities_at: float = float("-inf")
+    order: CausalOrder = field(default_factory=CausalOrder)
     phases: dict[str, str] = field(default_factory=dict)  # pod name -> phase, at the last look
     stages_seen: dict[str, set] = field(default_factory=dict)  # node -> the stages it was seen in
 
     def now(self) -> float:
-        return time.monotonic() - self.t0
+        return time.time() - self.t0
 
     def _list(self, fn, *args) -> list[dict]:
         """Raw JSON from the API (the client's model classes are slow to build for a live view)."""
@@ -111,10 +107,25 @@ class Watcher:
         return sample
 
     def new_decisions(self) -> list[Decision]:
-        """Decisions and failures since the last call: the autoscaler's actions and the cloud's failed launches."""
-        out = self._from_log() + self._from_activities()
-        self.decisions.extend(out)
-        return out
+        """The events that can be shown now, in causal order (autoscaler/demo/events.py): the autoscaler's
+        actions, the cloud's failed launches and the demo's own notes. Activities are read BEFORE the log, so
+        every event stamped before that read is known when this returns."""
+        known_until = self.now()
+        self.order.add(self._from_activities())
+        self.order.add(self._from_log())
+        return self._shown(self.order.release(known_until))
+
+    def note(self, text: str, style: str = "", t: float | None = None) -> None:
+        """One of the demo's own lines (a wave submitted, a status), shown in time order with the events."""
+        self.order.add([Decision(self.now() if t is None else t, text, "note", style=style)])
+
+    def flush(self) -> list[Decision]:
+        """Whatever is still held, in causal order (at the end)."""
+        return self._shown(self.order.flush())
+
+    def _shown(self, events: list[Decision]) -> list[Decision]:
+        self.decisions.extend(e for e in events if e.kind != "note")
+        return events
 
     def _from_log(self) -> list[Decision]:
         if not self.autoscaler_log.exists():
@@ -130,25 +141,8 @@ class Watcher:
                 rec = json.loads(line)
             except ValueError:
                 continue
-            msg = rec.get("message")
-            if msg == "action" and rec.get("action") == "set_desired":
-                # The autoscaler lowers a group's desired capacity only to what AWS could launch after a failure
-                # (nodes go one by one with TerminateInstanceInAutoScalingGroup): a correction, not a scale-down.
-                up = (rec.get("desired") or 0) > (rec.get("from") or 0)
-                verb = "scale up" if up else "capacity correction (AWS could not launch them)"
-                out.append(
-                    Decision(
-                        self.now(), f"{verb} {rec['group']}: {rec.get('from')} -> {rec['desired']}", "scale"
-                    )
-                )
-            elif msg == "action" and rec.get("action") in ("taint", "terminate"):
-                out.append(
-                    Decision(
-                        self.now(), f"{rec['action']} {rec.get('node')} ({rec.get('reason', '')})", "scale"
-                    )
-                )
-            elif msg == "action failed" or rec.get("level") == "error":
-                out.append(Decision(self.now(), f"autoscaler: {msg}: {rec.get('error', '')}", "error"))
+            if isinstance(rec, dict) and (event := from_log_record(rec, self.t0, self.now())) is not None:
+                out.append(event)
         return out
 
     def _client(self, region: str):
@@ -159,22 +153,14 @@ class Watcher:
         return self._clients[region]
 
     def _from_activities(self) -> list[Decision]:
-        if self.now() - self._activities_at < ACTIVITY_POLL_S:
-            return []
-        self._activities_at = self.now()
         out = []
         for region in self.regions:
             for act in self._client(region).describe_scaling_activities()["Activities"]:
-                if act["ActivityId"] in self._seen_activities or act.get("StatusCode") != "Failed":
+                if act["ActivityId"] in self._seen_activities:
                     continue
                 self._seen_activities.add(act["ActivityId"])
-                reason = act.get("Description", "").split("Status Reason: ")[-1]
-                what = act.get("Description", "").split(".")[0]
-                out.append(
-                    Decision(
-                        self.now(), f"AWS {region} {act['AutoScalingGroupName']}: {what}: {reason}", "failure"
-                    )
-                )
+                if (event := from_activity(act, region, self.t0, self.now())) is not None:
+                    out.append(event)
         return out
 
 
