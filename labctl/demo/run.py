@@ -21,8 +21,16 @@ import time
 from pathlib import Path
 
 from autoscaler.demo.bootstrap import create_groups
+from autoscaler.demo.events import stamp
 from autoscaler.demo.processes import Child, Children
-from autoscaler.demo.run import DemoFailed, _child_env, _wait_for_log, autoscaler_child, emulator_child
+from autoscaler.demo.run import (
+    COMPRESSION,
+    DemoFailed,
+    _child_env,
+    _wait_for_log,
+    autoscaler_child,
+    emulator_child,
+)
 from autoscaler.demo.watch import Watcher
 from labctl.cli import run as lab
 from provision.loader import load_spec
@@ -97,7 +105,7 @@ def main(spec_path: str | None = None, out_dir: str | Path | None = None, deadli
         running_at = None
         while time.monotonic() - submitted < deadline_s:
             for d in watcher.new_decisions():
-                _say(f"  {d.t:6.1f}s  {d.text}")
+                _say(f"  {stamp(d.t, COMPRESSION)}  {d.text}")
             pods = core.list_namespaced_pod(
                 added.namespace, label_selector=f"batch.kubernetes.io/job-name={JOB}"
             ).items
@@ -105,6 +113,8 @@ def main(spec_path: str | None = None, out_dir: str | Path | None = None, deadli
                 running_at = time.monotonic() - submitted
                 break
             time.sleep(0.5)
+        for d in watcher.flush():  # what the causal ordering still held back
+            _say(f"  {stamp(d.t, COMPRESSION)}  {d.text}")
         if running_at is None:
             raise DemoFailed(
                 f"job {JOB} was not running {deadline_s:.0f} s after it was submitted; see {out}"
