@@ -176,7 +176,7 @@ def wait_overlaps(records: list[RunRecord]) -> list[str]:
             if apart and apart[1] >= 0.5 and apart[0] > 10:  # beyond the jobs that did not wait
                 out.append(
                     f"{a} and {b}: within {CLOSE:.0%} of the jobs of each other for waits under {apart[0]:,.0f} s "
-                    f"({apart[1]:.0%} of the jobs), so the lines overlap there; they part in the tail."
+                    f"({apart[1]:.0%} of the jobs), so the lines overlap there and part beyond it."
                 )
     return out
 

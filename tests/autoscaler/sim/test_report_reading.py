@@ -87,7 +87,7 @@ def test_nearly_identical_wait_curves_are_named_as_overlapping():
     tail = waits[:900] + [w * 10 for w in waits[900:]]  # the same for 90% of the jobs, longer waits beyond
     assert wait_overlaps([_record("batch", waits), _record("ca-like", tail)]) == [
         "batch and ca-like: within 2% of the jobs of each other for waits under 920 s (90% of the jobs), so "
-        "the lines overlap there; they part in the tail."
+        "the lines overlap there and part beyond it."
     ]
 
 
