@@ -33,6 +33,7 @@ class JobOutcome:
     start_s: float | None = None  # start of the attempt that ran to completion (all pods bound)
     end_s: float | None = None
     kills: int = 0  # attempts ended by the autoscaler (an eviction or a terminated node)
+    kill_times: tuple[float, ...] = ()  # when each such attempt ended (s from the start), sorted
 
 
 @dataclass(frozen=True)

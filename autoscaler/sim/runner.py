@@ -257,7 +257,12 @@ class Run:
             if done and len(done) >= self.pods_per_job.get(job.id, 1):
                 outcome.start_s = max(r.started for r in done) - self.t0
                 outcome.end_s = max(r.finished for r in done) - self.t0
-            outcome.kills = len({r.started for r in recs if r.outcome in ("Killed", "Evicted") and r.started})
+            killed: dict[float, float] = {}  # attempt (its start) -> when its first pod was killed
+            for r in recs:
+                if r.outcome in ("Killed", "Evicted") and r.started:
+                    killed[r.started] = min(killed.get(r.started, math.inf), r.finished or r.started)
+            outcome.kills = len(killed)
+            outcome.kill_times = tuple(sorted(t - self.t0 for t in killed.values()))
             out[job.id] = outcome
         return out
 

@@ -12,6 +12,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 
 from rich.console import Console
+from rich.measure import Measurement
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -30,6 +31,11 @@ from provision.spec import Cluster as Spec
 # (what the profile buys). ``name@default`` runs a policy under the default profile.
 DEFAULT_POLICIES = "batch,batch@default,ca-like,ca-like-protected,target-tracking,static-peak,static-p95"
 
+# Seconds between two progress lines when stderr is not a terminal (a log, a pipe, CI); the environment variable
+# overrides it (tests, or a quieter log).
+PROGRESS_EVERY_S = 10.0
+PROGRESS_ENV = "AUTOSCALER_SIM_PROGRESS_S"
+
 SHOWN = [
     ("wait_p50_s", "wait p50 s"),
     ("wait_p95_s", "p95 s"),
@@ -45,6 +51,8 @@ SHOWN = [
     ("jobs_finished", "finished"),
     ("api_calls", "API calls"),
 ]
+# The columns a narrow terminal shows first, in the first table (the rest follow in as many tables as needed).
+KEY = ["wait_p99_s", "cost_usd", "cost_over_bound", "jobs_killed", "jobs_finished"]
 
 
 def parse_policies(text: str, scheduler: str = "bin-packing") -> list[str]:
@@ -108,17 +116,67 @@ def run_policy(scenario: Scenario, spec: Spec, policy: str, progress=None) -> Ru
 
 
 def _worker(scenario: Scenario, spec: Spec, policy: str, queue) -> tuple[RunRecord, float]:
+    """One policy in this or a worker process; reports ``(policy, simulated s, events)`` on ``queue`` every
+    0.5% of the span or half a second of wall time, whichever comes first."""
     started = time.process_time()
     step = max(j.submit_s + j.duration_s for j in scenario.jobs) / 200
-    last = [-step]
+    last = [-step, time.monotonic()]
+    events = [0]
 
     def tick(t: float) -> None:
-        if t - last[0] >= step:
-            last[0] = t
-            queue.put((policy, t))
+        events[0] += 1
+        now = time.monotonic()
+        if t - last[0] >= step or now - last[1] >= 0.5:
+            last[0], last[1] = t, now
+            queue.put((policy, t, events[0]))
 
     record = run_policy(scenario, spec, policy, tick)
+    queue.put((policy, record.end_s, events[0]))
     return record, time.process_time() - started
+
+
+def _duration(seconds: float) -> str:
+    """Simulated time for a progress line: ``3.2 h`` or ``4.50 d``."""
+    return f"{seconds / 3600:.1f} h" if seconds < 2 * 86400 else f"{seconds / 86400:.2f} d"
+
+
+class _Lines:
+    """Progress as one line every ``every`` wall seconds (stderr not a terminal): the policies running, the
+    simulated time each reached over the span, the events each processed, and how many policies are done."""
+
+    def __init__(self, console: Console, policies: list[str], span: float, every: float) -> None:
+        self.console, self.policies, self.span, self.every = console, policies, span, every
+        self.started = time.monotonic()
+        self.last = self.started
+        self.state: dict[str, tuple[float, int]] = {}
+        self.done: set[str] = set()
+
+    def update(self, name: str, t: float, events: int) -> None:
+        self.state[name] = (t, events)
+        self.tick()
+
+    def finish(self, name: str) -> None:
+        self.done.add(name)
+        t, events = self.state.get(name, (self.span, 0))
+        self._print(f"{label(name)} done ({events:,} events, {_duration(t)} simulated)")
+
+    def tick(self) -> None:
+        if time.monotonic() - self.last < self.every:
+            return
+        running = [n for n in self.policies if n in self.state and n not in self.done]
+        parts = [
+            f"{label(n)} {_duration(self.state[n][0])} of {_duration(self.span)} "
+            f"({self.state[n][0] / self.span:.0%}, {self.state[n][1]:,} events)"
+            for n in running
+        ]
+        self._print(f"{'; '.join(parts) or 'starting'}; {len(self.done)}/{len(self.policies)} policies done")
+
+    def _print(self, text: str) -> None:
+        self.last = time.monotonic()
+        elapsed = self.last - self.started
+        self.console.print(
+            f"simulate [{elapsed:,.0f} s] {text}", markup=False, highlight=False, soft_wrap=True
+        )
 
 
 def simulate(
@@ -127,32 +185,41 @@ def simulate(
     policies: list[str],
     console: Console | None = None,
     workers: int | None = None,
+    progress_every: float = PROGRESS_EVERY_S,
 ) -> tuple[list[RunRecord], dict[str, dict]]:
     """Every policy over the scenario, up to ``workers`` at once in separate processes (default: one per core,
-    at most 2); the records in the order asked and each policy's figures."""
+    at most 2); the records in the order asked and each policy's figures. Progress goes to ``console``: a live
+    bar per policy on a terminal, otherwise one line every ``progress_every`` seconds and one per policy done."""
     console = console or Console(stderr=True)
     bursts = scenario.bursts if scenario.bursts is not None else find_bursts(scenario.jobs)
     span = max(j.submit_s + j.duration_s for j in scenario.jobs)
     workers = workers or min(2, os.cpu_count() or 1, len(policies))
     results: dict[str, tuple[RunRecord, float]] = {}
+    lines = None if console.is_terminal else _Lines(console, policies, span, progress_every)
     with Progress(
         TextColumn("{task.description:>8}"),
         BarColumn(),
         TextColumn("{task.fields[t]}"),
         TimeElapsedColumn(),
         console=console,
-        disable=not console.is_terminal,
+        disable=lines is not None,
     ) as bar:
         tasks = {name: bar.add_task(label(name), total=span, t="waiting") for name in policies}
 
-        def show(name: str, t: float) -> None:
-            bar.update(tasks[name], completed=min(t, span), t=f"day {t / 86400:5.2f}")
+        def show(name: str, t: float, events: int) -> None:
+            bar.update(tasks[name], completed=min(t, span), t=f"day {t / 86400:5.2f}, {events:,} events")
+            if lines:
+                lines.update(name, t, events)
+
+        def finished(name: str) -> None:
+            bar.update(tasks[name], completed=span, t="done")
+            if lines:
+                lines.finish(name)
 
         if workers <= 1:
             for name in policies:
-                queue = _Direct(show)
-                results[name] = _worker(scenario, spec, name, queue)
-                bar.update(tasks[name], completed=span, t="done")
+                results[name] = _worker(scenario, spec, name, _Direct(show))
+                finished(name)
         else:
             ctx = mp.get_context("spawn")
             with ctx.Manager() as manager, ProcessPoolExecutor(workers, mp_context=ctx) as pool:
@@ -163,10 +230,12 @@ def simulate(
                     done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
                     while not queue.empty():
                         show(*queue.get())
+                    if lines:
+                        lines.tick()  # a line on time even while no worker reports (e.g. spawning)
                     for f in done:
                         name = futures[f]
                         results[name] = f.result()
-                        bar.update(tasks[name], completed=span, t="done")
+                        finished(name)
     records, figures = [], {}
     bound = bound_of(scenario, spec)
     for name in policies:
@@ -220,18 +289,49 @@ class _Direct:
     def __init__(self, show) -> None:
         self.show = show
 
-    def put(self, item: tuple[str, float]) -> None:
+    def put(self, item: tuple[str, float, int]) -> None:
         self.show(*item)
 
 
-def figures_table(title: str, figures: dict[str, dict]) -> Table:
+def _table(title: str, figures: dict[str, dict], keys: list[str]) -> Table:
+    names = dict(SHOWN)
     table = Table(title=title)
-    table.add_column("policy")
-    for _, label in SHOWN:
-        table.add_column(label, justify="right")
+    table.add_column("policy", no_wrap=True)
+    for k in keys:
+        table.add_column(names[k], justify="right")
     for name, f in figures.items():
-        table.add_row(name, *("-" if f.get(k) is None else f"{f[k]:,}" for k, _ in SHOWN))
+        table.add_row(name, *("-" if f.get(k) is None else f"{f[k]:,}" for k in keys))
     return table
+
+
+def _fits(console: Console, table: Table, width: int) -> bool:
+    """The table at its natural width (no cell wrapped or cut) fits ``width`` columns."""
+    natural = Measurement.get(console, console.options.update(width=10_000), table).maximum
+    return natural <= width
+
+
+def figures_tables(title: str, figures: dict[str, dict], console: Console) -> list[Table]:
+    """The figures as one wide table when the console is wide enough, otherwise as narrow tables: the key
+    figures (p99 wait, cost, cost over the bound, killed, finished) first, then the rest, as many columns per
+    table as fit, so that no cell is cut at 80 columns."""
+    width = console.width
+    wide = _table(title, figures, [k for k, _ in SHOWN])
+    if _fits(console, wide, width):
+        return [wide]
+    order = KEY + [k for k, _ in SHOWN if k not in KEY]
+    groups: list[list[str]] = [[]]
+    for k in order:
+        if groups[-1] and not _fits(console, _table(title, figures, groups[-1] + [k]), width):
+            groups.append([])
+        groups[-1].append(k)
+    return [
+        _table(
+            f"{title}: key figures" if i == 0 else f"{title}: more figures ({i + 1}/{len(groups)})",
+            figures,
+            g,
+        )
+        for i, g in enumerate(groups)
+    ]
 
 
 def bound_line(bound: dict) -> str:
@@ -239,6 +339,19 @@ def bound_line(bound: dict) -> str:
         f"lower bound: ${bound['cost_usd']:,.0f} ({bound['useful_gpu_hours']:,.0f} useful GPU-hours at the cheapest "
         f"eligible price ${bound['gpu_cost_usd']:,.0f}, CPU nodes at their minimum ${bound['cpu_floor_usd']:,.0f})"
     )
+
+
+def _progress_every_from_env() -> float:
+    text = os.environ.get(PROGRESS_ENV)
+    if not text:
+        return PROGRESS_EVERY_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if value < 0:
+        raise UserError(f"{PROGRESS_ENV}: {text!r} is not a number of seconds >= 0 (e.g. 10)")
+    return value
 
 
 def main(
@@ -252,10 +365,13 @@ def main(
     scheduler: str = "bin-packing",
     window: float | None = None,
     without_gpu: str | None = None,
+    progress_every: float | None = None,
 ) -> dict:
     """The ``invoke simulate`` task: returns the JSON document it writes. ``window``: only the jobs submitted in
     the trace's first ``window`` hours (a short run); ``without_gpu``: comma-separated GPU models
-    (``research.cluster/gpu-model`` labels, e.g. ``t4``) whose node groups are left out of the spec."""
+    (``research.cluster/gpu-model`` labels, e.g. ``t4``) whose node groups are left out of the spec;
+    ``progress_every``: seconds between progress lines when stderr is not a terminal (default: the environment's
+    ``AUTOSCALER_SIM_PROGRESS_S``, else 10)."""
     names = parse_policies(policies, scheduler)
     cluster = load_spec(spec)
     if without_gpu:
@@ -275,15 +391,19 @@ def main(
         if not jobs:
             raise UserError(f"--window {window:g}: no job is submitted in the trace's first {window:g} hours")
         sc = Scenario(sc.name, f"{sc.description}, first {window:g} h ({len(jobs):,} jobs)", jobs)
-    console = Console(width=None if sys.stdout.isatty() else 160)
+    if progress_every is None:
+        progress_every = _progress_every_from_env()
+    # Piped without COLUMNS: 160 columns (a log reads the wide table); a terminal or COLUMNS: its width.
+    console = Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 160)
     console.print(f"simulating {sc.description} under {', '.join(names)}")
     if workers is not None and workers < 1:
         raise UserError("--workers must be at least 1")
     started = time.perf_counter()
-    records, figures = simulate(sc, cluster, names, Console(stderr=True), workers)
+    records, figures = simulate(sc, cluster, names, Console(stderr=True), workers, progress_every)
     wall = time.perf_counter() - started
     bound = bound_of(sc, cluster)
-    console.print(figures_table(sc.name, figures))
+    for table in figures_tables(sc.name, figures, console):
+        console.print(table)
     console.print(bound_line(bound))
     console.print(
         f"wall time {wall:,.0f} s, {sum(f['cpu_seconds'] for f in figures.values()):,.0f} CPU-seconds"

@@ -37,7 +37,7 @@ def _record(name: str, wait: float) -> RunRecord:
     return rec
 
 
-def test_report_is_valid_html_with_three_plots_and_a_table(tmp_path):
+def test_report_is_valid_html_with_four_plots_and_a_table(tmp_path):
     records = [_record("batch", 300), _record("step <x>", 900)]
     figures = {r.policy: summarize(r, []) for r in records}
     path = write_report(tmp_path / "out", "Simulation", "trace t.csv", records, figures)
@@ -46,7 +46,7 @@ def test_report_is_valid_html_with_three_plots_and_a_table(tmp_path):
     parser = Balance()
     parser.feed(text)
     assert parser.errors == [] and parser.stack == []
-    assert parser.seen.count("img") == 3 and parser.seen.count("table") == 1
+    assert parser.seen.count("img") == 4 and parser.seen.count("table") == 1
     assert "step &lt;x&gt;" in text
     for data in re.findall(r'src="data:image/png;base64,([^"]+)"', text):
         assert base64.b64decode(data).startswith(b"\x89PNG")

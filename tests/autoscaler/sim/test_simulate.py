@@ -30,7 +30,7 @@ def test_json_and_report_for_the_issue_shape(tmp_path):
                     "cost_usd", "jobs_killed", "api_calls", "cost_over_bound"):  # fmt: skip
             assert isinstance(figures[key], int | float), key
         assert sum(figures["api_calls_by_region"].values()) == figures["api_calls"]
-    assert (tmp_path / "report" / "index.html").read_text().count("<img") == 3
+    assert (tmp_path / "report" / "index.html").read_text().count("<img") == 4
 
 
 def test_unknown_policy_is_one_line():
