@@ -513,9 +513,10 @@ class Controller:
             )
             if fresh is None:
                 return "its Node is gone by a fresh read; planned again next pass"
-            if not _ready(node):  # planned as dead: still NotReady?
-                return "Ready again by a fresh read" if _ready(fresh) else None
-            if not _marked(fresh):
+            dead = not _ready(node)  # planned as dead: still NotReady?
+            if dead and _ready(fresh):
+                return "Ready again by a fresh read"
+            if not dead and not _marked(fresh):
                 return "no longer carries the to-be-deleted taint by a fresh read"
             pods = self._read(
                 "read_pods_on_node",
@@ -524,9 +525,18 @@ class Controller:
             )
         except Exception as e:  # noqa: BLE001 - what cannot be read is not proven empty
             return f"the API could not be read to prove it empty ({e})"
-        holding = sorted(_key(p) for p in pods if _holds_node(p))
+        # A dead node's pods that the control plane is already deleting (the taint manager evicted them after
+        # their toleration; a Job has replaced them) do not hold it; any other pod may still run behind a network
+        # partition, so it does: a running job is never killed, on this path either.
+        holding = sorted(
+            _key(p)
+            for p in pods
+            if _holds_node(p) and not (dead and (p.get("metadata") or {}).get("deletionTimestamp"))
+        )
         if not holding:
             return None
+        if dead:
+            return f"a fresh read finds pods on it ({', '.join(holding[:5])}); it may still run them"
         untainted = [
             self._do(result, {"action": "untaint", "node": name, "reason": "pods on it by a fresh read"},
                      self.cluster.untaint_node, name, key)

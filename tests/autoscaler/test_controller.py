@@ -308,6 +308,10 @@ def test_scale_down_steps(case):
         obj = pod(p["name"], node="gpu-0", owner=p["owner"], phase=p.get("phase"))
         if p.get("mirror"):
             obj["metadata"]["annotations"]["kubernetes.io/config.mirror"] = "x"
+        if p.get(
+            "deleting"
+        ):  # evicted by the taint manager; stays Terminating while its kubelet is unreachable
+            obj["metadata"]["deletionTimestamp"] = iso(T0)
         cluster.pods[f"research/{p['name']}"] = obj
     if case.get("fresh") == "untainted":
         node_obj["spec"]["taints"] = []
