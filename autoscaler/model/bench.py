@@ -11,12 +11,11 @@ import argparse
 import csv
 import math
 import time
-from pathlib import Path
 
 from autoscaler.catalog import instance_type
 from autoscaler.model import DURATION_ANNOTATION, ClusterModel, VirtualClock
 
-DEFAULT_TRACE = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "philly-week-2017-12-08.csv"
+DEFAULT_TRACE = "week"  # a shipped trace (autoscaler/sim/data), by its short name, or a CSV path
 TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 
 
@@ -58,11 +57,15 @@ def job_pods(i: int, gpus: int, duration: float, per_node: int) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("trace", nargs="?", default=str(DEFAULT_TRACE))
+    ap.add_argument(
+        "trace", nargs="?", default=DEFAULT_TRACE, help="week, ee9e8c or a CSV path (default: week)"
+    )
     ap.add_argument("--nodes", type=int, default=200)
     ap.add_argument("--instance-type", default="p3.16xlarge")
     args = ap.parse_args(argv)
-    with open(args.trace, newline="") as f:
+    from autoscaler.sim.traces import resolve_trace
+
+    with open(resolve_trace(args.trace), newline="") as f:
         jobs = [
             (float(r["submit_time_s"]), int(r["gpus"]), float(r["duration_s"])) for r in csv.DictReader(f)
         ]
