@@ -19,7 +19,7 @@ import jinja2
 import yaml
 
 from autoscaler.interfaces import NODE_GROUP_LABEL
-from provision import drivers, hardware
+from provision import checkout, drivers, hardware
 from provision import kubectl as kubectl_cli
 from provision.errors import UserError
 from provision.spec import Cluster, Taint
@@ -137,7 +137,7 @@ def render(cluster: Cluster) -> list[dict]:
         "efa_tolerations": json.dumps(efa.tolerations()),
     }
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES),
+        loader=jinja2.FileSystemLoader(checkout.require(TEMPLATES)),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
     )

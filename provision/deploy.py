@@ -18,7 +18,7 @@ import yaml
 
 from autoscaler.adapters.kubernetes import DEFAULT_NAMESPACE, STATE_CONFIGMAP, STATUS_CONFIGMAP
 from autoscaler.leader import LEASE_NAME
-from provision import kubectl
+from provision import checkout, kubectl
 from provision.errors import UserError
 from provision.spec import Cluster
 
@@ -123,7 +123,7 @@ def render(cluster: Cluster, arn: str | None) -> list[dict]:
         "lease": LEASE_NAME,
     }
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES),
+        loader=jinja2.FileSystemLoader(checkout.require(TEMPLATES)),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
     )

@@ -23,6 +23,7 @@ import json
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from provision import checkout
 from provision.errors import UserError
 
 AUDIENCE = "sts.amazonaws.com"
@@ -144,7 +145,9 @@ def webhook_manifests(cluster, ca_pem: bytes) -> list[dict]:
 
     from provision.storage import TEMPLATES
 
-    env = Environment(loader=FileSystemLoader(str(TEMPLATES)), undefined=StrictUndefined, autoescape=False)  # noqa: S701 - YAML
+    env = Environment(
+        loader=FileSystemLoader(str(checkout.require(TEMPLATES))), undefined=StrictUndefined, autoescape=False
+    )  # noqa: S701 - YAML
     text = env.get_template("pod-identity-webhook.yaml.j2").render(
         image=WEBHOOK_IMAGE, region=cluster.primary_region, ca_bundle=base64.b64encode(ca_pem).decode()
     )

@@ -23,6 +23,7 @@ from pathlib import Path
 import jinja2
 import yaml
 
+from provision import checkout
 from provision.errors import UserError
 from provision.spec import Cluster
 
@@ -239,7 +240,7 @@ def render_manifests(cluster: Cluster, profile: Profile = BIN_PACKING) -> list[d
     from its release (:func:`podgroup_crd_url`) first."""
     version = plugins_version(cluster)
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES),
+        loader=jinja2.FileSystemLoader(checkout.require(TEMPLATES)),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
     )

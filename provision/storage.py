@@ -21,6 +21,7 @@ from pathlib import Path
 import yaml
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+from provision import checkout
 from provision.errors import UserError
 from provision.spec import Cluster
 
@@ -156,7 +157,9 @@ def mount_target_ip(efs_id: str, region: str, zone: str | None = None) -> str:
 def render_storage(spec: Cluster, efs_id: str, mount_target_ip: str) -> dict[str, list[dict]]:
     """Every storage manifest, by file name: the EFS CSI node plugin, each user's volumes, the lab's NFS volumes."""
     check_efs(efs_id, mount_target_ip)
-    env = Environment(loader=FileSystemLoader(str(TEMPLATES)), undefined=StrictUndefined, autoescape=False)  # noqa: S701 - YAML
+    env = Environment(
+        loader=FileSystemLoader(str(checkout.require(TEMPLATES))), undefined=StrictUndefined, autoescape=False
+    )  # noqa: S701 - YAML
     driver = env.get_template("efs-csi-node.yaml.j2").render(images=IMAGES, region=spec.primary_region)
     return {
         "efs-csi-node.yaml": [d for d in yaml.safe_load_all(driver) if d],

@@ -7,6 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
+from provision import checkout
 from provision.packer import template
 from provision.packer.variables import image_driver, packer_variables
 
@@ -25,7 +26,7 @@ def copy_scripts(dest: Path = FILES_DIR) -> list[Path]:
     dest.mkdir(parents=True)
     return [
         Path(shutil.copy2(src, dest / src.name))
-        for src in sorted((template.TEMPLATE_DIR / "scripts").glob("*.sh"))
+        for src in sorted(checkout.require(template.TEMPLATE_DIR / "scripts").glob("*.sh"))
     ]
 
 

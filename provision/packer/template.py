@@ -8,6 +8,8 @@ from pathlib import Path
 
 import hcl2
 
+from provision import checkout
+
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE_DIR = ROOT / "packer"
 TEMPLATE = TEMPLATE_DIR / "gpu-worker.pkr.hcl"
@@ -27,7 +29,7 @@ def _parsed(template: Path = TEMPLATE) -> dict:
 def provisioner_scripts(template: Path = TEMPLATE) -> list[str]:
     """The shell scripts the image runs, in order (file names under ``packer/scripts/``)."""
     out: list[str] = []
-    for build in _parsed(template)["build"]:
+    for build in _parsed(checkout.require(template))["build"]:
         for prov in build.get("provisioner", []):
             for kind, body in prov.items():
                 if _unquote(kind) == "shell":
@@ -50,7 +52,7 @@ def stage(dest: Path, *, with_plugins: bool) -> Path:
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
-    for f in sorted(TEMPLATE_DIR.glob("*.pkr.hcl")):
+    for f in sorted(checkout.require(TEMPLATE_DIR).glob("*.pkr.hcl")):
         if f.name != PLUGINS or with_plugins:
             shutil.copy2(f, dest / f.name)
     shutil.copytree(TEMPLATE_DIR / "scripts", dest / "scripts")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+from provision import checkout
 from provision.errors import UserError
 from provision.spec import Cluster
 from provision.terraform import context
@@ -28,7 +29,7 @@ class Rendered:
 
 def _env() -> Environment:
     env = Environment(
-        loader=FileSystemLoader(str(TEMPLATES)),
+        loader=FileSystemLoader(str(checkout.require(TEMPLATES))),
         undefined=StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
@@ -48,7 +49,7 @@ def _write_root(env: Environment, kind: str, values: dict, target: Path) -> list
             old.unlink()
     target.mkdir(parents=True, exist_ok=True)
     written = []
-    for template in sorted((TEMPLATES / kind).glob("*.tf.j2")):
+    for template in sorted(checkout.require(TEMPLATES / kind).glob("*.tf.j2")):
         text = env.get_template(f"{kind}/{template.name}").render(**values)
         if not text.strip():
             continue
