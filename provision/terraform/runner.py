@@ -180,6 +180,7 @@ class Runner:
                 f"[{self.root.name}] state locking moves to an S3 lock file (use_lockfile): init -reconfigure"
             )
             options["reconfigure"] = IsFlagged
+        print(f"[{self.root.name}] terraform init (a first run downloads the providers)", flush=True)
         code, _, raw = self._run("init", **options)
         if code == 0:
             return
