@@ -12,7 +12,7 @@ from tests.support import ROOT
 def test_the_first_install_announces_itself_and_shows_pips_lines():
     make = shutil.which("make")
     assert make, "make is what the README's commands run"
-    done = subprocess.run([make, "-n", "-W", "pyproject.toml", "venv"], cwd=ROOT, capture_output=True, text=True,
+    done = subprocess.run([make, "--no-print-directory", "-n", "-W", "pyproject.toml", "venv"], cwd=ROOT, capture_output=True, text=True,
                           timeout=60, check=True)  # fmt: skip
     lines = done.stdout.splitlines()
     assert lines[0].startswith('echo "make: installing the Python dependencies')
