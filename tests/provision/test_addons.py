@@ -10,8 +10,6 @@ lab servers named and labelled as Chef joins them, and the control plane.
 
 from __future__ import annotations
 
-import stat
-
 import kubernetes_validate
 import pytest
 
@@ -22,6 +20,7 @@ from provision import addons, hardware
 from provision.chef.attributes import _server
 from provision.errors import UserError
 from provision.loader import load_spec, spec_from_data
+from tests.provision.kubectl_fake import fake_kubectl
 from tests.support import example_spec_data, set_path
 
 CONTROL_PLANE = (
@@ -180,36 +179,20 @@ def test_images_follow_the_driver_branch():
     ]
 
 
-def _fake_kubectl(tmp_path, reachable: bool, apply_rc: int = 0):
-    log = tmp_path / "kubectl.log"
-    exe = tmp_path / "kubectl"
-    version = """echo '{"serverVersion": {}}'""" if reachable else "exit 1"
-    exe.write_text(
-        "#!/bin/sh\n"
-        f'echo "$@" >>{log}\n'
-        'case "$1" in\n'
-        f"  version) {version} ;;\n"
-        f"  apply) echo 'error: the server rejected it' >&2; exit {apply_rc} ;;\n"
-        "esac\n"
-    )
-    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
-    return str(exe), log
-
-
 def test_deploy_applies_server_side_when_the_api_answers(tmp_path):
-    kubectl, log = _fake_kubectl(tmp_path, reachable=True)
+    kubectl, log = fake_kubectl(tmp_path, reachable=True)
     path = addons.deploy_addons(load_spec(), out=tmp_path / "addons.yaml", kubectl=kubectl)
     calls = log.read_text().splitlines()
     assert calls[-1] == f"apply --server-side --field-manager=research-cluster-addons -f {path}"
 
 
 def test_deploy_fails_in_one_line_without_an_api_or_on_a_rejected_apply(tmp_path):
-    kubectl, _ = _fake_kubectl(tmp_path, reachable=False)
+    kubectl, _ = fake_kubectl(tmp_path, reachable=False)
     with pytest.raises(UserError) as err:
         addons.deploy_addons(load_spec(), out=tmp_path / "a.yaml", kubectl=kubectl)
     assert len(err.value.lines) == 1 and err.value.lines[0].startswith("no reachable cluster")
     assert err.value.lines[0].endswith(f"nothing was deployed; the manifests are in {tmp_path / 'a.yaml'}")
-    kubectl, _ = _fake_kubectl(tmp_path, reachable=True, apply_rc=1)
+    kubectl, _ = fake_kubectl(tmp_path, reachable=True, apply_exit=1)
     with pytest.raises(UserError) as err:
         addons.deploy_addons(load_spec(), out=tmp_path / "b.yaml", kubectl=kubectl)
     assert err.value.lines == [

@@ -3,24 +3,12 @@ its PodGroup CRD, through kubectl (a fake that records its calls); nothing, with
 
 from __future__ import annotations
 
-import stat
-
 import pytest
 
 from provision import addons, cluster_addons, scheduler
 from provision.errors import UserError
 from provision.loader import load_spec
-
-
-def fake_kubectl(tmp_path, reachable: bool = True, apply_exit: int = 0):
-    log = tmp_path / "calls"
-    exe = tmp_path / "kubectl"
-    version = """echo '{"serverVersion": {}}'""" if reachable else "echo 'connection refused' >&2; exit 1"
-    exe.write_text(
-        f'#!/bin/sh\necho "$@" >>{log}\ncase "$1" in\n  version) {version} ;;\n  apply) exit {apply_exit} ;;\nesac\n'
-    )
-    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
-    return str(exe), log
+from tests.provision.kubectl_fake import applies, fake_kubectl
 
 
 @pytest.fixture
@@ -31,20 +19,20 @@ def spec():
 def test_after_the_primary_region_is_up_the_addons_and_the_gang_scheduler_are_applied(spec, tmp_path):
     kubectl, log = fake_kubectl(tmp_path)
     lines = cluster_addons.after_up(spec, ["global", spec.primary_region], kubectl)
-    applies = [c for c in log.read_text().splitlines() if c.startswith("apply")]
-    assert [a.rsplit(" -f ", 1)[1] for a in applies] == [
+    applied = applies(log)
+    assert [a.rsplit(" -f ", 1)[1] for a in applied] == [
         str(addons.OUT),
         scheduler.podgroup_crd_url(spec),  # the CRD before the scheduler that reads PodGroups
         str(scheduler.OUT / "gang-scheduler.yaml"),
     ]
-    assert all("--server-side" in a for a in applies) and len(lines) == 3
+    assert all("--server-side" in a for a in applied) and len(lines) == 3
 
 
 def test_before_the_api_answers_it_says_what_to_run_later_and_applies_nothing(spec, tmp_path):
     kubectl, log = fake_kubectl(tmp_path, reachable=False)
     (line,) = cluster_addons.after_up(spec, [spec.primary_region], kubectl)
     assert "invoke deploy-addons" in line and "invoke deploy-scheduler" in line
-    assert not [c for c in log.read_text().splitlines() if c.startswith("apply")]
+    assert applies(log) == []
 
 
 def test_other_roots_deploy_nothing(spec, tmp_path):

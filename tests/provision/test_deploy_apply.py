@@ -5,28 +5,15 @@ kubectl is faked by small scripts on the PATH; the real one is not run."""
 from __future__ import annotations
 
 import json
-import stat
 import sys
 
 import pytest
 
 from provision import deploy
 from provision.errors import UserError
+from tests.provision.kubectl_fake import applies, fake_kubectl
 
 ARN = "arn:aws:iam::123456789012:role/dlr-autoscaler"
-SERVER = json.dumps({"clientVersion": {}, "serverVersion": {"gitVersion": "v1.35.0"}})
-
-
-def fake_kubectl(bin_dir, version: str, apply_exit: int = 0) -> None:
-    """A kubectl whose `version` runs VERSION (shell) and whose `apply` logs its arguments and exits APPLY_EXIT."""
-    bin_dir.mkdir(exist_ok=True)
-    script = bin_dir / "kubectl"
-    script.write_text(
-        "#!/bin/sh\n"
-        f'case "$1" in\n  version) {version} ;;\n'
-        f'  apply) echo "$@" >> "{bin_dir}/applied"; exit {apply_exit} ;;\nesac\n'
-    )
-    script.chmod(script.stat().st_mode | stat.S_IXUSR)
 
 
 def run_task(tmp_path, bin_dir, role: str, mode: str, monkeypatch, capsys) -> tuple[int, str, str]:
@@ -57,35 +44,33 @@ def test_no_kubectl_is_an_error_not_a_quiet_zero(tmp_path, outputs, monkeypatch,
 
 
 def test_an_unreachable_cluster_names_kubectls_reason(tmp_path, outputs, monkeypatch, capsys):
-    fake_kubectl(
-        tmp_path / "bin", 'echo "The connection to the server localhost:8080 was refused" >&2; exit 1'
-    )
+    _, log = fake_kubectl(tmp_path / "bin", reachable=False)
     code, out, err = run_task(tmp_path, tmp_path / "bin", "", "apply", monkeypatch, capsys)
     assert code == 2
     assert "no reachable cluster" in err and "localhost:8080 was refused" in err
-    assert not (tmp_path / "bin" / "applied").exists()
+    assert applies(log) == []
 
 
 def test_a_failed_apply_exits_with_kubectls_status(tmp_path, outputs, monkeypatch, capsys):
-    fake_kubectl(tmp_path / "bin", f"echo '{SERVER}'", apply_exit=3)
+    fake_kubectl(tmp_path / "bin", apply_exit=3)
     code, out, err = run_task(tmp_path, tmp_path / "bin", "", "apply", monkeypatch, capsys)
     assert code == 3 and "kubectl apply -f" in err
 
 
 def test_a_deploy_applies_the_rendered_file_and_says_so(tmp_path, outputs, monkeypatch, capsys):
-    fake_kubectl(tmp_path / "bin", f"echo '{SERVER}'")
+    _, log = fake_kubectl(tmp_path / "bin")
     code, out, err = run_task(tmp_path, tmp_path / "bin", "", "apply", monkeypatch, capsys)
     assert code == 0, err
-    assert (tmp_path / "bin" / "applied").read_text().split() == ["apply", "-f", str(tmp_path / "a.yaml")]
+    assert applies(log) == [f"apply -f {tmp_path / 'a.yaml'}"]
     assert f"role {ARN}" in out
 
 
 def test_without_terraform_outputs_a_deploy_names_the_command_that_writes_them(tmp_path, monkeypatch, capsys):
-    fake_kubectl(tmp_path / "bin", f"echo '{SERVER}'")
+    _, log = fake_kubectl(tmp_path / "bin")
     code, out, err = run_task(tmp_path, tmp_path / "bin", "", "apply", monkeypatch, capsys)
     assert code == 2
     assert "invoke up --region global" in err and "--role-arn" in err
-    assert not (tmp_path / "bin" / "applied").exists()
+    assert applies(log) == []
 
 
 def test_a_dry_run_without_outputs_prints_the_manifests_and_warns(tmp_path, monkeypatch, capsys):
