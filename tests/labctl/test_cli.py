@@ -14,6 +14,12 @@ def _run(capsys, *argv: str) -> tuple[int, str, str]:
     return e.value.code, out, err
 
 
+def _submit(capsys, kubeconfig: str, project, *options: str, command=("true",)) -> tuple[int, str, str]:
+    """``lab submit --no-build OPTIONS --path PROJECT -- COMMAND`` against the emulator."""
+    return _run(capsys, "--kubeconfig", kubeconfig, "submit", "--no-build", *options, "--path", str(project), "--",
+                *command)  # fmt: skip
+
+
 def _objects(emu) -> dict[str, int]:
     """What researchers' commands made: objects outside kube-system (where the nodes' DaemonSet pods run)."""
     store = emu.model.store
@@ -58,21 +64,15 @@ def test_submit_creates_an_indexed_gang_job_the_emulator_accepts(emu, lab_env, p
 def test_same_code_same_image_tag(emu, lab_env, project, capsys) -> None:
     images = []
     for name in ("a1", "a2"):
-        _run(
+        _submit(
             capsys,
-            "--kubeconfig",
             lab_env,
-            "submit",
-            "--no-build",
+            project,
             "--gpus",
             "1",
             "--name",
             name,
-            "--path",
-            str(project),
-            "--",
-            "python",
-            "train.py",
+            command=("python", "train.py"),
         )
         with emu.model.lock:
             images.append(
@@ -82,21 +82,15 @@ def test_same_code_same_image_tag(emu, lab_env, project, capsys) -> None:
             )
     assert images[0] == images[1]
     (project / "train.py").write_text("print('changed')\n")
-    _run(
+    _submit(
         capsys,
-        "--kubeconfig",
         lab_env,
-        "submit",
-        "--no-build",
+        project,
         "--gpus",
         "1",
         "--name",
         "a3",
-        "--path",
-        str(project),
-        "--",
-        "python",
-        "train.py",
+        command=("python", "train.py"),
     )
     with emu.model.lock:
         assert (
@@ -124,55 +118,21 @@ def test_same_code_same_image_tag(emu, lab_env, project, capsys) -> None:
 )
 def test_bad_input_one_line_nothing_created(emu, lab_env, project, capsys, args, reason) -> None:
     before = _objects(emu)
-    code, out, err = _run(
+    code, out, err = _submit(
         capsys,
-        "--kubeconfig",
         lab_env,
-        "submit",
-        "--no-build",
+        project,
         *args,
-        "--path",
-        str(project),
-        "--",
-        "python",
-        "train.py",
+        command=("python", "train.py"),
     )
     assert code == 2 and err == reason + "\n" and out == ""
     assert _objects(emu) == before
 
 
 def test_the_api_servers_refusal_is_one_line_and_leaves_nothing(emu, lab_env, project, capsys) -> None:
-    _run(
-        capsys,
-        "--kubeconfig",
-        lab_env,
-        "submit",
-        "--no-build",
-        "--gpus",
-        "1",
-        "--name",
-        "dup",
-        "--path",
-        str(project),
-        "--",
-        "true",
-    )
+    _submit(capsys, lab_env, project, "--gpus", "1", "--name", "dup")
     before = _objects(emu)
-    code, _, err = _run(
-        capsys,
-        "--kubeconfig",
-        lab_env,
-        "submit",
-        "--no-build",
-        "--gpus",
-        "1",
-        "--name",
-        "dup",
-        "--path",
-        str(project),
-        "--",
-        "true",
-    )
+    code, _, err = _submit(capsys, lab_env, project, "--gpus", "1", "--name", "dup")
     assert code == 2 and err.startswith("lab: the cluster refused job 'dup': ") and err.count("\n") == 1
     assert _objects(emu) == before
 
@@ -191,21 +151,7 @@ def test_no_engine_writes_the_context_and_says_how_to_build(lab_env, project, ca
 
 
 def test_tensorboard_prints_the_pod_address(emu, lab_env, project, capsys) -> None:
-    _run(
-        capsys,
-        "--kubeconfig",
-        lab_env,
-        "submit",
-        "--no-build",
-        "--gpus",
-        "1",
-        "--name",
-        "tb",
-        "--path",
-        str(project),
-        "--",
-        "true",
-    )
+    _submit(capsys, lab_env, project, "--gpus", "1", "--name", "tb")
     with emu.model.lock:
         emu.model.advance(60)  # the CPU node is there from the start: the TensorBoard pod binds at once
     code, out, err = _run(capsys, "--kubeconfig", lab_env, "tensorboard", "tb", "--timeout", "5")
