@@ -387,9 +387,16 @@ class Controller:
         if current == desired:
             return
         action = {"action": "set_desired", "group": group, "from": current, "desired": desired}
-        if self._do(result, action, self.cloud.set_desired, group, desired) or self.config.dry_run:
+        done = self._do(result, action, self.cloud.set_desired, group, desired)
+        up = current is not None and desired > current
+        if done and up:
+            self._group_event("ScaledUpGroup", f"Scale-up: setting group {group} size to {desired} instead of "
+                              f"{current} (max: {g.get('max')})")  # fmt: skip
+        if done or self.config.dry_run:
             return
         err = self._last_error
+        if up and self._last_error is not None:
+            self._group_event("FailedToScaleUpGroup", f"Scale-up failed for group {group}: {err}", "Warning")
         if getattr(err, "permanent", False) and current is not None and desired > current:
             self._write_failures[group] = {
                 "group": group,
@@ -561,6 +568,9 @@ class Controller:
                          self.cluster.delete_node, name)  # fmt: skip
 
     def _event(self, event: dict, pods: dict, result: LoopResult) -> None:
+        """Hand a pod Event of the plan to the cluster. The live adapter only queues it (its Event writer writes,
+        aggregates and rate-limits on a thread of its own: autoscaler.adapters.events), so the pass never waits
+        on an Event write; the same Event on the same pod goes out at most every ``EVENT_REPEAT_S``."""
         pod = pods.get(event.get("pod", ""))
         if pod is None:
             return
@@ -575,7 +585,7 @@ class Controller:
             return  # a burst of thousands of pods must not hold the pass up: not marked sent, so next pass
         if self._may_act():
             result.events_written += 1
-            self._call(
+            queued = self._call(
                 result,
                 f"event on {event['pod']}",
                 self.cluster.record_event,
@@ -584,9 +594,22 @@ class Controller:
                 said,
                 kind,
             )
-            self._events_sent[key] = (said, result.now)
+            if queued is not False:  # False: the writer's queue was full; tried again next pass
+                self._events_sent[key] = (said, result.now)
         if len(self._events_sent) > 4 * max(1, len(pods)):  # forget pods that are gone
             self._events_sent = {k: v for k, v in self._events_sent.items() if k[0] in pods}
+
+    def _group_event(self, reason: str, message: str, kind: str = "Normal") -> None:
+        """One Event per group decision on the status ConfigMap, when the cluster adapter has one (as
+        cluster-autoscaler's LogEventRecorder writes ScaledUpGroup / FailedToScaleUpGroup,
+        core/scaleup/orchestrator/executor.go); queued, never waited on."""
+        record = getattr(self.cluster, "record_status_event", None)
+        if record is None or self.config.dry_run:
+            return
+        try:
+            record(reason, message, kind)
+        except Exception as e:  # noqa: BLE001 - an Event never fails a decision
+            log.warning("group event not queued", extra={"reason": reason, "error": str(e)})
 
     def _persist(self, plan: dict, snapshot: dict, result: LoopResult) -> None:
         if self.config.dry_run or not self._may_act():

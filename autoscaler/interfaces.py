@@ -58,8 +58,9 @@ class Cluster(Protocol):
 
     def delete_node(self, name: str) -> None: ...
 
-    def record_event(self, pod: dict, reason: str, message: str, type: str = "Normal") -> None:
-        """An Event on the pod (``kubectl describe pod`` shows it), e.g. TriggeredScaleUp/NotTriggerScaleUp."""
+    def record_event(self, pod: dict, reason: str, message: str, type: str = "Normal") -> bool | None:
+        """An Event on the pod (``kubectl describe pod`` shows it), e.g. TriggeredScaleUp/NotTriggerScaleUp.
+        A live adapter only queues it and returns at once (False: dropped, its queue is full)."""
 
     def read_state(self) -> dict[str, str]:
         """The controller's persisted state (a ConfigMap's data); {} when there is none."""

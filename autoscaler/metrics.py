@@ -120,6 +120,24 @@ NOTIFICATIONS = Counter(
     registry=REGISTRY,
 )
 
+EVENTS_DROPPED = Counter(
+    "events_dropped",
+    "Kubernetes Events not written, by reason (queue_full, spam_filter, api_error, rejected, shutdown)",
+    ["reason"],
+    namespace=_NS,
+    registry=REGISTRY,
+)
+EVENTS_WRITTEN = Counter(
+    "events_written",
+    "Kubernetes Events written, by operation (create, patch: a repeat counted on the existing Event)",
+    ["operation"],
+    namespace=_NS,
+    registry=REGISTRY,
+)
+EVENTS_QUEUED = Gauge(
+    "events_queued", "Kubernetes Events waiting for the Event writer", namespace=_NS, registry=REGISTRY
+)
+
 
 def _text(start_response, status: str, body: str) -> list[bytes]:
     start_response(status, [("Content-Type", "text/plain; charset=utf-8")])

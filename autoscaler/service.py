@@ -30,6 +30,7 @@ from autoscaler.notify import SlackNotifier
 
 log = logging.getLogger("autoscaler.service")
 SLACK_ENV = "AUTOSCALER_SLACK_WEBHOOK_URL"
+EVENT_DRAIN_S = 5.0  # on shutdown (and after --once), queued Events are written for at most this long
 
 
 class ServiceError(Exception):
@@ -204,6 +205,7 @@ def serve(service: Service, metrics_port: int, ready_timeout_s: float = 120.0) -
             service.elector.stop()
             service.elector.release()
         service.cluster.stop()
+        service.cluster.close_events(EVENT_DRAIN_S)
         if service.notifier:
             service.notifier.flush()
         if server:

@@ -3,9 +3,11 @@
 Pods, nodes and PodDisruptionBudgets are served from list-then-watch caches (:mod:`.informer`), so a pass reads
 no API at all; writes go straight to the API server: taints through a patch guarded by the node's
 resourceVersion (a conflict re-reads and retries), evictions through the policy/v1 Eviction subresource (a 429
-from a budget is an answer, not an error: the pod is tried again in a later pass, never forced), Events on pods,
-and two ConfigMaps in the autoscaler's namespace: the persisted state and a status for people to read.
+from a budget is an answer, not an error: the pod is tried again in a later pass, never forced), and two
+ConfigMaps in the autoscaler's namespace: the persisted state and a status for people to read.
 Transient API errors (5xx, 429 on writes other than evictions, connection errors) are retried with tenacity.
+Events (on pods, and one per group decision on the status ConfigMap) never hold a pass up: they are queued to
+an Event writer with a thread and a connection pool of its own (:mod:`autoscaler.adapters.events`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ import json
 import logging
 import os
 from collections.abc import Callable
-from datetime import UTC, datetime
 
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
@@ -22,6 +23,7 @@ from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponen
 from urllib3.exceptions import HTTPError
 
 from autoscaler import metrics
+from autoscaler.adapters.events import EventNotFound, EventRejected, EventWriter
 from autoscaler.adapters.informer import Informer
 
 log = logging.getLogger("autoscaler.kubernetes")
@@ -62,10 +64,6 @@ def is_pending(pod: dict) -> bool:
     return (pod.get("status") or {}).get("phase", "Pending") == "Pending" and not (pod.get("spec") or {}).get(
         "nodeName"
     )
-
-
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class KubeCluster:
@@ -261,40 +259,55 @@ class KubeCluster:
 
         self._call(name, "delete node", delete)
 
-    def record_event(self, pod: dict, reason: str, message: str, type: str = "Normal") -> None:  # noqa: A002
+    # -- Events (off the decision path: autoscaler.adapters.events) -------------------------------------------------
+    @property
+    def events(self) -> EventWriter:
+        """The Event writer: its own thread and its own connection pool, so a slow Event never waits in front of
+        (or behind) the pass's requests; made on first use."""
+        writer = self.__dict__.get("_event_writer")
+        if writer is None:
+            sink = KubeEventSink(client.ApiClient(self.api.configuration), self.request_timeout_s)
+            instance = os.environ.get("POD_NAME", COMPONENT)
+            writer = self.__dict__["_event_writer"] = EventWriter(
+                sink, component=COMPONENT, instance=instance
+            )
+        return writer
+
+    @events.setter
+    def events(self, writer: EventWriter) -> None:
+        self.__dict__["_event_writer"] = writer
+
+    def record_event(self, pod: dict, reason: str, message: str, type: str = "Normal") -> bool:  # noqa: A002
+        """Queue an Event on the pod; returns at once (False: dropped, the writer's queue is full)."""
         meta = pod.get("metadata") or {}
-        namespace = meta.get("namespace") or "default"
-        now = _now()
-        body = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"generateName": f"{meta.get('name')}.", "namespace": namespace},
-            "involvedObject": {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "name": meta.get("name"),
-                "namespace": namespace,
-                "uid": meta.get("uid"),
-                "resourceVersion": meta.get("resourceVersion"),
-            },
-            "reason": reason,
-            "message": message[:1024],
-            "type": type,
-            "source": {"component": COMPONENT},
-            "reportingComponent": COMPONENT,
-            "reportingInstance": os.environ.get("POD_NAME", COMPONENT),
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-        }
-        self._call(
-            f"{namespace}/{meta.get('name')}",
-            "create event",
-            self.core.create_namespaced_event,
-            namespace,
-            body,
-            _request_timeout=self._t,
-        )
+        ref = {"apiVersion": "v1", "kind": "Pod", "name": meta.get("name"),
+               "namespace": meta.get("namespace") or "default", "uid": meta.get("uid"),
+               "resourceVersion": meta.get("resourceVersion")}  # fmt: skip
+        return self.events.submit(ref, reason, message, type)
+
+    def record_status_event(self, reason: str, message: str, type: str = "Normal") -> bool:  # noqa: A002
+        """Queue an Event about the whole autoscaler (one per group decision: ScaledUpGroup, FailedToScaleUpGroup)
+        on its status ConfigMap, as cluster-autoscaler's LogEventRecorder does on cluster-autoscaler-status
+        (``kubectl -n research-autoscaler describe cm research-autoscaler-status``)."""
+        ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": STATUS_CONFIGMAP, "namespace": self.namespace,
+               "uid": self.__dict__.get("_status_uid")}  # fmt: skip
+        return self.events.submit(ref, reason, message, type)
+
+    def flush_events(self, timeout_s: float) -> bool:
+        """Wait, at most ``timeout_s``, until the queued Events are written; True when they are."""
+        writer = self.__dict__.get("_event_writer")
+        return writer is None or writer.flush(timeout_s)
+
+    def close_events(self, timeout_s: float = 5.0) -> int:
+        """On shutdown: write the queued Events for at most ``timeout_s``; returns how many were dropped."""
+        writer = self.__dict__.get("_event_writer")
+        if writer is None:
+            return 0
+        dropped = writer.close(timeout_s)
+        close = getattr(writer.sink, "close", None)
+        if close is not None and not writer.pending():
+            close()
+        return dropped
 
     # -- ConfigMaps -------------------------------------------------------------------------------------------------
     def _read_configmap(self, name: str) -> dict[str, str]:
@@ -326,13 +339,17 @@ class KubeCluster:
 
         def write():
             try:
-                self.core.replace_namespaced_config_map(name, self.namespace, body, _request_timeout=self._t)
+                return self.core.replace_namespaced_config_map(
+                    name, self.namespace, body, _request_timeout=self._t
+                )
             except ApiException as e:
                 if e.status != 404:
                     raise
-                self.core.create_namespaced_config_map(self.namespace, body, _request_timeout=self._t)
+                return self.core.create_namespaced_config_map(self.namespace, body, _request_timeout=self._t)
 
-        self._call(name, "write configmap", write)
+        written = self._call(name, "write configmap", write)
+        if name == STATUS_CONFIGMAP:  # the object the group Events are about (record_status_event)
+            self.__dict__["_status_uid"] = getattr(getattr(written, "metadata", None), "uid", None)
 
     def read_state(self) -> dict[str, str]:
         return self._read_configmap(STATE_CONFIGMAP)
@@ -343,3 +360,38 @@ class KubeCluster:
     def write_status(self, data: dict[str, str]) -> None:
         """The status ConfigMap (``kubectl -n research-autoscaler get cm research-autoscaler-status -o yaml``)."""
         self._write_configmap(STATUS_CONFIGMAP, data)
+
+
+class KubeEventSink:
+    """The Event writer's way to the API (autoscaler.adapters.events.EventSink): create, and PATCH a repeat
+    (strategic merge, as client-go's EventSinkImpl.Patch). No retries here: the writer decides."""
+
+    def __init__(self, api: client.ApiClient, request_timeout_s: float):
+        self.api, self.core, self.timeout = api, client.CoreV1Api(api), request_timeout_s
+
+    def close(self) -> None:
+        self.api.close()
+
+    def create(self, event: dict) -> dict:
+        meta = event["metadata"]
+        return self._call(f"{meta['namespace']}/{meta['name']}", "create event", False,
+                          self.core.create_namespaced_event, meta["namespace"], event)  # fmt: skip
+
+    def patch(self, namespace: str, name: str, patch: dict) -> dict:
+        return self._call(f"{namespace}/{name}", "patch event", True, self.core.patch_namespaced_event, name,
+                          namespace, patch, _content_type="application/strategic-merge-patch+json")  # fmt: skip
+
+    def _call(self, where: str, operation: str, patching: bool, fn, *args, **kwargs) -> dict:
+        try:
+            resp = fn(*args, _preload_content=False, _request_timeout=self.timeout, **kwargs)
+        except ApiException as e:
+            if e.status == 404 and patching:
+                raise EventNotFound(where) from None
+            metrics.API_ERRORS.labels("kubernetes", where, operation).inc()
+            if 400 <= e.status < 500 and e.status != 429:  # a StatusError: abandoned, as recordEvent does
+                raise EventRejected(f"{operation} {where}: HTTP {e.status} {e.reason}") from None
+            raise RuntimeError(f"{operation} {where}: HTTP {e.status} {e.reason}") from None
+        except (HTTPError, OSError) as e:
+            metrics.API_ERRORS.labels("kubernetes", where, operation).inc()
+            raise RuntimeError(f"{operation} {where}: {e}") from None
+        return json.loads(resp.data)

@@ -31,6 +31,7 @@ def run(args: argparse.Namespace) -> int:
     if opts["once"]:
         service.sync_once(svc)
         result = svc.controller.run_once()
+        svc.cluster.close_events(service.EVENT_DRAIN_S)  # the pass's Events go out before the process ends
         out = {
             "time": show_time(result.now),
             "dry_run": bool(opts["dry_run"]),

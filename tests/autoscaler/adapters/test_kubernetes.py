@@ -194,6 +194,7 @@ def test_events_on_pods(kube, emu):
     kube.record_event(
         p, "NotTriggerScaleUp", "pod didn't trigger scale-up: needs 16 nvidia.com/gpu", "Warning"
     )
+    assert kube.flush_events(10), "queued Events are written by the Event writer's thread"
     [event] = [e for e in emu.model.events_for("research", "job-0") if e["reason"] == "NotTriggerScaleUp"]
     assert event["type"] == "Warning" and "16 nvidia.com/gpu" in event["message"]
     assert event["involvedObject"]["kind"] == "Pod" and event["source"]["component"] == "research-autoscaler"
