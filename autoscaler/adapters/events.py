@@ -167,6 +167,10 @@ class Correlator:
         self.max_events, self.interval_s, self.burst, self.qps = max_events, interval_s, burst, qps
         self._aggregates, self._logged, self._spam = _LRU(lru), _LRU(lru), _LRU(lru)
 
+    def cache_sizes(self) -> tuple[int, int, int]:
+        """Entries in the aggregator's, the logger's and the spam filter's caches (each an LRU)."""
+        return len(self._aggregates.data), len(self._logged.data), len(self._spam.data)
+
     def correlate(self, event: dict) -> tuple[dict, dict | None] | None:
         now = self.clock()
         event, key = self._aggregate(event, now)
@@ -255,16 +259,25 @@ class EventWriter:
             return False
         if self._thread is None:
             self.start()
+        try:
+            self._queue.put_nowait(self.build(involved, reason, message, type))
+        except queue.Full:
+            self._drop("queue_full")
+            return False
+        metrics.EVENTS_QUEUED.set(self._queue.qsize())
+        return True
+
+    def build(self, involved: dict, reason: str, message: str, type: str = "Normal") -> dict:  # noqa: A002
+        """The core/v1 Event as the recorder makes it (makeEvent): named ``<object>.<unix nanoseconds, hex>``
+        (a sequence number keeps names of one instant apart), first and last seen now, count 1."""
         now = self.clock()
-        namespace = involved.get("namespace") or "default"
         self._seq += 1
-        event = {
+        return {
             "apiVersion": "v1",
             "kind": "Event",
-            # makeEvent names it <object>.<unix nanoseconds in hex>; the sequence keeps names of one instant apart
             "metadata": {
                 "name": f"{involved.get('name')}.{int(now * 1e9) + self._seq:x}",
-                "namespace": namespace,
+                "namespace": involved.get("namespace") or "default",
             },
             "involvedObject": {k: v for k, v in involved.items() if v is not None},
             "reason": reason,
@@ -277,13 +290,6 @@ class EventWriter:
             "lastTimestamp": _stamp(now),
             "count": 1,
         }
-        try:
-            self._queue.put_nowait(event)
-        except queue.Full:
-            self._drop("queue_full")
-            return False
-        metrics.EVENTS_QUEUED.set(self._queue.qsize())
-        return True
 
     def pending(self) -> int:
         """Events queued or being written."""
