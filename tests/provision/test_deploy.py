@@ -65,7 +65,7 @@ def test_rbac_is_least_privilege(docs):
         ("", "pods", "list"), ("", "pods", "watch"), ("", "pods/eviction", "create"),
         ("", "nodes", "get"), ("", "nodes", "list"), ("", "nodes", "watch"), ("", "nodes", "patch"),
         ("", "nodes", "delete"), ("policy", "poddisruptionbudgets", "list"),
-        ("policy", "poddisruptionbudgets", "watch"), ("", "events", "create"),
+        ("policy", "poddisruptionbudgets", "watch"), ("", "events", "create"), ("", "events", "patch"),
     }  # fmt: skip
     named = [r for r in rules["Role"] if "resourceNames" in r]
     assert {n for r in named for n in r["resourceNames"]} == {
