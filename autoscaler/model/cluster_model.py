@@ -728,7 +728,10 @@ class ClusterModel:
             return self.replace_node(obj, check_version)
         if kind == "pods":
             raise Invalid("pods: only metadata may change (use patch on metadata)")
-        return self.store.replace(kind, obj, check_version)
+        obj = self.store.replace(kind, obj, check_version)
+        if kind == "events":  # an update renews an Event's TTL, as on create (registry/core/event: TTLFunc)
+            self._events.append((self.clock.now(), obj))
+        return obj
 
     def delete(self, kind: str, namespace: str | None, name: str) -> dict:
         if kind == "pods":
