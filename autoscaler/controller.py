@@ -395,7 +395,7 @@ class Controller:
         if done or self.config.dry_run:
             return
         err = self._last_error
-        if up and self._last_error is not None:
+        if up and err is not None:
             self._group_event("FailedToScaleUpGroup", f"Scale-up failed for group {group}: {err}", "Warning")
         if getattr(err, "permanent", False) and current is not None and desired > current:
             self._write_failures[group] = {
