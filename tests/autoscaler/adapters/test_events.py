@@ -274,7 +274,7 @@ def test_the_writer_wide_rate_limit_spaces_writes():
     w = writer(sink, qps=0.001, burst=2)
     for i in range(3):
         w.submit(ref(f"p{i}"), "TriggeredScaleUp", "m")
-    wait_until(lambda: len(sink.calls) == 2)
-    assert w.pending() == 1, "the third waits for a token (one per 1,000 s)"
+    wait_until(lambda: w.pending() == 1)
+    assert len(sink.calls) == 2, "the third waits for a token (one per 1,000 s)"
     assert in_thread(lambda: w.close(10)) == 0, "closing ends the wait: the last one is tried once"
     assert len(sink.calls) == 3
