@@ -70,7 +70,9 @@ def test_a_pass_with_500_pod_events_scales_before_any_event_is_written(tmp_path)
         emu.api.handle = handle
         api = api_client(str(emu.write_kubeconfig(tmp_path / "kubeconfig")))
         kube = KubeCluster(api, namespace="kube-system")
-        sink = KubeEventSink(api_client(str(tmp_path / "kubeconfig")), 300.0)  # its own pool, as in production
+        sink = KubeEventSink(
+            api_client(str(tmp_path / "kubeconfig")), 300.0
+        )  # its own pool, as in production
         kube.events = EventWriter(sink, component=COMPONENT, qps=None)  # no rate limit: all 500 go
         kube.sync()
         cloud = FakeCloud([v100_group()], clock=Clock())
