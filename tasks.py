@@ -407,25 +407,25 @@ def demo_researcher(c, spec=None, out=None):
 @task(
     name="render-storage",
     help={
-        "efs_id": "the primary region's EFS file system (fs-...)",
-        "mount_target_ip": "a mount target's address (default: looked up, first zone)",
+        "efs_id": "the primary region's EFS file system (fs-...; Terraform output efs_file_system_id)",
         "out": "output folder (default: build/deploy/storage)",
         "spec": "path of the cluster spec (default: cluster.yaml)",
     },
 )
 @user_errors
-def render_storage(c, efs_id, mount_target_ip=None, out="build/deploy/storage", spec=None):
-    """Render the EFS CSI node plugin and every researcher's volumes (deploy/storage/README.md)."""
+def render_storage(c, efs_id, out="build/deploy/storage", spec=None):
+    """Render the EFS CSI node plugin and every researcher's volumes, each through its EFS access point
+    (looked up with DescribeAccessPoints; deploy/storage/README.md)."""
     from pathlib import Path
 
     from provision.loader import load_spec
-    from provision.storage import mount_target_ip as lookup
+    from provision.storage import lookup_access_points
     from provision.storage import render_storage as render
     from provision.storage import write_storage
 
     cluster = load_spec(spec)
-    ip = mount_target_ip or lookup(efs_id, cluster.primary_region)
-    for path in write_storage(render(cluster, efs_id, ip), Path(out)):
+    efs = lookup_access_points(cluster, efs_id, cluster.primary_region)
+    for path in write_storage(render(cluster, efs), Path(out)):
         print(f"wrote {path}")
 
 

@@ -168,14 +168,22 @@ def _package_lock(cluster: Cluster, ami_dir: Path, placeholders: bool) -> dict |
 
 
 def _dns(cluster: Cluster, outputs_dir: Path, placeholders: bool) -> dict:
-    """Where the servers resolve the cluster's private zone: the Resolver inbound endpoint (primary region)."""
+    """Where the servers resolve the cluster's private zone and the primary EFS file system's name (which only
+    the primary VPC answers, issue 15): the Resolver inbound endpoint (primary region)."""
     primary = cluster.primary_region
     servers = (
         outputs.placeholder_resolver_ips(cluster)
         if placeholders
         else outputs.resolver_ips(outputs_dir, primary)
     )
-    return {"domain": cluster.domain, "servers": servers}
+    names = []
+    if cluster.storage.efs.enabled:
+        names.append(
+            outputs.placeholder_efs_dns_name(cluster)
+            if placeholders
+            else outputs.efs_dns_name(outputs_dir, primary)
+        )
+    return {"domain": cluster.domain, "servers": servers, "forwarded_names": names}
 
 
 def _site_credentials(cluster: Cluster, outputs_dir: Path, placeholders: bool) -> dict:
