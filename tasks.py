@@ -419,9 +419,8 @@ def render_storage(c, efs_id, out="build/deploy/storage", spec=None):
     from pathlib import Path
 
     from provision.loader import load_spec
-    from provision.storage import lookup_access_points
+    from provision.storage import lookup_access_points, write_storage
     from provision.storage import render_storage as render
-    from provision.storage import write_storage
 
     cluster = load_spec(spec)
     efs = lookup_access_points(cluster, efs_id, cluster.primary_region)

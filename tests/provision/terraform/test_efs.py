@@ -63,7 +63,9 @@ def _condition_holds(cond: dict, context: dict) -> bool:
     raise AssertionError(f"no evaluation for condition operator {test}")
 
 
-def _matches(stmt: dict, action: str, context: dict, principal_arn: str | None, resource_policy: bool) -> bool:
+def _matches(
+    stmt: dict, action: str, context: dict, principal_arn: str | None, resource_policy: bool
+) -> bool:
     if not any(fnmatch.fnmatchcase(action, a) for a in _values(stmt["actions"])):
         return False
     if not any(fnmatch.fnmatchcase(FS_ARN, r) for r in _values(stmt["resources"])):
@@ -104,7 +106,11 @@ def test_ssh_role_may_only_mount_and_write_through_its_access_points():
     (stmt,) = _statements(MODULES / "ssh_machines/main.tf", "mount")
     assert sorted(stmt["actions"]) == ["elasticfilesystem:ClientMount", "elasticfilesystem:ClientWrite"]
     assert stmt["condition"] == [
-        {"test": "StringEquals", "variable": "elasticfilesystem:AccessPointArn", "values": "${var.efs_access_point_arns}"}
+        {
+            "test": "StringEquals",
+            "variable": "elasticfilesystem:AccessPointArn",
+            "values": "${var.efs_access_point_arns}",
+        }
     ]
     (machine,) = (b for _, b in resources(MODULES / "ssh_machines", "aws_instance"))
     assert machine["iam_instance_profile"] == "${aws_iam_instance_profile.machine.name}"
@@ -145,7 +151,9 @@ def test_other_regions_resolve_the_primary_file_system_by_name(cluster, rendered
     for region in others:
         peer = module_calls(rendered / region)["efs_peer_dns"]
         assert peer["file_system_dns_name"] == "${data.terraform_remote_state.primary.outputs.efs_dns_name}"
-        assert peer["mount_target_ips"] == "${data.terraform_remote_state.primary.outputs.efs_mount_target_ips}"
+        assert (
+            peer["mount_target_ips"] == "${data.terraform_remote_state.primary.outputs.efs_mount_target_ips}"
+        )
         primary_state = _data(rendered / region / "state.tf")["primary"]["config"]
         (backend,) = parse(rendered / cluster.primary_region / "versions.tf")["terraform"][0]["backend"]
         assert primary_state["key"] == backend["s3"]["key"]  # the primary root's own state
