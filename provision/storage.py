@@ -3,13 +3,14 @@
 (``efs.csi.aws.com``) from the primary region's file system.
 
 Each volume mounts through an access point (terraform/modules/efs): ``volumeHandle: <fs-id>::<fsap-id>``, the
-driver's static form for access points, over TLS (``mountOptions: [tls]``; the file-system policy refuses
-anything else, and efs-utils needs TLS for an access point). A researcher's home and results access points
+driver's static form for access points, over TLS (``mountOptions: [tls, region=<primary>]``; the file-system
+policy refuses anything else, and efs-utils needs TLS for an access point). A researcher's home and results access points
 enforce their uid and gid and created the directories owned by them; ``datasets`` is shared and read-only in
 jobs. The file-system policy admits a client without IAM credentials through an access point, so the mounts
 carry no ``iam`` option: the lab's servers have no instance credentials the driver could use.
 
-The driver's efs-utils finds the file system by id (``<fs-id>.efs.<region>.amazonaws.com``): in the primary
+The driver's efs-utils finds the file system by id (``<fs-id>.efs.<primary region>.amazonaws.com``, the region
+from the ``region`` mount option, which efs-utils reads before its configuration file): in the primary
 VPC Amazon's resolver answers with the mount target in the node's own zone; the other regions' VPCs answer it
 from a private zone listing every mount target (terraform/modules/efs_peer_dns), and the lab's servers forward
 the name to the Resolver inbound endpoint (the cookbook's dns_forwarding). The node plugin uses the node's
@@ -96,7 +97,10 @@ def volumes(spec: Cluster, user: str, efs: EfsVolumes) -> list[dict]:
                     "persistentVolumeReclaimPolicy": "Retain",
                     "storageClassName": "",
                     "claimRef": {"namespace": ns, "name": vol},
-                    "mountOptions": ["tls"],
+                    # efs-utils takes the region from this option before its configuration file, which the
+                    # driver fills from the node's own region (another region's nodes would look up a name
+                    # that does not exist)
+                    "mountOptions": ["tls", f"region={spec.primary_region}"],
                     "csi": {
                         "driver": EFS_DRIVER,
                         "volumeHandle": f"{efs.file_system_id}::{efs.access_point(user, vol)}",

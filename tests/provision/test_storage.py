@@ -50,8 +50,9 @@ def test_each_claim_meets_its_reserved_volume_through_its_access_point() -> None
             assert pv["spec"]["accessModes"] == claim["spec"]["accessModes"]
             assert pv["spec"]["storageClassName"] == claim["spec"]["storageClassName"] == ""
             # TLS, as the file-system policy demands; no iam (the lab's nodes have no instance credentials);
-            # no fixed mount target: efs-utils resolves the one in the node's own zone
-            assert pv["spec"]["mountOptions"] == ["tls"]
+            # no fixed mount target: efs-utils resolves the one in the node's own zone, by the primary
+            # region's name wherever the node is
+            assert pv["spec"]["mountOptions"] == ["tls", f"region={SPEC.primary_region}"]
             assert "volumeAttributes" not in pv["spec"]["csi"]
     alice = efs.access_points["alice"]
     assert pvs["u-alice-home"]["spec"]["csi"]["volumeHandle"] == f"{EFS}::{alice['home']}"
