@@ -1,5 +1,6 @@
-# EFS for home directories and datasets: encrypted, backed up, a mount target in every private subnet (clients
-# resolve the file system's name to the mount target in their own zone), NFS only from the node networks, TLS
+# EFS for home directories and datasets: encrypted, backed up, a mount target in every private subnet (in the VPC
+# the file system's DNS name resolves to the mount target in the client's own zone: Amazon EFS User Guide,
+# "Mounting on Amazon EC2 with a DNS name"; the VPC has DNS support and hostnames on), NFS only from the node networks, TLS
 # only, root only for the cluster's roles, and every other client only through an access point.
 locals {
   name = "${var.cluster}-${var.region}"

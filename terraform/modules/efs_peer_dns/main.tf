@@ -1,6 +1,6 @@
 # The primary region's EFS file system by its own name from another region's VPC. Amazon's resolver answers
 # <fs-id>.efs.<region>.amazonaws.com only inside the file system's VPC (Amazon EFS User Guide, "Mounting EFS file
-# systems from a different VPC": use a mount target's address or a private hosted zone of that name). A private
+# systems from another VPC": use a mount target's address, or a Route 53 private hosted zone). A private
 # zone of exactly that name, associated with this VPC only, answers it with every zone's mount target address,
 # so efs-utils (the EFS CSI driver's mounts) finds the file system by id here as it does in the primary VPC.
 # The primary VPC is never associated: there Amazon's own answer (the mount target in the client's zone) stays.
