@@ -350,6 +350,10 @@ def add_user(c, name, kubeconfig=None, home=None, role_arn=None, spec=None):
     print(f"{name}: namespace {added.namespace}; created {', '.join(added.created) or 'nothing new'}")
     print(f"kubeconfig {added.kubeconfig}; VPN certificate {added.vpn_cert} and key {added.vpn_key}")
     print("hand these to the user privately; docs/researchers.md is their next step")
+    print(
+        "their claims bind once their EFS access points exist: `invoke up` (primary region), then "
+        "`invoke render-storage --efs-id fs-...` and apply build/deploy/storage/volumes.yaml"
+    )
 
 
 @task(
