@@ -26,7 +26,7 @@ while True:
 CLIENT = """
 import socket, sys
 try:
-    c = socket.create_connection(("10.129.4.17", 6006), timeout=2); print(c.recv(64).decode())
+    c = socket.create_connection(("10.129.4.17", 6006), timeout=0.5); print(c.recv(64).decode())
 except OSError as e:
     sys.exit(f"unreachable: {e}")
 """
