@@ -74,7 +74,7 @@ data "aws_iam_policy_document" "mount" {
     actions   = ["elasticfilesystem:ClientMount", "elasticfilesystem:ClientWrite"]
     resources = [var.efs_file_system_arn]
     condition {
-      test     = "StringEquals"
+      test     = "ArnEquals" # the key's type is ARN (Service Authorization Reference, Amazon EFS condition keys)
       variable = "elasticfilesystem:AccessPointArn"
       values   = var.efs_access_point_arns
     }

@@ -5,6 +5,7 @@ regions resolving the primary file system's name through their own private zone.
 from __future__ import annotations
 
 import fnmatch
+import json
 
 import pytest
 import yaml
@@ -107,7 +108,7 @@ def test_ssh_role_may_only_mount_and_write_through_its_access_points():
     assert sorted(stmt["actions"]) == ["elasticfilesystem:ClientMount", "elasticfilesystem:ClientWrite"]
     assert stmt["condition"] == [
         {
-            "test": "StringEquals",
+            "test": "ArnEquals",
             "variable": "elasticfilesystem:AccessPointArn",
             "values": "${var.efs_access_point_arns}",
         }
@@ -159,3 +160,40 @@ def test_other_regions_resolve_the_primary_file_system_by_name(cluster, rendered
         assert primary_state["key"] == backend["s3"]["key"]  # the primary root's own state
     (record,) = (b for _, b in resources(MODULES / "efs_peer_dns", "aws_route53_record"))
     assert record["name"] == "${var.file_system_dns_name}" and record["type"] == "A"
+
+
+def _iam_json(statements: list[dict], resource_policy: bool) -> str:
+    """The policy document Terraform's aws_iam_policy_document makes of these statements (the references
+    replaced by the example ARNs above; a list of one value becomes that value, as the provider writes it)."""
+
+    def one(values: list[str]):
+        return values[0] if len(values) == 1 else values
+
+    out = []
+    for s in statements:
+        st = {"Sid": s["sid"], "Effect": s.get("effect", "Allow"), "Action": one(_values(s["actions"])),
+              "Resource": one(_values(s["resources"]))}  # fmt: skip
+        if resource_policy:
+            st["Principal"] = {p["type"]: one(_values(p["identifiers"])) for p in s["principals"]}
+        conditions: dict = {}
+        for c in s.get("condition", []):
+            conditions.setdefault(c["test"], {})[c["variable"]] = one(_values(c["values"]))
+        if conditions:
+            st["Condition"] = conditions
+        out.append(st)
+    return json.dumps({"Version": "2012-10-17", "Statement": out})
+
+
+@pytest.mark.parametrize(
+    "path,name,resource_policy",
+    [("efs/main.tf", "efs", True), ("ssh_machines/main.tf", "mount", False)],
+    ids=["file-system policy", "SSH machines' role"],
+)
+def test_policies_pass_parliament(path, name, resource_policy):
+    """parliament (duo-labs), an IAM linter built from AWS's Service Authorization Reference: every action
+    exists, every condition key applies to its actions with an operator of its type."""
+    from parliament import analyze_policy_string
+
+    doc = _iam_json(_statements(MODULES / path, name), resource_policy)
+    findings = analyze_policy_string(doc, include_community_auditors=False).findings
+    assert [(f.issue, f.detail) for f in findings] == []
