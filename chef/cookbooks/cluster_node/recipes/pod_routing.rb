@@ -6,7 +6,10 @@
 # to every node's pod subnet; it masquerades what those machines send into the pod network (nftables table
 # ip cluster_pod_routing) so the pods answer to its own overlay address, back through flannel, wherever they
 # run: a cloud node would drop a reply addressed to the site straight from a pod address (the source/destination
-# check of its ENI), as terraform/modules/pod_gateway explains for the VPC side.
+# check of its ENI), as terraform/modules/pod_gateway explains for the VPC side. flannel started with --ip-masq
+# (the upstream manifest's default) adds the same translation ("masquerade anything headed towards flannel from
+# the host", flannel's masquerade rules); this table keeps the gateway's routing independent of that flag, as
+# the VPC gateways' own rule does.
 package 'nftables'
 
 template '/etc/nftables.d/cluster-pod-routing.nft' do
