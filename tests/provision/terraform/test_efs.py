@@ -10,7 +10,7 @@ import json
 import pytest
 import yaml
 
-from tests.provision.terraform.tf_files import MODULES, module_calls, parse, resources
+from tests.provision.terraform.tf_files import MODULES, code, module_calls, outputs, parse, resources
 from tests.support import ROOT
 
 CASES = yaml.safe_load((ROOT / "tests/provision/terraform/data/efs_access_cases.yaml").read_text())
@@ -197,3 +197,13 @@ def test_policies_pass_parliament(path, name, resource_policy):
     doc = _iam_json(_statements(MODULES / path, name), resource_policy)
     findings = analyze_policy_string(doc, include_community_auditors=False).findings
     assert [(f.issue, f.detail) for f in findings] == []
+
+
+def test_what_other_regions_read_from_the_primary_state_is_an_output_of_the_primary(cluster, rendered):
+    import re
+
+    produced = set(outputs(rendered / cluster.primary_region))
+    for region in (r.name for r in cluster.regions if r.name != cluster.primary_region):
+        text = "\n".join(code(p) for p in (rendered / region).glob("*.tf"))
+        read = set(re.findall(r"data\.terraform_remote_state\.primary\.outputs\.(\w+)", text))
+        assert read and read <= produced, read - produced
