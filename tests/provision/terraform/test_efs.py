@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import re
 
 import pytest
 import yaml
@@ -200,8 +201,6 @@ def test_policies_pass_parliament(path, name, resource_policy):
 
 
 def test_what_other_regions_read_from_the_primary_state_is_an_output_of_the_primary(cluster, rendered):
-    import re
-
     produced = set(outputs(rendered / cluster.primary_region))
     for region in (r.name for r in cluster.regions if r.name != cluster.primary_region):
         text = "\n".join(code(p) for p in (rendered / region).glob("*.tf"))
