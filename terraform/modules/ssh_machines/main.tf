@@ -14,6 +14,14 @@ locals {
     }
   ]...)
   tags = merge(var.tags, { "research.cluster/cluster" = var.cluster, "research.cluster/role" = "ssh" })
+  user_data = base64gzip(templatefile("${path.module}/templates/ssh.sh.tftpl", {
+    file_system_id        = var.efs_file_system_id
+    access_points         = var.efs_access_points
+    datasets_access_point = var.efs_datasets_access_point
+    efs_mount             = var.efs_mount
+    efs_utils_version     = var.efs_utils_version
+    users                 = var.users
+  }))
 }
 
 resource "aws_security_group" "ssh" {
@@ -119,14 +127,9 @@ resource "aws_instance" "machine" {
   monitoring             = true
   ebs_optimized          = true
 
-  user_data = templatefile("${path.module}/templates/ssh.sh.tftpl", {
-    file_system_id        = var.efs_file_system_id
-    access_points         = var.efs_access_points
-    datasets_access_point = var.efs_datasets_access_point
-    efs_mount             = var.efs_mount
-    efs_utils_version     = var.efs_utils_version
-    users                 = var.users
-  })
+  # gzip: EC2 takes at most 16 KB of user data and every researcher adds lines (keys, mounts); cloud-init
+  # recognises gzip-compressed user data and decompresses it.
+  user_data_base64 = local.user_data
 
   metadata_options {
     http_endpoint               = "enabled"
@@ -145,6 +148,11 @@ resource "aws_instance" "machine" {
 
   lifecycle {
     ignore_changes = [ami]
+    precondition {
+      # EC2 RunInstances: user data up to 16 KB before base64 (here, after gzip)
+      condition     = length(local.user_data) <= ceil(16384 / 3) * 4
+      error_message = "The SSH machines' user data exceeds EC2's 16 KB even compressed: too many users or keys."
+    }
   }
 }
 
