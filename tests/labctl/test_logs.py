@@ -9,6 +9,7 @@ import time
 import pytest
 
 from autoscaler.model.adapters import ModelCloud
+from autoscaler.model.objects import creating_status
 from labctl.cli import main
 
 GROUP = "dlr-us-west-2-gpu-v100x8"  # the spec's first 8-GPU group (tests/labctl/test_scale_up.py)
@@ -72,3 +73,19 @@ def test_logs_follow_streams_until_the_job_is_cancelled(emu, lab_env, project, c
     follower.join(timeout=10)
     assert not follower.is_alive() and codes == [0]
     assert capsys.readouterr().out == "step 1\nstep 2\n"
+
+
+def test_logs_of_a_container_still_starting_is_one_line(emu, lab_env, project, capsys):
+    _submit(lab_env, project, "slow")
+    _boot_a_node(emu)
+    with emu.model.lock:  # the model's status of a pod whose node's network is not ready yet
+        pod = emu.model.store.find("pods", "u-alice", _pod_of(emu, "slow")["metadata"]["name"])
+        node = emu.model.store.find("nodes", None, pod["spec"]["nodeName"])
+        pod["status"] = creating_status(pod, node, "2026-01-01T00:20:00Z")
+    capsys.readouterr()
+    assert _lab(lab_env, "logs", "slow") == 2
+    err = capsys.readouterr().err
+    name = pod["metadata"]["name"]
+    assert (
+        err == f'lab: job \'slow\': container "main" in pod "{name}" is waiting to start: ContainerCreating\n'
+    )
