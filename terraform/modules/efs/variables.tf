@@ -44,7 +44,7 @@ variable "kms_key_arn" {
 }
 
 variable "users" {
-  description = "Researchers (cluster.yaml users): each gets access points for /home/<name> and /results/<name>, owned by their uid (gid = uid, as useradd --user-group makes it)."
+  description = "Researchers (cluster.yaml users): each gets access points for /home/<name> and /results/<name>, owned by their uid (gid = uid, as the SSH machines create the group and jobs run with runAsGroup)."
   type = list(object({
     name = string
     uid  = number
