@@ -350,6 +350,10 @@ def add_user(c, name, kubeconfig=None, home=None, role_arn=None, spec=None):
     print(f"{name}: namespace {added.namespace}; created {', '.join(added.created) or 'nothing new'}")
     print(f"kubeconfig {added.kubeconfig}; VPN certificate {added.vpn_cert} and key {added.vpn_key}")
     print("hand these to the user privately; docs/researchers.md is their next step")
+    print(
+        "their claims bind once their EFS access points exist: `invoke up` (primary region), then "
+        "`invoke render-storage --efs-id fs-...` and apply build/deploy/storage/volumes.yaml"
+    )
 
 
 @task(
@@ -407,25 +411,24 @@ def demo_researcher(c, spec=None, out=None):
 @task(
     name="render-storage",
     help={
-        "efs_id": "the primary region's EFS file system (fs-...)",
-        "mount_target_ip": "a mount target's address (default: looked up, first zone)",
+        "efs_id": "the primary region's EFS file system (fs-...; Terraform output efs_file_system_id)",
         "out": "output folder (default: build/deploy/storage)",
         "spec": "path of the cluster spec (default: cluster.yaml)",
     },
 )
 @user_errors
-def render_storage(c, efs_id, mount_target_ip=None, out="build/deploy/storage", spec=None):
-    """Render the EFS CSI node plugin and every researcher's volumes (deploy/storage/README.md)."""
+def render_storage(c, efs_id, out="build/deploy/storage", spec=None):
+    """Render the EFS CSI node plugin and every researcher's volumes, each through its EFS access point
+    (looked up with DescribeAccessPoints; deploy/storage/README.md)."""
     from pathlib import Path
 
     from provision.loader import load_spec
-    from provision.storage import mount_target_ip as lookup
+    from provision.storage import lookup_access_points, write_storage
     from provision.storage import render_storage as render
-    from provision.storage import write_storage
 
     cluster = load_spec(spec)
-    ip = mount_target_ip or lookup(efs_id, cluster.primary_region)
-    for path in write_storage(render(cluster, efs_id, ip), Path(out)):
+    efs = lookup_access_points(cluster, efs_id, cluster.primary_region)
+    for path in write_storage(render(cluster, efs), Path(out)):
         print(f"wrote {path}")
 
 

@@ -101,17 +101,30 @@ class Kube:
             raise LabError(f"reading job {name!r}: {_reason(e)}") from None
 
     def logs(self, namespace: str, job: str, index: int, follow: bool) -> Iterator[str]:
+        """The output of the job's pod ``index`` (its ``main`` container); with ``follow`` until it exits."""
         self.get_job(namespace, job)
         pods = [p for p in self.pods(namespace, job) if self._index(p) == index]
         if not pods:
             raise LabError(f"job {job!r} has no pod of index {index} yet; `lab status` shows where it is")
-        pod = pods[-1].metadata.name
-        if not follow:
-            yield self.core.read_namespaced_pod_log(pod, namespace, container="main")
-            return
-        resp = self.core.read_namespaced_pod_log(
-            pod, namespace, container="main", follow=True, _preload_content=False
-        )
+        pod = pods[-1]
+        name = pod.metadata.name
+        if (
+            not pod.spec.node_name
+        ):  # the API server has no log location for it: an empty reply would say nothing
+            raise LabError(
+                f"job {job!r}: pod {name} is not on a node yet, so it has no output; `lab status` shows why"
+            )
+        try:
+            if not follow:
+                yield self.core.read_namespaced_pod_log(name, namespace, container="main")
+                return
+            resp = self.core.read_namespaced_pod_log(
+                name, namespace, container="main", follow=True, _preload_content=False
+            )
+        except (
+            ApiException
+        ) as e:  # a container still starting: 'container "main" ... is waiting to start: ...'
+            raise LabError(f"job {job!r}: {_reason(e)}") from None
         try:
             for chunk in resp.stream():
                 yield chunk.decode(errors="replace")

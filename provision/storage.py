@@ -2,20 +2,30 @@
 ``results`` in each researcher's namespace, statically bound to PersistentVolumes served by the EFS CSI driver
 (``efs.csi.aws.com``) from the primary region's file system.
 
-EFS is reached by a mount target's address (``volumeAttributes.mounttargetip``, the driver's cross-VPC mount)
-from every VPC (peered) and from the lab (site-to-site VPN), so the same claim works in any region and on the
-lab's servers; its DNS name resolves only inside the primary VPC. The cost of that choice: every node mounts
-through the mount target of the primary region's first zone (cross-zone traffic for the others, and that zone's
-health). The lab's NAS exports are offered besides as NFS volumes (``lab-<export>``) for jobs pinned to the lab. Static binding (``storageClassName: ""`` and ``volumeName`` on the
-claim, ``claimRef`` on the volume) keeps another namespace from ever binding a researcher's volume
-(Kubernetes docs, "Reserving a PersistentVolume"). The requested size is required by the API and ignored by
-EFS and NFS.
+Each volume mounts through an access point (terraform/modules/efs): ``volumeHandle: <fs-id>::<fsap-id>``, the
+driver's static form for access points, over TLS (``mountOptions: [tls, region=<primary>]``; the file-system
+policy refuses anything else, and efs-utils needs TLS for an access point). A researcher's home and results access points
+enforce their uid and gid and created the directories owned by them; ``datasets`` is shared and read-only in
+jobs. The file-system policy admits a client without IAM credentials through an access point, so the mounts
+carry no ``iam`` option: the lab's servers have no instance credentials the driver could use.
+
+The driver's efs-utils finds the file system by id (``<fs-id>.efs.<primary region>.amazonaws.com``, the region
+from the ``region`` mount option, which efs-utils reads before its configuration file): in the primary
+VPC Amazon's resolver answers with the mount target in the node's own zone; the other regions' VPCs answer it
+from a private zone listing every mount target (terraform/modules/efs_peer_dns), and the lab's servers forward
+the name to the Resolver inbound endpoint (the cookbook's dns_forwarding). The node plugin uses the node's
+resolver (``dnsPolicy: Default``) so that answer is the node's own.
+
+The lab's NAS exports are offered besides as NFS volumes (``lab-<export>``) for jobs pinned to the lab. Static
+binding (``storageClassName: ""`` and ``volumeName`` on the claim, ``claimRef`` on the volume) keeps another
+namespace from ever binding a researcher's volume (Kubernetes docs, "Reserving a PersistentVolume"). The
+requested size is required by the API and ignored by EFS and NFS.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -58,12 +68,24 @@ def claims(spec: Cluster, namespace: str, labels: dict[str, str]) -> list[dict]:
     return out
 
 
-def volumes(spec: Cluster, user: str, efs_id: str, mount_target_ip: str) -> list[dict]:
-    """The user's PersistentVolumes on EFS (``<fs-id>:<path>``, the driver's static subpath form)."""
+@dataclass(frozen=True)
+class EfsVolumes:
+    """The primary file system and the access points the volumes mount through (terraform/modules/efs)."""
+
+    file_system_id: str
+    access_points: dict[str, dict[str, str]]  # researcher -> {"home": fsap-..., "results": fsap-...}
+    datasets: str
+
+    def access_point(self, user: str, volume: str) -> str:
+        return self.datasets if volume == "datasets" else self.access_points[user][volume]
+
+
+def volumes(spec: Cluster, user: str, efs: EfsVolumes) -> list[dict]:
+    """The user's PersistentVolumes on EFS, each through its access point (``<fs-id>::<fsap-id>``)."""
     ns = spec.researchers.namespace(user)
     out = []
     for vol in spec.researchers.volumes:
-        path, mode = LAYOUT[vol]
+        _, mode = LAYOUT[vol]
         out.append(
             {
                 "apiVersion": "v1",
@@ -75,12 +97,14 @@ def volumes(spec: Cluster, user: str, efs_id: str, mount_target_ip: str) -> list
                     "persistentVolumeReclaimPolicy": "Retain",
                     "storageClassName": "",
                     "claimRef": {"namespace": ns, "name": vol},
-                    "mountOptions": ["tls"],
+                    # efs-utils takes the region from this option before its configuration file, which the
+                    # driver fills from the node's own region (another region's nodes would look up a name
+                    # that does not exist)
+                    "mountOptions": ["tls", f"region={spec.primary_region}"],
                     "csi": {
                         "driver": EFS_DRIVER,
-                        "volumeHandle": f"{efs_id}:{path.format(user=user)}",
+                        "volumeHandle": f"{efs.file_system_id}::{efs.access_point(user, vol)}",
                         "readOnly": mode == "ReadOnlyMany",
-                        "volumeAttributes": {"mounttargetip": mount_target_ip},
                     },
                 },
             }
@@ -122,48 +146,72 @@ IMAGES = {
     "liveness": "registry.k8s.io/sig-storage/livenessprobe:v2.15.0",
 }
 _EFS_ID = re.compile(r"^fs-[0-9a-f]{8,40}$")
+_AP_ID = re.compile(r"^fsap-[0-9a-f]{8,40}$")
 
 
-def check_efs(efs_id: str, mount_target_ip: str) -> None:
+def _check_fs_id(efs_id: str) -> None:
     if not _EFS_ID.match(efs_id or ""):
         raise UserError(
-            f"--efs-id {efs_id!r}: expected a file system id like fs-0123456789abcdef0 (Terraform output efs_dns_name starts with it)"
+            f"--efs-id {efs_id!r}: expected a file system id like fs-0123456789abcdef0 "
+            "(the primary region's Terraform output efs_file_system_id)"
         )
-    try:
-        ipaddress.IPv4Address(mount_target_ip)
-    except ValueError:
+
+
+def check_efs(spec: Cluster, efs: EfsVolumes) -> None:
+    _check_fs_id(efs.file_system_id)
+    wanted = [(u.name, v) for u in spec.users for v in ("home", "results") if v in spec.researchers.volumes]
+    for user, vol in wanted:
+        ap = efs.access_points.get(user, {}).get(vol)
+        if ap is None:
+            raise UserError(
+                f"{efs.file_system_id}: no access point for {user}'s {vol} (/{vol}/{user}); apply the primary "
+                "region's Terraform after adding a researcher to cluster.yaml (invoke up)"
+            )
+        if not _AP_ID.match(ap):
+            raise UserError(f"{user}'s {vol} access point {ap!r}: expected an id like fsap-0123456789abcdef0")
+    if "datasets" in spec.researchers.volumes and not _AP_ID.match(efs.datasets or ""):
         raise UserError(
-            f"--mount-target-ip {mount_target_ip!r}: expected the IPv4 address of a mount target in the primary region"
-        ) from None
+            f"{efs.file_system_id}: no access point for /datasets; apply the primary region's Terraform (invoke up)"
+        )
 
 
-def mount_target_ip(efs_id: str, region: str, zone: str | None = None) -> str:
-    """The address of the file system's mount target in ``zone`` (default: the first zone that has one)."""
+def lookup_access_points(spec: Cluster, efs_id: str, region: str) -> EfsVolumes:
+    """The file system's access points as terraform/modules/efs makes them, found with DescribeAccessPoints:
+    a researcher's ``/home/<name>`` and ``/results/<name>`` enforcing their uid, and ``/datasets`` without one."""
     import boto3
 
-    targets = boto3.client("efs", region_name=region).describe_mount_targets(FileSystemId=efs_id)[
-        "MountTargets"
-    ]
-    available = sorted(
-        (t for t in targets if t.get("LifeCycleState") == "available"),
-        key=lambda t: t["AvailabilityZoneName"],
+    _check_fs_id(efs_id)
+    pages = boto3.client("efs", region_name=region).get_paginator("describe_access_points")
+    found = sorted(
+        (ap for page in pages.paginate(FileSystemId=efs_id) for ap in page["AccessPoints"]),
+        key=lambda ap: ap["AccessPointId"],
     )
-    chosen = [t for t in available if zone in (None, t["AvailabilityZoneName"])]
-    if not chosen:
-        raise UserError(f"{efs_id}: no available mount target{' in ' + zone if zone else ''} in {region}")
-    return chosen[0]["IpAddress"]
+    found = [ap for ap in found if ap.get("LifeCycleState") == "available"]
+
+    def pick(path: str, uid: int | None) -> str | None:
+        for ap in found:
+            posix = ap.get("PosixUser")
+            if ap.get("RootDirectory", {}).get("Path") == path and (posix or {}).get("Uid") == uid:
+                return ap["AccessPointId"]
+        return None
+
+    by_user = {}
+    for u in spec.users:
+        aps = {v: pick(f"/{v}/{u.name}", u.uid) for v in ("home", "results")}
+        by_user[u.name] = {v: ap for v, ap in aps.items() if ap}
+    return EfsVolumes(efs_id, by_user, pick("/datasets", None) or "")
 
 
-def render_storage(spec: Cluster, efs_id: str, mount_target_ip: str) -> dict[str, list[dict]]:
+def render_storage(spec: Cluster, efs: EfsVolumes) -> dict[str, list[dict]]:
     """Every storage manifest, by file name: the EFS CSI node plugin, each user's volumes, the lab's NFS volumes."""
-    check_efs(efs_id, mount_target_ip)
+    check_efs(spec, efs)
     env = Environment(
         loader=FileSystemLoader(str(checkout.require(TEMPLATES))), undefined=StrictUndefined, autoescape=False
     )  # noqa: S701 - YAML
     driver = env.get_template("efs-csi-node.yaml.j2").render(images=IMAGES, region=spec.primary_region)
     return {
         "efs-csi-node.yaml": [d for d in yaml.safe_load_all(driver) if d],
-        "volumes.yaml": [v for u in spec.users for v in volumes(spec, u.name, efs_id, mount_target_ip)],
+        "volumes.yaml": [v for u in spec.users for v in volumes(spec, u.name, efs)],
         "lab-volumes.yaml": lab_volumes(spec),
     }
 

@@ -7,7 +7,9 @@
    sees every job and node, changes only their own); the subject is the user named by the certificate's CN,
    in the group ``research:users`` (its O);
 3. the PersistentVolumeClaims ``home``, ``datasets`` and ``results`` the jobs mount, bound to the static volumes
-   of deploy/storage (provision/storage.py);
+   of deploy/storage (provision/storage.py), which mount through the user's EFS access points: Terraform makes
+   those from the spec's ``users`` (terraform/modules/efs), so a new user's volumes follow ``invoke up`` and
+   ``invoke render-storage``;
 4. a kubeconfig with a client certificate from the cluster's own CA through the CertificateSigningRequest API:
    the key is generated here (``cryptography``, EC P-256) and never leaves this machine; the CSR names the signer
    ``kubernetes.io/kube-apiserver-client``, is approved by the admin running the task and its certificate

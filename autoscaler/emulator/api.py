@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
+from autoscaler.emulator import logs
 from autoscaler.emulator import resources as R
 from autoscaler.emulator.events_v1 import from_events_v1, to_events_v1
 from autoscaler.emulator.patch import APPLY_PATCH, apply_patch
@@ -100,6 +101,7 @@ class KubeApi:
         self.bookmark_interval_s = 1.0
         self.stopping = False
         self._patch_type = ""  # of the subresource request being handled (under the model's lock)
+        self.logs = logs.ContainerLogs()  # what the emulated containers print (pods/{name}/log)
 
     # --- entry point -------------------------------------------------------------------------------------
     def handle(self, method: str, path: str, query: dict[str, str], content_type: str, body: bytes):
@@ -161,6 +163,8 @@ class KubeApi:
                 return Reply(201, self._create(res, namespace, payload))
             if name is None:
                 raise MethodNotAllowed(f"{method} is not supported on a collection")
+            if sub == "log" and res.plural == "pods" and method == "GET":
+                return logs.serve(self, namespace, name, query)
             if sub is not None:
                 self._patch_type = content_type
                 return self._subresource(method, res, namespace, name, sub, payload)

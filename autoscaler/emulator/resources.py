@@ -80,6 +80,7 @@ SUBRESOURCES = {
     ("", "v1"): [
         ("pods", "eviction", "policy", "v1", "Eviction", ("create",)),
         ("pods", "binding", "", "v1", "Binding", ("create",)),
+        ("pods", "log", "", "v1", "Pod", ("get",)),  # logs.py
     ]
 }
 

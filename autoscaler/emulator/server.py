@@ -9,6 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
+from autoscaler.emulator import logs
 from autoscaler.emulator.api import KubeApi, Reply, status_body
 from autoscaler.emulator.kubeconfig import write_kubeconfig
 from autoscaler.model import ClusterModel, WallClock
@@ -41,6 +42,9 @@ class _Handler(BaseHTTPRequestHandler):
         except Exception as e:  # a bug must not kill the connection silently
             log.exception("emulator error on %s %s", self.command, self.path)
             result = Reply(500, status_body(500, "InternalError", f"{type(e).__name__}: {e}"))
+        if isinstance(result, logs.Text):  # pods/{name}/log: text/plain
+            logs.write_reply(self, result)
+            return
         if isinstance(result, Reply):
             data = json.dumps(result.body).encode()
             self.send_response(result.status)

@@ -26,6 +26,10 @@ GPU_ARCHITECTURE_LABEL = "research.cluster/gpu-architecture"
 NFS_OPTIONS = "rw,sync,no_subtree_check,root_squash"
 NFS_MOUNT_OPTIONS = "nfsvers=4.2,hard,noatime,_netdev"
 API_PORT = 6443
+# A site gateway that is no worker joins as the cloud's pod gateways do (terraform/modules/pod_gateway): a
+# flannel member for the routes, tainted so no job lands there.
+POD_GATEWAY_TAINT = {"key": "research.cluster/pod-gateway", "value": "true", "effect": "NoSchedule"}
+POD_GATEWAY_LABEL = ("research.cluster/role", "pod-gateway")
 AMI_DIR = ROOT / "build" / "ami"
 # The GPU stack in the image's package lock: what the physical servers must run at exactly the image's versions
 # (driver and its libraries, fabric manager, CUDA and its libraries, containerd, the container toolkit, Kubernetes).
@@ -40,6 +44,10 @@ def _server(cluster: Cluster, site_name: str, s) -> dict:
     if s.gpu_model:
         labels[GPU_MODEL_LABEL] = s.gpu_model
         labels[GPU_ARCHITECTURE_LABEL] = catalog.gpu_models()[s.gpu_model].architecture
+    taints = [t.model_dump() for t in s.taints]
+    if "gateway" in s.roles and "worker" not in s.roles:
+        labels[POD_GATEWAY_LABEL[0]] = POD_GATEWAY_LABEL[1]
+        taints.append(POD_GATEWAY_TAINT)
     labels |= s.labels  # the spec's own labels win (e.g. a shorter gpu-model name shared with the cloud)
     return {
         "ip": s.ip,
@@ -47,8 +55,14 @@ def _server(cluster: Cluster, site_name: str, s) -> dict:
         "gpus": s.gpus,
         "gpu_model": s.gpu_model,
         "labels": dict(sorted(labels.items())),
-        "taints": [t.model_dump() for t in s.taints],
+        "taints": taints,
     }
+
+
+def _pod_routing(cluster: Cluster, site) -> dict:
+    """The site gateway routes the pod network for the site's machines that are no nodes (issue 15): it is a
+    flannel member and masquerades what they send into the pod network, so pods answer to its overlay address."""
+    return {"pod_cidr": cluster.kubernetes.pod_cidr, "sources": [site.cidr]}
 
 
 def _nfs(cluster: Cluster) -> dict | None:
@@ -168,14 +182,22 @@ def _package_lock(cluster: Cluster, ami_dir: Path, placeholders: bool) -> dict |
 
 
 def _dns(cluster: Cluster, outputs_dir: Path, placeholders: bool) -> dict:
-    """Where the servers resolve the cluster's private zone: the Resolver inbound endpoint (primary region)."""
+    """Where the servers resolve the cluster's private zone and the primary EFS file system's name (which only
+    the primary VPC answers, issue 15): the Resolver inbound endpoint (primary region)."""
     primary = cluster.primary_region
     servers = (
         outputs.placeholder_resolver_ips(cluster)
         if placeholders
         else outputs.resolver_ips(outputs_dir, primary)
     )
-    return {"domain": cluster.domain, "servers": servers}
+    names = []
+    if cluster.storage.efs.enabled:
+        names.append(
+            outputs.placeholder_efs_dns_name(cluster)
+            if placeholders
+            else outputs.efs_dns_name(outputs_dir, primary)
+        )
+    return {"domain": cluster.domain, "servers": servers, "forwarded_names": names}
 
 
 def _site_credentials(cluster: Cluster, outputs_dir: Path, placeholders: bool) -> dict:
@@ -225,6 +247,7 @@ def node_attributes(
         "kubernetes": _kubernetes(cluster, outputs_dir, placeholders),
         "package_lock": _package_lock(cluster, ami_dir, placeholders),
         "dns": _dns(cluster, outputs_dir, placeholders),
+        "pod_routing": _pod_routing(cluster, site),
         "site_credentials": _site_credentials(cluster, outputs_dir, placeholders),
     }
     return {"run_list": ["recipe[cluster_node]"], "cluster_node": attrs}

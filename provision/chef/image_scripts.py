@@ -16,6 +16,9 @@ COOKBOOK = ROOT / "chef" / "cookbooks" / "cluster_node"
 FILES_DIR = COOKBOOK / "files" / "default" / "image_scripts"  # generated, ignored by git
 # What a server that is not a Kubernetes worker (gateway, NFS) runs: no driver, runtime or kubelet.
 COMMON = ["base.sh", "aws-cli.sh", "storage-client.sh"]
+# What a Kubernetes member that runs no jobs (the site gateway, a flannel member for the pod routes) adds: the
+# runtime, kubelet and flannel's prerequisites; no driver, CUDA or GPU checks.
+NODE = [*COMMON, "containerd.sh", "kubernetes.sh", "flannel-prereqs.sh"]
 PER_SERVER = ""  # environment values the recipe fills in for each server (EXPECTED_GPUS, UNATTENDED_UPGRADES)
 
 
@@ -61,6 +64,7 @@ def script_attributes(cluster, site: str) -> dict:
     return {
         "order": order,
         "common": [s for s in order if s in COMMON],
+        "node": [s for s in order if s in NODE],
         "environment": env,
         "digests": digests,
     }

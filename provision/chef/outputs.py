@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 from pathlib import Path
 
 from provision import tunnels
@@ -108,6 +109,18 @@ def resolver_ips(outputs_dir: Path, region: str) -> list[str]:
     return list(ips)
 
 
+def efs_dns_name(outputs_dir: Path, region: str) -> str:
+    """The primary file system's name (``efs_dns_name``), which the servers forward to the inbound endpoint."""
+    path = outputs_dir / region / "outputs.json"
+    name = _value(_read(path), "efs_dns_name")
+    if not isinstance(name, str) or not re.fullmatch(r"fs-[0-9a-f]+\.efs\.[a-z0-9-]+\.amazonaws\.com", name):
+        raise UserError(
+            f"{path}: output efs_dns_name should be <fs-id>.efs.{region}.amazonaws.com, got {name!r}; "
+            f"run `invoke up --region {region}` (storage.efs.enabled)"
+        )
+    return name
+
+
 SITE_ACCESS_KEYS = ("trust_anchor_arn", "profile_arn", "role_arn")
 
 
@@ -137,6 +150,11 @@ def placeholder_site_access(cluster: Cluster) -> dict:
         "profile_arn": f"{base}:profile/00000000-0000-0000-0000-000000000000",
         "role_arn": f"arn:aws:iam::000000000000:role/{cluster.name}-site",
     }
+
+
+def placeholder_efs_dns_name(cluster: Cluster) -> str:
+    """A file system name of the right form (documentation only)."""
+    return f"fs-00000000000000000.efs.{cluster.primary_region}.amazonaws.com"
 
 
 def placeholder_resolver_ips(cluster: Cluster) -> list[str]:

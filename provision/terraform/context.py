@@ -109,6 +109,7 @@ def region_context(
         "region": region_name,
         "is_primary": region_name == primary,
         "primary_region": primary,
+        "primary_state_key": backend.key(primary),
         "vpc_cidr": region.cidr,
         "zones": list(region.zones),
         "cluster_cidrs": cluster_cidrs(cluster),
@@ -146,6 +147,9 @@ def region_context(
             "enabled": cluster.storage.efs.enabled,
             "throughput_mode": cluster.storage.efs.throughput_mode,
             "mount": cluster.storage.efs.mount,
+            # each researcher's access points (terraform/modules/efs); the SSH machines' own set in the primary
+            "users": [{"name": u.name, "uid": u.uid} for u in cluster.users],
+            "shell_access_points": region_name == primary and bool(cluster.researchers.ssh_machines),
         },
         "peers": [
             {"region": p, "alias": alias(p), "cidr": cluster.region(p).cidr, "module": f"peering_{alias(p)}"}

@@ -28,7 +28,7 @@ def spec():
         (deploy, "TEMPLATES", lambda s, tmp: deploy.render(s, ARN)),
         (addons, "TEMPLATES", lambda s, tmp: addons.render(s)),
         (scheduler, "TEMPLATES", lambda s, tmp: scheduler.render_manifests(s)),
-        (storage, "TEMPLATES", lambda s, tmp: storage.render_storage(s, "fs-0123456789abcdef0", "10.0.0.5")),
+        (storage, "TEMPLATES", lambda s, tmp: storage.render_storage(s, _efs(s))),
         (render, "TEMPLATES", lambda s, tmp: render.render(s, None, tmp / "out")),
         (template, "TEMPLATE_DIR", lambda s, tmp: template.stage(tmp / "packer", with_plugins=False)),
         (template, "TEMPLATE_DIR", lambda s, tmp: image_scripts.copy_scripts(tmp / "files")),
@@ -48,3 +48,8 @@ def test_a_renderer_outside_a_checkout_says_so_in_one_line(
 def test_inside_the_checkout_nothing_changes(spec, tmp_path):
     assert settings.TEMPLATES.is_dir() and any(settings.TEMPLATES.glob("region/*.tf.j2"))
     assert deploy.render(spec, ARN) and scheduler.render_manifests(spec)
+
+
+def _efs(spec):
+    aps = {u.name: {"home": "fsap-0123456789", "results": "fsap-0123456789"} for u in spec.users}
+    return storage.EfsVolumes("fs-0123456789abcdef0", aps, "fsap-0123456789")

@@ -1,5 +1,5 @@
 """Storage manifests: valid for Kubernetes (kubernetes-validate --strict), every claim add-user creates meets
-the volume reserved for it, and the mount target lookup against moto."""
+the volume reserved for it through its EFS access point, and the access point lookup against moto."""
 
 from __future__ import annotations
 
@@ -16,10 +16,18 @@ from provision.users import namespace_objects
 
 SPEC = load_spec()
 EFS = "fs-0123456789abcdef0"
+DATASETS = "fsap-00000000000000d00"
+
+
+def _efs(**changes) -> storage.EfsVolumes:
+    aps = {u.name: {"home": f"fsap-{u.uid:017x}", "results": f"fsap-{u.uid + 1:017x}"} for u in SPEC.users}
+    return storage.EfsVolumes(
+        **({"file_system_id": EFS, "access_points": aps, "datasets": DATASETS} | changes)
+    )
 
 
 def test_every_manifest_passes_kubernetes_validate_strict() -> None:
-    manifests = storage.render_storage(SPEC, EFS, "10.0.32.10")
+    manifests = storage.render_storage(SPEC, _efs())
     docs = [d for ds in manifests.values() for d in ds]
     assert {d["kind"] for d in docs} == {"CSIDriver", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
                                          "DaemonSet", "PersistentVolume"}  # fmt: skip
@@ -27,8 +35,9 @@ def test_every_manifest_passes_kubernetes_validate_strict() -> None:
         validate(doc, latest_version(), strict=True)
 
 
-def test_each_claim_meets_its_reserved_volume() -> None:
-    pvs = {v["metadata"]["name"]: v for v in storage.render_storage(SPEC, EFS, "10.0.32.10")["volumes.yaml"]}
+def test_each_claim_meets_its_reserved_volume_through_its_access_point() -> None:
+    efs = _efs()
+    pvs = {v["metadata"]["name"]: v for v in storage.render_storage(SPEC, efs)["volumes.yaml"]}
     for user in SPEC.users:
         claims = [o for o in namespace_objects(SPEC, user.name) if o["kind"] == "PersistentVolumeClaim"]
         assert [c["metadata"]["name"] for c in claims] == ["home", "datasets", "results"]
@@ -40,13 +49,26 @@ def test_each_claim_meets_its_reserved_volume() -> None:
             }
             assert pv["spec"]["accessModes"] == claim["spec"]["accessModes"]
             assert pv["spec"]["storageClassName"] == claim["spec"]["storageClassName"] == ""
-            assert pv["spec"]["csi"]["volumeAttributes"] == {"mounttargetip": "10.0.32.10"}
-    assert pvs["u-alice-home"]["spec"]["csi"]["volumeHandle"] == f"{EFS}:/home/alice"
+            # TLS, as the file-system policy demands; no iam (the lab's nodes have no instance credentials);
+            # no fixed mount target: efs-utils resolves the one in the node's own zone, by the primary
+            # region's name wherever the node is
+            assert pv["spec"]["mountOptions"] == ["tls", f"region={SPEC.primary_region}"]
+            assert "volumeAttributes" not in pv["spec"]["csi"]
+    alice = efs.access_points["alice"]
+    assert pvs["u-alice-home"]["spec"]["csi"]["volumeHandle"] == f"{EFS}::{alice['home']}"
+    assert pvs["u-alice-results"]["spec"]["csi"]["volumeHandle"] == f"{EFS}::{alice['results']}"
+    assert pvs["u-alice-datasets"]["spec"]["csi"]["volumeHandle"] == f"{EFS}::{DATASETS}"
     assert pvs["u-alice-datasets"]["spec"]["csi"]["readOnly"] is True
 
 
+def test_the_node_plugin_resolves_with_the_nodes_own_resolver() -> None:
+    (ds,) = [d for d in storage.render_storage(SPEC, _efs())["efs-csi-node.yaml"] if d["kind"] == "DaemonSet"]
+    pod = ds["spec"]["template"]["spec"]
+    assert pod["hostNetwork"] is True and pod["dnsPolicy"] == "Default"
+
+
 def test_lab_volumes_point_at_the_nas() -> None:
-    lab = storage.render_storage(SPEC, EFS, "10.0.32.10")["lab-volumes.yaml"]
+    lab = storage.render_storage(SPEC, _efs())["lab-volumes.yaml"]
     assert {v["metadata"]["name"]: v["spec"]["nfs"] for v in lab} == {
         "lab-home": {"server": "10.16.0.5", "path": "/export/home"},
         "lab-datasets": {"server": "10.16.0.5", "path": "/export/datasets"},
@@ -55,39 +77,48 @@ def test_lab_volumes_point_at_the_nas() -> None:
 
 
 @pytest.mark.parametrize(
-    "efs,ip,reason",
+    "changes,reason",
     [
         (
-            "fs-nothex",
-            "10.0.0.1",
+            {"file_system_id": "fs-nothex"},
             "--efs-id 'fs-nothex': expected a file system id like fs-0123456789abcdef0",
         ),
         (
-            EFS,
-            "10.0.0",
-            "--mount-target-ip '10.0.0': expected the IPv4 address of a mount target in the primary region",
+            {"access_points": {}},
+            f"{EFS}: no access point for alice's home (/home/alice); apply the primary region's",
         ),
+        ({"datasets": ""}, f"{EFS}: no access point for /datasets"),
     ],
 )
-def test_bad_ids_are_one_line(efs, ip, reason) -> None:
+def test_bad_or_missing_ids_are_one_line(changes, reason) -> None:
     with pytest.raises(UserError) as e:
-        storage.render_storage(SPEC, efs, ip)
+        storage.render_storage(SPEC, _efs(**changes))
     assert e.value.lines[0].startswith(reason)
 
 
-def test_mount_target_lookup_picks_the_first_zone(monkeypatch) -> None:
+def test_access_point_lookup_matches_path_and_uid(monkeypatch) -> None:
+    """terraform/modules/efs's access points as DescribeAccessPoints returns them (moto): a researcher's by root
+    directory and enforced uid, /datasets by its path and no enforced identity; the SSH machines' (same
+    directories, no uid) and another uid's are never chosen."""
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     with mock_aws():
-        ec2 = boto3.client("ec2", region_name="us-west-2")
-        vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
         efs = boto3.client("efs", region_name="us-west-2")
         fs = efs.create_file_system(CreationToken="t")["FileSystemId"]
-        for zone, cidr in (("us-west-2b", "10.0.2.0/24"), ("us-west-2a", "10.0.1.0/24")):
-            subnet = ec2.create_subnet(VpcId=vpc, CidrBlock=cidr, AvailabilityZone=zone)["Subnet"]["SubnetId"]
-            efs.create_mount_target(FileSystemId=fs, SubnetId=subnet)
-        ip = storage.mount_target_ip(fs, "us-west-2")
-        assert ip.startswith("10.0.1.")
-        assert storage.mount_target_ip(fs, "us-west-2", "us-west-2b").startswith("10.0.2.")
-        with pytest.raises(UserError, match="no available mount target in us-west-2c"):
-            storage.mount_target_ip(fs, "us-west-2", "us-west-2c")
+
+        def ap(path, uid=None):
+            posix = {"PosixUser": {"Uid": uid, "Gid": uid}} if uid is not None else {}
+            info = {"OwnerUid": uid or 0, "OwnerGid": uid or 0, "Permissions": "0750"}
+            return efs.create_access_point(
+                FileSystemId=fs, RootDirectory={"Path": path, "CreationInfo": info}, **posix
+            )["AccessPointId"]
+
+        ap("/home/alice")  # the SSH machines' (no enforced identity)
+        ap("/home/alice", 9999)  # not alice's uid
+        want = {u.name: {v: ap(f"/{v}/{u.name}", u.uid) for v in ("home", "results")} for u in SPEC.users}
+        datasets = ap("/datasets")
+        found = storage.lookup_access_points(SPEC, fs, "us-west-2")
+        assert found == storage.EfsVolumes(fs, want, datasets)
+        storage.check_efs(SPEC, found)
+        with pytest.raises(UserError, match="--efs-id 'fs-x'"):
+            storage.lookup_access_points(SPEC, "fs-x", "us-west-2")

@@ -1,5 +1,7 @@
-# EFS for home directories and datasets: encrypted, backed up, a mount target in every private subnet, NFS only
-# from the node networks, TLS only, and root only for the cluster's roles.
+# EFS for home directories and datasets: encrypted, backed up, a mount target in every private subnet (in the VPC
+# the file system's DNS name resolves to the mount target in the client's own zone: Amazon EFS User Guide,
+# "Mounting on Amazon EC2 with a DNS name"; the VPC has DNS support and hostnames on), NFS only from the node networks, TLS
+# only, root only for the cluster's roles, and every other client only through an access point.
 locals {
   name = "${var.cluster}-${var.region}"
 }
@@ -45,7 +47,8 @@ resource "aws_vpc_security_group_ingress_rule" "nfs" {
 # example policies): without one, any client that reaches a mount target has root. With it:
 # - every request without TLS is denied (aws:SecureTransport; mount with -o tls);
 # - any client may mount and write through a mount target (the security group decides who reaches one), but
-#   ClientRootAccess is granted only to the cluster's roles, so other clients are root-squashed;
+#   only through one of the access points below, and ClientRootAccess is granted only to the cluster's roles,
+#   so other clients are root-squashed;
 # - ClientRootAccess is denied to every other principal, anonymous (non-IAM) mounts included: a negated
 #   condition operator matches when aws:PrincipalArn is absent.
 data "aws_iam_policy_document" "efs" {
@@ -65,8 +68,12 @@ data "aws_iam_policy_document" "efs" {
     }
   }
 
+  # Amazon EFS User Guide, "Using access points in IAM policies": the elasticfilesystem:AccessPointArn condition
+  # key carries the access point a client mounts through, and is absent on a mount of the bare file system, so
+  # Null = false admits access-point mounts only. The access points fix each mount's root directory (and, for
+  # jobs, its POSIX identity); the file system's own root stays with the cluster's roles.
   statement {
-    sid       = "MountThroughMountTargets"
+    sid       = "MountThroughAccessPoints"
     actions   = ["elasticfilesystem:ClientMount", "elasticfilesystem:ClientWrite"]
     resources = [aws_efs_file_system.this.arn]
     principals {
@@ -77,6 +84,11 @@ data "aws_iam_policy_document" "efs" {
       test     = "Bool"
       variable = "elasticfilesystem:AccessedViaMountTarget"
       values   = ["true"]
+    }
+    condition {
+      test     = "Null"
+      variable = "elasticfilesystem:AccessPointArn"
+      values   = ["false"]
     }
   }
 
@@ -122,4 +134,76 @@ resource "aws_efs_mount_target" "this" {
   file_system_id  = aws_efs_file_system.this.id
   subnet_id       = each.value
   security_groups = [aws_security_group.nfs.id]
+}
+
+# Access points (Amazon EFS User Guide, "Working with access points"): each fixes the directory a client sees as
+# its root; when that directory does not exist, EFS creates it on the first mount with creation_info's owner
+# and permissions, which a root-squashed client could not do itself.
+# - job: a researcher's home and results for their pods (EFS CSI driver, volumeHandle <fs>::<fsap>). posix_user
+#   makes every request through it the researcher's uid and gid, whatever user the container runs as.
+# - shell: the same directories for the SSH machines, without posix_user: several researchers share a machine,
+#   and an enforced identity would let each of them act as the mount's owner (NFS checks access with the
+#   identity the access point enforces); there each request keeps its own uid, and the modes decide.
+# - datasets: the shared /datasets, sticky and world-writable like /tmp (anyone adds a dataset, only its owner
+#   removes it); jobs mount it read-only.
+locals {
+  user_dirs = merge([
+    for u in var.users : {
+      for d in ["home", "results"] : "${u.name}/${d}" => { uid = u.uid, path = "/${d}/${u.name}" }
+    }
+  ]...)
+}
+
+resource "aws_efs_access_point" "job" {
+  for_each       = local.user_dirs
+  file_system_id = aws_efs_file_system.this.id
+
+  posix_user {
+    uid = each.value.uid
+    gid = each.value.uid
+  }
+
+  root_directory {
+    path = each.value.path
+    creation_info {
+      owner_uid   = each.value.uid
+      owner_gid   = each.value.uid
+      permissions = "0750"
+    }
+  }
+
+  tags = { Name = "${local.name}-job-${replace(each.key, "/", "-")}" }
+}
+
+resource "aws_efs_access_point" "shell" {
+  #checkov:skip=CKV_AWS_330:shared machines: an enforced identity would let every user of the machine act as the owner (see above)
+  for_each       = var.shell_access_points ? local.user_dirs : {}
+  file_system_id = aws_efs_file_system.this.id
+
+  root_directory {
+    path = each.value.path
+    creation_info {
+      owner_uid   = each.value.uid
+      owner_gid   = each.value.uid
+      permissions = "0750"
+    }
+  }
+
+  tags = { Name = "${local.name}-shell-${replace(each.key, "/", "-")}" }
+}
+
+resource "aws_efs_access_point" "datasets" {
+  #checkov:skip=CKV_AWS_330:shared by all researchers, each adding datasets as themselves (sticky 1777)
+  file_system_id = aws_efs_file_system.this.id
+
+  root_directory {
+    path = "/datasets"
+    creation_info {
+      owner_uid   = 0
+      owner_gid   = 0
+      permissions = "1777"
+    }
+  }
+
+  tags = { Name = "${local.name}-datasets" }
 }

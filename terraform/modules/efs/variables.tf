@@ -42,3 +42,18 @@ variable "kms_key_arn" {
   description = "KMS key encrypting the file system."
   type        = string
 }
+
+variable "users" {
+  description = "Researchers (cluster.yaml users): each gets access points for /home/<name> and /results/<name>, owned by their uid (gid = uid, as the SSH machines create the group and jobs run with runAsGroup)."
+  type = list(object({
+    name = string
+    uid  = number
+  }))
+  default = []
+}
+
+variable "shell_access_points" {
+  description = "Also make the SSH machines' access points (the same directories, no enforced identity)."
+  type        = bool
+  default     = false
+}

@@ -1,5 +1,6 @@
 # SSH machines for ad-hoc work: a few GPU and CPU instances in the primary region, homes on EFS, the spec's users
-# and keys, reachable over the Client VPN only (their one security group admits port 22 from its pool, nothing else)., with private DNS names <group>-<n>.ssh.<domain>.
+# and keys, reachable over the Client VPN only (their one security group admits port 22 from its pool, nothing
+# else), with private DNS names <group>-<n>.ssh.<domain>.
 locals {
   zones = sort(keys(var.subnet_ids))
   machines = merge([
@@ -13,6 +14,14 @@ locals {
     }
   ]...)
   tags = merge(var.tags, { "research.cluster/cluster" = var.cluster, "research.cluster/role" = "ssh" })
+  user_data = base64gzip(templatefile("${path.module}/templates/ssh.sh.tftpl", {
+    file_system_id        = var.efs_file_system_id
+    access_points         = var.efs_access_points
+    datasets_access_point = var.efs_datasets_access_point
+    efs_mount             = var.efs_mount
+    efs_utils_version     = var.efs_utils_version
+    users                 = var.users
+  }))
 }
 
 resource "aws_security_group" "ssh" {
@@ -51,21 +60,76 @@ resource "aws_vpc_security_group_egress_rule" "cluster_web" {
   to_port           = each.value
 }
 
+# The machines' role exists for EFS's IAM authorization (mount -o iam) and may do nothing else: mount and write
+# through the SSH machines' own access points and the datasets one, never as root (no ClientRootAccess), never
+# the bare file system. The identity policy names the file system as the resource and the access points in
+# the elasticfilesystem:AccessPointArn condition key (Amazon EFS User Guide, "Using access points in IAM
+# policies"). Researchers have shells here and can read these credentials from the instance metadata: they
+# allow nothing a researcher's own uid on this machine does not already have.
+data "aws_iam_policy_document" "assume" {
+  statement {
+    actions = ["sts:AssumeRole"]
+    principals {
+      type        = "Service"
+      identifiers = ["ec2.amazonaws.com"]
+    }
+  }
+}
+
+data "aws_iam_policy_document" "mount" {
+  statement {
+    sid       = "MountThroughTheirAccessPoints"
+    actions   = ["elasticfilesystem:ClientMount", "elasticfilesystem:ClientWrite"]
+    resources = [var.efs_file_system_arn]
+    condition {
+      test     = "ArnEquals" # the key's type is ARN (Service Authorization Reference, Amazon EFS condition keys)
+      variable = "elasticfilesystem:AccessPointArn"
+      values   = var.efs_access_point_arns
+    }
+  }
+}
+
+resource "aws_iam_role" "machine" {
+  name               = "${var.cluster}-ssh-machines"
+  description        = "SSH machines of ${var.cluster}: EFS mounts through their access points only"
+  assume_role_policy = data.aws_iam_policy_document.assume.json
+  tags               = local.tags
+}
+
+resource "aws_iam_role_policy" "mount" {
+  name   = "efs-mount"
+  role   = aws_iam_role.machine.id
+  policy = data.aws_iam_policy_document.mount.json
+
+  lifecycle {
+    precondition {
+      # IAM quota: a role's inline policies total at most 10,240 characters (whitespace not counted); each
+      # researcher adds two access point ARNs.
+      condition     = length(data.aws_iam_policy_document.mount.minified_json) <= 10240
+      error_message = "The SSH machines' EFS policy exceeds IAM's 10,240-character inline limit: too many users for one policy."
+    }
+  }
+}
+
+resource "aws_iam_instance_profile" "machine" {
+  name = "${var.cluster}-ssh-machines"
+  role = aws_iam_role.machine.name
+  tags = local.tags
+}
+
 resource "aws_instance" "machine" {
-  #checkov:skip=CKV2_AWS_41:researchers have shells here: no instance role, so no AWS credentials to take from it
   for_each               = local.machines
   ami                    = each.value.gpu ? (var.gpu_ami_id != "" ? var.gpu_ami_id : "resolve:ssm:${var.gpu_ami_ssm_parameter}") : "resolve:ssm:${var.cpu_ami_ssm_parameter}"
   instance_type          = each.value.instance_type
   subnet_id              = var.subnet_ids[local.zones[each.value.index % length(local.zones)]]
   vpc_security_group_ids = [aws_security_group.ssh.id]
+  iam_instance_profile   = aws_iam_instance_profile.machine.name
   monitoring             = true
   ebs_optimized          = true
 
-  user_data = templatefile("${path.module}/templates/ssh.sh.tftpl", {
-    efs_dns_name = var.efs_dns_name
-    efs_mount    = var.efs_mount
-    users        = var.users
-  })
+  # gzip: EC2 takes at most 16 KB of user data and every researcher adds lines (keys, mounts); cloud-init
+  # recognises gzip-compressed user data and decompresses it.
+  user_data_base64 = local.user_data
 
   metadata_options {
     http_endpoint               = "enabled"
@@ -84,6 +148,11 @@ resource "aws_instance" "machine" {
 
   lifecycle {
     ignore_changes = [ami]
+    precondition {
+      # EC2 RunInstances: user data up to 16 KB before base64 (here, after gzip)
+      condition     = length(local.user_data) <= ceil(16384 / 3) * 4
+      error_message = "The SSH machines' user data exceeds EC2's 16 KB even compressed: too many users or keys."
+    }
   }
 }
 

@@ -47,9 +47,38 @@ variable "users" {
   }))
 }
 
-variable "efs_dns_name" {
-  description = "DNS name of the region's EFS file system; /home is its /home directory."
+variable "efs_file_system_id" {
+  description = "The region's EFS file system (fs-...); mounted by id with amazon-efs-utils, which resolves the mount target in the machine's own zone."
   type        = string
+}
+
+variable "efs_file_system_arn" {
+  description = "The file system's ARN: the resource of the machines' ClientMount and ClientWrite permission."
+  type        = string
+}
+
+variable "efs_access_points" {
+  description = "Per researcher, the SSH machines' access point ids of their home and results (../efs output shell_access_points)."
+  type = map(object({
+    home    = string
+    results = string
+  }))
+}
+
+variable "efs_datasets_access_point" {
+  description = "The access point id of /datasets, mounted at <efs_mount>/datasets."
+  type        = string
+}
+
+variable "efs_access_point_arns" {
+  description = "ARNs of every access point the machines mount (their role may mount through these only)."
+  type        = list(string)
+}
+
+variable "efs_utils_version" {
+  description = "Release tag of aws/efs-utils built on the machines (Ubuntu has no package)."
+  type        = string
+  default     = "v2.3.2"
 }
 
 variable "cluster_cidrs" {
@@ -91,7 +120,7 @@ variable "tags" {
 }
 
 variable "efs_mount" {
-  description = "Where the SSH machines mount the region's EFS file system (cluster.yaml storage.efs.mount); /home is bound from <efs_mount>/home"
+  description = "Where the SSH machines mount the shared EFS directories (cluster.yaml storage.efs.mount): <efs_mount>/datasets and <efs_mount>/results/<user>; homes are mounted at /home/<user>."
   type        = string
   default     = "/mnt/efs"
 }

@@ -77,14 +77,21 @@ def test_server_labels_and_roles(tmp_path):
         "research.cluster/site": "lab",
     }
     assert servers["gw-01"]["roles"] == ["gateway"] and servers["gw-01"]["labels"] == {
-        "research.cluster/site": "lab"
+        "research.cluster/role": "pod-gateway",  # joins as the cloud's pod gateways do (test_pod_routing.py)
+        "research.cluster/site": "lab",
     }
+
+
+KUBERNETES_MEMBER = {"containerd.sh", "kubernetes.sh", "flannel-prereqs.sh"}
 
 
 def test_scripts_are_the_image_scripts(tmp_path):
     attrs = generate(load_spec(), tmp_path)[0]["cluster_node"]["image_scripts"]
     assert attrs["order"] == template.provisioner_scripts()
     assert attrs["common"] == [s for s in attrs["order"] if s in COMMON]
+    # the gateway joins (pod routes): runtime, kubelet and flannel's prerequisites, in the image's order, no GPU
+    assert attrs["node"] == [s for s in attrs["order"] if s in COMMON or s in KUBERNETES_MEMBER]
+    assert not any("nvidia" in s or "cuda" in s for s in attrs["node"])
     for name in attrs["order"]:
         copied = (tmp_path / "files" / name).read_bytes()
         assert copied == (template.TEMPLATE_DIR / "scripts" / name).read_bytes()

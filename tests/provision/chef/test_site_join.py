@@ -31,7 +31,9 @@ def test_resolved_forwards_only_the_cluster_domain_to_the_inbound_endpoint(tmp_p
     conf = configparser.ConfigParser()
     conf.read_string(render("resolved-cluster.conf.erb", node_json))
     assert conf["Resolve"]["DNS"].split() == OUTPUTS["us-west-2"]["resolver_inbound_ips"]["value"]
-    assert conf["Resolve"]["Domains"] == "~research.internal"  # routing-only: other names keep the site's DNS
+    # routing-only: other names keep the site's DNS; the primary file system's name only the primary VPC answers
+    efs = OUTPUTS["us-west-2"]["efs_dns_name"]["value"]
+    assert conf["Resolve"]["Domains"].split() == ["~research.internal", f"~{efs}"]
 
 
 def test_credential_process_profile_gives_botocore_the_role_credentials(tmp_path):

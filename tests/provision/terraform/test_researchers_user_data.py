@@ -18,6 +18,8 @@ def test_user_data_is_valid_bash_with_the_expected_lines(case, tmp_path):
     script = _render(terraform, case["template"], case["vars"], tmp_path)
     for text in case.get("expect", []):
         assert text in script
+    for text in case.get("absent", []):
+        assert text not in script
     path = tmp_path / "user-data.sh"
     path.write_text(script)
     assert subprocess.run(["bash", "-n", str(path)], capture_output=True).returncode == 0

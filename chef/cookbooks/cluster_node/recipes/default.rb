@@ -13,4 +13,6 @@ include_recipe 'cluster_node::users'
 include_recipe 'cluster_node::nfs_server' if nfs_server?
 include_recipe 'cluster_node::nfs_client' if node['cluster_node']['nfs']
 include_recipe 'cluster_node::vpn_gateway' if cluster_role?('gateway')
-include_recipe 'cluster_node::kubernetes_join' if cluster_role?('worker')
+# The gateway joins too (tainted, no jobs): as a flannel member it routes the pod network for the site's other
+# machines (recipe pod_routing).
+include_recipe 'cluster_node::kubernetes_join' if cluster_role?('worker') || cluster_role?('gateway')

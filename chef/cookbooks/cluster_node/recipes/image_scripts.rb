@@ -2,14 +2,22 @@
 
 # The GPU image's own scripts (packer/scripts, copied into files/ by `invoke chef-attributes`), in the image's
 # order and with its environment (plus this server's GPU count, and unattended upgrades off on workers); workers
-# run them all, other servers only the common ones. A script runs again only when its content or the versions
-# change (the digest in its stamp file) -- and never under a running job: a joined worker with workload pods is
-# cordoned (when an upgrade kubeconfig is provided) and the change waits for a converge when no job runs here.
+# run them all, the gateway (a Kubernetes member for the pod routes, no jobs) the common ones plus the runtime,
+# kubelet and flannel's prerequisites, other servers only the common ones. A script runs again only when its
+# content or the versions change (the digest in its stamp file) -- and never under a running job: a joined
+# worker with workload pods is cordoned (when an upgrade kubeconfig is provided) and the change waits for a
+# converge when no job runs here.
 scripts = node['cluster_node']['image_scripts']
 dir = node['cluster_node']['image_scripts_dir']
 upgrade = node['cluster_node']['upgrade']
 worker = cluster_role?('worker')
-names = worker ? scripts['order'] : scripts['common']
+names = if worker
+          scripts['order']
+        elsif cluster_role?('gateway')
+          scripts['node']
+        else
+          scripts['common']
+        end
 environment = scripts['environment'].to_h.merge(
   'EXPECTED_GPUS' => cluster_server['gpus'].to_s,
   'UNATTENDED_UPGRADES' => worker ? '0' : '1'

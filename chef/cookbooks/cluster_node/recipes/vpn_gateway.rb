@@ -79,3 +79,4 @@ end
 
 include_recipe 'cluster_node::bgp'
 include_recipe 'cluster_node::mss_clamp'
+include_recipe 'cluster_node::pod_routing'

@@ -1,0 +1,91 @@
+"""`lab logs JOB` against the emulator's pods/{name}/log (autoscaler/emulator/logs.py): the output of the job's
+pod, its last lines followed until the pod goes, and one line, not a traceback, while there is none to read."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from autoscaler.model.adapters import ModelCloud
+from autoscaler.model.objects import creating_status
+from labctl.cli import main
+
+GROUP = "dlr-us-west-2-gpu-v100x8"  # the spec's first 8-GPU group (tests/labctl/test_scale_up.py)
+
+
+def _lab(lab_env, *argv: str) -> int:
+    with pytest.raises(SystemExit) as e:
+        main(["--kubeconfig", lab_env, *argv])
+    return e.value.code
+
+
+def _submit(lab_env, project, name: str) -> None:
+    assert _lab(lab_env, "submit", "--no-build", "--gpus", "8", "--name", name, "--path", str(project),
+                "--", "python", "train.py") == 0  # fmt: skip
+
+
+def _pod_of(emu, job: str) -> dict:
+    with emu.model.lock:
+        (pod,) = [p for p in emu.model.store.list("pods", "u-alice") if p["metadata"]["name"].startswith(job)]
+        return pod
+
+
+def _boot_a_node(emu) -> None:
+    with emu.model.lock:
+        ModelCloud(emu.model).set_desired(GROUP, 1)
+        emu.model.advance(emu.model.now() + 1200)  # the instance boots, joins, the pod starts
+
+
+def test_logs_before_the_pod_has_a_node_and_after_it_prints(emu, lab_env, project, capsys):
+    _submit(lab_env, project, "resnet")
+    capsys.readouterr()
+    assert _lab(lab_env, "logs", "resnet") == 2
+    err = capsys.readouterr().err
+    assert err.startswith("lab: job 'resnet': pod resnet-0-") and "is not on a node yet" in err
+    assert err.count("\n") == 1
+    _boot_a_node(emu)
+    pod = _pod_of(emu, "resnet")
+    assert pod["status"]["phase"] == "Running"
+    emu.api.logs.write(
+        emu.api, "u-alice", pod["metadata"]["name"], "main", "epoch 1 loss 0.9\nepoch 2 loss 0.4"
+    )
+    assert _lab(lab_env, "logs", "resnet") == 0
+    assert capsys.readouterr().out == "epoch 1 loss 0.9\nepoch 2 loss 0.4\n"
+
+
+def test_logs_follow_streams_until_the_job_is_cancelled(emu, lab_env, project, capsys):
+    _submit(lab_env, project, "sweep")
+    _boot_a_node(emu)
+    name = _pod_of(emu, "sweep")["metadata"]["name"]
+    emu.api.logs.write(emu.api, "u-alice", name, "main", "step 1")
+    capsys.readouterr()
+    codes: list[int] = []
+    follower = threading.Thread(target=lambda: codes.append(_lab(lab_env, "logs", "sweep", "-f")))
+    follower.start()
+    time.sleep(0.3)
+    emu.api.logs.write(emu.api, "u-alice", name, "main", "step 2")
+    time.sleep(0.3)
+    assert follower.is_alive()  # still following the running container
+    with emu.model.lock:
+        emu.model.delete("pods", "u-alice", name)
+    follower.join(timeout=10)
+    assert not follower.is_alive() and codes == [0]
+    assert capsys.readouterr().out == "step 1\nstep 2\n"
+
+
+def test_logs_of_a_container_still_starting_is_one_line(emu, lab_env, project, capsys):
+    _submit(lab_env, project, "slow")
+    _boot_a_node(emu)
+    with emu.model.lock:  # the model's status of a pod whose node's network is not ready yet
+        pod = emu.model.store.find("pods", "u-alice", _pod_of(emu, "slow")["metadata"]["name"])
+        node = emu.model.store.find("nodes", None, pod["spec"]["nodeName"])
+        pod["status"] = creating_status(pod, node, "2026-01-01T00:20:00Z")
+    capsys.readouterr()
+    assert _lab(lab_env, "logs", "slow") == 2
+    err = capsys.readouterr().err
+    name = pod["metadata"]["name"]
+    assert (
+        err == f'lab: job \'slow\': container "main" in pod "{name}" is waiting to start: ContainerCreating\n'
+    )
