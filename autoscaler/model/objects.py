@@ -174,7 +174,7 @@ def node_object(
                 "containerRuntimeVersion": "containerd://1.7.24",
                 "operatingSystem": "linux",
                 "architecture": "amd64",
-                "osImage": "Ubuntu 22.04.5 LTS",
+                "osImage": "Ubuntu 24.04.3 LTS",
                 "kernelVersion": "6.8.0-1019-aws",
                 "machineID": inst.id,
                 "systemUUID": inst.id,

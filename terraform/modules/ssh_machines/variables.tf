@@ -99,7 +99,7 @@ variable "gpu_ami_ssm_parameter" {
 variable "cpu_ami_ssm_parameter" {
   description = "SSM parameter with the Ubuntu image of CPU machines."
   type        = string
-  default     = "/aws/service/canonical/ubuntu/server/22.04/stable/current/amd64/hvm/ebs-gp2/ami-id"
+  default     = "/aws/service/canonical/ubuntu/server/24.04/stable/current/amd64/hvm/ebs-gp3/ami-id"
 }
 
 variable "root_volume_gib" {
