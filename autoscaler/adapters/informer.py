@@ -9,8 +9,11 @@ Silence is bounded: the server is asked to end each watch after ``watch_timeout_
 ends cleanly and is renewed), and the socket read timeout is ``silence_s``: a watch that sends nothing (no event,
 no bookmark) for that long is dropped and the cache relisted. ``age()`` is how long ago the cache was last
 confirmed current (a list, an event, a bookmark, or a watch the server ended cleanly); the controller starts no
-scale-down and /readyz fails while it is above the bound. Objects are kept as plain dicts,
-exactly as ``kubectl get -o json`` prints them (with ``kind`` and ``apiVersion`` filled in).
+scale-down and /readyz fails while it is above the bound. Objects are kept as plain dicts shaped as
+``kubectl get -o json`` prints them (with ``kind`` and ``apiVersion`` filled in); for the kinds
+:mod:`autoscaler.core.lean` knows (Pod, Node, PodDisruptionBudget) only the fields something here reads are kept:
+list pages are decoded straight into the lean form (:func:`autoscaler.core.decode.list_page`) and every watched
+object goes through the same transform, so the cache's memory follows the number of objects, not their size.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
 
 from autoscaler import metrics
+from autoscaler.core import decode, lean
 
 log = logging.getLogger("autoscaler.informer")
 
@@ -52,9 +56,12 @@ class Informer:
         request_timeout_s: float = 30.0,
         on_event: Callable[[str, dict], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        lean_objects: bool = True,
     ):
         """``list_call``: the client's list function (e.g. ``CoreV1Api.list_pod_for_all_namespaces``);
-        ``on_event(type, obj)`` hears every change after it is applied (ADDED, MODIFIED, DELETED)."""
+        ``on_event(type, obj)`` hears every change after it is applied (ADDED, MODIFIED, DELETED);
+        ``lean_objects``: keep only the fields read (:mod:`autoscaler.core.lean`) when the kind has a schema
+        there; False keeps whole objects."""
         self.name = name
         self._list = list_call
         self.kind = kind
@@ -66,6 +73,8 @@ class Informer:
         self.request_timeout_s = request_timeout_s  # each page of a list
         self._fresh_at: float | None = None  # when the cache was last confirmed current
         self._on_event = on_event
+        self.lean = lean_objects and kind in lean.SCHEMAS
+        self._transform = lean.TRANSFORMS[kind] if self.lean else None
         self._items: dict[str, dict] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -116,12 +125,15 @@ class Informer:
                     items, token = {}, None
                     continue
                 raise
-            body = json.loads(resp.data)
-            for obj in body.get("items") or []:
+            if self.lean:
+                page, meta = decode.list_page(resp.data, self.kind)
+            else:
+                body = json.loads(resp.data)
+                page, meta = body.get("items") or [], body.get("metadata") or {}
+            for obj in page:
                 obj.setdefault("kind", self.kind)
                 obj.setdefault("apiVersion", self.api_version)
                 items[object_key(obj)] = obj
-            meta = body.get("metadata") or {}
             token = meta.get("continue")
             if not token:
                 break
@@ -166,6 +178,8 @@ class Informer:
         if kind == "BOOKMARK":
             self.resource_version = rv or self.resource_version
             return
+        if self._transform is not None:
+            obj = self._transform(obj)
         obj.setdefault("kind", self.kind)
         obj.setdefault("apiVersion", self.api_version)
         key = object_key(obj)

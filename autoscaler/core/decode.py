@@ -1,0 +1,92 @@
+"""Decoding snapshot files and Kubernetes list pages straight into lean objects (:mod:`autoscaler.core.lean`).
+
+msgspec's typed decoder walks the JSON once in C and skips every field the lean schema does not name
+(managedFields, env, probes, images...) without building Python objects for them; the result is converted to
+plain kubectl-shaped dicts, the parser's input. Why msgspec: docs/benchmarks.md, "Decoding".
+
+Input the typed decoder refuses (a kept field of the wrong structure, a List object where a list was expected, an
+``x-`` extension key, NaN) is decoded again the plain way, so the parser sees exactly what ``json.loads`` gives
+and reports every problem in its own words: a decoder error never reaches the user.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Generic, TypeVar
+
+import msgspec
+from msgspec import UNSET, Struct, UnsetType
+
+from autoscaler.core import lean
+
+T = TypeVar("T")
+
+
+class _ListMeta(Struct):
+    resourceVersion: Any = None
+    # a list's continue token; ``continue`` is a Python keyword
+    continue_: Any = msgspec.field(default=None, name="continue")
+
+
+class _Page(Struct, Generic[T]):
+    metadata: _ListMeta | None = None
+    items: list[T] | None = None
+
+
+class _SnapshotFile(Struct, forbid_unknown_fields=True):
+    """A snapshot (docs/snapshot.md) as written by ``autoscaler snapshot``; anything else takes the plain path."""
+
+    pods: list[lean.Pod] | UnsetType = UNSET
+    nodes: list[lean.Node] | UnsetType = UNSET
+    groups: Any = UNSET
+    regions: Any = UNSET
+    now: Any = UNSET
+    namespaces: Any = UNSET
+    pdbs: list[lean.Pdb] | None | UnsetType = UNSET
+    scaling_failures: Any = UNSET
+    group_state: Any = UNSET
+
+
+_SNAPSHOT = msgspec.json.Decoder(_SnapshotFile)
+_PAGES = {kind: msgspec.json.Decoder(_Page[schema]) for kind, schema in lean.SCHEMAS.items()}
+_PLAIN = msgspec.json.Decoder()
+
+
+def _dicts(kind: str, items: list) -> list[dict]:
+    return lean.lean_pods(items) if kind == "Pod" else msgspec.to_builtins(items)
+
+
+def snapshot(data: bytes | str) -> object:
+    """The snapshot document with its pods, nodes and PDBs lean; json.JSONDecodeError when it is not JSON."""
+    try:
+        doc = _SNAPSHOT.decode(data)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return json.loads(data)  # the plain path: the parser (or the JSON error) names what is wrong
+    out = {}
+    for name in _SnapshotFile.__struct_fields__:
+        value = getattr(doc, name)
+        if value is UNSET:
+            continue
+        if name == "pods":
+            value = _dicts("Pod", value)
+        elif name == "nodes":
+            value = _dicts("Node", value)
+        elif name == "pdbs" and value is not None:
+            value = _dicts("PodDisruptionBudget", value)
+        out[name] = value
+    return out
+
+
+def list_page(data: bytes | str, kind: str) -> tuple[list[dict], dict]:
+    """The lean items of one page of a list response and the list's metadata (resourceVersion, continue)."""
+    try:
+        page = _PAGES[kind].decode(data)
+    except msgspec.ValidationError:
+        body = _PLAIN.decode(data)  # an item of an unexpected structure: each kept whole or lean on its own
+        transform = lean.TRANSFORMS[kind]
+        return [transform(o) for o in body.get("items") or []], body.get("metadata") or {}
+    meta = page.metadata
+    items = _dicts(kind, page.items or [])
+    if meta is None:
+        return items, {}
+    return items, {"resourceVersion": meta.resourceVersion, "continue": meta.continue_}
