@@ -8,15 +8,22 @@ from pathlib import Path
 
 import yaml
 
+from autoscaler.core import decode
 from autoscaler.core.errors import SnapshotError
 from autoscaler.core.gcpause import gc_paused
 
 
-def read_json(path: str) -> object:
+def read_snapshot(path: str) -> object:
+    """The snapshot document at ``path`` (``-``: stdin), its pods, nodes and PDBs decoded lean
+    (:func:`autoscaler.core.decode.snapshot`); SnapshotError naming the file, line and column when it is not JSON."""
+    return read_json(path, decode.snapshot)
+
+
+def read_json(path: str, decoder=json.loads) -> object:
     """The JSON document at ``path`` (``-``: stdin); SnapshotError naming the file, line and column when bad."""
     name = "stdin" if path == "-" else path
     try:
-        text = sys.stdin.read() if path == "-" else Path(path).read_text()
+        text = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
     except FileNotFoundError:
         raise SnapshotError(
             f"{name}: no such file; give the path of a snapshot JSON file (or - for stdin)"
@@ -27,9 +34,13 @@ def read_json(path: str) -> object:
         ) from None
     try:
         with gc_paused():
-            return json.loads(text)
+            return decoder(text)
     except json.JSONDecodeError as e:
         raise SnapshotError(f"{name}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}") from None
+    except UnicodeDecodeError as e:
+        raise SnapshotError(
+            f"{name}: cannot read it ({e.__class__.__name__}); give a readable JSON file"
+        ) from None
 
 
 def read_mapping(path: str) -> dict:

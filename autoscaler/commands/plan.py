@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from autoscaler.commands.inputs import read_json, read_mapping
+from autoscaler.commands.inputs import read_mapping, read_snapshot
 from autoscaler.core.config import PlannerConfig
 from autoscaler.core.planner import plan
 from autoscaler.core.render import render
@@ -42,7 +42,7 @@ def load_config(path: str | None) -> PlannerConfig:
 
 def run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
-    snapshot = parse_snapshot(read_json(args.snapshot))
+    snapshot = parse_snapshot(read_snapshot(args.snapshot))
     result = plan(snapshot, config)
     if args.json:
         sys.stdout.write(json.dumps(result.to_dict(placements=args.placements), separators=(",", ":")) + "\n")
