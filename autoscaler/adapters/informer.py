@@ -75,6 +75,7 @@ class Informer:
         self._on_event = on_event
         self.lean = lean_objects and kind in lean.SCHEMAS
         self._transform = lean.TRANSFORMS[kind] if self.lean else None
+        self._shared: dict = {}  # equal pod specs kept once (lean.lean_pods)
         self._items: dict[str, dict] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -109,6 +110,7 @@ class Informer:
         items: dict[str, dict] = {}
         token = None
         started = self._clock()
+        shared: dict = {}  # a relist starts afresh: the specs of pods gone are not kept
         while True:
             kwargs = {
                 "limit": self.page_size,
@@ -126,7 +128,7 @@ class Informer:
                     continue
                 raise
             if self.lean:
-                page, meta = decode.list_page(resp.data, self.kind)
+                page, meta = decode.list_page(resp.data, self.kind, shared)
             else:
                 body = json.loads(resp.data)
                 page, meta = body.get("items") or [], body.get("metadata") or {}
@@ -139,6 +141,7 @@ class Informer:
                 break
         with self._lock:
             self._items = items
+            self._shared = shared
             self.resource_version = meta.get("resourceVersion")
         self._fresh_at = started  # current as of the first page's request
         self.relists += 1
@@ -179,7 +182,7 @@ class Informer:
             self.resource_version = rv or self.resource_version
             return
         if self._transform is not None:
-            obj = self._transform(obj)
+            obj = self._transform(obj, self._shared)
         obj.setdefault("kind", self.kind)
         obj.setdefault("apiVersion", self.api_version)
         key = object_key(obj)

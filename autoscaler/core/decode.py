@@ -52,8 +52,8 @@ _PAGES = {kind: msgspec.json.Decoder(_Page[schema]) for kind, schema in lean.SCH
 _PLAIN = msgspec.json.Decoder()
 
 
-def _dicts(kind: str, items: list) -> list[dict]:
-    return lean.lean_pods(items) if kind == "Pod" else msgspec.to_builtins(items)
+def _dicts(kind: str, items: list, shared: dict | None) -> list[dict]:
+    return lean.lean_pods(items, shared) if kind == "Pod" else msgspec.to_builtins(items)
 
 
 def snapshot(data: bytes | str) -> object:
@@ -63,30 +63,32 @@ def snapshot(data: bytes | str) -> object:
     except (msgspec.ValidationError, msgspec.DecodeError):
         return json.loads(data)  # the plain path: the parser (or the JSON error) names what is wrong
     out = {}
+    shared: dict = {}  # equal pod specs decoded once, shared (lean.lean_pods)
     for name in _SnapshotFile.__struct_fields__:
         value = getattr(doc, name)
         if value is UNSET:
             continue
         if name == "pods":
-            value = _dicts("Pod", value)
+            value = _dicts("Pod", value, shared)
         elif name == "nodes":
-            value = _dicts("Node", value)
+            value = _dicts("Node", value, None)
         elif name == "pdbs" and value is not None:
-            value = _dicts("PodDisruptionBudget", value)
+            value = _dicts("PodDisruptionBudget", value, None)
         out[name] = value
     return out
 
 
-def list_page(data: bytes | str, kind: str) -> tuple[list[dict], dict]:
-    """The lean items of one page of a list response and the list's metadata (resourceVersion, continue)."""
+def list_page(data: bytes | str, kind: str, shared: dict | None = None) -> tuple[list[dict], dict]:
+    """The lean items of one page of a list response and the list's metadata (resourceVersion, continue);
+    ``shared``: equal pod specs are kept once in it (:func:`autoscaler.core.lean.lean_pods`)."""
     try:
         page = _PAGES[kind].decode(data)
     except msgspec.ValidationError:
         body = _PLAIN.decode(data)  # an item of an unexpected structure: each kept whole or lean on its own
         transform = lean.TRANSFORMS[kind]
-        return [transform(o) for o in body.get("items") or []], body.get("metadata") or {}
+        return [transform(o, shared) for o in body.get("items") or []], body.get("metadata") or {}
     meta = page.metadata
-    items = _dicts(kind, page.items or [])
+    items = _dicts(kind, page.items or [], shared)
     if meta is None:
         return items, {}
     return items, {"resourceVersion": meta.resourceVersion, "continue": meta.continue_}

@@ -213,15 +213,21 @@ class Pdb(_Lean):
 
 
 # -- transforms -------------------------------------------------------------------------------------------------
-def _trim_pod(obj: dict) -> dict:
-    """Drop the container statuses of containers that have not terminated (only finishedAt is read) and the
-    volumes that are neither hostPath nor emptyDir (configMap, secret, projected, persistentVolumeClaim:
-    after the schema they are only a name, which no reader looks at)."""
-    spec = obj.get("spec")
+SHARED_SPECS_LIMIT = 50_000  # distinct pod specs remembered per cache (then it starts afresh)
+_ENCODER = msgspec.msgpack.Encoder()
+
+
+def _trim_spec(spec: object) -> object:
+    """Drop the volumes that are neither hostPath nor emptyDir (configMap, secret, projected,
+    persistentVolumeClaim: after the schema they are only a name, which no reader looks at)."""
     vols = spec.get("volumes") if spec.__class__ is dict else None
     if vols:
         spec["volumes"] = [v for v in vols if "hostPath" in v or "emptyDir" in v]
-    status = obj.get("status")
+    return spec
+
+
+def _trim_status(status: object) -> None:
+    """Drop the container statuses of containers that have not terminated (only finishedAt is read)."""
     statuses = status.get("containerStatuses") if status.__class__ is dict else None
     if statuses:
         kept = [cs for cs in statuses if (cs.get("state") or {}).get("terminated")]
@@ -229,37 +235,60 @@ def _trim_pod(obj: dict) -> dict:
             status["containerStatuses"] = kept
         else:
             del status["containerStatuses"]
-    return obj
 
 
-def lean_pods(items: list[Pod]) -> list[dict]:
-    """Decoded pods as kubectl-shaped dicts."""
-    return [_trim_pod(p) for p in msgspec.to_builtins(items)]
+def _pod_dict(p: Pod, shared: dict | None) -> dict:
+    """A decoded pod as a kubectl-shaped dict. With ``shared``, equal specs are one dict (the pods of a Job or
+    ReplicaSet): the cache holds each spec once, and the parser works out each spec's shape once. Nothing
+    changes a cached object in place (the informers replace whole objects), so sharing is safe."""
+    spec = p.spec
+    if shared is not None and spec.__class__ is PodSpec:
+        key = _ENCODER.encode(spec)
+        one = shared.get(key)
+        if one is None:
+            if len(shared) >= SHARED_SPECS_LIMIT:
+                shared.clear()
+            one = shared[key] = _trim_spec(msgspec.to_builtins(spec))
+        p.spec = UNSET
+        out = msgspec.to_builtins(p)
+        out["spec"] = one
+    else:
+        out = msgspec.to_builtins(p)
+        _trim_spec(out.get("spec"))
+    _trim_status(out.get("status"))
+    return out
 
 
-def _transform(obj: object, schema: type, post=None) -> object:
+def lean_pods(items: list[Pod], shared: dict | None = None) -> list[dict]:
+    """Decoded pods as kubectl-shaped dicts; ``shared``: a dict in which equal specs are kept once."""
+    return [_pod_dict(p, shared) for p in items]
+
+
+def _convert(obj: object, schema: type) -> Struct | None:
     if not isinstance(obj, dict):
-        return obj
+        return None
     try:
-        out = msgspec.to_builtins(msgspec.convert(obj, schema))
+        return msgspec.convert(obj, schema)
     except msgspec.ValidationError:
-        return obj  # kept whole: the parser names what is wrong with it
-    return post(out) if post else out
+        return None  # kept whole: the parser names what is wrong with it
 
 
-def pod(obj: dict) -> dict:
-    """The lean copy of a Pod (the argument is left as it was)."""
-    return _transform(obj, Pod, _trim_pod)
+def pod(obj: dict, shared: dict | None = None) -> dict:
+    """The lean copy of a Pod (the argument is left as it was); ``shared`` as for :func:`lean_pods`."""
+    p = _convert(obj, Pod)
+    return obj if p is None else _pod_dict(p, shared)
 
 
-def node(obj: dict) -> dict:
+def node(obj: dict, shared: dict | None = None) -> dict:
     """The lean copy of a Node."""
-    return _transform(obj, Node)
+    n = _convert(obj, Node)
+    return obj if n is None else msgspec.to_builtins(n)
 
 
-def pdb(obj: dict) -> dict:
+def pdb(obj: dict, shared: dict | None = None) -> dict:
     """The lean copy of a PodDisruptionBudget."""
-    return _transform(obj, Pdb)
+    b = _convert(obj, Pdb)
+    return obj if b is None else msgspec.to_builtins(b)
 
 
 SCHEMAS = {"Pod": Pod, "Node": Node, "PodDisruptionBudget": Pdb}

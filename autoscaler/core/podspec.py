@@ -381,9 +381,16 @@ def parse_shape(
     errors: list[str],
     namespaces: dict | None = None,
     labels: dict | None = None,
+    memo: dict | None = None,
 ) -> PodShape | None:
     """The interned shape of a pod spec; None (and lines in ``errors``) when the spec is invalid.
-    ``namespaces``: namespace name -> labels, for pod affinity terms with a namespaceSelector."""
+    ``namespaces``: namespace name -> labels, for pod affinity terms with a namespaceSelector.
+    ``memo``: the shapes found so far in one parse by the spec dict's identity (pods whose decoder shared one
+    spec dict, :func:`autoscaler.core.lean.lean_pods`); a parse's objects are not changed while it runs."""
+    if memo is not None:
+        hit = memo.get((id(spec), namespace))
+        if hit is not None:
+            return hit[1]
     if not isinstance(spec, dict):
         errors.append(f"{where}.spec: expected the pod's spec object")
         return None
@@ -397,7 +404,7 @@ def parse_shape(
         key = None  # its namespaces depend on the snapshot's namespace labels: not interned
     shape = _SHAPES.get(key) if key is not None else None
     if shape is not None:
-        return shape
+        return _remember(memo, spec, namespace, key, shape)
     before = len(errors)
     requests = effective_requests(spec, where, errors)
     ns = spec.get("nodeSelector") or {}
@@ -436,4 +443,12 @@ def parse_shape(
         if len(_SHAPES) > 200_000:
             _SHAPES.clear()
         _SHAPES[key] = shape
+    return _remember(memo, spec, namespace, key, shape)
+
+
+def _remember(memo: dict | None, spec: dict, namespace: str, key: bytes | None, shape: PodShape) -> PodShape:
+    """Note the shape of this spec dict in the parse's memo, unless it depends on more than the spec and the
+    namespace (the pod's labels through matchLabelKeys, the namespaces' labels: key None)."""
+    if memo is not None and key is not None and b"LabelKeys" not in key:
+        memo[(id(spec), namespace)] = (spec, shape)  # the entry keeps the dict alive: its id is not reused
     return shape
