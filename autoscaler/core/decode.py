@@ -56,12 +56,14 @@ def _dicts(kind: str, items: list, shared: dict | None) -> list[dict]:
     return lean.lean_pods(items, shared) if kind == "Pod" else msgspec.to_builtins(items)
 
 
-def snapshot(data: bytes | str) -> object:
-    """The snapshot document with its pods, nodes and PDBs lean; json.JSONDecodeError when it is not JSON."""
+def snapshot(data) -> object:
+    """The snapshot document (bytes, str or any buffer such as an mmap) with its pods, nodes and PDBs lean;
+    json.JSONDecodeError when it is not JSON."""
     try:
         doc = _SNAPSHOT.decode(data)
     except (msgspec.ValidationError, msgspec.DecodeError):
-        return json.loads(data)  # the plain path: the parser (or the JSON error) names what is wrong
+        # the plain path: the parser (or the JSON error) names what is wrong
+        return json.loads(data if isinstance(data, bytes | str) else bytes(data))
     out = {}
     shared: dict = {}  # equal pod specs decoded once, shared (lean.lean_pods)
     for name in _SnapshotFile.__struct_fields__:
