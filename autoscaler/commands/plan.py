@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import json
+import gc
 import sys
+
+import msgspec
 
 from autoscaler.commands.inputs import read_mapping, read_snapshot
 from autoscaler.core.config import PlannerConfig
+from autoscaler.core.gcpause import gc_paused
 from autoscaler.core.planner import plan
 from autoscaler.core.render import render
 from autoscaler.core.snapshot import parse_snapshot
@@ -42,10 +45,14 @@ def load_config(path: str | None) -> PlannerConfig:
 
 def run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
-    snapshot = parse_snapshot(read_snapshot(args.snapshot))
+    with gc_paused():
+        snapshot = parse_snapshot(read_snapshot(args.snapshot))
+        # One plan, then the process ends: the snapshot's millions of objects live to the end, so the cyclic
+        # collector is told to leave them alone (it would walk them all once re-enabled, ~0.2 s at 50k pods).
+        gc.freeze()
     result = plan(snapshot, config)
     if args.json:
-        sys.stdout.write(json.dumps(result.to_dict(placements=args.placements), separators=(",", ":")) + "\n")
+        sys.stdout.write(msgspec.json.encode(result.to_dict(placements=args.placements)).decode() + "\n")
     else:
         print(render(result, snapshot))
     return 0
