@@ -134,3 +134,40 @@ def test_the_controller_acts_on_lean_objects_as_on_whole_ones():
     assert ("taint", "cpu-2") in changes and any(c[0] == "terminate" for c in cloud), (changes, cloud)
     assert any(e[1] == "NotTriggerScaleUp" for e in events) and all(u.startswith("6f1c") for u in uids)
     assert lean_run == full
+
+
+def test_a_snapshot_of_the_lean_caches_replays_the_plan_of_whole_objects(emu, kubeconfig):
+    """Against the emulator: pods as a real API server returns them, listed by a lean and a whole adapter; the
+    snapshot each gives plans the same, also written to JSON and read back as `autoscaler plan` reads it."""
+    from autoscaler.adapters.kubernetes import KubeCluster, api_client
+    from autoscaler.core import decode, generate
+    from autoscaler.core.config import PlannerConfig
+    from autoscaler.core.planner import plan
+    from autoscaler.core.snapshot import parse_snapshot
+    from tests.autoscaler.model.builders import pod as model_pod
+
+    with emu.model.lock:
+        for i in range(6):
+            emu.model.submit_pod(inflate.pod(model_pod(f"big-{i}", gpus=16), i))  # fits no node
+        for i in range(4):
+            emu.model.submit_pod(inflate.pod(model_pod(f"small-{i}", cpu="1"), 10 + i))
+    groups = [
+        generate.group("gpu", "us-west-2", "p3.16xlarge"),
+        generate.group("cpu", "us-west-2", "m6i.2xlarge"),
+    ]
+    plans = []
+    for lean_objects in (False, True):
+        api = api_client(kubeconfig)
+        kube = KubeCluster(api, namespace="kube-system", page_size=3, lean_objects=lean_objects)
+        kube.sync()
+        snap = {"pods": kube.list_pods(), "nodes": kube.list_nodes(), "pdbs": kube.list_pdbs(), "groups": groups,
+                "now": "2026-01-01T00:10:00Z"}  # fmt: skip
+        api.close()
+        assert len(snap["pods"]) >= 10
+        assert any("managedFields" in p["metadata"] for p in snap["pods"]) != lean_objects
+        plans.append(plan(parse_snapshot(copy.deepcopy(snap)), PlannerConfig()).to_dict(placements=True))
+        if lean_objects:
+            replayed = decode.snapshot(json.dumps(snap).encode())
+            assert plan(parse_snapshot(replayed), PlannerConfig()).to_dict(placements=True) == plans[0]
+    assert plans[1] == plans[0]
+    assert plans[0]["scale_up"] and plans[0]["unschedulable"]

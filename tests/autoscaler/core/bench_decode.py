@@ -74,7 +74,13 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, default=3_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--baseline", metavar="DIR", help="also time `autoscaler plan` with the package in DIR")
+    ap.add_argument(
+        "--informer", action="store_true", help="only the informers' cache memory, lean and whole"
+    )
     args = ap.parse_args()
+    if args.informer:
+        informer_memory(args.pods, args.nodes)
+        return
     data = generate.snapshot(pods=args.pods, shape_count=4, nodes=args.nodes, seed=1)
     for g in data["groups"]:
         g["max"] = max(g["max"], 100_000)
@@ -118,6 +124,48 @@ def main() -> None:
             wall, cpu = min(t[0] for t in times), min(t[1] for t in times)
             print(f"autoscaler plan --json, whole process ({label}): {wall:.2f} s wall, {cpu:.2f} s CPU (best of "
                   f"{args.repeat})")  # fmt: skip
+
+
+def informer_memory(pods: int, nodes: int) -> None:
+    """Python memory held by the pod and node informers' caches after a list of inflated objects (pages of 500
+    as the API server sends them), lean (the default) and whole (``lean_objects=False``)."""
+    from types import SimpleNamespace
+
+    from autoscaler.adapters.informer import Informer
+
+    data = generate.snapshot(pods=pods, shape_count=4, nodes=nodes, seed=1)
+    objs = {"Pod": data["pods"], "Node": data["nodes"]}
+    pages = {}
+    for kind, fn in (("Pod", inflate.pod), ("Node", inflate.node)):
+        items = objs[kind]
+        pages[kind] = [
+            json.dumps({"metadata": {"resourceVersion": "1", "continue": str(i + 500) if i + 500 < len(items) else None},
+                        "items": [fn(o, i + k) for k, o in enumerate(items[i : i + 500])]}).encode()
+            for i in range(0, len(items), 500)
+        ]  # fmt: skip
+    size = sum(len(p) for ps in pages.values() for p in ps)
+    print(f"informer caches: {len(objs['Pod']):,} pods and {len(objs['Node']):,} nodes, {size / 2**20:.0f} MiB "
+          "of list pages")  # fmt: skip
+    for lean_objects in (False, True):
+        held = 0.0
+        for kind, ps in pages.items():
+
+            def call(limit, _continue=None, ps=ps, **_):
+                return SimpleNamespace(data=ps[int(_continue or 0) // 500])
+
+            inf = Informer(kind, call, kind, "v1", lean_objects=lean_objects)
+            gc.collect()
+            tracemalloc.start()
+            t = time.process_time()
+            inf.sync()
+            cpu = time.process_time() - t
+            now, _ = tracemalloc.get_traced_memory()
+            tracemalloc.stop()
+            held += now / 2**20
+            print(f"  {kind:4} {'lean' if lean_objects else 'whole':5}: {now / 2**20:,.0f} MiB held, list decoded in "
+                  f"{cpu:.2f} CPU s (under tracemalloc)")  # fmt: skip
+            del inf
+        print(f"  total {'lean' if lean_objects else 'whole'}: {held:,.0f} MiB")
 
 
 if __name__ == "__main__":
