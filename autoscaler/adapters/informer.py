@@ -38,6 +38,25 @@ def object_key(obj: dict) -> str:
     return f"{meta.get('namespace') or ''}/{meta.get('name')}"
 
 
+class _LeanWatch(watch.Watch):
+    """The client's Watch, each line decoded once by :func:`autoscaler.core.decode.watch_event` (lean objects)."""
+
+    def __init__(self, kind: str, shared: dict):
+        super().__init__(return_type="object")
+        self._kind = kind
+        self._shared = shared
+
+    def unmarshal_event(self, data, return_type):
+        if not data or data.isspace():
+            return None
+        event = decode.watch_event(data, self._kind, self._shared)
+        if event is not None and event["type"] != "ERROR":
+            meta = event["object"].get("metadata") if isinstance(event["object"], dict) else None
+            if isinstance(meta, dict) and meta.get("resourceVersion"):
+                self.resource_version = meta["resourceVersion"]
+        return event
+
+
 class Gone(Exception):
     """The watch's resourceVersion is too old (HTTP 410): relist."""
 
@@ -150,7 +169,8 @@ class Informer:
     # -- watch --------------------------------------------------------------------------------------------------
     def watch_once(self) -> None:
         """Apply changes from ``resource_version`` until the server closes the watch; Gone on 410."""
-        self._watch = watch.Watch(return_type="object")  # events stay plain dicts
+        # events stay plain dicts; lean ones decoded in one pass
+        self._watch = _LeanWatch(self.kind, self._shared) if self.lean else watch.Watch(return_type="object")
         self.watches += 1
         try:
             stream = self._watch.stream(
@@ -162,7 +182,7 @@ class Informer:
             )
             started = self._clock()
             for event in stream:
-                self._apply(event["type"], event["raw_object"])
+                self._apply(event["type"], event["raw_object"], lean_already=self.lean)
                 if self._stop.is_set():
                     return
             self._fresh_at = max(
@@ -175,13 +195,13 @@ class Informer:
         finally:
             self._watch = None
 
-    def _apply(self, kind: str, obj: dict) -> None:
+    def _apply(self, kind: str, obj: dict, lean_already: bool = False) -> None:
         rv = (obj.get("metadata") or {}).get("resourceVersion")
         self._confirmed()
         if kind == "BOOKMARK":
             self.resource_version = rv or self.resource_version
             return
-        if self._transform is not None:
+        if self._transform is not None and not lean_already:
             obj = self._transform(obj, self._shared)
         obj.setdefault("kind", self.kind)
         obj.setdefault("apiVersion", self.api_version)

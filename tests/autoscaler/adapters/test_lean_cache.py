@@ -171,3 +171,26 @@ def test_a_snapshot_of_the_lean_caches_replays_the_plan_of_whole_objects(emu, ku
             assert plan(parse_snapshot(replayed), PlannerConfig()).to_dict(placements=True) == plans[0]
     assert plans[1] == plans[0]
     assert plans[0]["scale_up"] and plans[0]["unschedulable"]
+
+
+def test_a_watched_pod_arrives_lean_from_the_emulator(kube, emu):
+    from tests.autoscaler.adapters.test_kubernetes import wait_until
+    from tests.autoscaler.model.builders import pod as model_pod
+
+    kube.start()
+    assert kube.wait_synced(10)
+    with emu.model.lock:
+        emu.model.submit_pod(inflate.pod(model_pod("late", gpus=16), 7))
+    wait_until(lambda: kube.informers["pods"].get("research/late") is not None)
+    got = kube.informers["pods"].get("research/late")
+    assert (
+        "managedFields" not in got["metadata"]
+        and got["metadata"]["uid"]
+        and got["metadata"]["resourceVersion"]
+    )
+    [container] = got["spec"]["containers"]
+    assert (
+        set(container) <= {"name", "resources", "ports", "restartPolicy"}
+        and container["resources"]["requests"]
+    )
+    assert got["spec"]["tolerations"] and "conditions" not in got.get("status", {})
