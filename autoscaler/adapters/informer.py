@@ -12,8 +12,8 @@ confirmed current (a list, an event, a bookmark, or a watch the server ended cle
 scale-down and /readyz fails while it is above the bound. Objects are kept as plain dicts shaped as
 ``kubectl get -o json`` prints them (with ``kind`` and ``apiVersion`` filled in); for the kinds
 :mod:`autoscaler.core.lean` knows (Pod, Node, PodDisruptionBudget) only the fields something here reads are kept:
-list pages are decoded straight into the lean form (:func:`autoscaler.core.decode.list_page`) and every watched
-object goes through the same transform, so the cache's memory follows the number of objects, not their size.
+list pages and watch lines are decoded straight into the lean form (:mod:`autoscaler.core.decode`, one pass
+each), so the cache's memory follows the number of objects, not their size; the pods of one Job share one spec.
 """
 
 from __future__ import annotations
