@@ -1,7 +1,7 @@
 """Lean Kubernetes objects: the fields of a Pod, Node and PodDisruptionBudget that anything here reads, and nothing
 else (what client-go's ``SetTransform`` and cluster-autoscaler's informer trimming do).
 
-A real API server returns a training pod of 10-30 KiB (managedFields, env, volume mounts, probes, image, command,
+A real API server returns a training pod of 5-30 KiB (managedFields, env, volume mounts, probes, image, command,
 container statuses, conditions); the planner and the controller read a few hundred bytes of it. The informers keep
 objects through :func:`pod`, :func:`node` and :func:`pdb`, and snapshot files are decoded straight into these
 types (:mod:`autoscaler.core.decode`), so memory and parsing follow the number of objects, not their size.
@@ -10,9 +10,10 @@ The result is still a ``kubectl get -o json`` item (a subset of its fields, in t
 
 The schema below *is* the kept-field list: each field names its reader. Add a field here when code starts reading
 it (tests/autoscaler/core/test_lean.py checks on every planner case that the plan of the lean snapshot is the
-plan of the full one, and that every annotation the code names is kept). Fields are ``Any``: their values are
-kept exactly as given (the parser checks them and reports bad ones); an object whose kept parts have the wrong
-structure (a list where an object belongs) is kept whole, so the parser still reports it.
+plan of the full one, and that every annotation the code names is kept). Leaf fields are ``Any``: their values
+are kept exactly as given (the parser checks them and reports bad ones); an object whose kept parts have the wrong
+structure (a list where an object belongs) is kept whole, so the parser still reports it. Equal pod specs can be
+kept as one shared dict (:func:`lean_pods`).
 """
 
 from __future__ import annotations
