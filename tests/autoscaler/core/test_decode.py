@@ -51,3 +51,32 @@ def test_a_snapshot_the_types_refuse_is_read_plainly():
     data = {"pods": {"kind": "List", "items": [POD]}, "nodes": [], "groups": [], "x-note": "hand-written"}
     assert decode.snapshot(json.dumps(data)) == data
     assert decode.snapshot(json.dumps({"pods": [POD], "nodes": [], "groups": []}))["pods"] == [lean.pod(POD)]
+
+
+def _plan_file(tmp_path, capsys, content: bytes) -> tuple[int, list[str], str]:
+    from autoscaler.cli import main
+
+    path = tmp_path / "s.json"
+    path.write_bytes(content)
+    code = main(["plan", str(path), "--json"])
+    out = capsys.readouterr()
+    return code, out.err.strip().splitlines(), out.out
+
+
+def test_autoscaler_plan_reports_what_the_typed_decoder_refuses_in_the_parsers_words(tmp_path, capsys):
+    bad = {"pods": [{**POD, "metadata": {**POD["metadata"], "ownerReferences": [{"kind": 3}]}}], "nodes": [],
+           "groups": []}  # fmt: skip
+    code, err, _ = _plan_file(tmp_path, capsys, json.dumps(bad).encode())
+    assert code == 2 and err == [
+        "pods[0] (lab/p).metadata.ownerReferences: each needs a string kind and name"
+    ]
+    code, err, _ = _plan_file(tmp_path, capsys, b'{"pods": [], "nodes": [], "groups": [], "now": "\xff"}')
+    assert code == 2 and err == [
+        f"{tmp_path / 's.json'}: cannot read it (UnicodeDecodeError); give a readable JSON file"
+    ]
+
+
+def test_autoscaler_plan_reads_a_list_object_and_notes(tmp_path, capsys):
+    data = {"pods": {"kind": "List", "items": [POD]}, "nodes": [], "groups": [], "x-note": "by hand"}
+    code, _, out = _plan_file(tmp_path, capsys, json.dumps(data).encode())
+    assert code == 0 and [u["pod"] for u in json.loads(out)["unschedulable"]] == ["lab/p"]
