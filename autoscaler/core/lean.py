@@ -14,6 +14,15 @@ plan of the full one, and that every annotation the code names is kept). Leaf fi
 are kept exactly as given (the parser checks them and reports bad ones); an object whose kept parts have the wrong
 structure (a list where an object belongs) is kept whole, so the parser still reports it. Equal pod specs can be
 kept as one shared dict (:func:`lean_pods`).
+
+Dropped, for the record (nothing reads them; add them above with their reader when something does):
+metadata.managedFields, generateName, creationTimestamp (pods), finalizers and every annotation not named below;
+containers' image, command, args, env, envFrom, volumeMounts, probes, lifecycle, securityContext; volumes other
+than hostPath and emptyDir (configMap, secret, projected, persistentVolumeClaim: the planner models no volume
+topology); priorityClassName and preemptionPolicy (the API server resolves the class into spec.priority, which is
+kept), schedulerName, serviceAccountName, dnsPolicy, hostname/subdomain; pod status conditions, IPs, qosClass and
+the container statuses of containers that have not terminated; node images, nodeInfo, addresses,
+daemonEndpoints, podCIDRs; PDB status conditions.
 """
 
 from __future__ import annotations
