@@ -1,11 +1,11 @@
-"""Decoding snapshot files and Kubernetes list pages straight into lean objects (:mod:`autoscaler.core.lean`).
+"""Decoding snapshot files, Kubernetes list pages and watch lines straight into lean objects
+(:mod:`autoscaler.core.lean`).
 
 msgspec's typed decoder walks the JSON once in C and skips every field the lean schema does not name
 (managedFields, env, probes, images...) without building Python objects for them; the result is converted to
 plain kubectl-shaped dicts, the parser's input. Why msgspec: docs/benchmarks.md, "Decoding".
 
-Input the typed decoder refuses (a kept field of the wrong structure, a List object where a list was expected, an
-``x-`` extension key, NaN) is decoded again the plain way, so the parser sees exactly what ``json.loads`` gives
+Input the typed decoder refuses (a kept field of the wrong structure, an ``x-`` extension key, NaN) is decoded again the plain way, so the parser sees exactly what ``json.loads`` gives
 and reports every problem in its own words: a decoder error never reaches the user.
 """
 
@@ -33,11 +33,19 @@ class _Page(Struct, Generic[T]):
     items: list[T] | None = None
 
 
-class _SnapshotFile(Struct, forbid_unknown_fields=True):
-    """A snapshot (docs/snapshot.md) as written by ``autoscaler snapshot``; anything else takes the plain path."""
+class _List(Struct, Generic[T]):
+    """A kubectl ``List`` object (``kubectl get pods -A -o json``)."""
 
-    pods: list[lean.Pod] | UnsetType = UNSET
-    nodes: list[lean.Node] | UnsetType = UNSET
+    apiVersion: Any = UNSET
+    kind: Any = UNSET
+    items: list[T] | None = None
+
+
+class _SnapshotFile(Struct, forbid_unknown_fields=True):
+    """A snapshot (docs/snapshot.md); what this does not describe takes the plain path."""
+
+    pods: list[lean.Pod] | _List[lean.Pod] | UnsetType = UNSET
+    nodes: list[lean.Node] | _List[lean.Node] | UnsetType = UNSET
     groups: Any = UNSET
     regions: Any = UNSET
     now: Any = UNSET
@@ -79,10 +87,13 @@ def snapshot(data) -> object:
         value = getattr(doc, name)
         if value is UNSET:
             continue
-        if name == "pods":
-            value = _dicts("Pod", value, shared)
-        elif name == "nodes":
-            value = _dicts("Node", value, None)
+        if name in ("pods", "nodes"):
+            kind = "Pod" if name == "pods" else "Node"
+            if isinstance(value, _List):
+                items = None if value.items is None else _dicts(kind, value.items, shared)
+                value = {**msgspec.to_builtins(_List(value.apiVersion, value.kind)), "items": items}
+            else:
+                value = _dicts(kind, value, shared)
         elif name == "pdbs" and value is not None:
             value = _dicts("PodDisruptionBudget", value, None)
         out[name] = value

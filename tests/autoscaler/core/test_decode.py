@@ -47,6 +47,19 @@ def test_equal_specs_are_one_dict():
     assert again["object"]["spec"] is items[0]["spec"]
 
 
+def test_a_kubectl_list_object_is_decoded_lean():
+    data = {
+        "pods": {"apiVersion": "v1", "kind": "List", "items": [POD]},
+        "nodes": {"items": []},
+        "groups": [],
+    }
+    got = decode.snapshot(json.dumps(data))
+    assert got["pods"] == {"apiVersion": "v1", "kind": "List", "items": [lean.pod(POD)]}
+    assert got["nodes"] == {"items": []}
+    data["pods"]["items"] = None  # the parser says what is wrong with it
+    assert decode.snapshot(json.dumps(data))["pods"] == {"apiVersion": "v1", "kind": "List", "items": None}
+
+
 def test_a_snapshot_the_types_refuse_is_read_plainly():
     data = {"pods": {"kind": "List", "items": [POD]}, "nodes": [], "groups": [], "x-note": "hand-written"}
     assert decode.snapshot(json.dumps(data)) == data
