@@ -9,8 +9,11 @@ Silence is bounded: the server is asked to end each watch after ``watch_timeout_
 ends cleanly and is renewed), and the socket read timeout is ``silence_s``: a watch that sends nothing (no event,
 no bookmark) for that long is dropped and the cache relisted. ``age()`` is how long ago the cache was last
 confirmed current (a list, an event, a bookmark, or a watch the server ended cleanly); the controller starts no
-scale-down and /readyz fails while it is above the bound. Objects are kept as plain dicts,
-exactly as ``kubectl get -o json`` prints them (with ``kind`` and ``apiVersion`` filled in).
+scale-down and /readyz fails while it is above the bound. Objects are kept as plain dicts shaped as
+``kubectl get -o json`` prints them (with ``kind`` and ``apiVersion`` filled in); for the kinds
+:mod:`autoscaler.core.lean` knows (Pod, Node, PodDisruptionBudget) only the fields something here reads are kept:
+list pages and watch lines are decoded straight into the lean form (:mod:`autoscaler.core.decode`, one pass
+each), so the cache's memory follows the number of objects, not their size; the pods of one Job share one spec.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
 
 from autoscaler import metrics
+from autoscaler.core import decode, lean
 
 log = logging.getLogger("autoscaler.informer")
 
@@ -32,6 +36,25 @@ log = logging.getLogger("autoscaler.informer")
 def object_key(obj: dict) -> str:
     meta = obj.get("metadata") or {}
     return f"{meta.get('namespace') or ''}/{meta.get('name')}"
+
+
+class _LeanWatch(watch.Watch):
+    """The client's Watch, each line decoded once by :func:`autoscaler.core.decode.watch_event` (lean objects)."""
+
+    def __init__(self, kind: str, shared: dict):
+        super().__init__(return_type="object")
+        self._kind = kind
+        self._shared = shared
+
+    def unmarshal_event(self, data, return_type):
+        if not data or data.isspace():
+            return None
+        event = decode.watch_event(data, self._kind, self._shared)
+        if event is not None and event["type"] != "ERROR":
+            meta = event["object"].get("metadata") if isinstance(event["object"], dict) else None
+            if isinstance(meta, dict) and meta.get("resourceVersion"):
+                self.resource_version = meta["resourceVersion"]
+        return event
 
 
 class Gone(Exception):
@@ -52,9 +75,12 @@ class Informer:
         request_timeout_s: float = 30.0,
         on_event: Callable[[str, dict], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        lean_objects: bool = True,
     ):
         """``list_call``: the client's list function (e.g. ``CoreV1Api.list_pod_for_all_namespaces``);
-        ``on_event(type, obj)`` hears every change after it is applied (ADDED, MODIFIED, DELETED)."""
+        ``on_event(type, obj)`` hears every change after it is applied (ADDED, MODIFIED, DELETED);
+        ``lean_objects``: keep only the fields read (:mod:`autoscaler.core.lean`) when the kind has a schema
+        there; False keeps whole objects."""
         self.name = name
         self._list = list_call
         self.kind = kind
@@ -66,6 +92,9 @@ class Informer:
         self.request_timeout_s = request_timeout_s  # each page of a list
         self._fresh_at: float | None = None  # when the cache was last confirmed current
         self._on_event = on_event
+        self.lean = lean_objects and kind in lean.SCHEMAS
+        self._transform = lean.TRANSFORMS[kind] if self.lean else None
+        self._shared: dict = {}  # equal pod specs kept once (lean.lean_pods)
         self._items: dict[str, dict] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -100,6 +129,7 @@ class Informer:
         items: dict[str, dict] = {}
         token = None
         started = self._clock()
+        shared: dict = {}  # a relist starts afresh: the specs of pods gone are not kept
         while True:
             kwargs = {
                 "limit": self.page_size,
@@ -116,17 +146,21 @@ class Informer:
                     items, token = {}, None
                     continue
                 raise
-            body = json.loads(resp.data)
-            for obj in body.get("items") or []:
+            if self.lean:
+                page, meta = decode.list_page(resp.data, self.kind, shared)
+            else:
+                body = json.loads(resp.data)
+                page, meta = body.get("items") or [], body.get("metadata") or {}
+            for obj in page:
                 obj.setdefault("kind", self.kind)
                 obj.setdefault("apiVersion", self.api_version)
                 items[object_key(obj)] = obj
-            meta = body.get("metadata") or {}
             token = meta.get("continue")
             if not token:
                 break
         with self._lock:
             self._items = items
+            self._shared = shared
             self.resource_version = meta.get("resourceVersion")
         self._fresh_at = started  # current as of the first page's request
         self.relists += 1
@@ -135,7 +169,8 @@ class Informer:
     # -- watch --------------------------------------------------------------------------------------------------
     def watch_once(self) -> None:
         """Apply changes from ``resource_version`` until the server closes the watch; Gone on 410."""
-        self._watch = watch.Watch(return_type="object")  # events stay plain dicts
+        # events stay plain dicts; lean ones decoded in one pass
+        self._watch = _LeanWatch(self.kind, self._shared) if self.lean else watch.Watch(return_type="object")
         self.watches += 1
         try:
             stream = self._watch.stream(
@@ -147,7 +182,7 @@ class Informer:
             )
             started = self._clock()
             for event in stream:
-                self._apply(event["type"], event["raw_object"])
+                self._apply(event["type"], event["raw_object"], lean_already=self.lean)
                 if self._stop.is_set():
                     return
             self._fresh_at = max(
@@ -160,12 +195,14 @@ class Informer:
         finally:
             self._watch = None
 
-    def _apply(self, kind: str, obj: dict) -> None:
+    def _apply(self, kind: str, obj: dict, lean_already: bool = False) -> None:
         rv = (obj.get("metadata") or {}).get("resourceVersion")
         self._confirmed()
         if kind == "BOOKMARK":
             self.resource_version = rv or self.resource_version
             return
+        if self._transform is not None and not lean_already:
+            obj = self._transform(obj, self._shared)
         obj.setdefault("kind", self.kind)
         obj.setdefault("apiVersion", self.api_version)
         key = object_key(obj)

@@ -77,8 +77,10 @@ class KubeCluster:
         watch_timeout_s: int = 60,
         silence_s: float = 90.0,
         request_timeout_s: float = 10.0,
+        lean_objects: bool = True,
     ):
-        """``on_pending_pod`` hears of every new or changed pending pod (the loop's batching window)."""
+        """``on_pending_pod`` hears of every new or changed pending pod (the loop's batching window);
+        ``lean_objects``: the caches keep only the fields read (autoscaler/core/lean.py), False whole objects."""
         self.api = api
         self.core = client.CoreV1Api(api)
         self.policy = client.PolicyV1Api(api)
@@ -87,7 +89,7 @@ class KubeCluster:
         self.request_timeout_s = request_timeout_s  # every read and write that is not a watch
         self._t = request_timeout_s
         kw = {"page_size": page_size, "watch_timeout_s": watch_timeout_s, "silence_s": silence_s,
-              "request_timeout_s": request_timeout_s}  # fmt: skip
+              "request_timeout_s": request_timeout_s, "lean_objects": lean_objects}  # fmt: skip
         self.informers = {
             "pods": Informer(
                 "pods", self.core.list_pod_for_all_namespaces, "Pod", "v1", on_event=self._pod_event, **kw

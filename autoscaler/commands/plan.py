@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import json
+import gc
 import sys
 
-from autoscaler.commands.inputs import read_json, read_mapping
+import msgspec
+
+from autoscaler.commands.inputs import read_mapping, read_snapshot
 from autoscaler.core.config import PlannerConfig
+from autoscaler.core.gcpause import gc_paused
 from autoscaler.core.planner import plan
 from autoscaler.core.render import render
 from autoscaler.core.snapshot import parse_snapshot
@@ -42,10 +45,17 @@ def load_config(path: str | None) -> PlannerConfig:
 
 def run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
-    snapshot = parse_snapshot(read_json(args.snapshot))
-    result = plan(snapshot, config)
-    if args.json:
-        sys.stdout.write(json.dumps(result.to_dict(placements=args.placements), separators=(",", ":")) + "\n")
-    else:
-        print(render(result, snapshot))
+    with gc_paused():
+        snapshot = parse_snapshot(read_snapshot(args.snapshot))
+        # The snapshot's millions of objects live until the plan is written: the cyclic collector is told to
+        # leave them alone (re-enabled, it would walk them all once, ~0.2 s at 50k pods), and forgets them after.
+        gc.freeze()
+    try:
+        result = plan(snapshot, config)
+        if args.json:
+            sys.stdout.write(msgspec.json.encode(result.to_dict(placements=args.placements)).decode() + "\n")
+        else:
+            print(render(result, snapshot))
+    finally:
+        gc.unfreeze()
     return 0

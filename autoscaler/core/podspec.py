@@ -8,6 +8,8 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
+import msgspec
+
 from autoscaler.core.names import HOSTNAME_KEY, ZONE_KEY
 from autoscaler.core.quantity import parse_resources
 from autoscaler.core.selectors import (
@@ -51,16 +53,43 @@ class PodShape:
         return 0
 
 
-_SHAPES: dict[object, PodShape] = {}
+_SHAPES: dict[bytes, PodShape] = {}
 _STATIC_KEYS: dict[tuple, tuple] = {}  # interned, so equal keys are one object
 
 
 def _label_key_values(affinity, spread, labels: dict) -> tuple | None:
     """The pod's values of the label keys its matchLabelKeys / mismatchLabelKeys name (part of the cache key)."""
-    text = repr((affinity, spread)) if (affinity or spread) else ""
-    if "LabelKeys" not in text:
+    blob = _KEY.encode((affinity, spread))
+    if b"LabelKeys" not in blob:
         return None
-    return tuple(sorted((k, v) for k, v in labels.items() if repr(k) in text))
+    return tuple(sorted((k, v) for k, v in labels.items() if _KEY.encode(k) in blob))
+
+
+_KEY = msgspec.msgpack.Encoder()
+
+
+def _shape_key(spec: dict, affinity, spread, namespace: str | None, labels: dict | None) -> bytes | None:
+    """What the shape depends on, as MessagePack bytes (C speed; it tells 1 from 1.0, True and "1" apart, as a
+    repr() would) of the fields that make the shape, and only those (env, image, nodeName must not split the pods
+    of one Job). None: not interned."""
+    try:
+        lkv = _label_key_values(affinity, spread, labels) if labels and (affinity or spread) else None
+        return _KEY.encode(
+            (
+                [(c.get("resources"), c.get("ports")) for c in spec.get("containers") or ()],
+                [(c.get("resources"), c.get("restartPolicy")) for c in spec.get("initContainers") or ()],
+                spec.get("overhead"),
+                spec.get("resources"),
+                spec.get("nodeSelector"),
+                affinity,
+                spec.get("tolerations"),
+                spread,
+                namespace,
+                lkv,
+            )
+        )
+    except (AttributeError, TypeError, ValueError, OverflowError):
+        return None  # a value of the wrong kind (reported by the parser) or one MessagePack cannot hold
 
 
 def _container_requests(c: dict, where: str, errors: list[str]) -> dict[str, int]:
@@ -352,9 +381,16 @@ def parse_shape(
     errors: list[str],
     namespaces: dict | None = None,
     labels: dict | None = None,
+    memo: dict | None = None,
 ) -> PodShape | None:
     """The interned shape of a pod spec; None (and lines in ``errors``) when the spec is invalid.
-    ``namespaces``: namespace name -> labels, for pod affinity terms with a namespaceSelector."""
+    ``namespaces``: namespace name -> labels, for pod affinity terms with a namespaceSelector.
+    ``memo``: the shapes found so far in one parse by the spec dict's identity (pods whose decoder shared one
+    spec dict, :func:`autoscaler.core.lean.lean_pods`); a parse's objects are not changed while it runs."""
+    if memo is not None:
+        hit = memo.get((id(spec), namespace))
+        if hit is not None:
+            return hit[1]
     if not isinstance(spec, dict):
         errors.append(f"{where}.spec: expected the pod's spec object")
         return None
@@ -363,28 +399,12 @@ def parse_shape(
     needs_ns = bool(spread) or bool(
         affinity and (affinity.get("podAntiAffinity") or affinity.get("podAffinity"))
     )
-    try:
-        key = repr(
-            (
-                [(c.get("resources"), c.get("ports")) for c in spec.get("containers") or ()],
-                [(c.get("resources"), c.get("restartPolicy")) for c in spec.get("initContainers") or ()],
-                spec.get("overhead"),
-                spec.get("resources"),
-                spec.get("nodeSelector"),
-                affinity,
-                spec.get("tolerations"),
-                spread,
-                namespace if needs_ns else None,
-                _label_key_values(affinity, spread, labels) if labels and (affinity or spread) else None,
-            )
-        )
-    except AttributeError:
-        key = None
-    if key is not None and "namespaceSelector" in key and namespaces is not None:
+    key = _shape_key(spec, affinity, spread, namespace if needs_ns else None, labels)
+    if key is not None and namespaces is not None and b"namespaceSelector" in key:
         key = None  # its namespaces depend on the snapshot's namespace labels: not interned
     shape = _SHAPES.get(key) if key is not None else None
     if shape is not None:
-        return shape
+        return _remember(memo, spec, namespace, key, shape)
     before = len(errors)
     requests = effective_requests(spec, where, errors)
     ns = spec.get("nodeSelector") or {}
@@ -423,4 +443,12 @@ def parse_shape(
         if len(_SHAPES) > 200_000:
             _SHAPES.clear()
         _SHAPES[key] = shape
+    return _remember(memo, spec, namespace, key, shape)
+
+
+def _remember(memo: dict | None, spec: dict, namespace: str, key: bytes | None, shape: PodShape) -> PodShape:
+    """Note the shape of this spec dict in the parse's memo, unless it depends on more than the spec and the
+    namespace (the pod's labels through matchLabelKeys, the namespaces' labels: key None)."""
+    if memo is not None and key is not None and b"LabelKeys" not in key:
+        memo[(id(spec), namespace)] = (spec, shape)  # the entry keeps the dict alive: its id is not reused
     return shape

@@ -92,10 +92,11 @@ def _parse(data: dict) -> Snapshot:
     ]
     namespaces = _namespaces(data.get("namespaces"), errors)
     pod_items = _items(data.get("pods", []), "pods", errors)
+    memo: dict = {}  # shapes by spec dict (pods of a Job share one spec dict when decoded lean)
     pods = [
         p
         for i, raw in enumerate(pod_items)
-        if (p := _guard(_pod, f"pods[{i}]", errors, raw, f"pods[{i}]", errors, namespaces))
+        if (p := _guard(_pod, where := f"pods[{i}]", errors, raw, where, errors, namespaces, memo))
     ]
     if len({n.name for n in nodes}) < len(nodes):
         _duplicates(node_items, "nodes", "node name", errors)
@@ -139,16 +140,20 @@ def _duplicates(items: list, kind: str, what: str, errors: list[str]) -> None:
         seen.add(key)
 
 
-def _strings(raw: object, where: str, errors: list[str], labels: bool = True) -> dict[str, str]:
-    """Labels (keys and values checked as Kubernetes does) or annotations (keys checked): string to string."""
+def _strings(
+    raw: object, where: str, errors: list[str], labels: bool = True, field: str = ""
+) -> dict[str, str]:
+    """Labels (keys and values checked as Kubernetes does) or annotations (keys checked): string to string.
+    ``where`` + ``field`` names them in an error (joined only then: this runs for every object)."""
     if raw is None:
         return {}
     checked = _CHECKED_LABELS if labels else _CHECKED_KEYS
     try:
-        if isinstance(raw, dict) and checked.issuperset(raw.items()):
+        if raw.__class__ is dict and checked.issuperset(raw.items()):
             return raw  # every pair seen valid before (pods of one Job share their labels)
     except TypeError:
         pass  # an unhashable value: reported below
+    where = f"{where}{field}"
     if not isinstance(raw, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in raw.items()
     ):
@@ -354,8 +359,8 @@ def _node(raw: object, where: str, by_instance: dict, groups: set, errors: list[
     n_err = len(errors)
     spec = raw.get("spec") or {}
     status = raw.get("status") or {}
-    labels = _strings(meta.get("labels"), f"{w}.metadata.labels", errors)
-    annotations = _strings(meta.get("annotations"), f"{w}.metadata.annotations", errors, labels=False)
+    labels = _strings(meta.get("labels"), w, errors, field=".metadata.labels")
+    annotations = _strings(meta.get("annotations"), w, errors, labels=False, field=".metadata.annotations")
     alloc_raw = status.get("allocatable")
     if alloc_raw is None:
         alloc_raw = status.get("capacity")
@@ -414,7 +419,9 @@ def _namespaces(raw: object, errors: list[str]) -> dict[str, dict[str, str]] | N
     return out
 
 
-def _pod(raw: object, where: str, errors: list[str], namespaces: dict | None = None) -> Pod | None:
+def _pod(
+    raw: object, where: str, errors: list[str], namespaces: dict | None = None, memo: dict | None = None
+) -> Pod | None:
     meta, name = _meta(raw, where, errors)
     if name is None:
         return None
@@ -426,9 +433,9 @@ def _pod(raw: object, where: str, errors: list[str], namespaces: dict | None = N
     n_err = len(errors)
     spec = raw.get("spec")
     status = raw.get("status") or {}
-    labels = _strings(meta.get("labels"), f"{w}.metadata.labels", errors)
-    annotations = _strings(meta.get("annotations"), f"{w}.metadata.annotations", errors, labels=False)
-    shape = parse_shape(spec, namespace, w, errors, namespaces, labels)
+    labels = _strings(meta.get("labels"), w, errors, field=".metadata.labels")
+    annotations = _strings(meta.get("annotations"), w, errors, labels=False, field=".metadata.annotations")
+    shape = parse_shape(spec, namespace, w, errors, namespaces, labels, memo)
     owner_kind = owner_name = None
     controlled = False
     for ref in meta.get("ownerReferences") or ():
@@ -533,16 +540,19 @@ def _local_storage(volumes: object, annotations: dict, w: str, errors: list[str]
     if not isinstance(volumes, list):
         errors.append(f"{w}.spec.volumes: expected a list of volumes")
         return False
-    listed = set(annotations.get(SAFE_TO_EVICT_LOCAL_VOLUMES_ANNOTATION, "").split(","))
-    return any(
-        isinstance(v, dict)
-        and (
-            v.get("hostPath") is not None
-            or (isinstance(v.get("emptyDir"), dict) and v["emptyDir"].get("medium") != "Memory")
-        )
-        and v.get("name") not in listed
-        for v in volumes
-    )
+    listed = None
+    for v in volumes:
+        if not isinstance(v, dict):
+            continue
+        if v.get("hostPath") is None:
+            empty = v.get("emptyDir")
+            if not isinstance(empty, dict) or empty.get("medium") == "Memory":
+                continue
+        if listed is None:
+            listed = set(annotations.get(SAFE_TO_EVICT_LOCAL_VOLUMES_ANNOTATION, "").split(","))
+        if v.get("name") not in listed:
+            return True
+    return False
 
 
 def _failures(raw: object, groups: set, errors: list[str]) -> list[Failure]:

@@ -1,0 +1,305 @@
+"""Lean Kubernetes objects: the fields of a Pod, Node and PodDisruptionBudget that anything here reads, and nothing
+else (what client-go's ``SetTransform`` and cluster-autoscaler's informer trimming do).
+
+A real API server returns a training pod of 5-30 KiB (managedFields, env, volume mounts, probes, image, command,
+container statuses, conditions); the planner and the controller read a few hundred bytes of it. The informers keep
+objects through :func:`pod`, :func:`node` and :func:`pdb`, and snapshot files are decoded straight into these
+types (:mod:`autoscaler.core.decode`), so memory and parsing follow the number of objects, not their size.
+The result is still a ``kubectl get -o json`` item (a subset of its fields, in the same places), so
+``autoscaler snapshot`` writes a file that replays the same plan.
+
+The schema below *is* the kept-field list: each field names its reader. Add a field here when code starts reading
+it (tests/autoscaler/core/test_lean.py checks on every planner case that the plan of the lean snapshot is the
+plan of the full one, and that every annotation the code names is kept). Leaf fields are ``Any``: their values
+are kept exactly as given (the parser checks them and reports bad ones); an object whose kept parts have the wrong
+structure (a list where an object belongs) is kept whole, so the parser still reports it. Equal pod specs can be
+kept as one shared dict (:func:`lean_pods`).
+
+Dropped, for the record (nothing reads them; add them above with their reader when something does):
+metadata.managedFields, generateName, creationTimestamp (pods), finalizers and every annotation not named below;
+containers' image, command, args, env, envFrom, volumeMounts, probes, lifecycle, securityContext; volumes other
+than hostPath and emptyDir (configMap, secret, projected, persistentVolumeClaim: the planner models no volume
+topology); priorityClassName and preemptionPolicy (the API server resolves the class into spec.priority, which is
+kept), schedulerName, serviceAccountName, dnsPolicy, hostname/subdomain; pod status conditions, IPs, qosClass and
+the container statuses of containers that have not terminated; node images, nodeInfo, addresses,
+daemonEndpoints, podCIDRs; PDB status conditions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from msgspec import UNSET, Struct, UnsetType, field
+
+from autoscaler.core.names import (
+    DO_NOT_DISRUPT_ANNOTATION,
+    GANG_ANNOTATION,
+    IDLE_SINCE_ANNOTATION,
+    MIRROR_ANNOTATION,
+    POD_GROUP_SIZE_ANNOTATION,
+    SAFE_TO_EVICT_ANNOTATION,
+    SAFE_TO_EVICT_LOCAL_VOLUMES_ANNOTATION,
+    SCALE_DOWN_DISABLED_ANNOTATION,
+    TO_BE_DELETED_SINCE_ANNOTATION,
+)
+
+# Every field is optional and left out when absent (UNSET), so an object keeps the keys it had.
+_ = UNSET
+
+
+class _Lean(Struct, omit_defaults=True):
+    pass
+
+
+# -- Pod --------------------------------------------------------------------------------------------------------
+class PodAnnotations(_Lean):
+    """The pod annotations read (core/snapshot.py ``_pod``; controller ``_holds_node``); others are dropped
+    (kubectl.kubernetes.io/last-applied-configuration alone can be kilobytes)."""
+
+    safe_to_evict: Any = field(default=_, name=SAFE_TO_EVICT_ANNOTATION)  # scale-down: pod blocks removal
+    local_volumes: Any = field(default=_, name=SAFE_TO_EVICT_LOCAL_VOLUMES_ANNOTATION)  # _local_storage
+    mirror: Any = field(default=_, name=MIRROR_ANNOTATION)  # static pod: never blocks, never counted
+    group_size: Any = field(default=_, name=POD_GROUP_SIZE_ANNOTATION)  # PodGroup gang size
+    gang: Any = field(default=_, name=GANG_ANNOTATION)  # a Job's pods as one gang
+    do_not_disrupt: Any = field(default=_, name=DO_NOT_DISRUPT_ANNOTATION)  # scale-down: blocks removal
+
+
+class OwnerReference(_Lean):
+    apiVersion: Any = _  # kubectl shape (required by the API)
+    kind: Any = _  # DaemonSet / Job / ReplicaSet: daemonset overhead, gangs, drainability
+    name: Any = _  # the Job's name: gang key
+    uid: Any = _  # kubectl shape (required by the API)
+    controller: Any = _  # which reference is the controller
+
+
+class PodMeta(_Lean):
+    name: Any = _  # everything: the pod's key
+    namespace: Any = _  # the key, pod affinity and spread namespaces
+    uid: Any = _  # Events' involvedObject (adapters/kubernetes.py record_event)
+    resourceVersion: Any = _  # Events' involvedObject; informer resourceVersion tracking
+    labels: Any = _  # selectors, spread, affinity, gangs (job-name, pod-group)
+    annotations: PodAnnotations | None | UnsetType = _
+    ownerReferences: list[OwnerReference] | None | UnsetType = _
+    deletionTimestamp: Any = _  # a pending pod being deleted is not demand; dead-node drain
+
+
+class ContainerPort(_Lean):
+    containerPort: Any = _  # checked as the API server does (podspec._ports)
+    hostPort: Any = _  # NodePorts filter
+    protocol: Any = _
+    hostIP: Any = _
+
+
+class Container(_Lean):
+    name: Any = _  # kubectl shape (required by the API)
+    resources: Any = _  # requests and limits (podspec.effective_requests)
+    ports: list[ContainerPort] | None | UnsetType = _  # host ports (podspec._ports)
+    restartPolicy: Any = _  # "Always" on an init container: a sidecar (podspec.effective_requests)
+
+
+class Volume(_Lean):
+    name: Any = _  # listed in safe-to-evict-local-volumes
+    hostPath: Any = _  # local storage blocks scale-down (snapshot._local_storage)
+    emptyDir: Any = _  # local storage unless medium Memory
+
+
+class PodSpec(_Lean):
+    nodeName: Any = _  # bound or pending
+    schedulingGates: Any = _  # gated pods are not demand
+    priority: Any = _  # expendable pods, ordering
+    terminationGracePeriodSeconds: Any = _  # scale-down drain time
+    volumes: list[Volume] | None | UnsetType = _
+    initContainers: list[Container] | None | UnsetType = _
+    containers: list[Container] | None | UnsetType = _
+    overhead: Any = _  # RuntimeClass overhead adds to requests
+    resources: Any = _  # pod-level requests (PodLevelResources)
+    nodeSelector: Any = _
+    affinity: Any = _  # node affinity, pod affinity and anti-affinity
+    tolerations: Any = _
+    topologySpreadConstraints: Any = _
+
+
+class Terminated(_Lean):
+    finishedAt: Any = _  # when a finished pod left its node (idle time)
+
+
+class ContainerState(_Lean):
+    terminated: Terminated | None | UnsetType = _
+
+
+class ContainerStatus(_Lean):
+    name: Any = _  # kubectl shape
+    state: ContainerState | None | UnsetType = _
+
+
+class PodStatus(_Lean):
+    phase: Any = _  # Pending / Running / Succeeded / Failed
+    nominatedNodeName: Any = _  # the scheduler preempted for it: it will land there
+    startTime: Any = _  # idle time of nodes
+    containerStatuses: list[ContainerStatus] | None | UnsetType = _  # finishedAt of finished pods
+
+
+class Pod(_Lean):
+    apiVersion: Any = _
+    kind: Any = _
+    metadata: PodMeta | None | UnsetType = _
+    spec: PodSpec | None | UnsetType = _
+    status: PodStatus | None | UnsetType = _
+
+
+# -- Node -------------------------------------------------------------------------------------------------------
+class NodeAnnotations(_Lean):
+    """The node annotations read (core/nodestate.py, core/scaledown.py, the controller)."""
+
+    idle_since: Any = field(default=_, name=IDLE_SINCE_ANNOTATION)
+    to_be_deleted_since: Any = field(default=_, name=TO_BE_DELETED_SINCE_ANNOTATION)
+    scale_down_disabled: Any = field(default=_, name=SCALE_DOWN_DISABLED_ANNOTATION)
+
+
+class NodeMeta(_Lean):
+    name: Any = _
+    uid: Any = _  # kubectl shape
+    resourceVersion: Any = _  # informer resourceVersion tracking
+    labels: Any = _  # group, zone, region, instance type; every selector
+    annotations: NodeAnnotations | None | UnsetType = _
+    creationTimestamp: Any = _  # registration timeouts, new-node grace
+
+
+class NodeSpec(_Lean):
+    providerID: Any = _  # the instance behind the node
+    taints: Any = _  # scheduling; to-be-deleted marks
+    unschedulable: Any = _  # cordoned
+
+
+class NodeCondition(_Lean):
+    type: Any = _  # Ready
+    status: Any = _
+    lastTransitionTime: Any = _  # how long unready
+
+
+class NodeStatus(_Lean):
+    allocatable: Any = _  # capacity for pods
+    capacity: Any = _  # when allocatable is missing
+    conditions: list[NodeCondition] | None | UnsetType = (
+        _  # Ready (a node without conditions counts as ready)
+    )
+
+
+class Node(_Lean):
+    apiVersion: Any = _
+    kind: Any = _
+    metadata: NodeMeta | None | UnsetType = _
+    spec: NodeSpec | None | UnsetType = _
+    status: NodeStatus | None | UnsetType = _
+
+
+# -- PodDisruptionBudget ----------------------------------------------------------------------------------------
+class PdbMeta(_Lean):
+    name: Any = _
+    namespace: Any = _
+    uid: Any = _
+    resourceVersion: Any = _
+    labels: Any = _
+
+
+class PdbStatus(_Lean):
+    disruptionsAllowed: Any = _
+    currentHealthy: Any = _
+    desiredHealthy: Any = _
+    expectedPods: Any = _
+    observedGeneration: Any = _
+
+
+class Pdb(_Lean):
+    """Carried into snapshots (and so to replays) with its selector, budget and status; evictions themselves are
+    judged by the API server."""
+
+    apiVersion: Any = _
+    kind: Any = _
+    metadata: PdbMeta | None | UnsetType = _
+    spec: Any = _  # selector, minAvailable / maxUnavailable, unhealthyPodEvictionPolicy
+    status: PdbStatus | None | UnsetType = _
+
+
+# -- transforms -------------------------------------------------------------------------------------------------
+SHARED_SPECS_LIMIT = 50_000  # distinct pod specs remembered per cache (then it starts afresh)
+_ENCODER = msgspec.msgpack.Encoder()
+
+
+def _trim_spec(spec: object) -> object:
+    """Drop the volumes that are neither hostPath nor emptyDir (configMap, secret, projected,
+    persistentVolumeClaim: after the schema they are only a name, which no reader looks at)."""
+    vols = spec.get("volumes") if spec.__class__ is dict else None
+    if vols:
+        spec["volumes"] = [v for v in vols if "hostPath" in v or "emptyDir" in v]
+    return spec
+
+
+def _trim_status(status: object) -> None:
+    """Drop the container statuses of containers that have not terminated (only finishedAt is read)."""
+    statuses = status.get("containerStatuses") if status.__class__ is dict else None
+    if statuses:
+        kept = [cs for cs in statuses if (cs.get("state") or {}).get("terminated")]
+        if kept:
+            status["containerStatuses"] = kept
+        else:
+            del status["containerStatuses"]
+
+
+def _pod_dict(p: Pod, shared: dict | None) -> dict:
+    """A decoded pod as a kubectl-shaped dict. With ``shared``, equal specs are one dict (the pods of a Job or
+    ReplicaSet): the cache holds each spec once, and the parser works out each spec's shape once. Nothing
+    changes a cached object in place (the informers replace whole objects), so sharing is safe."""
+    spec = p.spec
+    if shared is not None and spec.__class__ is PodSpec:
+        key = _ENCODER.encode(spec)
+        one = shared.get(key)
+        if one is None:
+            if len(shared) >= SHARED_SPECS_LIMIT:
+                shared.clear()
+            one = shared[key] = _trim_spec(msgspec.to_builtins(spec))
+        p.spec = UNSET
+        out = msgspec.to_builtins(p)
+        out["spec"] = one
+    else:
+        out = msgspec.to_builtins(p)
+        _trim_spec(out.get("spec"))
+    _trim_status(out.get("status"))
+    return out
+
+
+def lean_pods(items: list[Pod], shared: dict | None = None) -> list[dict]:
+    """Decoded pods as kubectl-shaped dicts; ``shared``: a dict in which equal specs are kept once."""
+    return [_pod_dict(p, shared) for p in items]
+
+
+def _convert(obj: object, schema: type) -> Struct | None:
+    if not isinstance(obj, dict):
+        return None
+    try:
+        return msgspec.convert(obj, schema)
+    except msgspec.ValidationError:
+        return None  # kept whole: the parser names what is wrong with it
+
+
+def pod(obj: dict, shared: dict | None = None) -> dict:
+    """The lean copy of a Pod (the argument is left as it was); ``shared`` as for :func:`lean_pods`."""
+    p = _convert(obj, Pod)
+    return obj if p is None else _pod_dict(p, shared)
+
+
+def node(obj: dict, shared: dict | None = None) -> dict:
+    """The lean copy of a Node."""
+    n = _convert(obj, Node)
+    return obj if n is None else msgspec.to_builtins(n)
+
+
+def pdb(obj: dict, shared: dict | None = None) -> dict:
+    """The lean copy of a PodDisruptionBudget."""
+    b = _convert(obj, Pdb)
+    return obj if b is None else msgspec.to_builtins(b)
+
+
+SCHEMAS = {"Pod": Pod, "Node": Node, "PodDisruptionBudget": Pdb}
+TRANSFORMS = {"Pod": pod, "Node": node, "PodDisruptionBudget": pdb}

@@ -1,0 +1,196 @@
+"""The informers' lean caches: list pages and watched objects are kept lean, the controller acts on lean objects
+exactly as on whole ones, and the cache of kubectl-sized pods is a small fraction of the whole objects' memory."""
+
+from __future__ import annotations
+
+import copy
+import json
+import tracemalloc
+from datetime import timedelta
+from types import SimpleNamespace
+
+from autoscaler.adapters.informer import Informer
+from autoscaler.core import lean
+from tests.autoscaler.core import inflate
+from tests.autoscaler.fakes import FakeCluster, pod
+from tests.autoscaler.test_controller import GPU_LABELS, T0, Clock, controller, world
+
+
+def pages(objs: list[dict], size: int):
+    """A list call as the client makes it with ``_preload_content=False``: pages of raw JSON bytes."""
+    calls = []
+
+    def list_call(limit, _continue=None, **_):
+        start = int(_continue or 0)
+        calls.append(start)
+        chunk = objs[start : start + limit]
+        rest = start + limit < len(objs)
+        body = {"metadata": {"resourceVersion": "77", "continue": str(start + limit) if rest else None},
+                "items": chunk}  # fmt: skip
+        return SimpleNamespace(data=json.dumps(body).encode())
+
+    return list_call, calls
+
+
+def big_pods(n: int) -> list[dict]:
+    base = [pod(f"p-{i}", cpu="8", memory="64Gi", gpus=8, selector=GPU_LABELS, owner="Job") for i in range(n)]
+    return [inflate.pod(p, i) for i, p in enumerate(base)]
+
+
+def test_a_list_is_decoded_lean_page_by_page():
+    objs = big_pods(5)
+    list_call, calls = pages(objs, 2)
+    inf = Informer("pods", list_call, "Pod", "v1", page_size=2)
+    inf.sync()
+    assert calls == [0, 2, 4] and inf.resource_version == "77"
+    got = inf.get("research/p-3")
+    assert got == {**lean.pod(objs[3]), "kind": "Pod", "apiVersion": "v1"}
+    assert "managedFields" not in got["metadata"] and got["metadata"]["uid"] == objs[3]["metadata"]["uid"]
+
+
+def test_a_page_with_an_odd_object_keeps_that_one_whole_and_the_rest_lean():
+    objs = big_pods(2)
+    objs[1]["metadata"]["ownerReferences"] = "not a list"  # the parser reports it; the cache must not hide it
+    list_call, _ = pages(objs, 10)
+    inf = Informer("pods", list_call, "Pod", "v1")
+    inf.sync()
+    assert "managedFields" not in inf.get("research/p-0")["metadata"]
+    assert inf.get("research/p-1")["metadata"]["ownerReferences"] == "not a list"
+
+
+def test_watched_objects_are_kept_lean_and_reported_lean():
+    heard = []
+    inf = Informer("pods", None, "Pod", "v1", on_event=lambda kind, obj: heard.append(obj))
+    [obj] = big_pods(1)
+    inf._apply("ADDED", copy.deepcopy(obj))
+    assert inf.get("research/p-0") == {**lean.pod(obj), "kind": "Pod", "apiVersion": "v1"} == heard[0]
+    whole = Informer("pods", None, "Pod", "v1", lean_objects=False)
+    whole._apply("ADDED", copy.deepcopy(obj))
+    assert whole.get("research/p-0") == obj
+
+
+def _cache_bytes(objs: list[dict], lean_objects: bool) -> int:
+    list_call, _ = pages(objs, 500)
+    inf = Informer("pods", list_call, "Pod", "v1", lean_objects=lean_objects)
+    tracemalloc.start()
+    inf.sync()
+    held, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert len(inf.items()) == len(objs)
+    return held
+
+
+def test_the_cache_of_kubectl_sized_pods_is_a_small_fraction_of_the_whole_objects():
+    objs = big_pods(300)
+    whole, small = _cache_bytes(objs, False), _cache_bytes(objs, True)
+    assert small < whole / 5, (small, whole)
+
+
+class LeanCluster(FakeCluster):
+    """The fake cluster as the live adapter serves it: what the caches hold is lean (fresh reads are whole)."""
+
+    def list_pods(self):
+        return [lean.pod(p) for p in super().list_pods()]
+
+    def list_nodes(self):
+        return [lean.node(n) for n in super().list_nodes()]
+
+    def list_pdbs(self):
+        return [lean.pdb(b) for b in super().list_pdbs()]
+
+
+def _run(cluster_class) -> tuple:
+    """Pending GPU pods (scale-up, events), one that fits nowhere (warning), an idle CPU node (taint, terminate,
+    delete), a CPU node held by a pod that must not be evicted, one whose pod may move; every object as an API server returns it."""
+    clock = Clock()
+    pods = [
+        pod(f"train-{i}", cpu="8", memory="64Gi", gpus=8, selector=GPU_LABELS, owner="Job") for i in range(3)
+    ]
+    pods.append(pod("huge", gpus=16, selector=GPU_LABELS))
+    pods.append(pod("keep", node="cpu-0", annotations={"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"},
+                    created=T0 - timedelta(hours=1)))  # fmt: skip
+    pods.append(pod("move", node="cpu-1", created=T0 - timedelta(hours=1)))
+    full, cloud = world(pods, clock=clock, cpu_nodes=3)
+    cluster = cluster_class(
+        pods=[inflate.pod(p, i) for i, p in enumerate(full.pods.values())],
+        nodes=[inflate.node(n, i) for i, n in enumerate(full.nodes.values())],
+    )
+    recorded = []
+    record = cluster.record_event
+    cluster.record_event = lambda p, *a: (recorded.append(p["metadata"].get("uid")), record(p, *a))
+    ctl = controller(cluster, cloud, clock)
+    plans = []
+    for step in (0, 601, 10, 10, 601, 10, 10):
+        clock.advance(step)
+        result = ctl.run_once()
+        assert result.errors == []
+        plans.append(result.plan)
+    return plans, cluster.changes, cluster.events, recorded, cloud.changes
+
+
+def test_the_controller_acts_on_lean_objects_as_on_whole_ones():
+    full, lean_run = _run(FakeCluster), _run(LeanCluster)
+    plans, changes, events, uids, cloud = full
+    assert ("taint", "cpu-2") in changes and any(c[0] == "terminate" for c in cloud), (changes, cloud)
+    assert any(e[1] == "NotTriggerScaleUp" for e in events) and all(u.startswith("6f1c") for u in uids)
+    assert lean_run == full
+
+
+def test_a_snapshot_of_the_lean_caches_replays_the_plan_of_whole_objects(emu, kubeconfig):
+    """Against the emulator: pods as a real API server returns them, listed by a lean and a whole adapter; the
+    snapshot each gives plans the same, also written to JSON and read back as `autoscaler plan` reads it."""
+    from autoscaler.adapters.kubernetes import KubeCluster, api_client
+    from autoscaler.core import decode, generate
+    from autoscaler.core.config import PlannerConfig
+    from autoscaler.core.planner import plan
+    from autoscaler.core.snapshot import parse_snapshot
+    from tests.autoscaler.model.builders import pod as model_pod
+
+    with emu.model.lock:
+        for i in range(6):
+            emu.model.submit_pod(inflate.pod(model_pod(f"big-{i}", gpus=16), i))  # fits no node
+        for i in range(4):
+            emu.model.submit_pod(inflate.pod(model_pod(f"small-{i}", cpu="1"), 10 + i))
+    groups = [
+        generate.group("gpu", "us-west-2", "p3.16xlarge"),
+        generate.group("cpu", "us-west-2", "m6i.2xlarge"),
+    ]
+    plans = []
+    for lean_objects in (False, True):
+        api = api_client(kubeconfig)
+        kube = KubeCluster(api, namespace="kube-system", page_size=3, lean_objects=lean_objects)
+        kube.sync()
+        snap = {"pods": kube.list_pods(), "nodes": kube.list_nodes(), "pdbs": kube.list_pdbs(), "groups": groups,
+                "now": "2026-01-01T00:10:00Z"}  # fmt: skip
+        api.close()
+        assert len(snap["pods"]) >= 10
+        assert any("managedFields" in p["metadata"] for p in snap["pods"]) != lean_objects
+        plans.append(plan(parse_snapshot(copy.deepcopy(snap)), PlannerConfig()).to_dict(placements=True))
+        if lean_objects:
+            replayed = decode.snapshot(json.dumps(snap).encode())
+            assert plan(parse_snapshot(replayed), PlannerConfig()).to_dict(placements=True) == plans[0]
+    assert plans[1] == plans[0]
+    assert plans[0]["scale_up"] and plans[0]["unschedulable"]
+
+
+def test_a_watched_pod_arrives_lean_from_the_emulator(kube, emu):
+    from tests.autoscaler.adapters.test_kubernetes import wait_until
+    from tests.autoscaler.model.builders import pod as model_pod
+
+    kube.start()
+    assert kube.wait_synced(10)
+    with emu.model.lock:
+        emu.model.submit_pod(inflate.pod(model_pod("late", gpus=16), 7))
+    wait_until(lambda: kube.informers["pods"].get("research/late") is not None)
+    got = kube.informers["pods"].get("research/late")
+    assert (
+        "managedFields" not in got["metadata"]
+        and got["metadata"]["uid"]
+        and got["metadata"]["resourceVersion"]
+    )
+    [container] = got["spec"]["containers"]
+    assert (
+        set(container) <= {"name", "resources", "ports", "restartPolicy"}
+        and container["resources"]["requests"]
+    )
+    assert got["spec"]["tolerations"] and "conditions" not in got.get("status", {})

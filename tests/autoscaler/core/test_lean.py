@@ -1,0 +1,140 @@
+"""The lean objects hold everything the planner reads: on every planner case (cases/*.yaml, fit_cases.yaml, the
+documented example) the plan of the lean snapshot is the plan of the full one, also after inflating the objects
+with what a real API server adds (inflate.py), and through the snapshot file decoder (core/decode.py)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from autoscaler.core import decode, lean
+from autoscaler.core import names as core_names
+from autoscaler.core.config import PlannerConfig
+from autoscaler.core.errors import SnapshotError
+from autoscaler.core.fit import pod_fits_node
+from autoscaler.core.planner import plan
+from autoscaler.core.snapshot import parse_snapshot
+from tests.autoscaler.core import inflate
+from tests.support import set_path
+
+HERE = Path(__file__).parent
+CASES = sorted((HERE / "cases").glob("*.yaml"))
+EXAMPLE = HERE.parents[2] / "docs" / "examples" / "snapshot.json"
+FIT = yaml.safe_load((HERE / "fit_cases.yaml").read_text())
+BAD = yaml.safe_load((HERE / "bad_snapshots.yaml").read_text())
+
+
+def leaned(data: dict) -> dict:
+    out = copy.deepcopy(data)
+    if not isinstance(out, dict):
+        return out
+    for key, fn in (("pods", lean.pod), ("nodes", lean.node), ("pdbs", lean.pdb)):
+        items = out.get(key)
+        if isinstance(items, dict) and isinstance(items.get("items"), list):
+            items = items["items"]
+        if isinstance(items, list):
+            items[:] = [fn(o) for o in items]
+    return out
+
+
+def planned(data: dict, config: dict) -> dict:
+    return plan(parse_snapshot(copy.deepcopy(data)), PlannerConfig.from_dict(config)).to_dict(placements=True)
+
+
+def _cases():
+    out = [(p.stem, yaml.safe_load(p.read_text())) for p in CASES]
+    out.append(("docs-example", {"snapshot": json.loads(EXAMPLE.read_text())}))
+    return out
+
+
+@pytest.mark.parametrize("name,case", _cases(), ids=[n for n, _ in _cases()])
+def test_the_lean_snapshot_plans_as_the_full_one(name, case) -> None:
+    full = case["snapshot"]
+    config = case.get("config") or {}
+    want = planned(full, config)
+    assert planned(leaned(full), config) == want, "lean"
+    big = inflate.snapshot(full)
+    assert planned(big, config) == want, "the inflater changed what the planner reads"
+    assert planned(leaned(big), config) == want, "lean after inflating"
+    assert planned(decode.snapshot(json.dumps(big).encode()), config) == want, "decoded from the file"
+
+
+def test_inflating_makes_objects_many_times_larger_and_lean_much_smaller() -> None:
+    case = yaml.safe_load((HERE / "cases" / CASES[0].name).read_text())["snapshot"]
+    big = inflate.snapshot(case)
+    size = [len(json.dumps(x["pods"] + x["nodes"])) for x in (case, big, leaned(big))]
+    assert size[1] > 5 * size[0], size
+    assert size[2] < size[1] / 5, size
+
+
+@pytest.mark.parametrize("case", FIT["cases"], ids=[c["name"] for c in FIT["cases"]])
+def test_pod_fits_node_on_lean_objects(case: dict) -> None:
+    node = copy.deepcopy(FIT["node"])
+    for part, patch in (case.get("node_patch") or {}).items():
+        node[part].update(patch)
+    others = case.get("on_node") or []
+    got = pod_fits_node(
+        lean.pod(inflate.pod(case["pod"], 1)),
+        lean.node(inflate.node(node, 1)),
+        [lean.pod(inflate.pod(o, i)) for i, o in enumerate(others)],
+    )
+    assert got == case["reason"]
+
+
+def _errors(data) -> list[str]:
+    with pytest.raises(SnapshotError) as e:
+        parse_snapshot(data)
+    return e.value.lines
+
+
+@pytest.mark.parametrize("case", BAD["cases"], ids=[c["name"] for c in BAD["cases"]])
+def test_bad_snapshots_give_the_same_lines_lean_and_decoded(case: dict) -> None:
+    """An object whose kept fields have the wrong structure is kept whole; the decoder falls back to plain JSON
+    for what its types refuse: the parser names every problem as before."""
+    data = copy.deepcopy(BAD["base"])
+    for path, value in (case.get("set") or {}).items():
+        set_path(data, path, value)
+    if "replace" in case:
+        data = case["replace"]
+    want = case["errors"]
+    assert _errors(leaned(data)) == want
+    assert _errors(decode.snapshot(json.dumps(data).encode())) == want
+
+
+def test_every_annotation_the_code_names_is_kept() -> None:
+    kept = {f.encode_name for s in (lean.PodAnnotations, lean.NodeAnnotations) for f in _fields(s)}
+    named = {v for k, v in vars(core_names).items() if k.endswith("_ANNOTATION")}
+    assert named <= kept, named - kept
+
+
+def _fields(struct) -> list:
+    import msgspec
+
+    return msgspec.structs.fields(struct)
+
+
+def test_the_transform_leaves_its_argument_alone_and_keeps_bad_objects_whole() -> None:
+    pod = inflate.pod({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}}, 3)
+    before = copy.deepcopy(pod)
+    small = lean.pod(pod)
+    assert pod == before
+    assert "managedFields" not in small["metadata"] and "env" not in small["spec"]["containers"][0]
+    assert small["metadata"]["uid"] == pod["metadata"]["uid"]  # Events name the pod by uid
+    assert [v["name"] for v in small["spec"]["volumes"]] == ["dshm"]  # the only emptyDir
+    bad = {"metadata": {"name": "p", "ownerReferences": "Job"}, "spec": {"containers": []}}
+    assert lean.pod(bad) == bad
+
+
+def test_a_finished_pod_keeps_when_its_containers_finished() -> None:
+    done = {"state": {"terminated": {"finishedAt": "2026-01-01T00:00:00Z", "exitCode": 0}}, "image": "x"}
+    running = {"state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}
+    pod = {"metadata": {"name": "p"}, "status": {"phase": "Running", "containerStatuses": [done, running]}}
+    assert lean.pod(pod)["status"]["containerStatuses"] == [
+        {"state": {"terminated": {"finishedAt": "2026-01-01T00:00:00Z"}}}
+    ]
+    pod["status"]["containerStatuses"] = [running]
+    assert lean.pod(pod)["status"] == {"phase": "Running"}
