@@ -297,16 +297,24 @@ def deploy_addons(c, spec=None, dry_run=False):
 @task(
     help={
         "json": "print the figures as JSON lines",
-        "no_process": "skip the whole-process `autoscaler plan` run",
+        "no_process": "skip the runs at real object sizes (whole `autoscaler plan` processes, in-core drivers)",
+        "no_cases": "skip the generated cases (lean objects, in this process)",
+        "pods": "pending pods at real sizes (default 51,000)",
+        "nodes": "existing nodes at real sizes, 3 pods each (default 3,000)",
+        "baseline": "also run the real-size processes on this git ref's code and print new/baseline ratios",
     }
 )
-def bench(c, json=False, no_process=False):
-    """Benchmark the planner on generated snapshots and print the figures (docs/benchmarks.md, "Planner")."""
+def bench(c, json=False, no_process=False, no_cases=False, pods=51_000, nodes=3_000, baseline=None):
+    """Benchmark the planner: generated cases, and lean against kubectl-sized objects (docs/benchmarks.md)."""
     import argparse
 
     from autoscaler.commands.bench import run
 
-    run(argparse.Namespace(json=json, no_process=no_process))
+    args = dict(
+        json=json, no_process=no_process, no_cases=no_cases, pods=pods, nodes=nodes, baseline=baseline
+    )
+    if run(argparse.Namespace(**args)):
+        raise SystemExit(2)
 
 
 # --- autoscaler deployment (issue 4; docs/autoscaler.md) -------------------------------------------------------
