@@ -428,7 +428,7 @@ def node(lean: dict, index: int, rng: random.Random, itype: str | None = None) -
     name = meta["name"]
     labels = meta.setdefault("labels", {})
     zone = labels.get("topology.kubernetes.io/zone", "us-west-2a")
-    region = zone[:-1]
+    region = zone[:-2] if zone[-2:-1] == "-" else zone[:-1]  # us-west-2a -> us-west-2, lab-a -> lab
     itype = labels.get("node.kubernetes.io/instance-type") or itype
     created = meta.get("creationTimestamp") or "2025-01-31T10:00:00Z"
     heartbeat = f"2025-01-31T11:59:{index % 60:02d}Z"
