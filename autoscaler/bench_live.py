@@ -473,7 +473,7 @@ def main(argv: list[str] | None = None) -> int:
     def progress(what: str) -> None:
         print(f"bench-live: [{time.monotonic() - started:6.1f} s] {what}", file=sys.stderr, flush=True)
 
-    signal.signal(signal.SIGTERM, _interrupt)  # the controller is stopped on the way out (finally)
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # the controller is stopped on the way out (finally)
     try:
         result = run(opts, args.baseline, progress)
     except (RuntimeError, ValueError) as e:
@@ -482,6 +482,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("bench-live: interrupted", file=sys.stderr)
         return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     print(json.dumps(result) if args.json else report(result))
     return 0
 

@@ -45,6 +45,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help=f"existing nodes, 3 pods each, at real sizes (default {DEFAULT_NODES:,})",
     )
     p.add_argument(
+        "--repeat",
+        type=_positive,
+        default=1,
+        help="run each real-size measurement this many times and keep the least of each figure (default 1)",
+    )
+    p.add_argument(
         "--baseline",
         metavar="REF",
         help="also run the real-size processes on this commit's code (e.g. main) and print new/baseline ratios",
@@ -82,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
                 getattr(args, "nodes", DEFAULT_NODES),
                 getattr(args, "baseline", None),
                 lambda what: _progress(what, started),
+                getattr(args, "repeat", 1),
             )
         except (ValueError, RuntimeError) as e:
             print(f"autoscaler bench: {e}", file=sys.stderr)

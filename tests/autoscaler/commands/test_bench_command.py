@@ -62,11 +62,12 @@ def test_real_sizes_with_a_baseline_report_every_figure_for_both_sizes(capsys):
 
 
 def test_real_sizes_table_and_verdicts(capsys):
-    code, out, _ = _sizes([], capsys)
+    code, out, _ = _sizes(["--repeat", "2"], capsys)
     assert code == 0
     assert "| lean | current | 39 (30) | 3 |" in out and "| kubectl | current | 39 (30) | 3 |" in out
     assert "kubectl objects, 30 pending pods: whole process" in out and "the 2 s target" in out
     assert "plans: the same scale-up in every run" in out
+    assert out.count("| lean | current |") == 1  # two runs, one row: the least of each figure
 
 
 def test_an_unknown_baseline_is_one_line_and_exit_2(capsys):
