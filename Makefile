@@ -49,7 +49,7 @@ bench: venv
 	$(BIN)/invoke bench
 
 # The live controller against the emulator at 5,000 nodes / 50,000 kubectl-sized pods, 1,000 passes
-# (docs/benchmarks.md, "Live controller"): about 30 minutes and 6 GB of memory; not part of `make test`.
+# (docs/benchmarks.md, "Live controller"): about 50 minutes and 11 GB of memory; not part of `make test`.
 bench-live: venv
 	$(BIN)/invoke bench-live
 
