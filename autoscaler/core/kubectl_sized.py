@@ -218,11 +218,7 @@ def pod(lean: dict, index: int, rng: random.Random, owner: bool = True) -> dict:
         ],  # fmt: skip
         env=_env(job, index % 8, 8),
         ports=[{"containerPort": 29500, "name": "c10d", "protocol": "TCP"}],
-        resources={
-            **(main.get("resources") or {}),
-            "requests": dict(requests),
-            **({"limits": limits} if limits else {}),
-        },
+        resources={**(main.get("resources") or {}), **({"limits": limits} if limits else {})},
         livenessProbe=_probe("liveness"),
         readinessProbe=_probe("readiness"),
         securityContext={
@@ -308,7 +304,7 @@ def pod(lean: dict, index: int, rng: random.Random, owner: bool = True) -> dict:
         started = status.get("startTime") or created
         host_ip = f"10.{index % 250}.{(index // 250) % 250}.{index % 200 + 10}"
         pod_ip = f"100.64.{(index // 250) % 250}.{index % 250}"
-        status.update(
+        kubelet_status = dict(
             conditions=[
                 {"lastProbeTime": None, "lastTransitionTime": started, "status": "True", "type": t}
                 for t in (
@@ -341,11 +337,16 @@ def pod(lean: dict, index: int, rng: random.Random, owner: bool = True) -> dict:
             podIP=pod_ip,
             podIPs=[{"ip": pod_ip}],
             qosClass=qos,
-            startTime=started,
         )
+        status.update({k: v for k, v in kubelet_status.items() if k not in status})  # what the pod has wins
         kubelet = {k: v for k, v in status.items() if k not in ("phase", "qosClass")}
         ips = (host_ip, pod_ip)
-        fields = _memo(("kubelet",), lambda: {"f:status": fields_v1(kubelet)})
+        key = (
+            "kubelet",
+            tuple(kubelet),
+            tuple(str(c.get("name")) for c in kubelet.get("containerStatuses") or ()),
+        )
+        fields = _memo(key, lambda: {"f:status": fields_v1(kubelet)})
         fields = _renamed(
             fields, ("f:status", "f:hostIPs"), {"k:" + json.dumps({"ip": ips[0]}): {".": {}, "f:ip": {}}}
         )
@@ -434,44 +435,51 @@ def node(lean: dict, index: int, rng: random.Random, itype: str | None = None) -
     heartbeat = f"2025-01-31T11:59:{index % 60:02d}Z"
     ip = f"10.{index % 250}.{(index // 250) % 250}.{index % 200 + 10}"
     dns = f"ip-{ip.replace('.', '-')}.{region}.compute.internal"
-    labels.update({
+    added = {
         "beta.kubernetes.io/arch": "amd64", "beta.kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
         "kubernetes.io/os": "linux", "topology.kubernetes.io/region": region,
         "failure-domain.beta.kubernetes.io/region": region, "failure-domain.beta.kubernetes.io/zone": zone,
         "topology.k8s.aws/zone-id": f"usw2-az{index % 3 + 1}", "k8s.io/cloud-provider-aws": _sha("cluster")[:32],
         "research.cluster/ami": "dlr-gpu-2026.11.2",
-    })  # fmt: skip
+    }  # fmt: skip
+    labels.update({k: v for k, v in added.items() if k not in labels})  # what the node has wins
     if itype:
         labels.setdefault("node.kubernetes.io/instance-type", itype)
         labels.setdefault("beta.kubernetes.io/instance-type", itype)
     meta.update(
         uid=meta.get("uid") or _uid("node", name),
         resourceVersion=meta.get("resourceVersion") or str(2_000_000 + index),
-        creationTimestamp=created,
+        creationTimestamp=meta.get("creationTimestamp"),  # only as it was (the age decides node states)
         annotations={
-            **(meta.get("annotations") or {}),
             "alpha.kubernetes.io/provided-node-ip": ip,
             "csi.volume.kubernetes.io/nodeid": json.dumps(
                 {"ebs.csi.aws.com": spec.get("providerID", "")[-19:]}
             ),
             "node.alpha.kubernetes.io/ttl": "0",
             "volumes.kubernetes.io/controller-managed-attach-detach": "true",
+            **(meta.get("annotations") or {}),
         },
     )
+    if meta["creationTimestamp"] is None:
+        del meta["creationTimestamp"]
     cidr = f"100.{64 + index // 65536}.{(index // 256) % 256}.0/24"
     spec.update(podCIDR=cidr, podCIDRs=[cidr])
     alloc = status.get("allocatable") or {}
-    status["capacity"] = {**alloc, "ephemeral-storage": "524275692Ki", "hugepages-1Gi": "0", "hugepages-2Mi": "0",
-                          "pods": "110"}  # fmt: skip
-    status["allocatable"] = {**alloc, **({} if "pods" in alloc else {"pods": "110"}),
-                             **({} if "ephemeral-storage" in alloc else {"ephemeral-storage": "482098735124"})}  # fmt: skip
+    status["capacity"] = {
+        "ephemeral-storage": "524275692Ki",
+        "hugepages-1Gi": "0",
+        "hugepages-2Mi": "0",
+        "pods": "110",
+        **(status.get("capacity") or alloc),
+    }  # fmt: skip  (allocatable stays as it is)
     pressure = [
         ("MemoryPressure", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
         ("DiskPressure", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
         ("PIDPressure", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
     ]
     conditions = [{"lastHeartbeatTime": heartbeat, "lastTransitionTime": created, "message": m, "reason": r,
-                   "status": "False", "type": t} for t, r, m in pressure]  # fmt: skip
+                   "status": "False", "type": t} for t, r, m in pressure
+                  if not any(c.get("type") == t for c in status.get("conditions") or [])]  # fmt: skip
     for c in status.get("conditions") or []:
         c = dict(c)
         c.setdefault("lastHeartbeatTime", heartbeat)
@@ -479,7 +487,8 @@ def node(lean: dict, index: int, rng: random.Random, itype: str | None = None) -
             c.setdefault("reason", "KubeletReady")
             c.setdefault("message", "kubelet is posting ready status")
         conditions.append(c)
-    status["conditions"] = conditions
+    if status.get("conditions"):  # a node listed without any is taken as Ready: it stays without
+        status["conditions"] = conditions
     status.update(
         addresses=[
             {"address": ip, "type": "InternalIP"},
@@ -515,7 +524,7 @@ def node(lean: dict, index: int, rng: random.Random, itype: str | None = None) -
             "f:spec": fields_v1({"podCIDR": cidr, "podCIDRs": [cidr], "taints": spec.get("taints") or []})}),
         _entry("aws-cloud-controller-manager", created, {"f:metadata": fields_v1({"labels": {
             k: labels[k] for k in labels if k.startswith(("topology.", "failure-domain.", "node.kubernetes.io/"))}})}),
-        _entry("kubelet", heartbeat, {"f:status": fields_v1({k: status[k] for k in (
+        _entry("kubelet", heartbeat, {"f:status": fields_v1({k: status[k] for k in status if k in (
             "allocatable", "capacity", "conditions", "daemonEndpoints", "images", "nodeInfo", "runtimeHandlers")})},
             "status"),
     ]  # fmt: skip

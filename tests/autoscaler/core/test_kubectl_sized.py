@@ -7,8 +7,10 @@ from __future__ import annotations
 import copy
 import json
 import random
+from pathlib import Path
 
 import pytest
+import yaml
 from kubernetes import client
 from kubernetes_validate import validate
 from kubernetes_validate.utils import ValidationError, latest_version
@@ -82,7 +84,7 @@ def test_sizes_are_those_of_real_objects(sized: dict) -> None:
 @pytest.mark.parametrize(
     "kw",
     [
-        dict(pods=2_000, shape_count=40, nodes=300),
+        dict(pods=1_000, shape_count=40, nodes=150),
         dict(pods=800, shape_count=10, nodes=100, gang_size=8),
         dict(pods=600, shape_count=1, nodes=0, gpu_share=0.0),
         dict(pods=400, shape_count=200, nodes=60, seed=7),
@@ -137,3 +139,23 @@ def test_the_emulator_accepts_them(sized: dict) -> None:
         assert back["status"]["images"] == big["status"]["images"]
         assert _writers(back) == _writers(big)
         api.close()
+
+
+CASES = sorted((Path(__file__).parent / "cases").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_every_case_file_plans_the_same_at_kubectl_size(path: Path) -> None:
+    """What a pod or node already has wins over what is added (hand-written objects: init containers, finished
+    containers, nodes without conditions or creation time...), so every planner case plans the same at kubectl
+    size. Owner references stay as the case has them: a bare pod is not a Job's."""
+    case = yaml.safe_load(path.read_text())
+    snap, config = case["snapshot"], PlannerConfig.from_dict(case.get("config") or {})
+    rng = random.Random(1)
+    sized = dict(
+        snap,
+        pods=[kubectl_sized.pod(p, i, rng, owner=False) for i, p in enumerate(snap.get("pods") or [])],
+        nodes=[kubectl_sized.node(n, i, rng) for i, n in enumerate(snap.get("nodes") or [])],
+    )
+    want = plan(parse_snapshot(snap), config).to_dict(placements=True)
+    assert plan(parse_snapshot(sized), config).to_dict(placements=True) == want
