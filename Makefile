@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 export TF_CLI_CONFIG_FILE := $(CURDIR)/.terraformrc
 export TF_IN_AUTOMATION := 1
 
-.PHONY: demo test lint unit tools venv bench clean docs-check faults
+.PHONY: demo test lint unit tools venv bench bench-live clean docs-check faults
 
 $(STAMP): pyproject.toml
 	@echo "make: installing the Python dependencies into $(VENV) (once; a few minutes on a first run, pip's lines follow)"
@@ -44,8 +44,14 @@ faults: venv .terraformrc
 tools:
 	./scripts/install-tools.sh
 
+# The planner at lean and kubectl-sized objects (docs/benchmarks.md, "Planner"): about 4 minutes on 2 cores.
 bench: venv
 	$(BIN)/invoke bench
+
+# The live controller against the emulator at 5,000 nodes / 50,000 kubectl-sized pods, 1,000 passes
+# (docs/benchmarks.md, "Live controller"): about 50 minutes and 11 GB of memory; not part of `make test`.
+bench-live: venv
+	$(BIN)/invoke bench-live
 
 # Every command the README and docs show, the slow ones included (the demo, the simulator, the benchmarks).
 docs-check: venv .terraformrc

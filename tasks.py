@@ -297,16 +297,50 @@ def deploy_addons(c, spec=None, dry_run=False):
 @task(
     help={
         "json": "print the figures as JSON lines",
-        "no_process": "skip the whole-process `autoscaler plan` run",
+        "no_process": "skip the runs at real object sizes (whole `autoscaler plan` processes, in-core drivers)",
+        "no_cases": "skip the generated cases (lean objects, in this process)",
+        "pods": "pending pods at real sizes (default 51,000)",
+        "nodes": "existing nodes at real sizes, 3 pods each (default 3,000)",
+        "baseline": "also run the real-size processes on this git ref's code and print new/baseline ratios",
+        "repeat": "run each real-size measurement this many times and keep the least of each figure",
     }
 )
-def bench(c, json=False, no_process=False):
-    """Benchmark the planner on generated snapshots and print the figures (docs/benchmarks.md, "Planner")."""
+def bench(c, json=False, no_process=False, no_cases=False, pods=51_000, nodes=3_000, baseline=None, repeat=1):
+    """Benchmark the planner: generated cases, and lean against kubectl-sized objects (docs/benchmarks.md)."""
     import argparse
 
     from autoscaler.commands.bench import run
 
-    run(argparse.Namespace(json=json, no_process=no_process))
+    args = dict(json=json, no_process=no_process, no_cases=no_cases, pods=pods, nodes=nodes, baseline=baseline,
+                repeat=repeat)  # fmt: skip
+    if run(argparse.Namespace(**args)):
+        raise SystemExit(2)
+
+
+@task(
+    name="bench-live",
+    help={
+        "nodes": "nodes in the emulator (default 5,000)",
+        "pods": "kubectl-sized running pods spread over them (default 50,000)",
+        "loops": "controller passes to watch (default 1,000)",
+        "samples": "decision latency samples (default 5)",
+        "events": "pods owed an Event in each burst (default 500)",
+        "write_latency_ms": "latency of every API write in the emulator (default 5)",
+        "baseline": "also run this git ref's controller and print new/baseline ratios",
+        "json": "print the result as one JSON object",
+    },
+)
+def bench_live(c, nodes=5_000, pods=50_000, loops=1_000, samples=5, events=500, write_latency_ms=5.0,
+               baseline=None, json=False):  # fmt: skip
+    """The live controller under load: memory over N passes and decision latency (docs/benchmarks.md)."""
+    from autoscaler.bench_live import main
+
+    argv = [f"--nodes={nodes}", f"--pods={pods}", f"--loops={loops}", f"--samples={samples}", f"--events={events}",
+            f"--write-latency-ms={write_latency_ms}", *([f"--baseline={baseline}"] if baseline else []),
+            *(["--json"] if json else [])]  # fmt: skip
+    code = main(argv)
+    if code:
+        raise SystemExit(code)
 
 
 # --- autoscaler deployment (issue 4; docs/autoscaler.md) -------------------------------------------------------

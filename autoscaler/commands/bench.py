@@ -1,4 +1,9 @@
-"""``autoscaler bench``: run the planner benchmark and print its figures (docs/benchmarks.md, "Planner")."""
+"""``autoscaler bench``: run the planner benchmark and print its figures (docs/benchmarks.md, "Planner").
+
+Two parts: the generated cases in this process (lean objects: parse and plan CPU time, plan quality), and the
+burst at real object sizes in separate processes (lean and kubectl-sized objects: whole process, in-core, peak
+RSS), with ``--baseline REF`` run a second time on REF's code for ratios (``autoscaler/core/bench_sizes.py``).
+"""
 
 from __future__ import annotations
 
@@ -7,49 +12,108 @@ import json
 import sys
 import time
 
+DEFAULT_PODS = 51_000
+DEFAULT_NODES = 3_000
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "bench", help="benchmark the planner on generated snapshots and print the figures"
     )
-    p.add_argument("--json", action="store_true", help="print the figures as JSON lines")
-    p.add_argument("--no-process", action="store_true", help="skip the whole-process `autoscaler plan` run")
+    add_arguments(p)
     p.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    from autoscaler.core.bench import CASES, run_case, run_process, table
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print the figures as JSON lines")
+    p.add_argument(
+        "--no-process",
+        action="store_true",
+        help="skip the runs at real object sizes (whole `autoscaler plan` processes and in-core drivers)",
+    )
+    p.add_argument("--no-cases", action="store_true", help="skip the generated cases (in this process)")
+    p.add_argument(
+        "--pods",
+        type=_positive,
+        default=DEFAULT_PODS,
+        help=f"pending pods at real sizes (default {DEFAULT_PODS:,})",
+    )
+    p.add_argument(
+        "--nodes",
+        type=_positive,
+        default=DEFAULT_NODES,
+        help=f"existing nodes, 3 pods each, at real sizes (default {DEFAULT_NODES:,})",
+    )
+    p.add_argument(
+        "--repeat",
+        type=_positive,
+        default=1,
+        help="run each real-size measurement this many times and keep the least of each figure (default 1)",
+    )
+    p.add_argument(
+        "--baseline",
+        metavar="REF",
+        help="also run the real-size processes on this commit's code (e.g. main) and print new/baseline ratios",
+    )
 
-    rows = []
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text.replace(",", "").replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a positive number")
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    from autoscaler.core import bench_sizes
+    from autoscaler.core.bench import CASES, run_case, table
+
     started = time.monotonic()
-    for i, case in enumerate(CASES, 1):
-        _progress(f"case {i}/{len(CASES)}: {case.name}", started)
+    rows = []
+    cases = [] if getattr(args, "no_cases", False) else CASES
+    for i, case in enumerate(cases, 1):
+        _progress(f"case {i}/{len(cases)}: {case.name}", started)
         row = run_case(case)
         rows.append(row)
         if args.json:
             print(json.dumps(row), flush=True)
+    sizes = None
     if not args.no_process:
-        _progress("`autoscaler plan --json` as a whole process", started)
-    proc = None if args.no_process else run_process()
+        try:
+            sizes = bench_sizes.run(
+                getattr(args, "pods", DEFAULT_PODS),
+                getattr(args, "nodes", DEFAULT_NODES),
+                getattr(args, "baseline", None),
+                lambda what: _progress(what, started),
+                getattr(args, "repeat", 1),
+            )
+        except (ValueError, RuntimeError) as e:
+            print(f"autoscaler bench: {e}", file=sys.stderr)
+            return 2
     _progress("done", started)
     if args.json:
-        if proc:
-            print(json.dumps(proc))
+        for r in (sizes or {}).get("rows", []):
+            print(json.dumps({"case": "real-sizes"} | r))
+        for r in (sizes or {}).get("ratios", []):
+            print(json.dumps({"case": "real-sizes-ratio"} | r))
         return 0
-    print(table(rows))
-    for r in rows:
-        if r["target_s"]:
-            total = r["parse_cpu_s"] + r["plan_cpu_s"]
-            verdict = "meets" if total < r["target_s"] else "MISSES"
-            print(
-                f"{r['case']}: parse+plan {total:.3f} CPU s ({r['wall_s']} s wall) {verdict} the {r['target_s']:g} s target"
-            )
-    if proc:
-        verdict = "meets" if proc["wall_s"] < proc["target_s"] else "MISSES"
-        print(
-            f"{proc['case']}: `autoscaler plan --json` on a {proc['file_mib']} MiB snapshot: {proc['wall_s']} s wall, "
-            f"{proc['cpu_s']} CPU s as a whole process; {verdict} the {proc['target_s']:g} s target (wall)"
-        )
+    if rows:
+        print(table(rows))
+        for r in rows:
+            if r["target_s"]:
+                total = r["parse_cpu_s"] + r["plan_cpu_s"]
+                verdict = "meets" if total < r["target_s"] else "MISSES"
+                print(
+                    f"{r['case']}: parse+plan {total:.3f} CPU s ({r['wall_s']} s wall) {verdict} the "
+                    f"{r['target_s']:g} s target"
+                )
+    if sizes:
+        print()
+        print(bench_sizes.table(sizes))
+        print("\n".join(bench_sizes.verdicts(sizes)))
     return 0
 
 

@@ -3,13 +3,7 @@ pods per second, peak memory, and new nodes against the lower bound. ``autoscale
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import resource
-import subprocess
-import sys
-import tempfile
 import time
 import tracemalloc
 from dataclasses import dataclass
@@ -100,37 +94,6 @@ def run_case(case: Case, seed: int = 1) -> dict:
         "lower_bound": lower_bound(snap, result),
         "unschedulable": len(result.unschedulable),
         "target_s": case.target_s,
-    }
-
-
-def run_process(pods: int = 50_000) -> dict:
-    """``autoscaler plan --json`` on a snapshot file, as a whole process (start-up and JSON parsing included)."""
-    data = generate.snapshot(pods=pods, shape_count=4, nodes=3_000, seed=1)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "snapshot.json")
-        with open(path, "w") as f:
-            json.dump(data, f)
-        size = os.path.getsize(path)
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t0 = time.perf_counter()
-        proc = subprocess.run(
-            [sys.executable, "-m", "autoscaler", "plan", path, "--json"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        elapsed = time.perf_counter() - t0
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode != 0:
-        raise RuntimeError(f"autoscaler plan failed: {proc.stderr.strip()}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {
-        "case": f"process-plan-{pods // 1000}k",
-        "pods": pods,
-        "file_mib": round(size / 2**20, 1),
-        "wall_s": round(elapsed, 2),
-        "cpu_s": round(cpu, 2),
-        "target_s": 3.0,
     }
 
 

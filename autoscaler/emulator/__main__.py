@@ -3,6 +3,9 @@
 ``--follow-aws URL`` makes the nodes follow the instances of the cluster's Auto Scaling groups at that
 endpoint (a moto server), as ``make demo`` needs; groups then come from AWS.
 
+``--write-latency-ms N`` delays every write (POST, PUT, PATCH, DELETE) by N ms, as a real API server's admission
+and etcd round trip do; reads and watches are not delayed.
+
 ``--spec-groups`` takes a cluster spec (``cluster.yaml``) or a JSON/YAML list of groups in the snapshot format.
 Prints one JSON line ``{"url", "kubeconfig"}`` when ready and serves until interrupted.
 """
@@ -77,7 +80,15 @@ def main(argv: list[str] | None = None) -> int:
         default=30.0,
         help="model seconds a terminated instance's node stays NotReady",
     )
+    ap.add_argument(
+        "--write-latency-ms",
+        type=float,
+        default=0.0,
+        help="delay every POST, PUT, PATCH and DELETE by this many milliseconds (a real API server's write path)",
+    )
     args = ap.parse_args(argv)
+    if args.write_latency_ms < 0:
+        ap.error(f"--write-latency-ms {args.write_latency_ms:g}: expected 0 or more milliseconds")
     model = ClusterModel(
         WallClock(args.compression),
         boot_delays={k: float(v) for k, v in _pairs(args.boot_delay, "boot-delay").items()},
@@ -87,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     for g in load_groups(args.spec_groups) if args.spec_groups else []:
         model.cloud.add_group(g, external=args.external_groups or bool(args.follow_aws))
-    emu = Emulator(model, port=args.port).start()
+    emu = Emulator(model, port=args.port, write_latency_s=args.write_latency_ms / 1000).start()
     follower = None
     if args.follow_aws:
         from autoscaler.adapters.aws import AwsCloud  # boto3 only when following AWS

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
@@ -16,6 +17,7 @@ from autoscaler.model import ClusterModel, WallClock
 
 log = logging.getLogger(__name__)
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
+WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -32,6 +34,9 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         api: KubeApi = self.server.api  # type: ignore[attr-defined]
+        latency = self.server.write_latency_s  # type: ignore[attr-defined]
+        if latency and self.command in WRITES:
+            time.sleep(latency)  # an API server's write path (admission, etcd), outside the model's lock
         if api.stopping:  # a stopped server answers nothing on its kept-alive connections: they are closed
             self.close_connection = True
             return
@@ -82,6 +87,8 @@ class Emulator:
 
     With a wall-clock model a ticker thread advances the model as time passes (boots, completions show up
     in watches by themselves); with a virtual clock the caller advances it (``with emu.model.lock:``).
+    ``write_latency_s`` delays every POST, PUT, PATCH and DELETE by that much before it is handled, as a real API
+    server's admission and etcd round trip do (reads and watches are not delayed).
     """
 
     def __init__(
@@ -90,6 +97,7 @@ class Emulator:
         host: str = "127.0.0.1",
         port: int = 0,
         watch_history: int = 10_000,
+        write_latency_s: float = 0.0,
     ) -> None:
         if host not in LOOPBACK:
             raise ValueError(f"the emulator binds only to loopback, not {host!r}")
@@ -99,6 +107,7 @@ class Emulator:
         self.host, self.port = h, p
         self.api = KubeApi(self.model, f"{h}:{p}", watch_history)
         self._httpd.api = self.api  # type: ignore[attr-defined]
+        self._httpd.write_latency_s = write_latency_s  # type: ignore[attr-defined]
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
 

@@ -1,0 +1,161 @@
+"""kubectl-sized pods and nodes (autoscaler/core/kubectl_sized.py): valid for the cluster's Kubernetes
+(kubernetes-validate --strict), accepted by the emulator as the API server accepts them, and planned exactly as
+their lean originals."""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+from pathlib import Path
+
+import pytest
+import yaml
+from kubernetes import client
+from kubernetes_validate import validate
+from kubernetes_validate.utils import ValidationError, latest_version
+
+from autoscaler.core import generate, kubectl_sized
+from autoscaler.core.config import PlannerConfig
+from autoscaler.core.planner import plan
+from autoscaler.core.snapshot import parse_snapshot
+from autoscaler.emulator import Emulator
+from autoscaler.model import ClusterModel, VirtualClock
+from tests.autoscaler.model.builders import group
+
+VERSIONS = sorted({"1.35.0", latest_version()})  # the oldest supported minor and the newest schemas
+CONFIG = PlannerConfig(max_new_nodes_per_loop=1_000_000)
+
+
+@pytest.fixture(scope="module")
+def sized() -> dict:
+    return kubectl_sized.snapshot(generate.snapshot(pods=120, shape_count=6, nodes=12, seed=3))
+
+
+def _typed(obj: dict, kind: str) -> dict:
+    return {"apiVersion": "v1", "kind": kind, **obj}
+
+
+def _samples(sized: dict) -> list[tuple[str, dict]]:
+    pending = next(p for p in sized["pods"] if not p["spec"].get("nodeName"))
+    running = next(p for p in sized["pods"] if p["spec"].get("nodeName"))
+    gpu = next(
+        p for p in sized["pods"] if "nvidia.com/gpu" in p["spec"]["containers"][0]["resources"]["requests"]
+    )
+    return [("Pod", pending), ("Pod", running), ("Pod", gpu), ("Node", sized["nodes"][0])]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_samples_pass_kubernetes_validate_strict(sized: dict, version: str) -> None:
+    for kind, obj in _samples(sized):
+        validate(_typed(obj, kind), version, strict=True)
+
+
+def test_strict_validation_would_catch_a_stray_field(sized: dict) -> None:
+    """The oracle is strict: a field Kubernetes does not know fails (so the passes above mean something)."""
+    bad = copy.deepcopy(_samples(sized)[0][1])
+    bad["spec"]["containers"][0]["livenessProbe"]["periodSecond"] = 10
+    with pytest.raises(ValidationError):
+        validate(_typed(bad, "Pod"), latest_version(), strict=True)
+
+
+def test_sizes_are_those_of_real_objects(sized: dict) -> None:
+    pod = _samples(sized)[0][1]
+    main = pod["spec"]["containers"][0]
+    assert 20 <= len(main["env"]) <= 40
+    assert {e["manager"] for e in pod["metadata"]["managedFields"]} == {
+        "kube-controller-manager",
+        "kube-scheduler",
+    }
+    cond = pod["status"]["conditions"][0]
+    assert (cond["type"], cond["status"], cond["reason"]) == ("PodScheduled", "False", "Unschedulable")
+    assert {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
+            "tolerationSeconds": 300} in pod["spec"]["tolerations"]  # fmt: skip
+    node = sized["nodes"][0]
+    assert len(node["status"]["images"]) == 50
+    got = kubectl_sized.sizes(sized)
+    assert got["pod_bytes"] > 8_000 and got["node_bytes"] > 12_000  # what the benchmark reports, per object
+    fields = pod["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"]["f:containers"]['k:{"name":"main"}']
+    assert set(fields["f:env"]) == {f'k:{{"name":"{e["name"]}"}}' for e in main["env"]}
+    vols = pod["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"]["f:volumes"]
+    assert set(vols) == {f'k:{{"name":"{v["name"]}"}}' for v in pod["spec"]["volumes"]}
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(pods=1_000, shape_count=40, nodes=150),
+        dict(pods=800, shape_count=10, nodes=100, gang_size=8),
+        dict(pods=600, shape_count=1, nodes=0, gpu_share=0.0),
+        dict(pods=400, shape_count=200, nodes=60, seed=7),
+    ],
+    ids=["mixed", "gangs", "cpu-only", "many-shapes"],
+)
+def test_plan_is_the_same_on_lean_and_kubectl_sized(kw: dict) -> None:
+    lean = generate.snapshot(**kw)
+    want = plan(parse_snapshot(lean), CONFIG).to_dict(placements=True)
+    assert want["scale_up"]  # a plan with something in it
+    assert plan(parse_snapshot(kubectl_sized.snapshot(lean)), CONFIG).to_dict(placements=True) == want
+
+
+def test_the_lean_snapshot_is_left_as_it_was() -> None:
+    lean = generate.snapshot(pods=50, shape_count=3, nodes=5)
+    before = json.dumps(lean, sort_keys=True)
+    kubectl_sized.snapshot(lean)
+    assert json.dumps(lean, sort_keys=True) == before
+
+
+def _writers(obj: dict) -> list[tuple]:
+    """Who manages which fields (the emulator writes the times in the other RFC 3339 form, +00:00)."""
+    return [(e["manager"], e.get("subresource"), e["fieldsV1"]) for e in obj["metadata"]["managedFields"]]
+
+
+def test_the_emulator_accepts_them(sized: dict) -> None:
+    """Pods are created and nodes replaced (spec and /status) through the API, with the official client, and read
+    back whole."""
+    model = ClusterModel(VirtualClock(start=1_767_225_600.0), [group(desired=1)])
+    with Emulator(model) as emu:
+        api = client.ApiClient(client.Configuration(host=emu.url))
+        core = client.CoreV1Api(api)
+        pods = [p for p in sized["pods"] if not p["spec"].get("nodeName")][:3]
+        for p in pods:
+            body = copy.deepcopy(p)
+            for k in ("uid", "resourceVersion", "creationTimestamp"):
+                body["metadata"].pop(k)
+            core.create_namespaced_pod(p["metadata"]["namespace"], body)
+            back = json.loads(
+                core.read_namespaced_pod(p["metadata"]["name"], "lab", _preload_content=False).data
+            )
+            assert back["spec"]["containers"][0]["env"] == p["spec"]["containers"][0]["env"]
+            assert back["spec"]["volumes"] == p["spec"]["volumes"]
+            assert _writers(back) == _writers(p)
+        name = model.nodes()[0]["metadata"]["name"]
+        current = json.loads(core.read_node(name, _preload_content=False).data)
+        big = kubectl_sized.node(current, 0, random.Random(1), "p3.16xlarge")
+        core.replace_node(name, big)
+        core.replace_node_status(name, json.loads(core.read_node(name, _preload_content=False).data) | {
+            "status": big["status"]})  # fmt: skip
+        back = json.loads(core.read_node(name, _preload_content=False).data)
+        assert back["status"]["images"] == big["status"]["images"]
+        assert _writers(back) == _writers(big)
+        api.close()
+
+
+CASES = sorted((Path(__file__).parent / "cases").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_every_case_file_plans_the_same_at_kubectl_size(path: Path) -> None:
+    """What a pod or node already has wins over what is added (hand-written objects: init containers, finished
+    containers, nodes without conditions or creation time...), so every planner case plans the same at kubectl
+    size. Owner references stay as the case has them: a bare pod is not a Job's."""
+    case = yaml.safe_load(path.read_text())
+    snap, config = case["snapshot"], PlannerConfig.from_dict(case.get("config") or {})
+    rng = random.Random(1)
+    sized = dict(
+        snap,
+        pods=[kubectl_sized.pod(p, i, rng, owner=False) for i, p in enumerate(snap.get("pods") or [])],
+        nodes=[kubectl_sized.node(n, i, rng) for i, n in enumerate(snap.get("nodes") or [])],
+    )
+    want = plan(parse_snapshot(snap), config).to_dict(placements=True)
+    assert plan(parse_snapshot(sized), config).to_dict(placements=True) == want
