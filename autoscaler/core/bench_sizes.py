@@ -3,7 +3,8 @@ planner reads) and kubectl-sized ones (``kubectl_sized``), and for each file
 
 - the whole process: ``python -m autoscaler plan FILE --json`` (start-up, decoding, parse, plan, output): wall
   time, CPU time and peak RSS (the child's own ``ru_maxrss`` from ``wait4``);
-- in-core: a driver process decodes the file (stdlib ``json``, not timed), then times ``parse_snapshot(data)`` and
+- in-core: a driver process decodes the file as its tree's code does (``autoscaler.core.decode.snapshot``, the
+  lean objects its informers keep, where the tree has it; else stdlib ``json``; not timed), then times ``parse_snapshot(data)`` and
   ``plan(snap, PlannerConfig())`` twice (cold: a one-shot ``autoscaler plan``; warm: a running controller's
   next pass, shape and quantity caches filled), and reports its peak RSS (``VmHWM``) and its RSS once the file
   is decoded.
@@ -50,9 +51,14 @@ from autoscaler.core.config import PlannerConfig
 from autoscaler.core.planner import plan
 from autoscaler.core.snapshot import parse_snapshot
 
+try:  # the tree's own snapshot decoder (lean objects, as its informers keep them); else the standard library
+    from autoscaler.core.decode import snapshot as decode
+except ImportError:
+    decode = json.loads
+
 t = time.perf_counter()
 with open(sys.argv[1], "rb") as f:
-    data = json.load(f)
+    data = decode(f.read())
 out = {"decode_s": time.perf_counter() - t, "rss_decoded": status("VmRSS")}
 config = PlannerConfig()
 for run in ("cold", "warm"):

@@ -253,6 +253,13 @@ def _pod_dict(p: Pod, shared: dict | None) -> dict:
     changes a cached object in place (the informers replace whole objects), so sharing is safe."""
     spec = p.spec
     if shared is not None and spec.__class__ is PodSpec:
+        vols = spec.volumes
+        if (
+            vols
+        ):  # trimmed before the key: the projected token volume's name (kube-api-access-xxxxx) is per pod
+            kept = [v for v in vols if v.hostPath is not UNSET or v.emptyDir is not UNSET]
+            if len(kept) != len(vols):
+                spec.volumes = kept
         key = _ENCODER.encode(spec)
         one = shared.get(key)
         if one is None:
