@@ -138,3 +138,27 @@ def test_a_finished_pod_keeps_when_its_containers_finished() -> None:
     ]
     pod["status"]["containerStatuses"] = [running]
     assert lean.pod(pod)["status"] == {"phase": "Running"}
+
+
+def test_pods_differing_only_in_dropped_volumes_share_one_spec() -> None:
+    """The ServiceAccount admission plugin names each pod's token volume kube-api-access-<random> (a projected
+    volume, dropped): the pods of one Job must still share one lean spec, so their shape is worked out once."""
+
+    def pod(i: int, token: str) -> dict:
+        return {
+            "metadata": {"name": f"p{i}", "namespace": "lab"},
+            "spec": {
+                "containers": [{"name": "main", "resources": {"requests": {"cpu": "1"}}}],
+                "volumes": [
+                    {"name": token, "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}},
+                    {"name": "dshm", "emptyDir": {"medium": "Memory"}},
+                ],
+            },
+        }
+
+    shared: dict = {}
+    a, b = (lean.pod(pod(i, f"kube-api-access-{s}"), shared) for i, s in ((1, "x7k2p"), (2, "q9z4m")))
+    assert a["spec"] is b["spec"]
+    assert a["spec"]["volumes"] == [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]
+    c = lean.pod({**pod(3, "kube-api-access-abcde"), "spec": {**pod(3, "t")["spec"], "priority": 5}}, shared)
+    assert c["spec"] is not a["spec"]
