@@ -110,7 +110,7 @@ def list_page(data: bytes | str, kind: str, shared: dict | None = None) -> tuple
         transform = lean.TRANSFORMS[kind]
         return [transform(o, shared) for o in body.get("items") or []], body.get("metadata") or {}
     meta = page.metadata
-    items = _dicts(kind, page.items or [], shared)
+    items = [lean.interned(o) for o in _dicts(kind, page.items or [], shared)]
     if meta is None:
         return items, {}
     return items, {"resourceVersion": meta.resourceVersion, "continue": meta.continue_}
@@ -133,7 +133,9 @@ def watch_event(line: bytes | str, kind: str, shared: dict | None = None) -> dic
             except msgspec.ValidationError:
                 obj = lean.TRANSFORMS[kind](_PLAIN.decode(raw), shared)  # kept whole when odd
             else:
-                obj = lean.lean_pods([obj], shared)[0] if kind == "Pod" else msgspec.to_builtins(obj)
+                obj = lean.interned(
+                    lean.lean_pods([obj], shared)[0] if kind == "Pod" else msgspec.to_builtins(obj)
+                )
         else:
             obj = _PLAIN.decode(raw)
     except (msgspec.DecodeError, msgspec.ValidationError):

@@ -27,6 +27,7 @@ daemonEndpoints, podCIDRs; PDB status conditions.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import msgspec
@@ -279,6 +280,30 @@ def _pod_dict(p: Pod, shared: dict | None) -> dict:
 def lean_pods(items: list[Pod], shared: dict | None = None) -> list[dict]:
     """Decoded pods as kubectl-shaped dicts; ``shared``: a dict in which equal specs are kept once."""
     return [_pod_dict(p, shared) for p in items]
+
+
+def _interned(value: object) -> object:
+    if value.__class__ is str:
+        return sys.intern(value)
+    if value.__class__ is dict:
+        return {sys.intern(k) if k.__class__ is str else k: _interned(v) for k, v in value.items()}
+    if value.__class__ is list:
+        return [_interned(v) for v in value]
+    return value
+
+
+def interned(obj: dict) -> dict:
+    """The object with its strings interned (its spec aside when it is a pod's, shared already): the pods of a
+    Job repeat the same label keys and values, namespace, owner and phase, and so do nodes their labels and
+    conditions; one copy of each string in the cache instead of one per object (about a third of a lean pod).
+    Interned strings are released when no object holds them any more. For the informers' caches, which live for
+    the process; a one-shot ``autoscaler plan`` does not pay for it."""
+    if obj.__class__ is not dict:
+        return obj
+    return {
+        sys.intern(k): (v if k == "spec" and "containers" in (v or ()) else _interned(v))
+        for k, v in obj.items()
+    }
 
 
 def _convert(obj: object, schema: type) -> Struct | None:

@@ -162,3 +162,28 @@ def test_pods_differing_only_in_dropped_volumes_share_one_spec() -> None:
     assert a["spec"]["volumes"] == [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]
     c = lean.pod({**pod(3, "kube-api-access-abcde"), "spec": {**pod(3, "t")["spec"], "priority": 5}}, shared)
     assert c["spec"] is not a["spec"]
+
+
+def test_informer_pages_share_one_copy_of_repeated_strings() -> None:
+    """The pods of a Job repeat label keys and values; the informers' pages keep one string for each (interned),
+    and the objects are unchanged."""
+    import json as _json
+
+    def pod(i: int) -> dict:
+        return {
+            "metadata": {
+                "name": f"p{i}",
+                "namespace": "lab",
+                "labels": {"job-name": "train-" + "x" * 20, "research.cluster/user": "user" + "0" * 10},
+            },
+            "spec": {"containers": [{"name": "main", "resources": {"requests": {"cpu": "1"}}}]},
+        }
+
+    page = _json.dumps({"metadata": {"resourceVersion": "7"}, "items": [pod(1), pod(2)]}).encode()
+    items, meta = decode.list_page(page, "Pod", {})
+    assert meta["resourceVersion"] == "7"
+    assert [i["metadata"] for i in items] == [pod(1)["metadata"], pod(2)["metadata"]]
+    (k1, v1), (k2, v2) = (next(iter(i["metadata"]["labels"].items())) for i in items)
+    assert k1 is k2 and v1 is v2
+    assert items[0]["metadata"]["namespace"] is items[1]["metadata"]["namespace"]
+    assert items[0]["spec"] is items[1]["spec"]
