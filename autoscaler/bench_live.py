@@ -46,6 +46,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qs
 
+from autoscaler.commands.bench import positive_count as _positive
 from autoscaler.core import generate, kubectl_sized
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -469,16 +470,6 @@ def report(result: dict) -> str:
             f"{'meets' if cur['latency_max_s'] is not None and cur['latency_max_s'] <= 2 else 'MISSES'})"
         )
     return "\n".join(lines)
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text.replace(",", "").replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a positive number")
-    return value
 
 
 def _count(text: str) -> int:

@@ -34,19 +34,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-cases", action="store_true", help="skip the generated cases (in this process)")
     p.add_argument(
         "--pods",
-        type=_positive,
+        type=positive_count,
         default=DEFAULT_PODS,
         help=f"pending pods at real sizes (default {DEFAULT_PODS:,})",
     )
     p.add_argument(
         "--nodes",
-        type=_positive,
+        type=positive_count,
         default=DEFAULT_NODES,
         help=f"existing nodes, 3 pods each, at real sizes (default {DEFAULT_NODES:,})",
     )
     p.add_argument(
         "--repeat",
-        type=_positive,
+        type=positive_count,
         default=1,
         help="run each real-size measurement this many times and keep the least of each figure (default 1)",
     )
@@ -57,7 +57,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _positive(text: str) -> int:
+def positive_count(text: str) -> int:
+    """An argparse type: a positive whole number, thousands separators allowed (50,000 or 50_000)."""
     try:
         value = int(text.replace(",", "").replace("_", ""))
     except ValueError:

@@ -10,7 +10,7 @@ import pytest
 
 from provision.chef.attributes import POD_GATEWAY_TAINT
 from provision.loader import load_spec
-from tests.provision.chef.netns import Lab, require_netns, wait_for
+from tests.provision.chef.netns import wait_for
 from tests.provision.chef.support import generate, render
 from tests.support import require_tool
 
@@ -36,14 +36,6 @@ except OSError as e:
 def site(tmp_path_factory):
     attrs, node_json = generate(load_spec(), tmp_path_factory.mktemp("attrs"), placeholders=True)
     return attrs["cluster_node"], node_json
-
-
-@pytest.fixture
-def lab():
-    require_netns()
-    lab = Lab()
-    yield lab
-    lab.close()
 
 
 def test_the_gateway_joins_tainted_and_workers_do_not_get_the_taint(site):

@@ -15,20 +15,12 @@ import subprocess
 import pytest
 
 from provision.loader import load_spec
-from tests.provision.chef.netns import Lab, require_netns, wait_for
+from tests.provision.chef.netns import Lab, wait_for
 from tests.provision.chef.support import generate, render
 from tests.support import require_tool
 
 pytestmark = pytest.mark.tool
 FAKE_PSK = "test-only-psk"
-
-
-@pytest.fixture
-def lab():
-    require_netns()
-    lab = Lab()
-    yield lab
-    lab.close()
 
 
 @pytest.fixture(scope="module")
