@@ -254,10 +254,9 @@ def _pod_dict(p: Pod, shared: dict | None) -> dict:
     changes a cached object in place (the informers replace whole objects), so sharing is safe."""
     spec = p.spec
     if shared is not None and spec.__class__ is PodSpec:
+        # trimmed before the key: the projected token volume's name (kube-api-access-xxxxx) is per pod
         vols = spec.volumes
-        if (
-            vols
-        ):  # trimmed before the key: the projected token volume's name (kube-api-access-xxxxx) is per pod
+        if vols:
             kept = [v for v in vols if v.hostPath is not UNSET or v.emptyDir is not UNSET]
             if len(kept) != len(vols):
                 spec.volumes = kept
@@ -268,8 +267,18 @@ def _pod_dict(p: Pod, shared: dict | None) -> dict:
                 shared.clear()
             one = shared[key] = _trim_spec(msgspec.to_builtins(spec))
         p.spec = UNSET
+        meta = p.metadata
+        refs = meta.ownerReferences if meta.__class__ is PodMeta else None
+        if refs:  # the pods of a Job have one owner: one list for all of them, as for the spec
+            key = b"owners" + _ENCODER.encode(refs)
+            owners = shared.get(key)
+            if owners is None:
+                owners = shared[key] = _interned(msgspec.to_builtins(refs))
+            meta.ownerReferences = UNSET
         out = msgspec.to_builtins(p)
         out["spec"] = one
+        if refs:
+            out["metadata"]["ownerReferences"] = owners
     else:
         out = msgspec.to_builtins(p)
         _trim_spec(out.get("spec"))
@@ -294,16 +303,20 @@ def _interned(value: object) -> object:
 
 def interned(obj: dict) -> dict:
     """The object with its strings interned (its spec aside when it is a pod's, shared already): the pods of a
-    Job repeat the same label keys and values, namespace, owner and phase, and so do nodes their labels and
+    Job repeat the same label keys and values, namespace and phase, and so do nodes their labels and
     conditions; one copy of each string in the cache instead of one per object (about a third of a lean pod).
     Interned strings are released when no object holds them any more. For the informers' caches, which live for
     the process; a one-shot ``autoscaler plan`` does not pay for it."""
     if obj.__class__ is not dict:
         return obj
-    return {
-        sys.intern(k): (v if k == "spec" and "containers" in (v or ()) else _interned(v))
-        for k, v in obj.items()
-    }
+    out = {}
+    for k, v in obj.items():
+        if k == "metadata" and v.__class__ is dict:  # owner references may be shared already (lean_pods)
+            v = {sys.intern(mk): mv if mk == "ownerReferences" else _interned(mv) for mk, mv in v.items()}
+        elif not (k == "spec" and "containers" in (v or ())):  # a pod's spec is shared already
+            v = _interned(v)
+        out[sys.intern(k)] = v
+    return out
 
 
 def _convert(obj: object, schema: type) -> Struct | None:

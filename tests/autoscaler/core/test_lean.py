@@ -165,8 +165,8 @@ def test_pods_differing_only_in_dropped_volumes_share_one_spec() -> None:
 
 
 def test_informer_pages_share_one_copy_of_repeated_strings() -> None:
-    """The pods of a Job repeat label keys and values; the informers' pages keep one string for each (interned),
-    and the objects are unchanged."""
+    """The pods of a Job repeat label keys and values and their owner; the informers' pages keep one string for
+    each (interned) and one owner list, and the objects are unchanged."""
     import json as _json
 
     def pod(i: int) -> dict:
@@ -175,6 +175,9 @@ def test_informer_pages_share_one_copy_of_repeated_strings() -> None:
                 "name": f"p{i}",
                 "namespace": "lab",
                 "labels": {"job-name": "train-" + "x" * 20, "research.cluster/user": "user" + "0" * 10},
+                "ownerReferences": [
+                    {"apiVersion": "batch/v1", "kind": "Job", "name": "train-" + "x" * 20, "uid": "u" * 36}
+                ],
             },
             "spec": {"containers": [{"name": "main", "resources": {"requests": {"cpu": "1"}}}]},
         }
@@ -187,3 +190,4 @@ def test_informer_pages_share_one_copy_of_repeated_strings() -> None:
     assert k1 is k2 and v1 is v2
     assert items[0]["metadata"]["namespace"] is items[1]["metadata"]["namespace"]
     assert items[0]["spec"] is items[1]["spec"]
+    assert items[0]["metadata"]["ownerReferences"] is items[1]["metadata"]["ownerReferences"]
