@@ -1,4 +1,5 @@
-"""User data as Terraform renders it: valid bash (shellcheck-clean) that joins with the right arguments."""
+"""User data as Terraform renders it: valid bash (shellcheck-clean) with the lines each script must have (the
+nodes' join arguments; the pod gateway's and the SSH machines' forwarding, masquerade, taint, EFS homes and users)."""
 
 import json
 import subprocess
@@ -10,7 +11,12 @@ from provision.terraform.hcl import inline
 from tests.provision.terraform.tf_files import MODULES
 from tests.support import ROOT, require_tool
 
-CASES = yaml.safe_load((ROOT / "tests/provision/terraform/data/user_data.yaml").read_text())
+# the nodes' join scripts, and the pod gateway's and SSH machines' (forwarding, masquerade, taint, EFS homes, users)
+CASES = [
+    case
+    for name in ("user_data.yaml", "researchers_user_data.yaml")
+    for case in yaml.safe_load((ROOT / "tests/provision/terraform/data" / name).read_text())
+]
 
 
 def _render(terraform: str, template: str, values: dict, cwd) -> str:
