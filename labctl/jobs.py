@@ -236,14 +236,19 @@ def owner(job: dict) -> dict:
     }
 
 
-def service_manifest(req: JobRequest, owner_ref: dict | None = None) -> dict:
+def _owned_meta(req: JobRequest, owner_ref: dict | None) -> dict:
+    """The metadata of an object that belongs to the job (owned by the Job once it exists)."""
     meta: dict = {"name": req.name, "namespace": req.namespace, "labels": _labels(req)}
     if owner_ref:
         meta["ownerReferences"] = [owner_ref]
+    return meta
+
+
+def service_manifest(req: JobRequest, owner_ref: dict | None = None) -> dict:
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": meta,
+        "metadata": _owned_meta(req, owner_ref),
         "spec": {
             "clusterIP": "None",
             "publishNotReadyAddresses": True,
@@ -254,12 +259,9 @@ def service_manifest(req: JobRequest, owner_ref: dict | None = None) -> dict:
 
 
 def podgroup_manifest(req: JobRequest, owner_ref: dict | None = None) -> dict:
-    meta: dict = {"name": req.name, "namespace": req.namespace, "labels": _labels(req)}
-    if owner_ref:
-        meta["ownerReferences"] = [owner_ref]
     return {
         "apiVersion": "scheduling.x-k8s.io/v1alpha1",
         "kind": "PodGroup",
-        "metadata": meta,
+        "metadata": _owned_meta(req, owner_ref),
         "spec": {"minMember": req.nodes, "scheduleTimeoutSeconds": 24 * 3600},
     }

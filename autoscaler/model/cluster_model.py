@@ -453,17 +453,7 @@ class ClusterModel:
         self._edit_node(name, edit)
 
     def untaint_node(self, name: str, key: str) -> None:
-        def edit(node):
-            taints = node["spec"].get("taints") or []
-            kept = [t for t in taints if t["key"] != key]
-            if len(kept) == len(taints):
-                return False
-            if kept:
-                node["spec"]["taints"] = kept
-            else:
-                node["spec"].pop("taints", None)
-
-        self._edit_node(name, edit)
+        self._edit_node(name, lambda node: O.drop_taint(node, key))
 
     def annotate_node(self, name: str, annotations: dict[str, str | None]) -> None:
         def edit(node):
