@@ -197,26 +197,3 @@ def serve(api, namespace: str, name: str, query: dict) -> Text:
                 return
 
     return Text(stream(), stream=True)
-
-
-def write_reply(handler, text: Text) -> None:
-    """The HTTP side (server.py): text/plain, chunked while following."""
-    handler.send_response(text.status)
-    handler.send_header("Content-Type", "text/plain")
-    if not text.stream:
-        data = b"".join(text.chunks)
-        handler.send_header("Content-Length", str(len(data)))
-        handler.end_headers()
-        handler.wfile.write(data)
-        return
-    handler.send_header("Transfer-Encoding", "chunked")
-    handler.end_headers()
-    try:
-        for chunk in text.chunks:
-            if chunk:
-                handler.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                handler.wfile.flush()
-        handler.wfile.write(b"0\r\n\r\n")
-        handler.wfile.flush()
-    except (BrokenPipeError, ConnectionResetError):
-        handler.close_connection = True

@@ -47,8 +47,16 @@ class _Handler(BaseHTTPRequestHandler):
         except Exception as e:  # a bug must not kill the connection silently
             log.exception("emulator error on %s %s", self.command, self.path)
             result = Reply(500, status_body(500, "InternalError", f"{type(e).__name__}: {e}"))
-        if isinstance(result, logs.Text):  # pods/{name}/log: text/plain
-            logs.write_reply(self, result)
+        if isinstance(result, logs.Text):  # pods/{name}/log: text/plain, chunked while following
+            self.send_response(result.status)
+            self.send_header("Content-Type", "text/plain")
+            if not result.stream:
+                data = b"".join(result.chunks)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                return
+            self._write_chunked(result.chunks)
             return
         if isinstance(result, Reply):
             data = json.dumps(result.body).encode()
@@ -62,13 +70,18 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
+        self._write_chunked(json.dumps(event).encode() + b"\n" for event in result.events)
+
+    def _write_chunked(self, chunks) -> None:
+        """The rest of the headers and a chunked body, each chunk sent as it comes (a watch, a followed log);
+        an empty chunk would end the body, so none is sent. A client gone away closes the connection."""
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         try:
-            for event in result.events:
-                line = json.dumps(event).encode() + b"\n"
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
-                self.wfile.flush()
+            for chunk in chunks:
+                if chunk:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    self.wfile.flush()
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
