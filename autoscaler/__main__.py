@@ -4,4 +4,4 @@ import sys
 
 from autoscaler.cli import main
 
-sys.exit(main())
+sys.exit(main(process=True))

@@ -30,7 +30,9 @@ def _mapped(path: str):
         return
     with open(path, "rb") as f:
         try:
-            m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            # MAP_POPULATE: the pages are mapped in one call, not one fault at a time as the decoder reaches them
+            flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+            m = mmap.mmap(f.fileno(), 0, flags=flags, prot=mmap.PROT_READ)
         except (ValueError, OSError):  # empty, or not a regular file (a pipe)
             yield f.read()
             return

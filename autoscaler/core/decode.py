@@ -44,7 +44,7 @@ class _List(Struct, Generic[T]):
 class _SnapshotFile(Struct, forbid_unknown_fields=True):
     """A snapshot (docs/snapshot.md); what this does not describe takes the plain path."""
 
-    pods: list[lean.Pod] | _List[lean.Pod] | UnsetType = UNSET
+    pods: list[lean.DecodedPod] | _List[lean.DecodedPod] | UnsetType = UNSET
     nodes: list[lean.Node] | _List[lean.Node] | UnsetType = UNSET
     groups: Any = UNSET
     regions: Any = UNSET
@@ -64,8 +64,8 @@ class _Event(Struct):
 
 _SNAPSHOT = msgspec.json.Decoder(_SnapshotFile)
 _EVENT = msgspec.json.Decoder(_Event)
-_OBJECTS = {kind: msgspec.json.Decoder(schema) for kind, schema in lean.SCHEMAS.items()}
-_PAGES = {kind: msgspec.json.Decoder(_Page[schema]) for kind, schema in lean.SCHEMAS.items()}
+_OBJECTS = {kind: msgspec.json.Decoder(schema) for kind, schema in lean.DECODING.items()}
+_PAGES = {kind: msgspec.json.Decoder(_Page[schema]) for kind, schema in lean.DECODING.items()}
 _PLAIN = msgspec.json.Decoder()
 
 

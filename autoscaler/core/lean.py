@@ -28,10 +28,10 @@ daemonEndpoints, podCIDRs; PDB status conditions.
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, Union, get_args, get_origin
 
 import msgspec
-from msgspec import UNSET, Struct, UnsetType, field
+from msgspec import UNSET, Raw, Struct, UnsetType, field
 
 from autoscaler.core.names import (
     DO_NOT_DISRUPT_ANNOTATION,
@@ -223,18 +223,51 @@ class Pdb(_Lean):
     status: PdbStatus | None | UnsetType = _
 
 
+# -- decoding ---------------------------------------------------------------------------------------------------
+def _raw_leaves(t: Any, memo: dict) -> Any:
+    """``t`` with every ``Any`` leaf of its Structs as ``Raw``: the decoder keeps the leaf's JSON text (a slice
+    of the input) instead of building its dicts, lists and strings."""
+    if t is Any:
+        return Raw | UnsetType
+    if isinstance(t, type) and issubclass(t, Struct):
+        if t not in memo:
+            fields = [(f.name, _raw_leaves(f.type, memo), f.default) for f in msgspec.structs.fields(t)]
+            assert all(f.encode_name == f.name for f in msgspec.structs.fields(t)), t  # no renamed fields here
+            memo[t] = msgspec.defstruct(f"Raw{t.__name__}", fields, bases=(_Lean,), module=__name__)
+        return memo[t]
+    args = get_args(t)
+    if get_origin(t) is list:
+        return list[_raw_leaves(args[0], memo)]
+    if args:  # a union
+        return Union[tuple(_raw_leaves(a, memo) for a in args)]  # noqa: UP007 (built from a tuple)
+    return t
+
+
+_RAW: dict = {}
+# What the snapshot file and list/watch decoders build for a pod (autoscaler.core.decode): the schema above, with
+# the spec's leaves and the owner references as JSON text. A Job's pods repeat the same spec and owner references,
+# so the text is the key under which they are shared (lean_pods), and only the first pod's is decoded into values.
+DecodedPodSpec = _raw_leaves(PodSpec, _RAW)
+DecodedPodMeta = msgspec.defstruct(
+    "DecodedPodMeta",
+    [(f.name, Raw | UnsetType if f.name == "ownerReferences" else f.type, f.default)
+     for f in msgspec.structs.fields(PodMeta)],  # fmt: skip
+    bases=(_Lean,),
+    module=__name__,
+)
+DecodedPod = msgspec.defstruct(
+    "DecodedPod",
+    [("apiVersion", Any, _), ("kind", Any, _), ("metadata", DecodedPodMeta | None | UnsetType, _),
+     ("spec", DecodedPodSpec | None | UnsetType, _), ("status", PodStatus | None | UnsetType, _)],  # fmt: skip
+    bases=(_Lean,),
+    module=__name__,
+)
+
+
 # -- transforms -------------------------------------------------------------------------------------------------
 SHARED_SPECS_LIMIT = 50_000  # distinct pod specs remembered per cache (then it starts afresh)
-_ENCODER = msgspec.msgpack.Encoder()
-
-
-def _trim_spec(spec: object) -> object:
-    """Drop the volumes that are neither hostPath nor emptyDir (configMap, secret, projected,
-    persistentVolumeClaim: after the schema they are only a name, which no reader looks at)."""
-    vols = spec.get("volumes") if spec.__class__ is dict else None
-    if vols:
-        spec["volumes"] = [v for v in vols if "hostPath" in v or "emptyDir" in v]
-    return spec
+_JSON = msgspec.json.Encoder()
+_OWNERS = list[OwnerReference]
 
 
 def _trim_status(status: object) -> None:
@@ -248,45 +281,60 @@ def _trim_status(status: object) -> None:
             del status["containerStatuses"]
 
 
-def _pod_dict(p: Pod, shared: dict | None) -> dict:
-    """A decoded pod as a kubectl-shaped dict. With ``shared``, equal specs are one dict (the pods of a Job or
-    ReplicaSet): the cache holds each spec once, and the parser works out each spec's shape once. Nothing
-    changes a cached object in place (the informers replace whole objects), so sharing is safe."""
+def _owners(text: bytes) -> object:
+    """Owner references from their JSON text, trimmed to the schema (as given when their structure is odd: the
+    parser reports them)."""
+    value = msgspec.json.decode(text)
+    try:
+        return _interned(msgspec.to_builtins(msgspec.convert(value, _OWNERS)))
+    except msgspec.ValidationError:
+        return value
+
+
+def _pod_dict(p: Pod | DecodedPod, shared: dict | None) -> dict:
+    """A decoded pod (:data:`DecodedPod` from JSON, :class:`Pod` from a dict) as a kubectl-shaped dict. Equal
+    specs are one dict (the pods of a Job or ReplicaSet), kept in ``shared`` (one parse's or one cache's): the
+    cache holds each spec once, and the parser works out each spec's shape once; so are equal owner reference
+    lists. Nothing changes a cached object in place (the informers replace whole objects), so sharing is safe."""
+    if shared is None:
+        shared = {}
     spec = p.spec
-    if shared is not None and spec.__class__ is PodSpec:
-        # trimmed before the key: the projected token volume's name (kube-api-access-xxxxx) is per pod
+    if spec is not None and spec is not UNSET:
+        # trimmed before the key: the projected token volume's name (kube-api-access-xxxxx) is per pod; of the
+        # volumes only hostPath and emptyDir ones are read (configMap, secret, projected, persistentVolumeClaim:
+        # the planner models no volume topology)
         vols = spec.volumes
         if vols:
             kept = [v for v in vols if v.hostPath is not UNSET or v.emptyDir is not UNSET]
             if len(kept) != len(vols):
                 spec.volumes = kept
-        key = _ENCODER.encode(spec)
+        # the key is the spec's JSON (Raw leaves go in as they were read; JSON texts delimit themselves, so equal
+        # keys are equal specs), and the first pod's spec dict is decoded from it
+        key = _JSON.encode(spec)
         one = shared.get(key)
         if one is None:
             if len(shared) >= SHARED_SPECS_LIMIT:
                 shared.clear()
-            one = shared[key] = _trim_spec(msgspec.to_builtins(spec))
+            one = shared[key] = msgspec.json.decode(key)
         p.spec = UNSET
-        meta = p.metadata
-        refs = meta.ownerReferences if meta.__class__ is PodMeta else None
-        if refs:  # the pods of a Job have one owner: one list for all of them, as for the spec
-            key = b"owners" + _ENCODER.encode(refs)
-            owners = shared.get(key)
-            if owners is None:
-                owners = shared[key] = _interned(msgspec.to_builtins(refs))
-            meta.ownerReferences = UNSET
-        out = msgspec.to_builtins(p)
+    meta = p.metadata
+    refs = meta.ownerReferences if meta is not None and meta is not UNSET else None
+    if refs:  # the pods of a Job have one owner: one list for all of them, as for the spec (a Raw is never empty)
+        key = b"owners" + _JSON.encode(refs)
+        owners = shared.get(key)
+        if owners is None:
+            owners = shared[key] = _owners(key[6:]) if refs.__class__ is Raw else _interned(msgspec.to_builtins(refs))
+        meta.ownerReferences = UNSET
+    out = msgspec.to_builtins(p)
+    if p.spec is UNSET and spec is not UNSET:
         out["spec"] = one
-        if refs:
-            out["metadata"]["ownerReferences"] = owners
-    else:
-        out = msgspec.to_builtins(p)
-        _trim_spec(out.get("spec"))
+    if refs:
+        out["metadata"]["ownerReferences"] = owners
     _trim_status(out.get("status"))
     return out
 
 
-def lean_pods(items: list[Pod], shared: dict | None = None) -> list[dict]:
+def lean_pods(items: list[Pod | DecodedPod], shared: dict | None = None) -> list[dict]:
     """Decoded pods as kubectl-shaped dicts; ``shared``: a dict in which equal specs are kept once."""
     return [_pod_dict(p, shared) for p in items]
 
@@ -346,5 +394,6 @@ def pdb(obj: dict, shared: dict | None = None) -> dict:
     return obj if b is None else msgspec.to_builtins(b)
 
 
-SCHEMAS = {"Pod": Pod, "Node": Node, "PodDisruptionBudget": Pdb}
+SCHEMAS = {"Pod": Pod, "Node": Node, "PodDisruptionBudget": Pdb}  # of objects given as dicts (msgspec.convert)
+DECODING = {"Pod": DecodedPod, "Node": Node, "PodDisruptionBudget": Pdb}  # of objects read from JSON
 TRANSFORMS = {"Pod": pod, "Node": node, "PodDisruptionBudget": pdb}

@@ -147,10 +147,19 @@ def _strings(
     ``where`` + ``field`` names them in an error (joined only then: this runs for every object)."""
     if raw is None:
         return {}
-    checked = _CHECKED_LABELS if labels else _CHECKED_KEYS
     try:
-        if raw.__class__ is dict and checked.issuperset(raw.items()):
-            return raw  # every pair seen valid before (pods of one Job share their labels)
+        # a key's validity does not depend on its value nor a value's on its key: each is checked once per parse
+        # run (the pods of a Job repeat their label keys, and most of their values, from pod to pod)
+        if (
+            raw.__class__ is dict
+            and _VALID_KEYS.issuperset(raw)
+            and (
+                _VALID_VALUES.issuperset(raw.values())
+                if labels
+                else all(v.__class__ is str for v in raw.values())
+            )
+        ):
+            return raw
     except TypeError:
         pass  # an unhashable value: reported below
     where = f"{where}{field}"
@@ -160,20 +169,22 @@ def _strings(
         errors.append(f'{where}: expected a mapping of string to string (quote values such as "true" or "4")')
         return {}
     before = len(errors)
-    for item in raw.items():
-        if item in checked:
-            continue
-        k, v = item
-        problem = label_key_problem(k) or (label_value_problem(v) if labels else None)
+    for k, v in raw.items():
+        problem = None if k in _VALID_KEYS else label_key_problem(k)
+        if problem is None and len(_VALID_KEYS) < _VALID_LIMIT:
+            _VALID_KEYS.add(k)
+        if problem is None and labels and v not in _VALID_VALUES:
+            problem = label_value_problem(v)
+            if problem is None and len(_VALID_VALUES) < _VALID_LIMIT:
+                _VALID_VALUES.add(v)
         if problem:
             errors.append(f"{where}: {problem}")
-        elif len(checked) < 200_000:
-            checked.add(item)
     return raw if len(errors) == before else {}
 
 
-_CHECKED_LABELS: set = set()  # (key, value) pairs already found valid as labels
-_CHECKED_KEYS: set = set()  # (key, value) pairs whose key was found valid (annotations)
+_VALID_KEYS: set[str] = set()  # label and annotation keys found valid
+_VALID_VALUES: set[str] = set()  # label values found valid
+_VALID_LIMIT = 200_000  # each set stops growing there (a long-running controller sees ever new Job uids)
 
 
 def _guard(parse, where: str, errors: list[str], *args):
@@ -436,27 +447,17 @@ def _pod(
     labels = _strings(meta.get("labels"), w, errors, field=".metadata.labels")
     annotations = _strings(meta.get("annotations"), w, errors, labels=False, field=".metadata.annotations")
     shape = parse_shape(spec, namespace, w, errors, namespaces, labels, memo)
-    owner_kind = owner_name = None
-    controlled = False
-    for ref in meta.get("ownerReferences") or ():
-        kind, ref_name = ref.get("kind"), ref.get("name")
-        if kind.__class__ is not str or ref_name.__class__ is not str:
-            errors.append(f"{w}.metadata.ownerReferences: each needs a string kind and name")
-            break
-        if ref.get("controller") or owner_kind is None:
-            owner_kind, owner_name = kind, ref_name
-            controlled = controlled or ref.get("controller") is True
+    owner_kind, owner_name, controlled = _owner(meta.get("ownerReferences"), w, errors, memo)
     phase = status.get("phase") or "Pending"
-    node_name = (spec or {}).get("nodeName") or None
+    node_name, gates, priority, grace, local_names = _spec_facts(spec, memo)
     if not isinstance(phase, str) or not (node_name is None or isinstance(node_name, str)):
         errors.append(f"{w}: status.phase and spec.nodeName must be strings")
         return None
     if phase == "Pending" and not node_name:
         if meta.get("deletionTimestamp"):
             phase = "Deleting"  # going away: nothing is launched for it
-        elif (spec or {}).get("schedulingGates"):
+        elif gates:
             phase = "Gated"  # the scheduler does not consider it until its gates are removed
-    priority = (spec or {}).get("priority") or 0
     if isinstance(priority, bool) or not isinstance(priority, int):
         errors.append(f"{w}.spec.priority: expected an integer, got {priority!r}")
     started = finished = None
@@ -494,14 +495,16 @@ def _pod(
     deleting = meta.get("deletionTimestamp")
     if deleting is not None:
         deleting = parse_time(deleting, f"{w}.metadata.deletionTimestamp", errors)
-    spec_d = spec if isinstance(spec, dict) else {}
-    grace = spec_d.get("terminationGracePeriodSeconds", 30)
     if grace.__class__ is not int and (isinstance(grace, bool) or not isinstance(grace, int)) or grace < 0:
         errors.append(
             f"{w}.spec.terminationGracePeriodSeconds: expected a whole number of seconds, got {grace!r}"
         )
-    volumes = spec_d.get("volumes")
-    local = False if volumes is None else _local_storage(volumes, annotations, w, errors)
+    local = False
+    if local_names is _NOT_A_LIST:
+        errors.append(f"{w}.spec.volumes: expected a list of volumes")
+    elif local_names:
+        listed = set(annotations.get(SAFE_TO_EVICT_LOCAL_VOLUMES_ANNOTATION, "").split(","))
+        local = any(n not in listed for n in local_names)
     if len(errors) > n_err or shape is None:
         return None
     return Pod(
@@ -531,28 +534,65 @@ def _pod(
     )
 
 
-def _local_storage(volumes: object, annotations: dict, w: str, errors: list[str]) -> bool:
-    """Whether the pod has a hostPath volume or an emptyDir not in memory that its safe-to-evict-local-volumes
-    annotation does not list (cluster-autoscaler: utils/drain/drain.go ``HasBlockingLocalStorage``,
-    simulator/drainability/rules/localstorage)."""
+def _owner(refs: object, w: str, errors: list[str], memo: dict | None) -> tuple[str | None, str | None, bool]:
+    """(kind, name, controlled) of the controlling owner reference (else the first one). ``memo``: by the list's
+    identity, for lists valid before (a Job's pods share one list when decoded lean, lean.py ``lean_pods``)."""
+    if memo is not None and refs.__class__ is list:
+        hit = memo.get(id(refs))
+        if hit is not None:
+            return hit[1]
+    owner_kind = owner_name = None
+    controlled = False
+    for ref in refs or ():
+        kind, ref_name = ref.get("kind"), ref.get("name")
+        if kind.__class__ is not str or ref_name.__class__ is not str:
+            errors.append(f"{w}.metadata.ownerReferences: each needs a string kind and name")
+            return owner_kind, owner_name, controlled
+        if ref.get("controller") or owner_kind is None:
+            owner_kind, owner_name = kind, ref_name
+            controlled = controlled or ref.get("controller") is True
+    out = (owner_kind, owner_name, controlled)
+    if memo is not None and refs.__class__ is list:
+        memo[id(refs)] = (refs, out)  # the entry keeps the list alive: its id is not reused
+    return out
+
+
+_NOT_A_LIST = object()  # spec.volumes of the wrong kind (reported per pod)
+
+
+def _spec_facts(spec: object, memo: dict | None) -> tuple:
+    """What the pod's spec says besides its shape: (nodeName, schedulingGates, priority,
+    terminationGracePeriodSeconds, the names of its volumes that are local storage). Checked by the caller, per
+    pod; ``memo``: by the spec dict's identity, as the shape (a Job's pods share one spec dict when decoded lean).
+
+    Local storage: a hostPath volume, or an emptyDir not in memory (cluster-autoscaler: utils/drain/drain.go
+    ``HasBlockingLocalStorage``, simulator/drainability/rules/localstorage); the pod's
+    safe-to-evict-local-volumes annotation may list them."""
+    if memo is not None and spec.__class__ is dict:
+        hit = memo.get(id(spec))
+        if hit is not None:
+            return hit[1]
+    s = spec or {}
+    node_name = s.get("nodeName") or None  # a spec of the wrong kind fails here, as before it reads anything
+    volumes = s.get("volumes")
     if volumes is None:
-        return False
-    if not isinstance(volumes, list):
-        errors.append(f"{w}.spec.volumes: expected a list of volumes")
-        return False
-    listed = None
-    for v in volumes:
-        if not isinstance(v, dict):
-            continue
-        if v.get("hostPath") is None:
-            empty = v.get("emptyDir")
-            if not isinstance(empty, dict) or empty.get("medium") == "Memory":
-                continue
-        if listed is None:
-            listed = set(annotations.get(SAFE_TO_EVICT_LOCAL_VOLUMES_ANNOTATION, "").split(","))
-        if v.get("name") not in listed:
-            return True
-    return False
+        local: object = ()
+    elif not isinstance(volumes, list):
+        local = _NOT_A_LIST
+    else:
+        local = tuple(v.get("name") for v in volumes if v.__class__ is dict and _is_local(v))
+    grace = s.get("terminationGracePeriodSeconds", 30) if spec.__class__ is dict else 30
+    out = (node_name, s.get("schedulingGates"), s.get("priority") or 0, grace, local)
+    if memo is not None and spec.__class__ is dict:
+        memo[id(spec)] = (spec, out)  # the entry keeps the dict alive: its id is not reused
+    return out
+
+
+def _is_local(volume: dict) -> bool:
+    if volume.get("hostPath") is not None:
+        return True
+    empty = volume.get("emptyDir")
+    return isinstance(empty, dict) and empty.get("medium") != "Memory"
 
 
 def _failures(raw: object, groups: set, errors: list[str]) -> list[Failure]:
