@@ -232,7 +232,9 @@ def _raw_leaves(t: Any, memo: dict) -> Any:
     if isinstance(t, type) and issubclass(t, Struct):
         if t not in memo:
             fields = [(f.name, _raw_leaves(f.type, memo), f.default) for f in msgspec.structs.fields(t)]
-            assert all(f.encode_name == f.name for f in msgspec.structs.fields(t)), t  # no renamed fields here
+            assert all(f.encode_name == f.name for f in msgspec.structs.fields(t)), (
+                t
+            )  # no renamed fields here
             memo[t] = msgspec.defstruct(f"Raw{t.__name__}", fields, bases=(_Lean,), module=__name__)
         return memo[t]
     args = get_args(t)
@@ -250,15 +252,22 @@ _RAW: dict = {}
 DecodedPodSpec = _raw_leaves(PodSpec, _RAW)
 DecodedPodMeta = msgspec.defstruct(
     "DecodedPodMeta",
-    [(f.name, Raw | UnsetType if f.name == "ownerReferences" else f.type, f.default)
-     for f in msgspec.structs.fields(PodMeta)],  # fmt: skip
+    [
+        (f.name, Raw | UnsetType if f.name == "ownerReferences" else f.type, f.default)
+        for f in msgspec.structs.fields(PodMeta)
+    ],  # fmt: skip
     bases=(_Lean,),
     module=__name__,
 )
 DecodedPod = msgspec.defstruct(
     "DecodedPod",
-    [("apiVersion", Any, _), ("kind", Any, _), ("metadata", DecodedPodMeta | None | UnsetType, _),
-     ("spec", DecodedPodSpec | None | UnsetType, _), ("status", PodStatus | None | UnsetType, _)],  # fmt: skip
+    [
+        ("apiVersion", Any, _),
+        ("kind", Any, _),
+        ("metadata", DecodedPodMeta | None | UnsetType, _),
+        ("spec", DecodedPodSpec | None | UnsetType, _),
+        ("status", PodStatus | None | UnsetType, _),
+    ],  # fmt: skip
     bases=(_Lean,),
     module=__name__,
 )
@@ -319,11 +328,15 @@ def _pod_dict(p: Pod | DecodedPod, shared: dict | None) -> dict:
         p.spec = UNSET
     meta = p.metadata
     refs = meta.ownerReferences if meta is not None and meta is not UNSET else None
-    if refs:  # the pods of a Job have one owner: one list for all of them, as for the spec (a Raw is never empty)
+    if (
+        refs
+    ):  # the pods of a Job have one owner: one list for all of them, as for the spec (a Raw is never empty)
         key = b"owners" + _JSON.encode(refs)
         owners = shared.get(key)
         if owners is None:
-            owners = shared[key] = _owners(key[6:]) if refs.__class__ is Raw else _interned(msgspec.to_builtins(refs))
+            owners = shared[key] = (
+                _owners(key[6:]) if refs.__class__ is Raw else _interned(msgspec.to_builtins(refs))
+            )
         meta.ownerReferences = UNSET
     out = msgspec.to_builtins(p)
     if p.spec is UNSET and spec is not UNSET:
@@ -394,6 +407,10 @@ def pdb(obj: dict, shared: dict | None = None) -> dict:
     return obj if b is None else msgspec.to_builtins(b)
 
 
-SCHEMAS = {"Pod": Pod, "Node": Node, "PodDisruptionBudget": Pdb}  # of objects given as dicts (msgspec.convert)
+SCHEMAS = {
+    "Pod": Pod,
+    "Node": Node,
+    "PodDisruptionBudget": Pdb,
+}  # of objects given as dicts (msgspec.convert)
 DECODING = {"Pod": DecodedPod, "Node": Node, "PodDisruptionBudget": Pdb}  # of objects read from JSON
 TRANSFORMS = {"Pod": pod, "Node": node, "PodDisruptionBudget": pdb}
