@@ -61,7 +61,9 @@ class GpuModel:
 
 
 def _load(name: str) -> dict:
-    return yaml.safe_load(resources.files("autoscaler").joinpath("data", name).read_text())
+    # libyaml's loader where PyYAML has it: the tables load in a tenth of the time of the pure-Python one
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return yaml.load(resources.files("autoscaler").joinpath("data", name).read_text(), Loader=loader)  # noqa: S506
 
 
 @cache

@@ -167,10 +167,12 @@ def _events(snapshot: Snapshot, up, statuses, new_nodes: dict[str, int], limit: 
         else:
             msg = f"pod waits for a node of group {gname} that is already launching"
         out.append({"pod": p.key, "reason": "TriggeredScaleUp", "message": msg})
+    messages: dict[str, str] = {}  # a burst's pods share a few reasons: each message is formatted once
     for p, reason in up.unschedulable:
         if len(out) >= limit:
             break
-        out.append(
-            {"pod": p.key, "reason": "NotTriggerScaleUp", "message": f"pod didn't trigger scale-up: {reason}"}
-        )
+        message = messages.get(reason)
+        if message is None:
+            message = messages[reason] = f"pod didn't trigger scale-up: {reason}"
+        out.append({"pod": p.key, "reason": "NotTriggerScaleUp", "message": message})
     return out

@@ -150,9 +150,9 @@ def _strings(
     try:
         # a key's validity does not depend on its value nor a value's on its key: each is checked once per parse
         # run (the pods of a Job repeat their label keys, and most of their values, from pod to pod)
-        if (
-            raw.__class__ is dict
-            and _VALID_KEYS.issuperset(raw)
+        if raw.__class__ is dict and (
+            not raw
+            or _VALID_KEYS.issuperset(raw)
             and (
                 _VALID_VALUES.issuperset(raw.values())
                 if labels
@@ -163,13 +163,17 @@ def _strings(
     except TypeError:
         pass  # an unhashable value: reported below
     where = f"{where}{field}"
-    if not isinstance(raw, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in raw.items()
-    ):
+    if not isinstance(raw, dict):
         errors.append(f'{where}: expected a mapping of string to string (quote values such as "true" or "4")')
         return {}
     before = len(errors)
     for k, v in raw.items():
+        if not (isinstance(k, str) and isinstance(v, str)):
+            del errors[before:]  # one line for the whole mapping
+            errors.append(
+                f'{where}: expected a mapping of string to string (quote values such as "true" or "4")'
+            )
+            return {}
         problem = None if k in _VALID_KEYS else label_key_problem(k)
         if problem is None and len(_VALID_KEYS) < _VALID_LIMIT:
             _VALID_KEYS.add(k)
@@ -433,9 +437,12 @@ def _namespaces(raw: object, errors: list[str]) -> dict[str, dict[str, str]] | N
 def _pod(
     raw: object, where: str, errors: list[str], namespaces: dict | None = None, memo: dict | None = None
 ) -> Pod | None:
-    meta, name = _meta(raw, where, errors)
-    if name is None:
-        return None
+    meta = raw.get("metadata") if raw.__class__ is dict else None  # (inline: once per pod)
+    name = meta.get("name") if meta.__class__ is dict else None
+    if name.__class__ is not str:
+        meta, name = _meta(raw, where, errors)  # names what is wrong
+        if name is None:
+            return None
     namespace = meta.get("namespace") or "default"
     if not isinstance(namespace, str):
         errors.append(f"{where}.metadata.namespace: expected a string")
