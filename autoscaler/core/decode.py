@@ -2,8 +2,10 @@
 (:mod:`autoscaler.core.lean`).
 
 msgspec's typed decoder walks the JSON once in C and skips every field the lean schema does not name
-(managedFields, env, probes, images...) without building Python objects for them; the result is converted to
-plain kubectl-shaped dicts, the parser's input. Why msgspec: docs/benchmarks.md, "Decoding".
+(managedFields, env, probes, images...) without building Python objects for them. A pod's spec leaves and owner
+references are kept as JSON text (:data:`autoscaler.core.lean.DecodedPod`): a Job's pods repeat them, so they are
+shared by that text and only the first pod's are decoded into values. The result is converted to plain
+kubectl-shaped dicts, the parser's input. Why msgspec: docs/benchmarks.md, "Decoding".
 
 Input the typed decoder refuses (a kept field of the wrong structure, an ``x-`` extension key, NaN) is decoded again the plain way, so the parser sees exactly what ``json.loads`` gives
 and reports every problem in its own words: a decoder error never reaches the user.

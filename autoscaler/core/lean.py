@@ -13,7 +13,8 @@ it (tests/autoscaler/core/test_lean.py checks on every planner case that the pla
 plan of the full one, and that every annotation the code names is kept). Leaf fields are ``Any``: their values
 are kept exactly as given (the parser checks them and reports bad ones); an object whose kept parts have the wrong
 structure (a list where an object belongs) is kept whole, so the parser still reports it. Equal pod specs can be
-kept as one shared dict (:func:`lean_pods`).
+kept as one shared dict (:func:`lean_pods`). From JSON, a pod is decoded as :data:`DecodedPod`, the same schema
+with its spec leaves and owner references as JSON text, which is what the sharing goes by.
 
 Dropped, for the record (nothing reads them; add them above with their reader when something does):
 metadata.managedFields, generateName, creationTimestamp (pods), finalizers and every annotation not named below;

@@ -108,3 +108,22 @@ def test_plan_text_shows_scale_down_and_back_off(tmp_path, capsys) -> None:
         out = capsys.readouterr().out
         for line in wanted:
             assert line in out, f"{name}: {line!r} not in\n{out}"
+
+
+def test_plan_as_the_whole_process_ends_at_once_with_its_whole_output(tmp_path, capsys) -> None:
+    """``python -m autoscaler plan`` ends the process without freeing the snapshot object by object
+    (cli.exit_now): its output is flushed first and complete, its status 0; called in-process, ``main`` returns."""
+    from autoscaler.core import generate
+
+    path = tmp_path / "burst.json"
+    path.write_text(json.dumps(generate.snapshot(pods=3_000, shape_count=4, nodes=200, seed=3)))
+    assert main(["plan", str(path), "--json", "--placements"]) == 0
+    in_process = json.loads(capsys.readouterr().out)
+    proc = subprocess.run(
+        [sys.executable, "-m", "autoscaler", "plan", str(path), "--json", "--placements"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == in_process
+    assert len(in_process["placements"]) > 1_000

@@ -191,3 +191,44 @@ def test_informer_pages_share_one_copy_of_repeated_strings() -> None:
     assert items[0]["metadata"]["namespace"] is items[1]["metadata"]["namespace"]
     assert items[0]["spec"] is items[1]["spec"]
     assert items[0]["metadata"]["ownerReferences"] is items[1]["metadata"]["ownerReferences"]
+
+
+def test_a_decoded_pod_holds_values_never_json_text() -> None:
+    """The decoder keeps a pod's spec leaves and owner references as JSON text (lean.DecodedPod) and shares them by
+    that text; what it gives out holds plain values only, equal to json.loads' for the kept fields, and two pods
+    whose equal values are written differently (spacing, key order) still plan alike (they just are not shared)."""
+    spec = {
+        "containers": [{"name": "main", "resources": {"requests": {"cpu": "2", "nvidia.com/gpu": 1}}}],
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        "nodeSelector": {"a": "b"},
+        "priority": 10,
+        "volumes": [{"name": "scratch", "hostPath": {"path": "/scratch"}}],
+    }
+    owners = [{"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "u1", "controller": True, "x": 1}]
+    pods = [{"metadata": {"name": f"p{i}", "ownerReferences": owners}, "spec": spec} for i in range(2)]
+    spaced = json.dumps({"metadata": {"name": "p2", "ownerReferences": owners}, "spec": spec}, indent=2)
+    page = ('{"items": [' + ",".join(json.dumps(p) for p in pods) + "," + spaced + "]}").encode()
+    items, _ = decode.list_page(page, "Pod", {})
+    assert json.loads(json.dumps(items)) == items  # plain values only (a msgspec.Raw would not encode)
+    for item in items:
+        assert item["spec"] == spec
+        assert item["metadata"]["ownerReferences"] == [{k: v for k, v in owners[0].items() if k != "x"}]
+    assert items[0]["spec"] is items[1]["spec"] and items[1]["spec"] is not items[2]["spec"]
+    assert items[0]["metadata"]["ownerReferences"] is items[1]["metadata"]["ownerReferences"]
+
+
+def test_odd_owner_references_and_spec_leaves_reach_the_parser_as_given() -> None:
+    """Spec leaves and owner references are read as JSON text, so any JSON is accepted there: a value of the wrong
+    kind comes out as json.loads gives it, and the parser names it, as it does for the full object."""
+    pod = {
+        "metadata": {"name": "p", "ownerReferences": {"kind": "Job"}},
+        "spec": {"containers": [], "priority": "high"},
+    }
+    (item,), _ = decode.list_page(json.dumps({"items": [pod]}).encode(), "Pod", {})
+    assert item["metadata"]["ownerReferences"] == {"kind": "Job"} and item["spec"]["priority"] == "high"
+    snap = {"pods": [pod], "nodes": [], "groups": []}
+    with pytest.raises(SnapshotError) as lean_error:
+        parse_snapshot(decode.snapshot(json.dumps(snap).encode()))
+    with pytest.raises(SnapshotError) as full_error:
+        parse_snapshot(snap)
+    assert lean_error.value.lines == full_error.value.lines
