@@ -134,6 +134,7 @@ class Informer:
         started = self._clock()
         shared: dict = {}  # a relist starts afresh: the specs of pods gone are not kept
         parts: dict = {}
+        done: dict = {}  # the specs whose parts are shared already, for this list only
         while True:
             kwargs = {
                 "limit": self.page_size,
@@ -157,7 +158,7 @@ class Informer:
                 page, meta = body.get("items") or [], body.get("metadata") or {}
             for obj in page:
                 if self.lean:
-                    obj = lean.share_parts(obj, parts)
+                    obj = lean.share_parts(obj, parts, done)
                 obj.setdefault("kind", self.kind)
                 obj.setdefault("apiVersion", self.api_version)
                 items[object_key(obj)] = obj
