@@ -197,12 +197,12 @@ class Controller:
     def run_once(self) -> LoopResult:
         result = LoopResult(now=self.now())
         try:
-            snapshot, pods = self._snapshot(result)
+            snapshot = self._snapshot(result)
             if snapshot is not None:
                 result.plan = self._plan(snapshot, result)
             if result.plan is not None:
                 result.pending_pods = _pending(snapshot["pods"])
-                self._act(result.plan, pods, snapshot, result)
+                self._act(result.plan, snapshot, result)
                 self._observe(result.plan, snapshot, result)
         except Exception as e:  # noqa: BLE001 - one bad pass must not end the process; logged and counted
             result.errors.append(f"pass failed: {type(e).__name__}: {e}")
@@ -223,10 +223,10 @@ class Controller:
 
     def snapshot(self) -> dict:
         """The snapshot a pass would plan on (``autoscaler snapshot``); read-only."""
-        snap, _ = self._snapshot(LoopResult(now=self.now()))
+        snap = self._snapshot(LoopResult(now=self.now()))
         return snap or {}
 
-    def _snapshot(self, result: LoopResult) -> tuple[dict | None, dict[str, dict]]:
+    def _snapshot(self, result: LoopResult) -> dict | None:
         now = result.now
         state = self._call(result, "read state", self.cluster.read_state) or {}
         try:
@@ -242,7 +242,7 @@ class Controller:
         pdbs = self._call(result, "list pdbs", self.cluster.list_pdbs) or []
         groups = self._call(result, "list groups", self.cloud.list_groups)
         if pods is None or nodes is None or groups is None:
-            return None, {}
+            return None
         names = {g["name"] for g in groups}
         self._since = since
         failures = self._call(result, "scaling failures", self.cloud.scaling_failures, since)
@@ -270,7 +270,7 @@ class Controller:
             "scaling_failures": [f for f in failures if f["group"] in names],
             "group_state": {k: v for k, v in group_state.items() if k in names},
         }
-        return snapshot, {_key(p): p for p in pods}
+        return snapshot
 
     def _without_departed(self, nodes: list[dict], groups: list[dict]) -> list[dict]:
         """Leave out the NotReady Nodes of instances that left their (listed) group, after a spot interruption
@@ -340,10 +340,10 @@ class Controller:
     def execute(self, plan: dict, snapshot: dict) -> LoopResult:
         """Carry out ``plan`` (``Plan.to_dict()``) on the world ``snapshot`` describes: the acting half of a pass."""
         result = LoopResult(now=self.now(), plan=plan)
-        self._act(plan, {_key(p): p for p in snapshot["pods"]}, snapshot, result)
+        self._act(plan, snapshot, result)
         return result
 
-    def _act(self, plan: dict, pods: dict[str, dict], snapshot: dict, result: LoopResult) -> None:
+    def _act(self, plan: dict, snapshot: dict, result: LoopResult) -> None:
         groups = {g["name"]: g for g in snapshot["groups"]}
         nodes = {n["metadata"]["name"]: n for n in snapshot["nodes"]}
         unprotected = getattr(self.cloud, "unprotected_groups", None)
@@ -365,8 +365,15 @@ class Controller:
             self._do(result, {"action": "annotate", "node": node, "annotations": wanted},
                      self.cluster.annotate_node, node, wanted)  # fmt: skip
         self._forget_removed_nodes({**self._departed, **nodes}, groups, result)
-        for event in plan.get("events") or []:
-            self._event(event, pods, result)
+        events = plan.get("events") or []
+        # the pods the plan's Events name, not a map of every pod (tens of thousands of keys each pass)
+        named = {e.get("pod") for e in events}
+        pods = {k: p for p in snapshot["pods"] if (k := _key(p)) in named} if named else {}
+        for event in events:
+            self._event(event, pods.get(event.get("pod", "")), result)
+        if len(self._events_sent) > 4 * max(1, len(snapshot["pods"])):  # forget pods that are gone
+            live = {_key(p) for p in snapshot["pods"]}
+            self._events_sent = {k: v for k, v in self._events_sent.items() if k[0] in live}
         self._persist(plan, snapshot, result)
 
     def _set_desired(self, group: str, desired: int, g: dict, result: LoopResult) -> None:
@@ -567,11 +574,10 @@ class Controller:
                 self._do(result, {"action": "delete_node", "node": name, "reason": "instance already terminated"},
                          self.cluster.delete_node, name)  # fmt: skip
 
-    def _event(self, event: dict, pods: dict, result: LoopResult) -> None:
+    def _event(self, event: dict, pod: dict | None, result: LoopResult) -> None:
         """Hand a pod Event of the plan to the cluster. The live adapter only queues it (its Event writer writes,
         aggregates and rate-limits on a thread of its own: autoscaler.adapters.events), so the pass never waits
         on an Event write; the same Event on the same pod goes out at most every ``EVENT_REPEAT_S``."""
-        pod = pods.get(event.get("pod", ""))
         if pod is None:
             return
         key, said = (event["pod"], event["reason"]), event.get("message", "")
@@ -596,8 +602,6 @@ class Controller:
             )
             if queued is not False:  # False: the writer's queue was full; tried again next pass
                 self._events_sent[key] = (said, result.now)
-        if len(self._events_sent) > 4 * max(1, len(pods)):  # forget pods that are gone
-            self._events_sent = {k: v for k, v in self._events_sent.items() if k[0] in pods}
 
     def _group_event(self, reason: str, message: str, kind: str = "Normal") -> None:
         """One Event per group decision on the status ConfigMap, when the cluster adapter has one (as

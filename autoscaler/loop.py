@@ -57,9 +57,13 @@ class Runner:
         *,
         may_run: Callable[[], bool] = lambda: True,
         monotonic: Callable[[], float] = time.monotonic,
+        after_pass: Callable[[], object] | None = None,
     ):
-        """``run_pass`` is ``Controller.run_once``; ``may_run`` (leader election) gates each pass."""
+        """``run_pass`` is ``Controller.run_once``; ``may_run`` (leader election) gates each pass;
+        ``after_pass`` runs after each pass, outside its measured duration (the live process hands the pass's
+        freed memory back to the system there: autoscaler.malloc)."""
         self._run_pass = run_pass
+        self._after_pass = after_pass
         self.window = window
         self._may_run = may_run
         self._monotonic = monotonic
@@ -102,3 +106,8 @@ class Runner:
                 self.passes += 1
                 self.last_pass_end = self._monotonic()
                 metrics.LOOP_DURATION.observe(self.last_pass_end - start)
+            if self._after_pass is not None:
+                try:
+                    self._after_pass()
+                except Exception:  # noqa: BLE001 - housekeeping never stops the loop
+                    log.exception("after-pass step failed")

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from kubernetes import client
 from kubernetes.config.config_exception import ConfigException
 
+from autoscaler import malloc
 from autoscaler.adapters.aws import AwsCloud
 from autoscaler.adapters.kubernetes import KubeCluster, api_client
 from autoscaler.commands.live_options import UsageError, namespace
@@ -78,6 +79,7 @@ def _api(opts: dict, environ) -> client.ApiClient:
 
 
 def build(opts: dict, environ=os.environ) -> Service:
+    malloc.limit_arenas()  # before any thread starts: threads share one arena (autoscaler.malloc)
     api = _api(opts, environ)
     ns = namespace(opts.get("namespace"), environ)
     write_timeout = float(opts.get("aws_write_timeout") or 4.0)
@@ -146,6 +148,7 @@ def serve(service: Service, metrics_port: int, ready_timeout_s: float = 120.0) -
         service.controller.run_once,
         BatchWindow(scan),
         may_run=service.elector.is_leader if service.elector else (lambda: True),
+        after_pass=malloc.trim,  # the pass's freed memory back to the system (steady RSS)
     )
     service.cluster.on_pending_pod = lambda _pod: runner.trigger()
     started = time.monotonic()

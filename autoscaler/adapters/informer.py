@@ -13,7 +13,9 @@ scale-down and /readyz fails while it is above the bound. Objects are kept as pl
 ``kubectl get -o json`` prints them (with ``kind`` and ``apiVersion`` filled in); for the kinds
 :mod:`autoscaler.core.lean` knows (Pod, Node, PodDisruptionBudget) only the fields something here reads are kept:
 list pages and watch lines are decoded straight into the lean form (:mod:`autoscaler.core.decode`, one pass
-each), so the cache's memory follows the number of objects, not their size; the pods of one Job share one spec.
+each), so the cache's memory follows the number of objects, not their size; the pods of one Job on one node share
+one spec, and the specs of a Job's pods on other nodes share their containers, tolerations and the rest
+(:func:`autoscaler.core.lean.share_parts`).
 """
 
 from __future__ import annotations
@@ -95,6 +97,7 @@ class Informer:
         self.lean = lean_objects and kind in lean.SCHEMAS
         self._transform = lean.TRANSFORMS[kind] if self.lean else None
         self._shared: dict = {}  # equal pod specs kept once (lean.lean_pods)
+        self._parts: dict = {}  # equal parts of objects kept once (lean.share_parts)
         self._items: dict[str, dict] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -130,6 +133,8 @@ class Informer:
         token = None
         started = self._clock()
         shared: dict = {}  # a relist starts afresh: the specs of pods gone are not kept
+        parts: dict = {}
+        done: dict = {}  # the specs whose parts are shared already, for this list only
         while True:
             kwargs = {
                 "limit": self.page_size,
@@ -152,6 +157,8 @@ class Informer:
                 body = json.loads(resp.data)
                 page, meta = body.get("items") or [], body.get("metadata") or {}
             for obj in page:
+                if self.lean:
+                    obj = lean.share_parts(obj, parts, done)
                 obj.setdefault("kind", self.kind)
                 obj.setdefault("apiVersion", self.api_version)
                 items[object_key(obj)] = obj
@@ -161,6 +168,7 @@ class Informer:
         with self._lock:
             self._items = items
             self._shared = shared
+            self._parts = parts
             self.resource_version = meta.get("resourceVersion")
         self._fresh_at = started  # current as of the first page's request
         self.relists += 1
@@ -203,6 +211,8 @@ class Informer:
             return
         if self._transform is not None and not lean_already:
             obj = self._transform(obj, self._shared)
+        if self.lean:
+            obj = lean.share_parts(obj, self._parts)
         obj.setdefault("kind", self.kind)
         obj.setdefault("apiVersion", self.api_version)
         key = object_key(obj)

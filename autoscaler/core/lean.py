@@ -381,6 +381,47 @@ def interned(obj: dict) -> dict:
     return out
 
 
+SHARED_PARTS_LIMIT = 20_000  # distinct parts remembered per cache by share_parts (then it starts afresh)
+
+
+def _shared_part(value: object, where: str, table: dict) -> object:
+    if value.__class__ is not dict and value.__class__ is not list:
+        return value
+    if len(table) >= SHARED_PARTS_LIMIT:
+        table.clear()  # the parts of objects gone are not kept for ever; those in the cache stay shared
+    return table.setdefault((where, _ENCODER.encode(value)), value)
+
+
+def share_parts(obj: dict, table: dict, done: dict | None = None) -> dict:
+    """The object with its parts that are often equal between objects kept once in ``table``, for the
+    informers' caches (which live for the process), next to the whole specs :func:`lean_pods` shares.
+
+    A pod's spec holds its ``nodeName``, so the pods of one Job on a thousand nodes have a thousand specs; their
+    containers, tolerations, affinity and volumes are equal, and after this each is one object for all of them
+    (the spec dict itself stays one per distinct spec). Likewise a pod's annotations (after :func:`pod`, almost
+    always the same few or none) and a node's allocatable and capacity (equal on every node of an instance type).
+    Parts are only replaced by equal ones (nothing here changes a value), and nothing changes a cached object in
+    place (the informers replace whole objects), so sharing is safe. ``table`` holds each distinct part once (at
+    most ``SHARED_PARTS_LIMIT``); ``done``, for one list, the specs done already (by id: it holds them, so an id
+    stays its object's), as the pods of a Job on one node share their spec."""
+    if obj.__class__ is not dict:
+        return obj
+    meta, spec, status = obj.get("metadata"), obj.get("spec"), obj.get("status")
+    if meta.__class__ is dict and "annotations" in meta:
+        meta["annotations"] = _shared_part(meta["annotations"], "metadata.annotations", table)
+    if spec.__class__ is dict and "containers" in spec and (done is None or done.get(id(spec)) is not spec):
+        for k, v in spec.items():
+            if v.__class__ is dict or v.__class__ is list:
+                spec[k] = _shared_part(v, k, table)
+        if done is not None:
+            done[id(spec)] = spec
+    if status.__class__ is dict and "allocatable" in status:  # a node's
+        for k in ("allocatable", "capacity"):
+            if k in status:
+                status[k] = _shared_part(status[k], k, table)
+    return obj
+
+
 def _convert(obj: object, schema: type) -> Struct | None:
     if not isinstance(obj, dict):
         return None

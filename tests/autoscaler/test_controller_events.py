@@ -167,3 +167,17 @@ def test_an_event_the_writer_dropped_is_offered_again_next_pass():
         ctl.run_once()
     waits = f"pod waits for a node of group {GROUP} that is already launching"
     assert offered[1:] == [waits, waits], "offered again after the drop, then suppressed as sent"
+
+
+def test_the_memory_of_events_sent_forgets_pods_that_are_gone():
+    """The repeat suppression remembers each (pod, reason) it sent; once the pods are gone (more than four entries
+    per pod left), it keeps only those of pods that are still there, so it cannot grow with churn."""
+    clock = Clock()
+    cluster, cloud = EventCluster(gpu_pods(10)), FakeCloud([v100_group(100)], clock=clock, launch=False)
+    ctl = Controller(cluster, cloud, ControllerConfig(regions=["us-west-2"]), clock)
+    ctl.run_once()
+    assert {pod for pod, _ in ctl._events_sent} == {f"research/train-{i}" for i in range(10)}
+    for i in range(1, 10):
+        del cluster.pods[f"research/train-{i}"]
+    ctl.run_once()
+    assert {pod for pod, _ in ctl._events_sent} == {"research/train-0"}

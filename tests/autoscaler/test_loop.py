@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -75,3 +76,28 @@ def test_a_trigger_wakes_the_runner_early():
     runner.stop()
     thread.join(10)
     assert not thread.is_alive()
+
+
+def test_the_after_pass_step_runs_after_each_pass_and_its_failure_stops_nothing():
+    now = SimpleNamespace(t=0.0)
+    log = []
+
+    def run_pass():
+        log.append("pass")
+        if len([x for x in log if x == "pass"]) == 3:
+            runner.stop()
+
+    def after():
+        log.append("after")
+        raise RuntimeError("housekeeping failed")
+
+    runner = Runner(run_pass, BatchWindow(10), monotonic=lambda: now.t, after_pass=after)
+
+    class Cond(threading.Condition):
+        def wait(self, timeout=None):
+            now.t += timeout
+            return False
+
+    runner._cond = Cond()
+    runner.run()
+    assert log == ["pass", "after"] * 3 and runner.passes == 3

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from autoscaler import metrics
+from autoscaler.adapters import aws_models
 from autoscaler.adapters.aws import AwsCloud, CloudError
 from autoscaler.interfaces import CA_CLUSTER_TAG_PREFIX, CA_ENABLED_TAG, NODE_GROUP_LABEL
 from provision.loader import load_spec
@@ -27,9 +28,15 @@ def groups_url(_moto_server, spec):
     return _moto_server
 
 
+@pytest.fixture(scope="module")
+def lean_session():
+    """As the live process makes it (AwsCloud without a session): clients that know only the adapter's calls."""
+    return aws_models.session()
+
+
 @pytest.fixture
-def cloud(groups_url, spec):
-    return AwsCloud(spec.name, REGIONS, endpoint_url=groups_url, max_attempts=1, session=SESSION)
+def cloud(groups_url, spec, lean_session):
+    return AwsCloud(spec.name, REGIONS, endpoint_url=groups_url, max_attempts=1, session=lean_session)
 
 
 def _asg(moto_url, region):

@@ -194,3 +194,55 @@ def test_a_watched_pod_arrives_lean_from_the_emulator(kube, emu):
         and container["resources"]["requests"]
     )
     assert got["spec"]["tolerations"] and "conditions" not in got.get("status", {})
+
+
+def test_the_pods_of_a_job_on_many_nodes_share_their_containers_and_keep_their_own_node_name():
+    objs = big_pods(6)
+    for i, p in enumerate(objs):
+        p["spec"]["nodeName"] = f"node-{i % 3}"  # three distinct specs, equal but for the node
+    list_call, _ = pages(objs, 4)
+    inf = Informer("pods", list_call, "Pod", "v1", page_size=4)
+    inf.sync()
+    later = copy.deepcopy(objs[0])
+    later["metadata"]["name"], later["spec"]["nodeName"] = "p-late", "node-9"
+    inf._apply("ADDED", later)
+    got = [inf.get(f"research/p-{i}") for i in range(6)] + [inf.get("research/p-late")]
+    assert [p["spec"]["nodeName"] for p in got] == ["node-0", "node-1", "node-2"] * 2 + ["node-9"]
+    assert got == [{**lean.pod(o), "kind": "Pod", "apiVersion": "v1"} for o in [*objs, later]]
+    assert len({id(p["spec"]) for p in got}) == 4  # one spec per node
+    for part in ("containers", "tolerations", "nodeSelector"):
+        assert len({id(p["spec"][part]) for p in got}) == 1, part
+    assert len({id(p["metadata"]["annotations"]) for p in got if "annotations" in p["metadata"]}) <= 1
+
+
+def test_nodes_of_one_type_share_their_allocatable_and_keep_their_own_labels():
+    from autoscaler.core import generate
+    from tests.autoscaler.fakes import node as fake_node
+
+    group = {
+        **generate.group("cpu", "us-west-2", "m6i.2xlarge"),
+        "allocatable": {"cpu": "8", "memory": "30Gi"},
+    }
+    objs = [inflate.node(fake_node(f"n-{i}", group, f"i-{i}", created=T0), i) for i in range(3)]
+    objs[2]["status"]["allocatable"]["cpu"] = "7"  # not equal: its own
+    list_call, _ = pages(objs, 500)
+    inf = Informer("nodes", list_call, "Node", "v1")
+    inf.sync()
+    got = [inf.get(f"/n-{i}") for i in range(3)]
+    assert got == [{**lean.node(o), "kind": "Node", "apiVersion": "v1"} for o in objs]
+    assert got[0]["status"]["allocatable"] is got[1]["status"]["allocatable"]
+    assert got[2]["status"]["allocatable"] is not got[0]["status"]["allocatable"]
+    assert got[0]["metadata"]["labels"] is not got[1]["metadata"]["labels"]
+
+
+def test_the_table_of_shared_parts_is_bounded(monkeypatch):
+    monkeypatch.setattr(lean, "SHARED_PARTS_LIMIT", 5)
+    table: dict = {}
+    for i in range(20):
+        p = lean.pod(big_pods(1)[0])
+        p["spec"]["tolerations"] = [{"key": f"k{i}", "operator": "Exists"}]  # a new part each time
+        lean.share_parts(p, table)
+        assert len(table) <= 5
+        assert (
+            table[("tolerations", lean._ENCODER.encode(p["spec"]["tolerations"]))] is p["spec"]["tolerations"]
+        )
