@@ -382,6 +382,7 @@ def interned(obj: dict) -> dict:
 
 
 SHARED_PARTS_LIMIT = 20_000  # distinct parts remembered per cache by share_parts (then it starts afresh)
+_MSGPACK = msgspec.msgpack.Encoder()  # part keys: tells 1, 1.0, True and "1" apart
 
 
 def _shared_part(value: object, where: str, table: dict) -> object:
@@ -389,7 +390,7 @@ def _shared_part(value: object, where: str, table: dict) -> object:
         return value
     if len(table) >= SHARED_PARTS_LIMIT:
         table.clear()  # the parts of objects gone are not kept for ever; those in the cache stay shared
-    return table.setdefault((where, _ENCODER.encode(value)), value)
+    return table.setdefault((where, _MSGPACK.encode(value)), value)
 
 
 def share_parts(obj: dict, table: dict, done: dict | None = None) -> dict:
