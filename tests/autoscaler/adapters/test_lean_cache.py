@@ -244,5 +244,5 @@ def test_the_table_of_shared_parts_is_bounded(monkeypatch):
         lean.share_parts(p, table)
         assert len(table) <= 5
         assert (
-            table[("tolerations", lean._ENCODER.encode(p["spec"]["tolerations"]))] is p["spec"]["tolerations"]
+            table[("tolerations", lean._MSGPACK.encode(p["spec"]["tolerations"]))] is p["spec"]["tolerations"]
         )
