@@ -25,6 +25,7 @@ from autoscaler.adapters.kubernetes import KubeCluster, api_client
 from autoscaler.commands.live_options import UsageError, namespace
 from autoscaler.controller import Controller, ControllerConfig
 from autoscaler.core.config import PlannerConfig
+from autoscaler.core.gcpause import FullCollection
 from autoscaler.leader import LeaderElector
 from autoscaler.loop import BatchWindow, Runner
 from autoscaler.notify import SlackNotifier
@@ -144,11 +145,17 @@ def serve(service: Service, metrics_port: int, ready_timeout_s: float = 120.0) -
 
     opts = service.opts
     scan = float(opts.get("scan_interval", 10))
+    full_collection = FullCollection()
+
+    def after_pass() -> None:
+        full_collection()  # the cyclic garbage the paused passes promoted (core/gcpause.py), once a minute
+        malloc.trim()  # the pass's freed memory back to the system (steady RSS)
+
     runner = Runner(
         service.controller.run_once,
         BatchWindow(scan),
         may_run=service.elector.is_leader if service.elector else (lambda: True),
-        after_pass=malloc.trim,  # the pass's freed memory back to the system (steady RSS)
+        after_pass=after_pass,
     )
     service.cluster.on_pending_pod = lambda _pod: runner.trigger()
     started = time.monotonic()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import weakref
 
-from autoscaler.core.gcpause import gc_paused
+from autoscaler.core.gcpause import FullCollection, gc_paused
 
 
 class _Node:
@@ -47,6 +47,31 @@ def test_a_nested_pause_leaves_the_collector_to_the_outer_one() -> None:
                 pass
             assert not gc.isenabled()
         assert gc.isenabled()
+    finally:
+        if not was:
+            gc.disable()
+
+
+def test_a_full_collection_after_a_pass_at_most_once_a_minute_finds_what_a_pause_promoted() -> None:
+    """A cycle made during a pause sits in the oldest generation; the live process's after-pass step
+    (FullCollection) finds it at the latest a minute later, and does not collect more often than that."""
+    was = gc.isenabled()
+    gc.enable()
+    now = [0.0]
+    full = FullCollection(every_s=60.0, monotonic=lambda: now[0])
+    try:
+        gc.collect()
+        with gc_paused():
+            cycle = _Node()
+            cycle.me = cycle
+            ref = weakref.ref(cycle)
+            del cycle
+        now[0] = 59.0
+        assert not full() and ref() is not None
+        now[0] = 60.0
+        assert full() and ref() is None
+        now[0] = 100.0
+        assert not full()
     finally:
         if not was:
             gc.disable()
