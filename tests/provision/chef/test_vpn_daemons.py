@@ -265,21 +265,31 @@ def test_bgp_comes_up_on_every_tunnel_and_the_filters_hold(gateway, lab):
     up = wait_for("BGP Established on every tunnel", all_established, timeout=60)
     assert sorted(up) == sorted(t["bgp"]["protocol"] for t in vpn["tunnels"])
 
-    # the gateway learns exactly each region's VPC (never the default route) and prefers tunnel 1
+    # the gateway learns exactly each region's VPC (never the default route) and prefers tunnel 1. A session is
+    # Established before the UPDATEs cross it (RFC 4271, 8.2.2): a region's route may come first over its second
+    # tunnel, so the check waits (bounded) for the routes to settle rather than reading them once.
+    preferred = [
+        f"{region.cidr} via {t1['bgp']['aws_ip']} dev {t1['interface']} src {vpn['private_ip']} "
+        for region, t1 in zip(cluster.regions, vpn["tunnels"][::2], strict=True)
+    ]
+
+    def settled():
+        out = lab.run(gw, "ip", "route", "show", "proto", "bird").stdout
+        return out if all(route in out for route in preferred) else None
+
+    kernel = wait_for("each region's route over its first tunnel", settled, timeout=30)
     routes = _birdc(lab, gw, gw_sock, "show", "route", "where", "source", "=", "RTS_BGP")
     learned = set(re.findall(r"^(\d+\.\d+\.\d+\.\d+/\d+)", routes, re.M))
     assert learned == {r.cidr for r in cluster.regions}, routes
-    kernel = lab.run(gw, "ip", "route", "show", "proto", "bird").stdout
-    for i, region in enumerate(cluster.regions):
-        t1 = vpn["tunnels"][2 * i]
-        route = f"{region.cidr} via {t1['bgp']['aws_ip']} dev {t1['interface']} src {vpn['private_ip']} "
-        assert route in kernel, kernel
     assert "default" not in kernel
 
     # AWS hears exactly the site's network on every session
-    heard = _birdc(lab, aws, aws_sock, "show", "route", "where", "source", "=", "RTS_BGP")
+    def heard_everywhere():
+        out = _birdc(lab, aws, aws_sock, "show", "route", "where", "source", "=", "RTS_BGP")
+        return out if len(re.findall(r"via 169\.254\.", out)) == len(vpn["tunnels"]) else None
+
+    heard = wait_for("the site's network on every session", heard_everywhere, timeout=30)
     assert set(re.findall(r"^(\d+\.\d+\.\d+\.\d+/\d+)", heard, re.M)) == {cluster.site("lab").cidr}, heard
-    assert len(re.findall(r"via 169\.254\.", heard)) == len(vpn["tunnels"])
 
 
 # --- nftables ----------------------------------------------------------------------------------------------------
