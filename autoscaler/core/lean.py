@@ -232,11 +232,12 @@ def _raw_leaves(t: Any, memo: dict) -> Any:
         return Raw | UnsetType
     if isinstance(t, type) and issubclass(t, Struct):
         if t not in memo:
-            fields = [(f.name, _raw_leaves(f.type, memo), f.default) for f in msgspec.structs.fields(t)]
-            assert all(f.encode_name == f.name for f in msgspec.structs.fields(t)), (
-                t
-            )  # no renamed fields here
-            memo[t] = msgspec.defstruct(f"Raw{t.__name__}", fields, bases=(_Lean,), module=__name__)
+            info = msgspec.structs.fields(t)
+            fields = [(f.name, _raw_leaves(f.type, memo), f.default) for f in info]
+            rename = {f.name: f.encode_name for f in info if f.encode_name != f.name} or None
+            memo[t] = msgspec.defstruct(
+                f"Raw{t.__name__}", fields, bases=(_Lean,), module=__name__, rename=rename
+            )
         return memo[t]
     args = get_args(t)
     if get_origin(t) is list:
@@ -329,9 +330,8 @@ def _pod_dict(p: Pod | DecodedPod, shared: dict | None) -> dict:
         p.spec = UNSET
     meta = p.metadata
     refs = meta.ownerReferences if meta is not None and meta is not UNSET else None
-    if (
-        refs
-    ):  # the pods of a Job have one owner: one list for all of them, as for the spec (a Raw is never empty)
+    # the pods of a Job have one owner: one list for all of them, as for the spec (a Raw is never empty)
+    if refs:
         key = b"owners" + _JSON.encode(refs)
         owners = shared.get(key)
         if owners is None:
