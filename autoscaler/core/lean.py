@@ -225,6 +225,15 @@ class Pdb(_Lean):
 
 
 # -- decoding ---------------------------------------------------------------------------------------------------
+def _variant(cls: type[Struct], name: str, retype) -> type[Struct]:
+    """A copy of the Struct ``cls`` named ``name``, each field's type replaced by ``retype(field name, type)``;
+    names, defaults and encoded names as in ``cls``."""
+    info = msgspec.structs.fields(cls)
+    fields = [(f.name, retype(f.name, f.type), f.default) for f in info]
+    rename = {f.name: f.encode_name for f in info if f.encode_name != f.name} or None
+    return msgspec.defstruct(name, fields, bases=(_Lean,), module=__name__, rename=rename)
+
+
 def _raw_leaves(t: Any, memo: dict) -> Any:
     """``t`` with every ``Any`` leaf of its Structs as ``Raw``: the decoder keeps the leaf's JSON text (a slice
     of the input) instead of building its dicts, lists and strings."""
@@ -232,12 +241,7 @@ def _raw_leaves(t: Any, memo: dict) -> Any:
         return Raw | UnsetType
     if isinstance(t, type) and issubclass(t, Struct):
         if t not in memo:
-            info = msgspec.structs.fields(t)
-            fields = [(f.name, _raw_leaves(f.type, memo), f.default) for f in info]
-            rename = {f.name: f.encode_name for f in info if f.encode_name != f.name} or None
-            memo[t] = msgspec.defstruct(
-                f"Raw{t.__name__}", fields, bases=(_Lean,), module=__name__, rename=rename
-            )
+            memo[t] = _variant(t, f"Raw{t.__name__}", lambda _, ft: _raw_leaves(ft, memo))
         return memo[t]
     args = get_args(t)
     if get_origin(t) is list:
@@ -252,27 +256,11 @@ _RAW: dict = {}
 # the spec's leaves and the owner references as JSON text. A Job's pods repeat the same spec and owner references,
 # so the text is the key under which they are shared (lean_pods), and only the first pod's is decoded into values.
 DecodedPodSpec = _raw_leaves(PodSpec, _RAW)
-DecodedPodMeta = msgspec.defstruct(
-    "DecodedPodMeta",
-    [
-        (f.name, Raw | UnsetType if f.name == "ownerReferences" else f.type, f.default)
-        for f in msgspec.structs.fields(PodMeta)
-    ],  # fmt: skip
-    bases=(_Lean,),
-    module=__name__,
+DecodedPodMeta = _variant(
+    PodMeta, "DecodedPodMeta", lambda name, t: Raw | UnsetType if name == "ownerReferences" else t
 )
-DecodedPod = msgspec.defstruct(
-    "DecodedPod",
-    [
-        ("apiVersion", Any, _),
-        ("kind", Any, _),
-        ("metadata", DecodedPodMeta | None | UnsetType, _),
-        ("spec", DecodedPodSpec | None | UnsetType, _),
-        ("status", PodStatus | None | UnsetType, _),
-    ],  # fmt: skip
-    bases=(_Lean,),
-    module=__name__,
-)
+_DECODED_PARTS = {"metadata": DecodedPodMeta | None | UnsetType, "spec": DecodedPodSpec | None | UnsetType}
+DecodedPod = _variant(Pod, "DecodedPod", lambda name, t: _DECODED_PARTS.get(name, t))
 
 
 # -- transforms -------------------------------------------------------------------------------------------------
@@ -309,7 +297,7 @@ def _pod_dict(p: Pod | DecodedPod, shared: dict | None) -> dict:
     lists. Nothing changes a cached object in place (the informers replace whole objects), so sharing is safe."""
     if shared is None:
         shared = {}
-    spec = p.spec
+    spec, one = p.spec, None
     if spec is not None and spec is not UNSET:
         # trimmed before the key: the projected token volume's name (kube-api-access-xxxxx) is per pod; of the
         # volumes only hostPath and emptyDir ones are read (configMap, secret, projected, persistentVolumeClaim:
@@ -340,7 +328,7 @@ def _pod_dict(p: Pod | DecodedPod, shared: dict | None) -> dict:
             )
         meta.ownerReferences = UNSET
     out = msgspec.to_builtins(p)
-    if p.spec is UNSET and spec is not UNSET:
+    if one is not None:
         out["spec"] = one
     if refs:
         out["metadata"]["ownerReferences"] = owners
@@ -450,10 +438,7 @@ def pdb(obj: dict, shared: dict | None = None) -> dict:
     return obj if b is None else msgspec.to_builtins(b)
 
 
-SCHEMAS = {
-    "Pod": Pod,
-    "Node": Node,
-    "PodDisruptionBudget": Pdb,
-}  # of objects given as dicts (msgspec.convert)
-DECODING = {"Pod": DecodedPod, "Node": Node, "PodDisruptionBudget": Pdb}  # of objects read from JSON
+# the schemas of objects given as dicts (msgspec.convert), and of objects read from JSON
+SCHEMAS = {"Pod": Pod, "Node": Node, "PodDisruptionBudget": Pdb}
+DECODING = {"Pod": DecodedPod, "Node": Node, "PodDisruptionBudget": Pdb}
 TRANSFORMS = {"Pod": pod, "Node": node, "PodDisruptionBudget": pdb}
