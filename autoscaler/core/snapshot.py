@@ -93,15 +93,11 @@ def _parse(data: dict) -> Snapshot:
     namespaces = _namespaces(data.get("namespaces"), errors)
     pod_items = _items(data.get("pods", []), "pods", errors)
     memo: dict = {}  # shapes by spec dict (pods of a Job share one spec dict when decoded lean)
-    pods = []
-    for i, raw in enumerate(pod_items):  # _guard, inline: this runs once per pod
-        try:
-            p = _pod(raw, f"pods[{i}]", errors, namespaces, memo)
-        except _WRONG_KIND as e:
-            errors.append(_wrong_kind(f"pods[{i}]", e))
-            continue
-        if p is not None:
-            pods.append(p)
+    pods = [
+        p
+        for i, raw in enumerate(pod_items)
+        if (p := _guard(_pod, where := f"pods[{i}]", errors, raw, where, errors, namespaces, memo))
+    ]
     if len({n.name for n in nodes}) < len(nodes):
         _duplicates(node_items, "nodes", "node name", errors)
     if len({p.key for p in pods}) < len(pods):
@@ -154,7 +150,15 @@ def _strings(
     try:
         # a key's validity does not depend on its value nor a value's on its key: each is checked once per parse
         # run (the pods of a Job repeat their label keys, and most of their values, from pod to pod)
-        if raw.__class__ is dict and (not raw or _VALID_KEYS.issuperset(raw) and _valid_values(raw, labels)):
+        if raw.__class__ is dict and (
+            not raw
+            or _VALID_KEYS.issuperset(raw)
+            and (
+                _VALID_VALUES.issuperset(raw.values())
+                if labels
+                else all(v.__class__ is str for v in raw.values())
+            )
+        ):
             return raw
     except TypeError:
         pass  # an unhashable value: reported below
@@ -182,21 +186,6 @@ def _strings(
     return raw if len(errors) == before else {}
 
 
-def _valid_values(raw: dict, labels: bool) -> bool:
-    """Whether every value is a string, and a valid label value for labels (those not seen before checked now:
-    a Job's first pod brings its new uid and name). False: the caller's loop names each problem in order."""
-    if not labels:
-        return all(v.__class__ is str for v in raw.values())
-    if _VALID_VALUES.issuperset(raw.values()):
-        return True
-    new = [v for v in raw.values() if v not in _VALID_VALUES]
-    if not all(v.__class__ is str and label_value_problem(v) is None for v in new):
-        return False
-    if len(_VALID_VALUES) < _VALID_LIMIT:
-        _VALID_VALUES.update(new)
-    return True
-
-
 _VALID_KEYS: set[str] = set()  # label and annotation keys found valid
 _VALID_VALUES: set[str] = set()  # label values found valid
 _VALID_LIMIT = 200_000  # each set stops growing there (a long-running controller sees ever new Job uids)
@@ -207,16 +196,12 @@ def _guard(parse, where: str, errors: list[str], *args):
     The parsers check the common mistakes themselves with precise messages; this catches the rest."""
     try:
         return parse(*args)
-    except _WRONG_KIND as e:
-        errors.append(_wrong_kind(where, e))
+    except (AttributeError, TypeError, ValueError, KeyError, IndexError) as e:
+        errors.append(
+            f"{where}: a field holds the wrong kind of value ({e}); give the object as kubectl prints it "
+            "(docs/snapshot.md)"
+        )
         return None
-
-
-_WRONG_KIND = (AttributeError, TypeError, ValueError, KeyError, IndexError)
-
-
-def _wrong_kind(where: str, e: Exception) -> str:
-    return f"{where}: a field holds the wrong kind of value ({e}); give the object as kubectl prints it (docs/snapshot.md)"
 
 
 def _items(value: object, where: str, errors: list[str]) -> list:
