@@ -91,7 +91,7 @@ class AwsCloud:
     ):
         self.cluster_name = cluster_name
         self.regions = list(regions)
-        # without a session: one whose clients know only the operations called here (aws_models, ~20 MiB less)
+        # without a session: one whose clients know only the operations called here (aws_models, ~10 MiB less)
         self._session = session or aws_models.session()
         self._config = Config(
             retries={"mode": "adaptive", "total_max_attempts": max_attempts},  # attempts, first included

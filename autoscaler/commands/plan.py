@@ -45,9 +45,8 @@ def load_config(path: str | None) -> PlannerConfig:
 
 def run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
-    with (
-        gc_paused()
-    ):  # the snapshot's millions of objects leave the pause in the oldest generation (gcpause.py)
+    # the snapshot's millions of objects leave the pause in the oldest generation (gcpause.py)
+    with gc_paused():
         data = read_snapshot(args.snapshot)
         snapshot = parse_snapshot(data)
     result = plan(snapshot, config)
