@@ -13,7 +13,7 @@ from provision.cli_support import user_errors
 @user_errors
 def validate(c, spec=None):
     """Check the cluster spec; one line per problem and exit status 2 when it is invalid."""
-    from provision.loader import load_spec
+    from clusterspec.loader import load_spec
     from provision.report import summary
 
     print(f"ok: {summary(load_spec(spec))}")
@@ -23,7 +23,7 @@ def validate(c, spec=None):
 @user_errors
 def plan_addresses(c, spec=None):
     """Print the address plan: every VPC, subnet per zone, site, VPN pool, pod and service network."""
-    from provision.loader import load_spec
+    from clusterspec.loader import load_spec
     from provision.report import print_address_plan
 
     print_address_plan(load_spec(spec))
@@ -76,7 +76,7 @@ def render_scheduler(c, spec=None, out=None):
     """Render the scheduler profile (docs/scheduler.md): control-plane config, kubeadm fields, gang scheduler."""
     from pathlib import Path
 
-    from provision.loader import load_spec
+    from clusterspec.loader import load_spec
     from provision.scheduler import OUT, write
 
     for name, path in write(load_spec(spec), Path(out) if out else OUT).items():
@@ -87,8 +87,8 @@ def render_scheduler(c, spec=None, out=None):
 @user_errors
 def deploy_scheduler(c, spec=None):
     """Apply the gang scheduler (scheduler-plugins Coscheduling) and its PodGroup CRD with kubectl."""
+    from clusterspec.loader import load_spec
     from provision.cluster_addons import deploy_scheduler as deploy
-    from provision.loader import load_spec
 
     for line in deploy(load_spec(spec)):
         print(line)
@@ -109,7 +109,7 @@ _TF_HELP = {
 def _tf_args(spec, region, all, out):
     from pathlib import Path
 
-    from provision.loader import load_spec
+    from clusterspec.loader import load_spec
     from provision.terraform.commands import selected_roots
     from provision.terraform.settings import DEFAULT_OUT
 
@@ -123,7 +123,7 @@ def render(c, region=None, spec=None, out=None, state_bucket=None):
     """Render the Terraform roots from the spec: build/terraform/<region>/ and build/terraform/global/."""
     from pathlib import Path
 
-    from provision.loader import load_spec
+    from clusterspec.loader import load_spec
     from provision.terraform.commands import render_roots
     from provision.terraform.settings import DEFAULT_OUT
 
@@ -148,8 +148,8 @@ def check_terraform(c, spec=None, out=None):
     (offline); one line per problem, exit status 2 when there is any."""
     from pathlib import Path
 
-    from provision.errors import UserError
-    from provision.loader import load_spec
+    from clusterspec.errors import UserError
+    from clusterspec.loader import load_spec
     from provision.terraform.schema_check import run
     from provision.terraform.settings import DEFAULT_OUT, MODULES, PROVIDER_SCHEMA, REPO
 
@@ -196,7 +196,7 @@ def down(
 @user_errors
 def bootstrap_state(c, spec=None, state_bucket=None):
     """Create the Terraform state bucket in the primary region (locks are S3 lock files; idempotent)."""
-    from provision.loader import load_spec
+    from clusterspec.loader import load_spec
     from provision.terraform.bootstrap import bootstrap_state as create
     from provision.terraform.settings import Backend
 
@@ -212,8 +212,8 @@ def control_plane_status(c, spec=None):
     """What each control-plane member reported while bootstrapping (exit 1 on a failed or missing member)."""
     from invoke.exceptions import Exit
 
+    from clusterspec.loader import load_spec
     from provision.control_plane_status import read_status, report
-    from provision.loader import load_spec
 
     lines, code = report(*read_status(load_spec(spec)))
     print("\n".join(lines))
@@ -233,7 +233,7 @@ def control_plane_status(c, spec=None):
 @user_errors
 def bake_ami(c, region=None, local=False, spec=None):
     """Bake the GPU worker AMI once, copy it to every region; record build/ami/<region>.json, SSM and the package lock."""
-    from provision.loader import load_spec
+    from clusterspec.loader import load_spec
     from provision.packer.bake import bake
     from provision.packer.progress import packer_progress
     from provision.packer.variables import check_region
@@ -263,9 +263,9 @@ def chef_attributes(c, site, spec=None, outputs=None, placeholders=False):
     """Write build/chef/<site>.json (node attributes) and copy the image scripts into the cookbook."""
     from pathlib import Path
 
+    from clusterspec.loader import load_spec
     from provision.chef.attributes import write_node_attributes
     from provision.chef.outputs import OUTPUTS_DIR
-    from provision.loader import load_spec
 
     out = write_node_attributes(
         load_spec(spec), site, Path(outputs) if outputs else OUTPUTS_DIR, placeholders=placeholders
@@ -283,8 +283,8 @@ def chef_attributes(c, site, spec=None, outputs=None, placeholders=False):
 @user_errors
 def deploy_addons(c, spec=None, dry_run=False):
     """Apply the GPU add-ons (NVIDIA device plugin, DCGM exporter, EFA device plugin) rendered from the spec."""
+    from clusterspec.loader import load_spec
     from provision.addons import deploy_addons as deploy
-    from provision.loader import load_spec
 
     path = deploy(load_spec(spec), dry_run=dry_run)
     if dry_run:
@@ -333,7 +333,7 @@ def bench(c, json=False, no_process=False, no_cases=False, pods=51_000, nodes=3_
 def bench_live(c, nodes=5_000, pods=50_000, loops=1_000, samples=5, events=500, write_latency_ms=5.0,
                baseline=None, json=False):  # fmt: skip
     """The live controller under load: memory over N passes and decision latency (docs/benchmarks.md)."""
-    from autoscaler.bench_live import main
+    from autoscaler.bench.live import main
 
     argv = [f"--nodes={nodes}", f"--pods={pods}", f"--loops={loops}", f"--samples={samples}", f"--events={events}",
             f"--write-latency-ms={write_latency_ms}", *([f"--baseline={baseline}"] if baseline else []),
@@ -377,7 +377,7 @@ def deploy_autoscaler(c, spec=None, dry_run=False, role_arn=None):
 @user_errors
 def add_user(c, name, kubeconfig=None, home=None, role_arn=None, spec=None):
     """Namespace, RBAC, volume claims, a kubeconfig (CSR API) and a Client VPN certificate for a researcher."""
-    from provision.loader import load_spec
+    from clusterspec.loader import load_spec
     from provision.users import add_user as add
 
     added = add(load_spec(spec), name, kubeconfig, home, role_arn=role_arn)
@@ -409,8 +409,8 @@ def remove_user(c, name, kubeconfig=None, home=None, vpn_endpoint=None, region=N
     """Delete a researcher's bindings and namespace (after confirmation) and revoke their VPN certificate."""
     import sys
 
-    from provision.errors import UserError
-    from provision.loader import load_spec
+    from clusterspec.errors import UserError
+    from clusterspec.loader import load_spec
     from provision.users import remove_plan
     from provision.users import remove_user as remove
 
@@ -437,7 +437,7 @@ def remove_user(c, name, kubeconfig=None, home=None, vpn_endpoint=None, region=N
 @user_errors
 def demo_researcher(c, spec=None, out=None):
     """The researcher's path on the local cluster: build, submit a 16-GPU job, scale-up, running, TensorBoard."""
-    from labctl.demo import main
+    from demos.researcher import main
 
     main(spec, out)
 
@@ -456,7 +456,7 @@ def render_storage(c, efs_id, out="build/deploy/storage", spec=None):
     (looked up with DescribeAccessPoints; deploy/storage/README.md)."""
     from pathlib import Path
 
-    from provision.loader import load_spec
+    from clusterspec.loader import load_spec
     from provision.storage import lookup_access_points, write_storage
     from provision.storage import render_storage as render
 
@@ -479,8 +479,8 @@ def publish_oidc(c, sa_pub, bucket, spec=None):
     """Publish the OIDC discovery document and JWKS that let AWS STS verify service-account tokens (IRSA)."""
     from pathlib import Path
 
+    from clusterspec.loader import load_spec
     from provision import irsa
-    from provision.loader import load_spec
 
     region = load_spec(spec).primary_region
     issuer = irsa.issuer_url(bucket, region)
@@ -505,8 +505,8 @@ def deploy_pod_identity(c, kubeconfig=None, home=None, out="build/deploy/storage
     import yaml
     from kubernetes import client, config
 
+    from clusterspec.loader import load_spec
     from provision import irsa
-    from provision.loader import load_spec
     from provision.users import DEFAULT_HOME
 
     cluster = load_spec(spec)

@@ -36,13 +36,12 @@ from autoscaler.core.names import TO_BE_DELETED_SINCE_ANNOTATION
 from autoscaler.core.planner import plan as make_plan
 from autoscaler.core.snapshot import parse_snapshot
 from autoscaler.core.timeutil import parse_time, show_time
-from autoscaler.interfaces import (
+from autoscaler.interfaces import Cloud, Cluster
+from clusterspec.names import (
     NODE_GROUP_LABEL,
     SCALE_DOWN_DISABLED_ANNOTATION,
     TO_BE_DELETED_TAINT,
     TO_BE_DELETED_TAINTS,
-    Cloud,
-    Cluster,
 )
 
 log = logging.getLogger("autoscaler.controller")

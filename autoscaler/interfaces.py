@@ -6,34 +6,14 @@ a plan and carries it out through the same two interfaces. The live adapters (Ku
 cluster model used by the simulator and the tests all implement them.
 
 Objects cross these interfaces as plain JSON-shaped dicts: Kubernetes objects exactly as ``kubectl get -o json``
-prints them (camelCase keys), groups exactly as the snapshot format's ``groups`` entries (docs/snapshot.md).
+prints them (camelCase keys), groups exactly as the snapshot format's ``groups`` entries (docs/snapshot.md). The names they
+share with Terraform and the manifests (tags, labels, taints) live in ``clusterspec.names``.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Protocol, runtime_checkable
-
-# Names shared by Terraform (tags, user data), the AWS adapter, the planner and the cluster model.
-CA_ENABLED_TAG = "k8s.io/cluster-autoscaler/enabled"
-CA_CLUSTER_TAG_PREFIX = "k8s.io/cluster-autoscaler/"  # + <cluster name>, value "owned"
-NODE_TEMPLATE_LABEL_TAG = "k8s.io/cluster-autoscaler/node-template/label/"  # + label key
-NODE_TEMPLATE_TAINT_TAG = "k8s.io/cluster-autoscaler/node-template/taint/"  # + key, value "<value>:<Effect>"
-NODE_TEMPLATE_RESOURCE_TAG = (
-    "k8s.io/cluster-autoscaler/node-template/resources/"  # + resource, value quantity
-)
-PRIORITY_TAG = "research.cluster/priority"  # group priority for the planner (int)
-NODE_GROUP_LABEL = "research.cluster/node-group"  # node label naming the group (the ASG name)
-SCALE_DOWN_DISABLED_ANNOTATION = "cluster-autoscaler.kubernetes.io/scale-down-disabled"  # on nodes: "true"
-SAFE_TO_EVICT_ANNOTATION = "cluster-autoscaler.kubernetes.io/safe-to-evict"  # on pods: "false" protects
-# NoSchedule taint set before a node is removed (value: unix seconds): cluster-autoscaler's own key
-# (utils/taints/taints.go, ToBeDeletedTaint), which other tools already recognise (the NVIDIA GPU operator, the
-# node termination handler, CA-aware controllers). The project's earlier key is still read, so that nodes tainted
-# by an older version are finished or released.
-TO_BE_DELETED_TAINT = "ToBeDeletedByClusterAutoscaler"
-TO_BE_DELETED_TAINTS = (TO_BE_DELETED_TAINT, "research.cluster/to-be-deleted")
-POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"  # gang membership (scheduler-plugins)
-POD_GROUP_SIZE_ANNOTATION = "research.cluster/pod-group-size"  # gang size for PodGroup-labelled pods
 
 
 @runtime_checkable

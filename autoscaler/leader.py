@@ -33,10 +33,9 @@ from datetime import UTC, datetime
 from kubernetes.client.exceptions import ApiException
 
 from autoscaler import metrics
+from clusterspec.names import LEASE_NAME
 
 log = logging.getLogger("autoscaler.leader")
-
-LEASE_NAME = "research-autoscaler"
 
 
 def _micro(t: float) -> str:

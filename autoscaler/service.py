@@ -1,6 +1,6 @@
 """The live process: adapters, controller, leader election, the loop and the HTTP endpoints, wired together.
 
-``build`` makes the pieces from resolved options (autoscaler.commands.live_options); ``run_once`` and
+``build`` makes the pieces from resolved options (autoscaler.options); ``run_once`` and
 ``serve`` are the two ways to run them. Errors a user can fix (a missing kubeconfig, an unreachable API)
 become one line and a non-zero exit status, never a traceback.
 """
@@ -22,13 +22,13 @@ from kubernetes.config.config_exception import ConfigException
 from autoscaler import malloc
 from autoscaler.adapters.aws import AwsCloud
 from autoscaler.adapters.kubernetes import KubeCluster, api_client
-from autoscaler.commands.live_options import UsageError, namespace
 from autoscaler.controller import Controller, ControllerConfig
 from autoscaler.core.config import PlannerConfig
 from autoscaler.core.gcpause import FullCollection
 from autoscaler.leader import LeaderElector
 from autoscaler.loop import BatchWindow, Runner
 from autoscaler.notify import SlackNotifier
+from autoscaler.options import UsageError, namespace
 
 log = logging.getLogger("autoscaler.service")
 SLACK_ENV = "AUTOSCALER_SLACK_WEBHOOK_URL"

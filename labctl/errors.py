@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from provision.errors import UserError
+from clusterspec.errors import UserError
 
 
 class LabError(UserError):

@@ -27,16 +27,20 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from autoscaler.interfaces import POD_GROUP_LABEL, POD_GROUP_SIZE_ANNOTATION
-from autoscaler.sim.workload import CPU_PER_GPU, MEMORY_GIB_PER_GPU
+from clusterspec.names import (
+    CPU_PER_GPU,
+    MEMORY_GIB_PER_GPU,
+    POD_GROUP_LABEL,
+    POD_GROUP_SIZE_ANNOTATION,
+    SITE_LABEL,
+    USER_LABEL,
+)
+from clusterspec.names import GPU_RESOURCE as GPU
+from clusterspec.names import JOB_INDEX_LABEL as INDEX_ANNOTATION
+from clusterspec.names import REGION_KEY as REGION_LABEL
 from labctl.errors import LabError
 from labctl.settings import Settings
 
-GPU = "nvidia.com/gpu"
-INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
-REGION_LABEL = "topology.kubernetes.io/region"
-SITE_LABEL = "research.cluster/site"
-USER_LABEL = "research.cluster/user"
 IMAGE_LABEL = "research.cluster/image"
 TOOL_LABEL = "app.kubernetes.io/managed-by"
 MASTER_PORT = 29500

@@ -9,10 +9,10 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
+from clusterspec.names import JOB_NAME_LABEL
 from labctl import jobs
 from labctl.errors import LabError
 
-JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 TENSORBOARD_PORT = 6006
 
 

@@ -6,10 +6,10 @@ import os
 from dataclasses import dataclass
 from functools import cached_property
 
+from clusterspec.errors import SpecError
+from clusterspec.loader import load_spec
+from clusterspec.spec import Cluster
 from labctl.errors import LabError
-from provision.errors import SpecError
-from provision.loader import load_spec
-from provision.spec import Cluster
 
 
 @dataclass(frozen=True)

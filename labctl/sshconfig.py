@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from provision.spec import Cluster
+from clusterspec.spec import Cluster
 
 INCLUDE = "Include lab_config"
 

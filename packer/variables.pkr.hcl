@@ -52,7 +52,7 @@ variable "nvidia_driver_branch" {
 
 variable "nvidia_driver_flavour" {
   type        = string
-  description = "open or proprietary kernel modules (provision/drivers.py picks it from the GPU models)."
+  description = "open or proprietary kernel modules (clusterspec/drivers.py picks it from the GPU models)."
   default     = "open"
 }
 

@@ -4,7 +4,7 @@ Which nodes run them comes from the spec, exactly: a cloud node carries ``resear
 (Terraform's node template), a lab server joins under its own name (Chef's kubeadm join), so the required node
 affinity has one label term for the GPU node groups and one ``metadata.name`` term for the GPU servers (the
 DaemonSet controller evaluates both; the autoscaler's new-node overhead sees the label term). Tolerations are
-exactly the taints those nodes carry. Images follow the driver branch (``provision/data/gpu_stack.yaml``).
+exactly the taints those nodes carry. Images follow the driver branch (``clusterspec/data/gpu_stack.yaml``).
 
 ``deploy_addons`` is what ``invoke deploy-addons`` runs, and what ``invoke up`` calls once the API answers.
 """
@@ -18,11 +18,12 @@ from pathlib import Path
 import jinja2
 import yaml
 
-from autoscaler.interfaces import NODE_GROUP_LABEL
-from provision import checkout, drivers, hardware
+from clusterspec import drivers
+from clusterspec.errors import UserError
+from clusterspec.names import NODE_GROUP_LABEL
+from clusterspec.spec import Cluster, Taint
+from provision import checkout, hardware
 from provision import kubectl as kubectl_cli
-from provision.errors import UserError
-from provision.spec import Cluster, Taint
 
 REPO = Path(__file__).resolve().parent.parent
 TEMPLATES = REPO / "deploy" / "addons"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from provision.errors import UserError
+from clusterspec.errors import UserError
 
 REPO = Path(__file__).resolve().parent.parent
 

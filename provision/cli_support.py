@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from invoke.exceptions import Exit
 
-from provision.errors import UserError
+from clusterspec.errors import UserError
 
 
 def user_errors(fn: Callable) -> Callable:

@@ -5,8 +5,8 @@ that succeeded."""
 
 from __future__ import annotations
 
+from clusterspec.spec import Cluster
 from provision import addons, kubectl, scheduler
-from provision.spec import Cluster
 
 
 def deploy_scheduler(cluster: Cluster, kubectl_path: str | None = None) -> list[str]:

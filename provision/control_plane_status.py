@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
-from provision.errors import UserError
-from provision.spec import Cluster
+from clusterspec.errors import UserError
+from clusterspec.spec import Cluster
 
 HEALTHY = {"ready"}
 IN_PROGRESS = {"initializing", "waiting", "joining", "retrying", "healing"}

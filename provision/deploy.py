@@ -16,11 +16,11 @@ from pathlib import Path
 import jinja2
 import yaml
 
-from autoscaler.adapters.kubernetes import DEFAULT_NAMESPACE, STATE_CONFIGMAP, STATUS_CONFIGMAP
-from autoscaler.leader import LEASE_NAME
+from clusterspec.errors import UserError
+from clusterspec.names import AUTOSCALER_NAMESPACE as DEFAULT_NAMESPACE
+from clusterspec.names import LEASE_NAME, STATE_CONFIGMAP, STATUS_CONFIGMAP
+from clusterspec.spec import Cluster
 from provision import checkout, kubectl
-from provision.errors import UserError
-from provision.spec import Cluster
 
 REPO = Path(__file__).resolve().parent.parent
 TEMPLATES = REPO / "deploy" / "manifests"
@@ -161,7 +161,7 @@ def apply(path: Path) -> None:
 
 def deploy(spec: str | None, arn: str | None, dry_run: bool) -> None:
     """``invoke deploy-autoscaler``: render, then apply (or print, with ``dry_run``)."""
-    from provision.loader import load_spec
+    from clusterspec.loader import load_spec
 
     cluster = load_spec(spec)
     if arn:

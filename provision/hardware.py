@@ -1,7 +1,7 @@
 """What an instance type's hardware needs beyond the driver: NVSwitch (fabric manager) and EFA.
 
-The features come from ``autoscaler/data/instance_types.yaml`` (``efa``, ``nvswitch``; read here, not by the
-autoscaler). One AMI serves every instance type of the spec, so the image *installs* what any cloud type needs
+The features come from the instance table (``clusterspec/data/instance_types.yaml``, columns ``efa`` and
+``nvswitch``, through ``clusterspec.catalog``). One AMI serves every instance type of the spec, so the image *installs* what any cloud type needs
 and the node *activates* only what its own hardware has: the fabric manager unit runs only when an NVSwitch is
 on the PCI bus, the EFA kernel module binds only to an EFA device (``packer/scripts/gpu-hardware.sh``).
 """
@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 
-import yaml
-
-from provision.spec import Cluster
+from clusterspec import catalog
+from clusterspec.spec import Cluster
 
 # PCI identities the boot-time check looks for (sysfs ``vendor``/``device``/``class``).
 NVIDIA_VENDOR = "0x10de"
@@ -48,16 +46,9 @@ class Hardware:
 
 @cache
 def table() -> dict[str, Hardware]:
-    rows = yaml.safe_load(resources.files("autoscaler").joinpath("data", "instance_types.yaml").read_text())
     return {
-        name: Hardware(
-            instance_type=name,
-            gpus=int(row.get("gpus", 0)),
-            gpu_model=row.get("gpu_model"),
-            efa=int(row.get("efa", 0)),
-            nvswitch=bool(row.get("nvswitch", False)),
-        )
-        for name, row in rows["types"].items()
+        name: Hardware(instance_type=name, gpus=t.gpus, gpu_model=t.gpu_model, efa=t.efa, nvswitch=t.nvswitch)
+        for name, t in catalog.instance_types().items()
     }
 
 

@@ -23,8 +23,8 @@ import json
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from clusterspec.errors import UserError
 from provision import checkout
-from provision.errors import UserError
 
 AUDIENCE = "sts.amazonaws.com"
 

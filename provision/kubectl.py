@@ -7,7 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from provision.errors import UserError
+from clusterspec.errors import UserError
 
 
 def _failure(kubectl: str) -> str | None:

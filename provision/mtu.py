@@ -11,7 +11,7 @@ same MTU: flannel writes one CNI configuration for every node, and a cloud pod t
 
 from __future__ import annotations
 
-from provision.spec import TunnelCrypto
+from clusterspec.spec import TunnelCrypto
 
 UNDERLAY_MTU = 1500  # the site's Internet uplink
 AWS_TUNNEL_MTU = 1446  # AWS Site-to-Site VPN quotas: maximum transmission unit

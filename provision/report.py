@@ -5,8 +5,8 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from provision.addresses import address_plan
-from provision.spec import Cluster
+from clusterspec.addresses import address_plan
+from clusterspec.spec import Cluster
 
 
 def summary(cluster: Cluster) -> str:

@@ -4,7 +4,7 @@ machines. Plain data from the spec; nothing is decided in Jinja."""
 
 from __future__ import annotations
 
-from provision.spec import Cluster
+from clusterspec.spec import Cluster
 
 
 def researchers_context(cluster: Cluster, region: str) -> dict:

@@ -31,9 +31,9 @@ from pathlib import Path
 import yaml
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+from clusterspec.errors import UserError
+from clusterspec.spec import Cluster
 from provision import checkout
-from provision.errors import UserError
-from provision.spec import Cluster
 
 EFS_DRIVER = "efs.csi.aws.com"
 SIZE = "1Ti"

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import ipaddress
 
-from provision.errors import UserError
-from provision.spec import Cluster
+from clusterspec.errors import UserError
+from clusterspec.spec import Cluster
 
 FIRST_OCTET = 10  # 169.254.10.0 onwards
 SITES_PER_REGION = 32  # 8 addresses per site in one /24

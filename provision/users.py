@@ -45,13 +45,13 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from provision.errors import UserError
-from provision.spec import Cluster
+from clusterspec.errors import UserError
+from clusterspec.names import USER_LABEL
+from clusterspec.spec import Cluster
 
 USERS_GROUP = "research:users"
 SIGNER = "kubernetes.io/kube-apiserver-client"
 CERT_DAYS = 365
-USER_LABEL = "research.cluster/user"
 DEFAULT_HOME = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "research-cluster"
 
 

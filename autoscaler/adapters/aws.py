@@ -27,10 +27,11 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from autoscaler import catalog, metrics
+from autoscaler import metrics
 from autoscaler.adapters import aws_models, failures, node_template
 from autoscaler.core.timeutil import show_time
-from autoscaler.interfaces import CA_CLUSTER_TAG_PREFIX, CA_ENABLED_TAG, PRIORITY_TAG
+from clusterspec import catalog
+from clusterspec.names import CA_CLUSTER_TAG_PREFIX, CA_ENABLED_TAG, PRIORITY_TAG
 
 log = logging.getLogger("autoscaler.aws")
 

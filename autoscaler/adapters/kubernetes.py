@@ -25,13 +25,11 @@ from urllib3.exceptions import HTTPError
 from autoscaler import metrics
 from autoscaler.adapters.events import EventNotFound, EventRejected, EventWriter
 from autoscaler.adapters.informer import Informer
+from clusterspec.names import AUTOSCALER_COMPONENT as COMPONENT
+from clusterspec.names import AUTOSCALER_NAMESPACE as DEFAULT_NAMESPACE
+from clusterspec.names import STATE_CONFIGMAP, STATUS_CONFIGMAP
 
 log = logging.getLogger("autoscaler.kubernetes")
-
-COMPONENT = "research-autoscaler"
-DEFAULT_NAMESPACE = "research-autoscaler"
-STATE_CONFIGMAP = "research-autoscaler-state"
-STATUS_CONFIGMAP = "research-autoscaler-status"
 
 
 def _transient(err: BaseException) -> bool:

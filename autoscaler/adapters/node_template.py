@@ -3,13 +3,13 @@
 Labels, taints and resources come from the cluster-autoscaler node-template tags on the group
 (``k8s.io/cluster-autoscaler/node-template/label/<key>=<value>``, ``.../taint/<key>=<value>:<Effect>``,
 ``.../resources/<resource>=<quantity>``); capacity from EC2's DescribeInstanceTypes, with the bundled table
-(:mod:`autoscaler.catalog`) as the fallback, both reduced by the same system reservations.
+(:mod:`clusterspec.catalog`) as the fallback, both reduced by the same system reservations.
 """
 
 from __future__ import annotations
 
-from autoscaler import catalog
-from autoscaler.interfaces import (
+from clusterspec import catalog
+from clusterspec.names import (
     NODE_GROUP_LABEL,
     NODE_TEMPLATE_LABEL_TAG,
     NODE_TEMPLATE_RESOURCE_TAG,

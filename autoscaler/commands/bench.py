@@ -12,6 +12,8 @@ import json
 import sys
 import time
 
+from autoscaler.options import positive_count
+
 DEFAULT_PODS = 51_000
 DEFAULT_NODES = 3_000
 
@@ -55,17 +57,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="REF",
         help="also run the real-size processes on this commit's code (e.g. main) and print new/baseline ratios",
     )
-
-
-def positive_count(text: str) -> int:
-    """An argparse type: a positive whole number, thousands separators allowed (50,000 or 50_000)."""
-    try:
-        value = int(text.replace(",", "").replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a positive number")
-    return value
 
 
 def run(args: argparse.Namespace) -> int:

@@ -7,7 +7,7 @@ import sys
 
 import msgspec
 
-from autoscaler.cli import exit_now
+from autoscaler.commands.exit import exit_now
 from autoscaler.commands.inputs import read_mapping, read_snapshot
 from autoscaler.core.config import PlannerConfig
 from autoscaler.core.gcpause import gc_paused

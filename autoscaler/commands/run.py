@@ -6,8 +6,8 @@ import argparse
 import json
 import sys
 
-from autoscaler.commands.live_options import COMMON, RUN, add_options, resolve
 from autoscaler.core.timeutil import show_time
+from autoscaler.options import COMMON, RUN, add_options, resolve
 
 
 def register(subparsers) -> None:

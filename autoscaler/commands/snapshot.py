@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from autoscaler.commands.live_options import COMMON, UsageError, add_options, resolve
+from autoscaler.options import COMMON, UsageError, add_options, resolve
 
 SPEC_ENV = "AUTOSCALER_SPEC"
 DEFAULT_SPEC = "cluster.yaml"
@@ -49,7 +49,7 @@ def spec_defaults(spec: str | None, environ=os.environ) -> dict[str, str]:
             return {}
         path = DEFAULT_SPEC
     try:
-        from provision.loader import load_spec
+        from clusterspec.loader import load_spec
     except ImportError:  # the autoscaler image carries no provisioning code
         raise UsageError(f"{path}: reading a cluster spec needs a checkout of the repository") from None
     cluster = load_spec(path)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import random
 
-from autoscaler import catalog
 from autoscaler.core.names import NODE_GROUP_LABEL
+from clusterspec import catalog
 
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}

@@ -1,31 +1,29 @@
-"""Names the planner reads and writes on Kubernetes objects (shared names live in autoscaler.interfaces)."""
+"""Names the planner reads and writes on Kubernetes objects (the names other parts share live in clusterspec.names)."""
 
 from __future__ import annotations
 
-from autoscaler.interfaces import (  # noqa: F401  (re-exported for the core's modules)
+from clusterspec.names import (  # noqa: F401  (re-exported for the core's modules)
+    GANG_ANNOTATION,
+    HOSTNAME_KEY,
+    INSTANCE_TYPE_KEY,
+    JOB_INDEX_LABEL,
+    JOB_NAME_LABEL,
     NODE_GROUP_LABEL,
     POD_GROUP_LABEL,
     POD_GROUP_SIZE_ANNOTATION,
+    REGION_KEY,
     SAFE_TO_EVICT_ANNOTATION,
     SCALE_DOWN_DISABLED_ANNOTATION,
     TO_BE_DELETED_TAINT,
     TO_BE_DELETED_TAINTS,
+    ZONE_KEY,
 )
 
 # Node annotations the plan asks the controller to set (docs/planner.md, "Idle time" and "Removal").
 IDLE_SINCE_ANNOTATION = "research.cluster/idle-since"  # ISO-8601: when the node last ran a non-DaemonSet pod
 TO_BE_DELETED_SINCE_ANNOTATION = "research.cluster/to-be-deleted-since"  # ISO-8601: when it was tainted
 
-JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
-JOB_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
-# On a Job's pod template: "true" makes the Job's pods one gang (all-or-nothing, one region). Without it (or the
-# PodGroup label) an Indexed Job is a set of independent pods, as the default scheduler treats it.
-GANG_ANNOTATION = "research.cluster/gang"
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
-HOSTNAME_KEY = "kubernetes.io/hostname"
-ZONE_KEY = "topology.kubernetes.io/zone"
-REGION_KEY = "topology.kubernetes.io/region"
-INSTANCE_TYPE_KEY = "node.kubernetes.io/instance-type"
 DO_NOT_DISRUPT_ANNOTATION = "karpenter.sh/do-not-disrupt"  # on pods: "true" blocks the node's removal
 SAFE_TO_EVICT_LOCAL_VOLUMES_ANNOTATION = "cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes"
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"

@@ -9,109 +9,11 @@ from __future__ import annotations
 
 import math
 
+from autoscaler.core.bins import NEW, STAGES, Bin, PodClass, Room, group_zone
 from autoscaler.core.fit import BIG, NodeState, capacity
-from autoscaler.core.model import Group
-from autoscaler.core.podspec import PodShape
 from autoscaler.core.quantity import is_extended
 from autoscaler.core.scheduling import Scheduler
-
-EXISTING, TAINTED, UPCOMING, NEW = "existing", "tainted", "upcoming", "new"
-
-
-class PodClass:
-    """Pending pods that are interchangeable for placement: same shape, selector matches, priority and gang."""
-
-    __slots__ = (
-        "shape",
-        "matched",
-        "priority",
-        "gang",
-        "pods",
-        "placed",
-        "size",
-        "may_scale_up",
-        "notes",
-        "topology",
-    )
-
-    def __init__(self, shape: PodShape, matched: frozenset, priority: int, gang: str | None):
-        self.shape = shape
-        self.matched = matched
-        self.priority = priority
-        self.gang = gang
-        self.pods: list = []
-        self.placed = 0
-        self.size = 0.0  # dominant share of the largest node, for the decreasing order
-        self.may_scale_up = True
-        self.notes: dict[str, tuple[str, str]] = {}  # group -> (kind, why it could not take these pods)
-        self.topology = shape.topology  # placed pod by pod by topology domain (spread.py)
-
-
-class Bin:
-    __slots__ = (
-        "kind",
-        "group",
-        "region",
-        "node",
-        "labels",
-        "taints",
-        "tmpl",
-        "st",
-        "count",
-        "history",
-        "zone",
-    )
-
-    def __init__(self, kind, group, region, node, labels, taints, tmpl, st, count=1, zone=None):
-        self.kind = kind
-        self.group: Group | None = group
-        self.region: str = region
-        self.node: str | None = node
-        self.labels: dict = labels
-        self.taints: tuple = taints
-        self.tmpl: int = tmpl
-        self.st: NodeState = st
-        self.count: int = count
-        self.history: list = []  # (PodClass, pods per node)
-        self.zone: str | None = zone  # None for new and upcoming nodes of a group with several zones
-
-    def clone(self, count: int) -> Bin:
-        b = Bin(
-            self.kind,
-            self.group,
-            self.region,
-            self.node,
-            self.labels,
-            self.taints,
-            self.tmpl,
-            self.st.copy(),
-            count,
-            self.zone,
-        )
-        b.history = list(self.history)
-        return b
-
-
-class Room:
-    """A group's room for new nodes in this plan."""
-
-    __slots__ = ("group", "region_idx", "headroom", "new", "blocked", "tmpl")
-
-    def __init__(self, group: Group, region_idx: int, headroom: int, blocked: str | None, tmpl: int):
-        self.group = group
-        self.region_idx = region_idx
-        self.headroom = headroom  # max minus the (corrected) desired size
-        self.new = 0
-        self.blocked = blocked  # why the group may not grow now (back-off), None when it may
-        self.tmpl = tmpl
-
-
-STAGES = {EXISTING: 0, TAINTED: 1, UPCOMING: 2, NEW: 3}
-
-
-def group_zone(g: Group) -> str | None:
-    """The zone of a group's new and upcoming nodes: its only zone, else None (the group chooses)."""
-    return g.zones[0] if len(g.zones) == 1 else None
+from autoscaler.core.spread import place_topology
 
 
 def _max_free(run: list[Bin]) -> dict[str, int]:
@@ -208,7 +110,7 @@ class Packer:
         b.st.add(cls.shape, cls.matched, k)
         b.history.append((cls, k))
 
-    def _fill(self, run: list[Bin], i: int, b: Bin, cls: PodClass, c: int, n: int) -> tuple[int, int]:
+    def fill(self, run: list[Bin], i: int, b: Bin, cls: PodClass, c: int, n: int) -> tuple[int, int]:
         """Put up to ``n`` pods, ``c`` per node, on the run of nodes ``b`` (at ``run[i]``); (placed, bins
         inserted before it)."""
         m = b.count
@@ -235,8 +137,6 @@ class Packer:
     def place(self, cls: PodClass, n: int, region: str | None, allow_new: bool) -> int:
         """Up to ``n`` pods of ``cls``: first on the bins there are, then (``allow_new``) on new nodes."""
         if cls.topology:
-            from autoscaler.core.spread import place_topology
-
             return place_topology(self, cls, n, region, allow_new)
         placed = self.place_existing(cls, n, region)
         if placed < n and allow_new:
@@ -278,7 +178,7 @@ class Packer:
                     else:
                         i += 1
                     continue
-                got, ins = self._fill(run, i, b, cls, c, n)
+                got, ins = self.fill(run, i, b, cls, c, n)
                 placed += got
                 n -= got
                 i += ins + 1
@@ -300,25 +200,27 @@ class Packer:
                 continue
             avail = min(room.headroom - room.new, self.cap_left)
             if avail <= 0:
-                self._note_full(cls, room)
+                self.note_full(cls, room)
                 continue
             take = min(math.ceil(n / k), avail)
             got = min(n, take * k)
-            self._open(room, cls, take, k, got, zone)
+            self.open_nodes(room, cls, take, k, got, zone)
             placed += got
             n -= got
             if n > 0:
-                self._note_full(cls, room)
+                self.note_full(cls, room)
         return placed
 
-    def _note_full(self, cls: PodClass, room: Room) -> None:
+    def note_full(self, cls: PodClass, room: Room) -> None:
         g = room.group
         if room.headroom - room.new <= 0:
             cls.notes[g.name] = ("max", f"group {g.name} is at its maximum size ({g.max})")
         else:
             cls.notes[g.name] = ("cap", f"the limit of {self.max_new} new nodes per plan is reached")
 
-    def _open(self, room: Room, cls: PodClass, take: int, k: int, n: int, zone: str | None = None) -> None:
+    def open_nodes(
+        self, room: Room, cls: PodClass, take: int, k: int, n: int, zone: str | None = None
+    ) -> None:
         g = room.group
         run = Bin(
             NEW,
@@ -342,7 +244,7 @@ class Packer:
         room.new += take
         self.cap_left -= take
         runs, i = self.add(run)
-        self._fill(runs, i, run, cls, k, n)
+        self.fill(runs, i, run, cls, k, n)
 
     def count_demand(self, classes, sign: int = 1) -> None:
         """Add (sign 1) or remove (-1) the pods of ``classes`` to the pending pods still to place, by what the

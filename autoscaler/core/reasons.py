@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from autoscaler.core.bins import PodClass
 from autoscaler.core.fit import NodeState, capacity_reason
 from autoscaler.core.model import Group
-from autoscaler.core.packing import PodClass
 from autoscaler.core.quantity import format_amount
 
 

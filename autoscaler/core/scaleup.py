@@ -8,23 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from autoscaler.core.bins import EXISTING, NEW, TAINTED, UPCOMING, Bin, PodClass, Room, group_zone
 from autoscaler.core.config import PlannerConfig
 from autoscaler.core.failures import GroupStatus, gone_instances
 from autoscaler.core.fit import NodeState, matching, selector_keys
 from autoscaler.core.model import Group, Pod, Snapshot
 from autoscaler.core.names import HOSTNAME_KEY, TO_BE_DELETED_TAINTS
 from autoscaler.core.nodestate import lifecycle
-from autoscaler.core.packing import (
-    EXISTING,
-    NEW,
-    TAINTED,
-    UPCOMING,
-    Bin,
-    Packer,
-    PodClass,
-    Room,
-    group_zone,
-)
+from autoscaler.core.packing import Packer
 from autoscaler.core.reasons import nodes_summary, why_unplaced
 
 UNSCHEDULABLE_TAINT = ("node.kubernetes.io/unschedulable", "", "NoSchedule")

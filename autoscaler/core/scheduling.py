@@ -1,7 +1,7 @@
 """One home for the scheduler's rules: may this pod go on this node, and what does it take?
 
 A :class:`Scheduler` per plan answers it for a pod class and a node, whatever the node is (an existing node, a
-starting or launching node, a new node of a group's template: all ``packing.Bin``), with the rules of the
+starting or launching node, a new node of a group's template: all ``bins.Bin``), with the rules of the
 kube-scheduler's filter plugins:
 
 - :meth:`Scheduler.static`: what depends only on the node's labels, taints and name (NodeAffinity with the
@@ -19,15 +19,21 @@ bulk path fast. The plan's snapshot stays with ``scaleup.py``, which builds the 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from autoscaler.core.bins import Bin, PodClass, Room
 from autoscaler.core.fit import NodeState, capacity, capacity_reason, static_reason
 from autoscaler.core.names import HOSTNAME_KEY, ZONE_KEY
 from autoscaler.core.podspec import PodShape
 from autoscaler.core.selectors import untolerated
 
-if TYPE_CHECKING:  # packing builds on this module
-    from autoscaler.core.packing import Bin, PodClass
+
+class PackerView(Protocol):
+    """What the topology counts read of the plan's nodes (``packing.Packer``, which builds on this module)."""
+
+    @property
+    def bins(self) -> list[Bin]: ...
+    def group_order(self, cls: PodClass, n: int = 1) -> list[tuple[Room, int]]: ...
 
 
 class Scheduler:
@@ -77,7 +83,7 @@ class Scheduler:
             why = capacity_reason(cls.shape, cls.matched, b.st) or "has no room"
         return why
 
-    def topology(self, packer, cls, region: str | None, allow_new: bool) -> Topology:
+    def topology(self, packer: PackerView, cls: PodClass, region: str | None, allow_new: bool) -> Topology:
         return Topology(packer, cls, region, allow_new)
 
 
@@ -110,7 +116,7 @@ class Topology:
     matching pods per counted domain and the minimum; per affinity term the matching pods per domain; the domains
     a running pod's anti-affinity forbids to it."""
 
-    def __init__(self, packer, cls: PodClass, region: str | None, allow_new: bool):
+    def __init__(self, packer: PackerView, cls: PodClass, region: str | None, allow_new: bool):
         shape = cls.shape
         bins = packer.bins  # the whole cluster's nodes count, wherever the pod may go
         self.bins = bins

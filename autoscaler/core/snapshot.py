@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from autoscaler import catalog
 from autoscaler.core.daemonsets import with_daemonset_overhead
 from autoscaler.core.errors import SnapshotError
 from autoscaler.core.gcpause import gc_paused
@@ -31,6 +30,7 @@ from autoscaler.core.podspec import parse_shape
 from autoscaler.core.quantity import parse_resources
 from autoscaler.core.selectors import label_key_problem, label_value_problem, parse_taints
 from autoscaler.core.timeutil import parse_time
+from clusterspec import catalog
 
 FAILURE_REASONS = (
     "insufficient-capacity",
@@ -282,7 +282,7 @@ def _group(g: dict, name: str, w: str, errors: list[str]) -> Group | None:
     if alloc_raw is None:
         if info is None and itype:
             errors.append(
-                f"{w}.instance_type: {itype!r} is not in the instance table (autoscaler/data/instance_types.yaml);"
+                f"{w}.instance_type: {itype!r} is not in the instance table (clusterspec/data/instance_types.yaml);"
                 " give allocatable or use a listed type"
             )
         alloc_raw = info.allocatable() if info else {}

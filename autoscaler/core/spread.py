@@ -22,12 +22,30 @@ adds a node only for a pod that fits nowhere.
 
 from __future__ import annotations
 
+from typing import Protocol
+
+from autoscaler.core.bins import NEW, Bin, PodClass, Room, group_zone
 from autoscaler.core.fit import NodeState
 from autoscaler.core.names import ZONE_KEY
-from autoscaler.core.packing import NEW, Bin, Packer, PodClass, group_zone
+from autoscaler.core.scheduling import PackerView, Scheduler
 
 
-def _place_one(packer: Packer, cls: PodClass, region: str | None, allow_new: bool, why: list) -> bool:
+class Placer(PackerView, Protocol):
+    """What topology placement uses of the packer (``packing.Packer``), which calls it for topology pods."""
+
+    sched: Scheduler
+    order: list[tuple[int, int]]
+    runs: dict[tuple[int, int], list[Bin]]
+    cap_left: int
+
+    def fill(self, run: list[Bin], i: int, b: Bin, cls: PodClass, c: int, n: int) -> tuple[int, int]: ...
+    def open_nodes(
+        self, room: Room, cls: PodClass, take: int, k: int, n: int, zone: str | None = None
+    ) -> None: ...
+    def note_full(self, cls: PodClass, room: Room) -> None: ...
+
+
+def _place_one(packer: Placer, cls: PodClass, region: str | None, allow_new: bool, why: list) -> bool:
     counts = packer.sched.topology(packer, cls, region, allow_new)
     best = None
     for key in packer.order:
@@ -50,7 +68,7 @@ def _place_one(packer: Packer, cls: PodClass, region: str | None, allow_new: boo
             break
     if best is not None:
         _, run, i, b = best
-        packer._fill(run, i, b, cls, 1, 1)
+        packer.fill(run, i, b, cls, 1, 1)
         return True
     if not allow_new:
         return False
@@ -70,7 +88,7 @@ def _place_one(packer: Packer, cls: PodClass, region: str | None, allow_new: boo
             cls.notes.setdefault(g.name, ("blocked", room.blocked))
             continue
         if min(room.headroom - room.new, packer.cap_left) <= 0:
-            packer._note_full(cls, room)
+            packer.note_full(cls, room)
             continue
         for z in g.zones if zonal and len(g.zones) > 1 else [group_zone(g)]:
             probe = Bin(NEW, g, g.region, None, g.labels, g.taints, room.tmpl, packer_state(g), 1, z)
@@ -82,7 +100,7 @@ def _place_one(packer: Packer, cls: PodClass, region: str | None, allow_new: boo
     if not options:
         return False
     _, _, room, k, z = min(options)
-    packer._open(room, cls, 1, k, 1, z)
+    packer.open_nodes(room, cls, 1, k, 1, z)
     return True
 
 
@@ -90,7 +108,7 @@ def packer_state(g) -> NodeState:
     return NodeState(dict(g.allocatable), ports=set(g.ports))
 
 
-def place_topology(packer: Packer, cls: PodClass, n: int, region: str | None, allow_new: bool) -> int:
+def place_topology(packer: Placer, cls: PodClass, n: int, region: str | None, allow_new: bool) -> int:
     """Up to ``n`` pods of ``cls``, one at a time, by the topology rules above."""
     placed = 0
     why: list[str] = []

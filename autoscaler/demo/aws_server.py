@@ -146,8 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     threading.Thread(target=server.serve_forever, daemon=True, name="moto").start()
     if args.spec:
         from autoscaler.demo.bootstrap import create_groups
-        from provision.errors import UserError
-        from provision.loader import load_spec
+        from clusterspec.errors import UserError
+        from clusterspec.loader import load_spec
 
         try:
             spec = load_spec(args.spec)

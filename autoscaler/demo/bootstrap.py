@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import boto3
 
-from autoscaler.interfaces import (
+from clusterspec.names import (
     CA_CLUSTER_TAG_PREFIX,
     CA_ENABLED_TAG,
     NODE_TEMPLATE_LABEL_TAG,
     NODE_TEMPLATE_TAINT_TAG,
     PRIORITY_TAG,
 )
-from provision.spec import Cluster as Spec
+from clusterspec.spec import Cluster as Spec
 
 DEMO_AMI = "ami-12c6146b"  # one of moto's built-in images
 

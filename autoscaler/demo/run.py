@@ -33,9 +33,9 @@ from autoscaler.demo.timeline import plot_timeline
 from autoscaler.demo.watch import Watcher
 from autoscaler.demo.workload import Wave, wave_pods, waves
 from autoscaler.sim.workload import NAMESPACE
-from provision.errors import UserError
-from provision.loader import load_spec
-from provision.spec import Cluster as Spec
+from clusterspec.errors import UserError
+from clusterspec.loader import load_spec
+from clusterspec.spec import Cluster as Spec
 
 COMPRESSION = 60.0  # model seconds per real second: a 4.5-minute GPU boot takes 4.5 s
 SCAN_INTERVAL_S = 2

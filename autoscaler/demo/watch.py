@@ -12,10 +12,10 @@ from pathlib import Path
 
 import boto3
 
-from autoscaler.catalog import instance_types
 from autoscaler.demo.events import CausalOrder, Decision, from_activity, from_log_record
-from autoscaler.interfaces import NODE_GROUP_LABEL
 from autoscaler.sim.workload import NAMESPACE
+from clusterspec.catalog import instance_types
+from clusterspec.names import NODE_GROUP_LABEL
 
 GPU = "nvidia.com/gpu"
 __all__ = ["Decision", "Sample", "Watcher", "node_stage"]

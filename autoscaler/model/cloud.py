@@ -22,10 +22,10 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from autoscaler.catalog import instance_types
 from autoscaler.model.boot import INSTANCE_RUNNING_S, boot_delay
 from autoscaler.model.clock import iso, to_datetime
 from autoscaler.model.event_queue import EventQueue
+from clusterspec.catalog import instance_types
 
 PENDING, RUNNING, TERMINATED = "Pending", "InService", "Terminated"  # Auto Scaling lifecycle states
 

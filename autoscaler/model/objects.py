@@ -5,12 +5,12 @@ from __future__ import annotations
 import copy
 from datetime import UTC, datetime
 
-from autoscaler.catalog import instance_types
-from autoscaler.interfaces import NODE_GROUP_LABEL
 from autoscaler.model.clock import iso
 from autoscaler.model.cloud import Instance
 from autoscaler.model.daemons import pod_tolerations
 from autoscaler.model.taints import NOT_READY, UNINITIALIZED, UNREACHABLE
+from clusterspec.catalog import instance_types
+from clusterspec.names import NODE_GROUP_LABEL
 
 KUBELET_VERSION = "v1.31.4"  # the emulator's API server version (autoscaler/emulator/resources.py)
 NETWORK_NOT_READY = (

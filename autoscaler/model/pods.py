@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from autoscaler.interfaces import POD_GROUP_LABEL, POD_GROUP_SIZE_ANNOTATION
 from autoscaler.model.quantity import parse_quantity
+from clusterspec.names import POD_GROUP_LABEL, POD_GROUP_SIZE_ANNOTATION
 
 DURATION_ANNOTATION = "research.cluster/duration-s"  # seconds a pod runs once started; absent: until deleted
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"

@@ -1,7 +1,7 @@
 """An incremental scheduler: binds Pending pods to Ready, schedulable nodes with the planner's predicate
 (``autoscaler.core.fit.pod_fits_node``) and scores the feasible nodes as kube-scheduler does.
 
-Scoring follows a :class:`provision.scheduler.Profile` (the deployed configuration is read from
+Scoring follows a :class:`clusterspec.scheduler.Profile` (the deployed configuration is read from
 ``provision/scheduler.py``, not copied): NodeResourcesFit with its strategy (``MostAllocated`` or
 ``LeastAllocated``) and per-resource weights, NodeResourcesBalancedAllocation when the profile has it, each plugin
 times its weight, the highest total wins and ties are broken at random (seeded), as ``selectHost`` does
@@ -24,15 +24,12 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from autoscaler.core.errors import SnapshotError
 from autoscaler.core.fit import pod_fits_node
 from autoscaler.model import pods as P
 from autoscaler.model.quantity import parse_quantity
-
-if TYPE_CHECKING:
-    from provision.scheduler import Profile
+from clusterspec.scheduler import BIN_PACKING, Profile
 
 GPU = "nvidia.com/gpu"
 EPS = 1e-9
@@ -46,10 +43,7 @@ _SCORED = frozenset({"cpu", "memory"})  # counted on every node even for pods th
 
 
 def deployed_profile() -> Profile:
-    """The profile the cluster runs (provision/scheduler.py ``BIN_PACKING``); imported late, as the model also
-    runs where only the autoscaler package is installed and a caller may pass a profile instead."""
-    from provision.scheduler import BIN_PACKING
-
+    """The profile the cluster runs (clusterspec/scheduler.py ``BIN_PACKING``); a caller may pass another."""
     return BIN_PACKING
 
 

@@ -6,8 +6,8 @@ Kept free of ``provision`` so the model has no dependency on the spec model; nam
 
 from __future__ import annotations
 
-from autoscaler.catalog import instance_type
-from autoscaler.interfaces import NODE_GROUP_LABEL
+from clusterspec.catalog import instance_type
+from clusterspec.names import NODE_GROUP_LABEL
 
 
 def asg_name(cluster: str, region: str, group: str) -> str:

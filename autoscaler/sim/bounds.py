@@ -12,7 +12,7 @@ from __future__ import annotations
 from autoscaler.model.spec_groups import groups_from_spec
 from autoscaler.sim.traces import Job
 from autoscaler.sim.workload import GPU, split_job
-from provision.spec import Cluster as Spec
+from clusterspec.spec import Cluster as Spec
 
 
 def _gpus(group: dict) -> int:

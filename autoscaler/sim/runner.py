@@ -16,7 +16,6 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from autoscaler.catalog import instance_types
 from autoscaler.model.adapters import ModelCloud, ModelCluster
 from autoscaler.model.boot import NodeLifecycle
 from autoscaler.model.clock import VirtualClock, to_datetime
@@ -30,8 +29,9 @@ from autoscaler.sim.rendezvous import Rendezvous
 from autoscaler.sim.traces import Job
 from autoscaler.sim.tracker import ModelTracker
 from autoscaler.sim.workload import NAMESPACE, job_pods
-from provision.scheduler import PROFILES
-from provision.spec import Cluster as Spec
+from clusterspec.catalog import instance_types
+from clusterspec.scheduler import PROFILES
+from clusterspec.spec import Cluster as Spec
 
 
 @dataclass

@@ -13,7 +13,7 @@ from pathlib import Path
 from autoscaler.sim.metrics import Burst
 from autoscaler.sim.runner import Scenario
 from autoscaler.sim.traces import Job, load_trace
-from provision.spec import Cluster as Spec
+from clusterspec.spec import Cluster as Spec
 
 SCENARIOS = ("burst",)
 

@@ -22,10 +22,10 @@ from autoscaler.sim.policies import POLICIES, make_policy
 from autoscaler.sim.runner import Run, Scenario
 from autoscaler.sim.scenarios import SCENARIOS, burst_scenario, trace_scenario
 from autoscaler.sim.traces import resolve_trace
-from provision.errors import UserError
-from provision.loader import load_spec, spec_from_data
-from provision.scheduler import PROFILES
-from provision.spec import Cluster as Spec
+from clusterspec.errors import UserError
+from clusterspec.loader import load_spec, spec_from_data
+from clusterspec.scheduler import PROFILES
+from clusterspec.spec import Cluster as Spec
 
 # Every report: each policy under the deployed scheduler profile, and ours under the default kube-scheduler too
 # (what the profile buys). ``name@default`` runs a policy under the default profile.

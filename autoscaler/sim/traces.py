@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from provision.errors import UserError
+from clusterspec.errors import UserError
 
 REQUIRED = ("submit_time_s", "gpus", "duration_s")
 OPTIONAL = ("cpus", "memory_gib")

@@ -22,16 +22,19 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from autoscaler.interfaces import POD_GROUP_LABEL, POD_GROUP_SIZE_ANNOTATION
 from autoscaler.sim.traces import Job
+from clusterspec.names import (
+    CPU_PER_GPU,
+    JOB_INDEX_LABEL,
+    JOB_NAME_LABEL,
+    MEMORY_GIB_PER_GPU,
+    POD_GROUP_LABEL,
+    POD_GROUP_SIZE_ANNOTATION,
+)
+from clusterspec.names import GPU_RESOURCE as GPU
+from clusterspec.scheduler import GANG_SCHEDULER
 
 RENDEZVOUS_ANNOTATION = "research.cluster/rendezvous-duration-s"  # run time once every worker runs
-GANG_SCHEDULER = "research-gang-scheduler"  # provision.scheduler.GANG_SCHEDULER (checked by a test)
-JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
-JOB_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
-GPU = "nvidia.com/gpu"
-CPU_PER_GPU = 3
-MEMORY_GIB_PER_GPU = 12
 NAMESPACE = "research"
 
 

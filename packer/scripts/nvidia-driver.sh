@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The NVIDIA driver at the exact release of cluster.yaml, in the kernel-module flavour provision/drivers.py chose.
+# The NVIDIA driver at the exact release of cluster.yaml, in the kernel-module flavour clusterspec/drivers.py chose.
 set -euo pipefail
 : "${NVIDIA_DRIVER_BRANCH:?}" "${NVIDIA_DRIVER_FLAVOUR:?}" "${NVIDIA_DRIVER_PACKAGE:?}" "${NVIDIA_DRIVER_VERSION:?}"
 export DEBIAN_FRONTEND=noninteractive

@@ -10,12 +10,12 @@ import json
 import re
 from pathlib import Path
 
-from autoscaler import catalog
+from clusterspec import catalog
+from clusterspec.errors import UserError
+from clusterspec.spec import Cluster
 from provision import mtu, tunnels
 from provision.chef import bgp, image_scripts, outputs, strongswan
-from provision.errors import UserError
 from provision.packer import record
-from provision.spec import Cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT_DIR = ROOT / "build" / "chef"

@@ -10,8 +10,8 @@ AWS may answer on either, which the XFRM interfaces accept (rp_filter loose).
 
 from __future__ import annotations
 
+from clusterspec.spec import Cluster
 from provision import tunnels
-from provision.spec import Cluster
 
 HOLD_TIME_S = 30
 KEEPALIVE_S = 10

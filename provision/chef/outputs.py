@@ -7,9 +7,9 @@ import json
 import re
 from pathlib import Path
 
+from clusterspec.errors import UserError
+from clusterspec.spec import Cluster
 from provision import tunnels
-from provision.errors import UserError
-from provision.spec import Cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 OUTPUTS_DIR = ROOT / "build" / "terraform"

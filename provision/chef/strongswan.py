@@ -8,7 +8,7 @@ kinds gets two proposals, comma-separated, in the order the spec names the kinds
 
 from __future__ import annotations
 
-from provision.spec import TunnelCrypto
+from clusterspec.spec import TunnelCrypto
 
 ENCRYPTION = {
     "AES128": "aes128",

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import boto3
 
-from provision.errors import UserError
+from clusterspec.errors import UserError
+from clusterspec.spec import Cluster
 from provision.packer import moto_local, record, runner, template, variables
-from provision.spec import Cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build"

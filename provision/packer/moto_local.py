@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from provision.errors import UserError
+from clusterspec.errors import UserError
 from provision.packer.images import CANONICAL_OWNER, source_ami_name
 
 FAKE_CREDENTIALS = {

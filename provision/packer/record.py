@@ -16,7 +16,7 @@ from pathlib import Path
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
-from provision.errors import UserError
+from clusterspec.errors import UserError
 
 LOCK_FILE = "package-lock.json"
 

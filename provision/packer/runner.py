@@ -14,7 +14,7 @@ from pathlib import Path
 
 from packerpy import PackerExecutable
 
-from provision.errors import UserError
+from clusterspec.errors import UserError
 
 _COMMA = "%!(PACKER_COMMA)"
 _AMI = re.compile(r"^(?P<region>[a-z0-9-]+):(?P<ami>ami-[0-9a-f]+)$")

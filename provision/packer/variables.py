@@ -6,11 +6,11 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-from autoscaler import catalog
-from provision import drivers, hardware
-from provision.errors import UserError
+from clusterspec import catalog, drivers
+from clusterspec.errors import UserError
+from clusterspec.spec import Cluster
+from provision import hardware
 from provision.packer.images import source_ami_name
-from provision.spec import Cluster
 
 BUILDER_INSTANCE_TYPE = "g4dn.xlarge"  # a GPU, so check.sh sees the driver module next to a real device
 

@@ -14,7 +14,7 @@ import json
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
-from provision.errors import UserError
+from clusterspec.errors import UserError
 from provision.terraform.runner import CREDENTIALS_HINT
 from provision.terraform.settings import Backend
 

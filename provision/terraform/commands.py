@@ -8,8 +8,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from provision.errors import UserError
-from provision.spec import Cluster
+from clusterspec.errors import UserError
+from clusterspec.spec import Cluster
 from provision.terraform.render import render, roots
 from provision.terraform.runner import Changes, Runner, require_aws_credentials, require_terraform
 from provision.terraform.settings import DEFAULT_OUT, GLOBAL

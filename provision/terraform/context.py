@@ -6,10 +6,10 @@ import json
 import os
 from pathlib import Path
 
+from clusterspec.errors import UserError
+from clusterspec.spec import Cluster, Region
 from provision import mtu, scheduler, tunnels
-from provision.errors import UserError
 from provision.researchers_tf import researchers_context
-from provision.spec import Cluster, Region
 from provision.terraform.settings import AMI_DIR, AWS_PROVIDER_VERSION, GLOBAL, MODULES, Backend
 
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+from clusterspec.errors import UserError
+from clusterspec.spec import Cluster
 from provision import checkout
-from provision.errors import UserError
-from provision.spec import Cluster
 from provision.terraform import context
 from provision.terraform.hcl import literal
 from provision.terraform.settings import AMI_DIR, DEFAULT_OUT, GLOBAL, TEMPLATES, Backend

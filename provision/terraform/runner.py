@@ -17,7 +17,7 @@ from pathlib import Path
 import boto3
 from python_terraform import IsFlagged, IsNotFlagged, Terraform
 
-from provision.errors import UserError
+from clusterspec.errors import UserError
 from provision.terraform.plan_summary import Disruption, disruptions
 
 INSTALL_HINT = (

@@ -704,7 +704,7 @@ def check(schema: dict, modules: Path, roots: list[Path], shown: Path) -> list[P
 def run(cluster, out: Path, modules: Path, schema_path: Path, repo: Path) -> list[Problem]:
     """``invoke check-terraform``: render every root of the spec into ``out``, check them and every module,
     print one line per problem and a summary; the problems are returned (the task exits 2 when any)."""
-    from provision.errors import UserError
+    from clusterspec.errors import UserError
     from provision.terraform import provider_schema
     from provision.terraform.render import render
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import boto3
 
-from autoscaler.interfaces import (
+from clusterspec.names import (
     CA_CLUSTER_TAG_PREFIX,
     CA_ENABLED_TAG,
     NODE_TEMPLATE_LABEL_TAG,
     NODE_TEMPLATE_TAINT_TAG,
     PRIORITY_TAG,
 )
-from provision.spec import Cluster
+from clusterspec.spec import Cluster
 
 SESSION = boto3.Session()  # one session: clients made from it share the loaded service models
 

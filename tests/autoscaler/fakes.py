@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 from datetime import datetime
 
-from autoscaler.interfaces import NODE_GROUP_LABEL
+from clusterspec.names import NODE_GROUP_LABEL
 
 
 def iso(t: datetime) -> str:

@@ -12,7 +12,7 @@ import yaml
 from autoscaler import metrics
 from autoscaler.controller import STATE_FAILURES_READ, STATE_GROUPS, Controller, ControllerConfig
 from autoscaler.core.config import PlannerConfig
-from autoscaler.interfaces import TO_BE_DELETED_TAINT
+from clusterspec.names import TO_BE_DELETED_TAINT
 from tests.autoscaler.fakes import CPU8, GPU_TAINT, V100, FakeCloud, FakeCluster, group, iso, node, pod
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)

@@ -10,7 +10,7 @@ import pytest
 from autoscaler.adapters.aws import AwsCloud
 from autoscaler.controller import Controller, ControllerConfig
 from autoscaler.core.config import PlannerConfig
-from provision.loader import load_spec
+from clusterspec.loader import load_spec
 from tests.autoscaler import aws_faults
 from tests.autoscaler.aws_setup import SESSION, create_groups
 from tests.autoscaler.fakes import FakeCluster, pod

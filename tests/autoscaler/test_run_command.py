@@ -10,7 +10,7 @@ import pytest
 from autoscaler.cli import main
 from autoscaler.emulator import Emulator
 from autoscaler.model import ClusterModel, VirtualClock
-from provision.loader import load_spec
+from clusterspec.loader import load_spec
 from tests.autoscaler.aws_setup import SESSION, create_groups
 from tests.autoscaler.model.builders import pod
 from tests.autoscaler.moto_fixtures import _moto_server, moto_url  # noqa: F401 - fixtures

@@ -11,7 +11,7 @@ from autoscaler.emulator import Emulator
 from autoscaler.emulator.researchers import install, unregister
 from autoscaler.model import ClusterModel, VirtualClock
 from autoscaler.model.spec_groups import groups_from_spec
-from provision.loader import DEFAULT_SPEC
+from clusterspec.loader import DEFAULT_SPEC
 
 SPEC_DATA = yaml.safe_load(Path(DEFAULT_SPEC).read_text())
 

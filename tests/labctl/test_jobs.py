@@ -8,11 +8,11 @@ import yaml
 from kubernetes_validate import validate
 from kubernetes_validate.utils import all_versions, latest_version
 
-from autoscaler.interfaces import POD_GROUP_LABEL, POD_GROUP_SIZE_ANNOTATION
+from clusterspec.loader import load_spec
+from clusterspec.names import POD_GROUP_LABEL, POD_GROUP_SIZE_ANNOTATION
 from labctl import jobs
 from labctl.errors import LabError
 from labctl.settings import Settings
-from provision.loader import load_spec
 
 SETTINGS = Settings(load_spec())
 IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/dlr/research:0123456789abcdef"

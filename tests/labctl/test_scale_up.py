@@ -12,8 +12,8 @@ import pytest
 from kubernetes import client, config
 
 from autoscaler.model.adapters import ModelCloud
+from clusterspec.loader import load_spec
 from labctl.cli import main
-from provision.loader import load_spec
 
 
 def _snapshot(emu, kubeconfig: str) -> dict:

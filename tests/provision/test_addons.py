@@ -15,11 +15,11 @@ import pytest
 
 from autoscaler.core.fit import static_reason
 from autoscaler.core.podspec import parse_shape
-from autoscaler.interfaces import NODE_GROUP_LABEL
+from clusterspec.errors import UserError
+from clusterspec.loader import load_spec, spec_from_data
+from clusterspec.names import NODE_GROUP_LABEL
 from provision import addons, hardware
 from provision.chef.attributes import _server
-from provision.errors import UserError
-from provision.loader import load_spec, spec_from_data
 from tests.provision.kubectl_fake import fake_kubectl
 from tests.support import example_spec_data, set_path
 

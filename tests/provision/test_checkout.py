@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
+from clusterspec.errors import UserError
+from clusterspec.loader import load_spec
 from provision import addons, deploy, scheduler, storage
 from provision.chef import image_scripts
-from provision.errors import UserError
-from provision.loader import load_spec
 from provision.packer import template
 from provision.terraform import render, settings
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from clusterspec.errors import UserError
+from clusterspec.loader import load_spec
 from provision import addons, cluster_addons, scheduler
-from provision.errors import UserError
-from provision.loader import load_spec
 from tests.provision.kubectl_fake import applies, fake_kubectl
 
 

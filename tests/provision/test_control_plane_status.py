@@ -4,8 +4,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from clusterspec.loader import load_spec
 from provision.control_plane_status import read_status, report
-from provision.loader import load_spec
 from tests.provision.terraform.test_control_plane_bootstrap import SCENARIOS, _run, render
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from importlib.metadata import distribution
+from importlib.metadata import distribution, packages_distributions
 
 import kubernetes_validate
 import pytest
@@ -13,10 +13,10 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from autoscaler.cli import build_parser
-from autoscaler.commands.live_options import COMMON, RUN, resolve
+from autoscaler.options import COMMON, RUN, resolve
+from clusterspec.errors import UserError
+from clusterspec.loader import load_spec, spec_from_data
 from provision import deploy, kubectl
-from provision.errors import UserError
-from provision.loader import load_spec, spec_from_data
 from tests.support import ROOT, example_spec_data, set_path
 
 ARN = "arn:aws:iam::123456789012:role/dlr-autoscaler"
@@ -193,6 +193,40 @@ def test_the_image_requirements_are_pinned_and_closed():
         assert name in project
 
 
+def test_the_image_carries_every_package_its_commands_import():
+    """The image holds what ``autoscaler <command>`` imports, transitively: each of our packages is copied in and
+    let through the build context's allow-list, each third-party one is pinned (a package left out is a
+    ModuleNotFoundError at the pod's first start, which no other test would see)."""
+    import grimp
+
+    from autoscaler.commands import COMMANDS
+
+    graph = grimp.build_graph(
+        "autoscaler", "clusterspec", "provision", "labctl", include_external_packages=True
+    )
+    used: set[str] = set()
+    for name in COMMANDS:
+        module = f"autoscaler.commands.{name}"
+        used |= {module, *graph.find_upstream_modules(module)}
+    tops = {m.split(".")[0] for m in used}
+    ours = {t for t in tops if (ROOT / t / "__init__.py").exists()}
+    assert ours == {"autoscaler", "clusterspec"}, ours
+    ignore = (ROOT / "deploy" / "Dockerfile.dockerignore").read_text().split()
+    for package in ours:
+        assert re.search(rf"^COPY {package} \./{package}$", DOCKERFILE, re.M), (
+            f"the Dockerfile copies no {package}/"
+        )
+        assert f"!{package}/" in ignore, f"the build context leaves out {package}/"
+    pins = _pins()
+    dists = packages_distributions()
+    third_party = {t for t in tops - ours if t in dists}
+    assert {"kubernetes", "boto3", "pydantic", "yaml", "msgspec"} <= third_party
+    for top in third_party:
+        assert any(canonicalize_name(d) in pins for d in dists[top]), (
+            f"the image needs {top}, which is not pinned"
+        )
+
+
 def test_deploy_templates_exist_for_every_rendered_part():
     assert sorted(p.name for p in deploy.TEMPLATES.glob("*.yaml.j2")) == sorted(
         f"{n}.yaml.j2" for n in deploy.ORDER
@@ -238,13 +272,15 @@ def test_the_image_command_needs_nothing_beyond_its_requirements(tmp_path):
     from importlib.metadata import packages_distributions
 
     pins = _pins()
-    blocked = {"provision"} | {
+    copied = set(re.findall(r"^COPY (\w+) \./\1$", DOCKERFILE, re.M))
+    assert copied == {"autoscaler", "clusterspec"}
+    blocked = {"provision", "labctl"} | {
         name
         for name, dists in packages_distributions().items()
-        if name.isidentifier() and name != "autoscaler"
+        if name.isidentifier() and name not in copied
         and not any(canonicalize_name(d) in pins for d in dists)
     }  # fmt: skip
-    assert {"moto", "jinja2", "invoke", "provision"} <= blocked
+    assert {"moto", "jinja2", "invoke", "provision", "labctl"} <= blocked
     script = tmp_path / "image_autoscaler.py"
     script.write_text(BLOCKER)
     kubeconfig = tmp_path / "kubeconfig"

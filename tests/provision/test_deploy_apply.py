@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
+from clusterspec.errors import UserError
 from provision import deploy
-from provision.errors import UserError
 from tests.provision.kubectl_fake import applies, fake_kubectl
 
 ARN = "arn:aws:iam::123456789012:role/dlr-autoscaler"

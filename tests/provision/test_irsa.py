@@ -14,8 +14,8 @@ from joserfc import jwt
 from joserfc.jwk import KeySet, RSAKey
 from moto import mock_aws
 
+from clusterspec.errors import UserError
 from provision import irsa
-from provision.errors import UserError
 
 ISSUER = "https://dlr-oidc.s3.us-west-2.amazonaws.com"
 
@@ -90,7 +90,7 @@ def test_webhook_manifests_validate_and_trust_the_serving_certificate(tmp_path) 
     from kubernetes_validate import validate
     from kubernetes_validate.utils import latest_version
 
-    from provision.loader import load_spec
+    from clusterspec.loader import load_spec
 
     ca_pem, cert_pem, key_pem = irsa.webhook_tls(tmp_path / "ca", "dlr")
     docs = irsa.webhook_manifests(load_spec(), ca_pem)

@@ -3,8 +3,8 @@ RFC 3948 encapsulation, RFC 4868 truncation, RFC 4106 GCM), capped at AWS's 1446
 
 import pytest
 
+from clusterspec.spec import TunnelCrypto
 from provision import mtu
-from provision.spec import TunnelCrypto
 
 CASES = [
     # (esp_encryption, esp_integrity, tunnel MTU) worked by hand:

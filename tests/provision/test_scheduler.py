@@ -13,9 +13,9 @@ import yaml
 
 from autoscaler.model.scheduler import NodeInfo, Scheduler, deployed_profile
 from autoscaler.sim.workload import GANG_SCHEDULER
+from clusterspec.errors import UserError
+from clusterspec.loader import load_spec, spec_from_data
 from provision import scheduler as S
-from provision.errors import UserError
-from provision.loader import load_spec, spec_from_data
 from tests.support import ROOT, example_spec_data
 
 FIELDS = yaml.safe_load((Path(__file__).parent / "scheduler_config_fields.yaml").read_text())

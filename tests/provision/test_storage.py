@@ -9,9 +9,9 @@ from kubernetes_validate import validate
 from kubernetes_validate.utils import latest_version
 from moto import mock_aws
 
+from clusterspec.errors import UserError
+from clusterspec.loader import load_spec
 from provision import storage
-from provision.errors import UserError
-from provision.loader import load_spec
 from provision.users import namespace_objects
 
 SPEC = load_spec()

@@ -14,9 +14,9 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from kubernetes import client, config
 
+from clusterspec.errors import UserError
+from clusterspec.loader import load_spec
 from provision import users
-from provision.errors import UserError
-from provision.loader import load_spec
 from tests.labctl.conftest import emu  # noqa: F401 - fixture
 
 SPEC = load_spec()

@@ -14,7 +14,7 @@ from datetime import datetime
 from autoscaler.interfaces import Cloud, Cluster
 from autoscaler.sim.traces import Job
 from autoscaler.sim.workload import GPU
-from provision.spec import Cluster as Spec
+from clusterspec.spec import Cluster as Spec
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from autoscaler.core.fit import pod_fits_node
-from autoscaler.interfaces import NODE_GROUP_LABEL
 from autoscaler.sim.policies.view import GPU, allocatable, requests
+from clusterspec.names import NODE_GROUP_LABEL
 
 EPS = 1e-9
 

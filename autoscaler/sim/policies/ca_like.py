@@ -33,7 +33,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from autoscaler.interfaces import TO_BE_DELETED_TAINT
 from autoscaler.sim.policies.base import Policy, PolicyContext
 from autoscaler.sim.policies.binpack import Bins, decreasing, pack_new_nodes, take, template_node
 from autoscaler.sim.policies.view import (
@@ -44,6 +43,7 @@ from autoscaler.sim.policies.view import (
     is_daemonset_pod,
     requests,
 )
+from clusterspec.names import TO_BE_DELETED_TAINT
 
 
 @dataclass(frozen=True)

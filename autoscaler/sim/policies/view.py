@@ -10,7 +10,8 @@ from functools import lru_cache
 
 from kubernetes.utils import parse_quantity
 
-from autoscaler.interfaces import NODE_GROUP_LABEL, Cloud, Cluster
+from autoscaler.interfaces import Cloud, Cluster
+from clusterspec.names import NODE_GROUP_LABEL
 
 GPU = "nvidia.com/gpu"
 

@@ -1,4 +1,4 @@
-# The address plan of one VPC, identical to provision/addresses.py:
+# The address plan of one VPC, identical to clusterspec/addresses.py:
 #   private subnet of zone i = cidrsubnet(vpc, 3, i)                      (a /19 of a /16)
 #   public subnet of zone i  = cidrsubnet(cidrsubnet(vpc, 3, 7), 3, i)    (a /22 of a /16)
 locals {

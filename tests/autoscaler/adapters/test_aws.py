@@ -7,8 +7,8 @@ import pytest
 from autoscaler import metrics
 from autoscaler.adapters import aws_models
 from autoscaler.adapters.aws import AwsCloud, CloudError
-from autoscaler.interfaces import CA_CLUSTER_TAG_PREFIX, CA_ENABLED_TAG, NODE_GROUP_LABEL
-from provision.loader import load_spec
+from clusterspec.loader import load_spec
+from clusterspec.names import CA_CLUSTER_TAG_PREFIX, CA_ENABLED_TAG, NODE_GROUP_LABEL
 from tests.autoscaler import aws_faults
 from tests.autoscaler.aws_setup import SESSION, create_groups, group_tags
 from tests.autoscaler.moto_fixtures import reset

@@ -9,7 +9,7 @@ import pytest
 
 from autoscaler.adapters.informer import Gone
 from autoscaler.emulator.api import Reply, status_body
-from autoscaler.interfaces import TO_BE_DELETED_TAINT
+from clusterspec.names import TO_BE_DELETED_TAINT
 from tests.autoscaler.model.builders import pod as model_pod
 
 TAINT = {"key": TO_BE_DELETED_TAINT, "value": "1767225600", "effect": "NoSchedule"}

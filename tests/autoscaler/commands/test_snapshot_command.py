@@ -13,7 +13,7 @@ from pathlib import Path
 
 from autoscaler.emulator import Emulator
 from autoscaler.model import ClusterModel, VirtualClock
-from provision.loader import load_spec
+from clusterspec.loader import load_spec
 from tests.autoscaler.aws_setup import create_groups
 from tests.autoscaler.moto_fixtures import _moto_server, moto_url  # noqa: F401 - fixtures
 from tests.support import ROOT

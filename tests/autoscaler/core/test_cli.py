@@ -112,7 +112,7 @@ def test_plan_text_shows_scale_down_and_back_off(tmp_path, capsys) -> None:
 
 def test_plan_as_the_whole_process_ends_at_once_with_its_whole_output(tmp_path, capsys) -> None:
     """``python -m autoscaler plan`` ends the process without freeing the snapshot object by object
-    (cli.exit_now): its output is flushed first and complete, its status 0; called in-process, ``main`` returns."""
+    (commands.exit.exit_now): its output is flushed first and complete, its status 0; called in-process, ``main`` returns."""
     from autoscaler.core import generate
 
     path = tmp_path / "burst.json"

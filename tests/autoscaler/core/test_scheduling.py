@@ -3,8 +3,8 @@ their requests, room on a node, and the reason when a node takes none."""
 
 from __future__ import annotations
 
+from autoscaler.core.bins import EXISTING, Bin, PodClass
 from autoscaler.core.fit import NodeState
-from autoscaler.core.packing import EXISTING, Bin, PodClass
 from autoscaler.core.podspec import parse_shape
 from autoscaler.core.scheduling import Scheduler
 

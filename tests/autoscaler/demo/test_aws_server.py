@@ -11,7 +11,7 @@ from autoscaler.adapters.aws import AwsCloud
 from autoscaler.demo import aws_server
 from autoscaler.demo.bootstrap import create_groups
 from autoscaler.demo.run import capacity_limits
-from provision.loader import load_spec
+from clusterspec.loader import load_spec
 from tests.autoscaler.moto_fixtures import reset
 
 

@@ -9,7 +9,7 @@ import pytest
 from autoscaler.adapters.aws import AwsCloud
 from autoscaler.emulator.aws_follow import AwsFollower
 from autoscaler.model import ClusterModel, WallClock
-from provision.loader import load_spec
+from clusterspec.loader import load_spec
 from tests.autoscaler.aws_setup import SESSION, create_groups
 
 GROUP = "dlr-us-west-2-gpu-t4"

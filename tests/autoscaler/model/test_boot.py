@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from autoscaler.interfaces import NODE_GROUP_LABEL
 from autoscaler.model import ModelCloud, ModelCluster, ValidationError
 from autoscaler.model.boot import boot_delay
+from clusterspec.names import NODE_GROUP_LABEL
 from tests.autoscaler.model.builders import group, model
 
 BOOT_CASES = [

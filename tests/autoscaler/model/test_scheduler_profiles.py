@@ -4,7 +4,7 @@ gangs whole) and under the default one (LeastAllocated + BalancedAllocation, no 
 from __future__ import annotations
 
 from autoscaler.model.scheduler import Scheduler
-from provision.scheduler import BIN_PACKING, DEFAULT
+from clusterspec.scheduler import BIN_PACKING, DEFAULT
 from tests.autoscaler.model.builders import gang, group, model, phases, pod
 
 

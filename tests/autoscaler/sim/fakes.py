@@ -7,9 +7,9 @@ from __future__ import annotations
 import copy
 from datetime import UTC, datetime
 
-from autoscaler.interfaces import NODE_GROUP_LABEL
 from autoscaler.sim.policies.base import PolicyContext
-from provision.loader import load_spec
+from clusterspec.loader import load_spec
+from clusterspec.names import NODE_GROUP_LABEL
 
 GPU = "nvidia.com/gpu"
 TAINT = {"key": GPU, "value": "present", "effect": "NoSchedule"}

@@ -15,7 +15,7 @@ from autoscaler.model.clock import VirtualClock
 from autoscaler.model.cluster_model import ClusterModel
 from autoscaler.model.spec_groups import groups_from_spec
 from autoscaler.sim.api_calls import CountingCloud
-from provision.loader import load_spec
+from clusterspec.loader import load_spec
 from tests.autoscaler.aws_setup import create_groups
 
 

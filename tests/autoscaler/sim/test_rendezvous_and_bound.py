@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from autoscaler.catalog import instance_types
 from autoscaler.model import DURATION_ANNOTATION, ClusterModel, VirtualClock
 from autoscaler.sim.bounds import lower_bound
 from autoscaler.sim.rendezvous import Rendezvous
 from autoscaler.sim.traces import Job
 from autoscaler.sim.workload import job_pods
-from provision.loader import load_spec
-from provision.scheduler import DEFAULT
+from clusterspec.catalog import instance_types
+from clusterspec.loader import load_spec
+from clusterspec.scheduler import DEFAULT
 from tests.autoscaler.model.builders import group
 
 

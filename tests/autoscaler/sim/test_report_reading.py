@@ -11,7 +11,7 @@ from autoscaler.sim.report import killed_overlaps, render, wait_overlaps
 from autoscaler.sim.scenarios import trace_scenario
 from autoscaler.sim.simulate import run_policy
 from autoscaler.sim.traces import Job
-from provision.loader import load_spec
+from clusterspec.loader import load_spec
 from tests.support import ROOT
 
 HERE = ROOT / "tests/autoscaler/sim"

@@ -12,7 +12,7 @@ from autoscaler.sim.policies.static import demand_percentile
 from autoscaler.sim.scenarios import trace_scenario
 from autoscaler.sim.simulate import run_policy
 from autoscaler.sim.workload import peak_gpu_demand
-from provision.loader import load_spec
+from clusterspec.loader import load_spec
 from tests.support import ROOT
 
 HERE = ROOT / "tests/autoscaler/sim"

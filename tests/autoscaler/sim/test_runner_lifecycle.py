@@ -7,7 +7,7 @@ from autoscaler.model.boot import NodeLifecycle
 from autoscaler.sim.policies import make_policy
 from autoscaler.sim.runner import Run
 from autoscaler.sim.scenarios import trace_scenario
-from provision.loader import load_spec
+from clusterspec.loader import load_spec
 from tests.support import ROOT
 
 HERE = ROOT / "tests/autoscaler/sim"

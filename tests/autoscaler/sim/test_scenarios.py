@@ -7,7 +7,7 @@ import pytest
 from autoscaler.sim.metrics import burst_to_running_s, loops_to_request, summarize
 from autoscaler.sim.scenarios import burst_scenario
 from autoscaler.sim.simulate import run_policy
-from provision.loader import load_spec
+from clusterspec.loader import load_spec
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from autoscaler.sim.simulate import main, parse_policies
-from provision.errors import UserError
+from clusterspec.errors import UserError
 from tests.support import ROOT
 
 HERE = ROOT / "tests/autoscaler/sim"
@@ -69,7 +69,7 @@ def test_bad_trace_through_invoke_is_one_line_and_status_2(tmp_path):
 
 def test_a_sensitivity_run_can_leave_a_gpu_model_out_of_the_spec():
     from autoscaler.sim.simulate import without_gpus
-    from provision.loader import load_spec
+    from clusterspec.loader import load_spec
 
     spec = without_gpus(load_spec(), ["t4"])
     assert all(

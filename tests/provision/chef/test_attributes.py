@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
+from clusterspec.errors import SpecError, UserError
+from clusterspec.loader import load_spec, spec_from_data
 from provision.chef.image_scripts import COMMON
-from provision.errors import SpecError, UserError
-from provision.loader import load_spec, spec_from_data
 from provision.packer import template
 from tests.provision.chef.support import REGION_OUTPUTS, generate, lock_text, write_lock
 from tests.support import example_spec_data, set_path

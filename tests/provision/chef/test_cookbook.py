@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from provision.loader import load_spec
+from clusterspec.loader import load_spec
 from tests.provision.chef.support import COOKBOOK, HERE, generate
 from tests.support import require_tool
 

@@ -5,9 +5,9 @@ import json
 import pytest
 import yaml
 
+from clusterspec.errors import UserError
+from clusterspec.loader import load_spec
 from provision.chef.attributes import node_attributes
-from provision.errors import UserError
-from provision.loader import load_spec
 from tests.provision.chef.support import HERE, outputs_copy, set_path, write_lock, write_outputs
 
 CASES = yaml.safe_load((HERE / "bad_outputs.yaml").read_text())

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from clusterspec.errors import UserError
+from clusterspec.loader import load_spec
 from provision.chef.attributes import STACK_PACKAGES
-from provision.errors import UserError
-from provision.loader import load_spec
 from provision.packer import record
 from tests.provision.chef.support import IMAGE_LOCK, generate, lock_text, render, write_lock
 from tests.support import ROOT

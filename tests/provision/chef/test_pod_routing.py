@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
+from clusterspec.loader import load_spec
 from provision.chef.attributes import POD_GATEWAY_TAINT
-from provision.loader import load_spec
 from tests.provision.chef.netns import wait_for
 from tests.provision.chef.support import generate, render
 from tests.support import require_tool

@@ -11,9 +11,9 @@ import os
 import boto3
 import pytest
 
+from clusterspec.errors import UserError
+from clusterspec.loader import load_spec
 from provision.chef.attributes import node_attributes
-from provision.errors import UserError
-from provision.loader import load_spec
 from tests.provision.chef.support import OUTPUTS, generate, outputs_copy, render, write_lock, write_outputs
 
 pytestmark = pytest.mark.tool  # Ruby renders the templates

@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from clusterspec.spec import TunnelCrypto
 from provision.chef.strongswan import esp_proposal, ike_proposal
-from provision.spec import TunnelCrypto
 from tests.provision.chef.support import HERE
 
 CASES = yaml.safe_load((HERE / "proposals.yaml").read_text())

@@ -8,7 +8,7 @@ import re
 import pytest
 import yaml
 
-from provision.loader import load_spec
+from clusterspec.loader import load_spec
 from tests.provision.chef.support import REGION_OUTPUTS, generate, render
 
 pytestmark = pytest.mark.tool  # Ruby renders the templates

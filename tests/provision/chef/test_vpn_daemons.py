@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from provision.loader import load_spec
+from clusterspec.loader import load_spec
 from tests.provision.chef.netns import Lab, wait_for
 from tests.provision.chef.support import generate, render
 from tests.support import require_tool

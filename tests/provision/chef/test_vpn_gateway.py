@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from provision.loader import load_spec
+from clusterspec.loader import load_spec
 from tests.provision.chef.support import HERE, generate, render
 from tests.support import ROOT, require_tool
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from provision.loader import load_spec
+from clusterspec.loader import load_spec
 from provision.packer import bake, moto_local
 from tests.support import require_tool
 

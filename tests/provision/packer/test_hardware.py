@@ -7,10 +7,10 @@ import subprocess
 
 import pytest
 
-from autoscaler import catalog
+from clusterspec import catalog
+from clusterspec.loader import load_spec, spec_from_data
 from provision import hardware
 from provision.chef.image_scripts import script_attributes
-from provision.loader import load_spec, spec_from_data
 from provision.packer import template
 from provision.packer.variables import packer_variables
 from tests.provision.packer.fake_machine import SCRIPTS, Machine, build

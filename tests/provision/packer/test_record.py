@@ -7,7 +7,7 @@ import json
 import pytest
 from moto import mock_aws
 
-from provision.errors import UserError
+from clusterspec.errors import UserError
 from provision.packer import record
 
 LOCK = "containerd.io 2.2.6-1~ubuntu.24.04~noble\nkubelet 1.35.8-1.1\nlibc6:amd64 2.39-0ubuntu8.6\n"

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from provision.errors import UserError
+from clusterspec.errors import UserError
 from provision.packer import runner
 from tests.support import ROOT, require_tool
 
@@ -39,7 +39,7 @@ def test_version_comes_through_packer_py():
 
 @pytest.mark.tool
 def test_a_failing_build_reports_packers_problem(tmp_path):
-    from provision.loader import load_spec
+    from clusterspec.loader import load_spec
     from provision.packer import bake, template
     from provision.packer.variables import packer_variables, write_var_file
 

@@ -9,7 +9,7 @@ import hcl2
 import pytest
 from packerpy import PackerExecutable
 
-from provision.loader import load_spec
+from clusterspec.loader import load_spec
 from provision.packer import template
 from provision.packer.variables import packer_variables, write_var_file
 from tests.support import require_tool

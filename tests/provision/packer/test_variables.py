@@ -5,8 +5,8 @@ from datetime import UTC, datetime
 import pytest
 import yaml
 
-from provision.errors import UserError
-from provision.loader import load_spec, spec_from_data
+from clusterspec.errors import UserError
+from clusterspec.loader import load_spec, spec_from_data
 from provision.packer.images import source_ami_name
 from provision.packer.variables import ami_name, packer_variables
 from tests.support import ROOT, example_spec_data, set_path

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from provision.loader import load_spec
-from provision.spec import Cluster
+from clusterspec.loader import load_spec
+from clusterspec.spec import Cluster
 from provision.terraform.commands import PRIMARY_VARIABLES
 from provision.terraform.render import render
 from tests.support import ROOT

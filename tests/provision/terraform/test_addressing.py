@@ -1,12 +1,12 @@
 """The provider-free modules pass `terraform test` offline, and the address module's test cases agree with
-provision/addresses.py, so Terraform and Python compute the same subnets."""
+clusterspec/addresses.py, so Terraform and Python compute the same subnets."""
 
 import re
 import subprocess
 
 import pytest
 
-from provision.addresses import zone_subnets
+from clusterspec.addresses import zone_subnets
 from tests.provision.terraform.tf_files import MODULES
 from tests.support import require_tool
 

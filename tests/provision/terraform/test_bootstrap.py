@@ -5,7 +5,7 @@ import pytest
 from botocore.stub import Stubber
 from moto import mock_aws
 
-from provision.errors import UserError
+from clusterspec.errors import UserError
 from provision.terraform.bootstrap import bootstrap_state
 from provision.terraform.settings import Backend
 

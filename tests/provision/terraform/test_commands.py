@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from provision.errors import UserError
+from clusterspec.errors import UserError
 from provision.terraform import commands
 from tests.provision.terraform.conftest import DESTROY_ALL
 

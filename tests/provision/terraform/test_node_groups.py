@@ -3,7 +3,7 @@
 import shutil
 import subprocess
 
-from autoscaler.interfaces import (
+from clusterspec.names import (
     CA_CLUSTER_TAG_PREFIX,
     CA_ENABLED_TAG,
     NODE_GROUP_LABEL,

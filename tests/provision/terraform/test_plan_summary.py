@@ -3,7 +3,7 @@
 import pytest
 import yaml
 
-from provision.errors import UserError
+from clusterspec.errors import UserError
 from provision.terraform import commands
 from provision.terraform.plan_summary import address_type, disruptions
 from tests.provision.terraform.conftest import DATA

@@ -3,7 +3,7 @@ import subprocess
 import pytest
 import yaml
 
-from provision.errors import UserError
+from clusterspec.errors import UserError
 from provision.terraform.render import render
 from tests.provision.terraform.tf_files import module_calls, parse
 from tests.support import ROOT, require_tool

@@ -5,7 +5,7 @@ import json
 import pytest
 import yaml
 
-from provision.errors import UserError
+from clusterspec.errors import UserError
 from provision.terraform.runner import (
     CREDENTIALS_HINT,
     INSTALL_HINT,

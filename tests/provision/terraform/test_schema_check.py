@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from provision.errors import UserError
+from clusterspec.errors import UserError
 from provision.terraform import provider_schema, schema_check
 from provision.terraform.settings import MODULES, PROVIDER_SCHEMA
 from tests.provision.terraform.conftest import DATA

@@ -5,8 +5,8 @@ import ipaddress
 import itertools
 import re
 
+from clusterspec.loader import spec_from_data
 from provision import tunnels
-from provision.loader import spec_from_data
 from provision.terraform.render import render
 from tests.provision.terraform.tf_files import MODULES, module_calls, outputs, parse, resources
 from tests.support import example_spec_data

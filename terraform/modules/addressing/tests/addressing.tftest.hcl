@@ -1,5 +1,5 @@
 # Cases for the address plan; tests/provision/terraform/test_addressing.py checks that every expected value here
-# is also what provision/addresses.py computes, so the Python and Terraform sides cannot drift apart.
+# is also what clusterspec/addresses.py computes, so the Python and Terraform sides cannot drift apart.
 
 run "three_zones_in_a_16" {
   command = plan

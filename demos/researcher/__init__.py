@@ -1,5 +1,5 @@
 """``invoke demo-researcher``: the researcher's path on the local cluster (docs/researchers.md)."""
 
-from labctl.demo.run import main
+from demos.researcher.run import main
 
 __all__ = ["main"]

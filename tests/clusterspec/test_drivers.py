@@ -1,6 +1,6 @@
 import pytest
 
-from provision.drivers import check_cuda, select_driver
+from clusterspec.drivers import check_cuda, select_driver
 
 
 @pytest.mark.parametrize(

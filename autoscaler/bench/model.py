@@ -1,6 +1,6 @@
 """Benchmark: replay a job trace through the model alone (a static cluster, no planner) and print figures.
 
-    python -m autoscaler.model.bench [TRACE.csv] [--nodes 200] [--instance-type p3.16xlarge]
+    python -m autoscaler.bench.model [TRACE.csv] [--nodes 200] [--instance-type p3.16xlarge]
 
 Measures what the simulator pays for the model itself: scheduling passes, predicate calls, wall time.
 """
@@ -12,8 +12,8 @@ import csv
 import math
 import time
 
-from autoscaler.catalog import instance_type
 from autoscaler.model import DURATION_ANNOTATION, ClusterModel, VirtualClock
+from clusterspec.catalog import instance_type
 
 DEFAULT_TRACE = "week"  # a shipped trace (autoscaler/sim/data), by its short name, or a CSV path
 TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}

@@ -2,7 +2,7 @@
 
 Everything else (Terraform roots, Packer variables, Chef attributes, the autoscaler's deployment) is generated
 from one validated :class:`Cluster`. Field-level rules live on the models; rules that relate several fields
-(overlapping networks, driver/GPU compatibility, zones in their region) live in :mod:`provision.checks`.
+(overlapping networks, driver/GPU compatibility, zones in their region) live in :mod:`clusterspec.checks`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from autoscaler import catalog
+from clusterspec import catalog
 
 
 def _cidr(value: str) -> str:

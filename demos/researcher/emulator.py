@@ -1,4 +1,4 @@
-"""``python -m labctl.demo.emulator ARGS``: the emulator of ``make demo`` (same arguments) serving the
+"""``python -m demos.researcher.emulator ARGS``: the emulator of ``make demo`` (same arguments) serving the
 researcher's kinds as well (Jobs, Services, PodGroups, RBAC, claims, CSRs: autoscaler/emulator/researchers.py)."""
 
 from __future__ import annotations

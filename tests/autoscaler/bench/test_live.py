@@ -1,4 +1,4 @@
-"""`python -m autoscaler.bench_live` on a tiny cluster: the real controller process, the emulator with a write
+"""`python -m autoscaler.bench.live` on a tiny cluster: the real controller process, the emulator with a write
 latency, moto; the output's structure and that every figure is produced (never how fast: figures are printed by
 `invoke bench-live`)."""
 
@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from autoscaler import bench_live
+from autoscaler.bench import live as bench_live
 
 
 def test_tiny_run_reports_memory_and_decision_latency(capsys):

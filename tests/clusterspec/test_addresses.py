@@ -3,8 +3,8 @@ import itertools
 
 import pytest
 
-from provision.addresses import address_plan, cidrsubnet, zone_subnets
-from provision.loader import load_spec
+from clusterspec.addresses import address_plan, cidrsubnet, zone_subnets
+from clusterspec.loader import load_spec
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-from provision.spec import Cluster
+from clusterspec.spec import Cluster
 
 # Private subnets: cidrsubnet(vpc, PRIVATE_NEWBITS, az_index); public subnets: cidrsubnet(last private-sized
 # block, PUBLIC_NEWBITS, az_index). For a /16 VPC: private /19 per AZ (8,190 hosts), public /22 per AZ.

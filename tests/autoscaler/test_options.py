@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from autoscaler.commands.live_options import COMMON, RUN, UsageError, namespace, parse_duration, resolve
+from autoscaler.options import COMMON, RUN, UsageError, namespace, parse_duration, resolve
 
 DURATIONS = yaml.safe_load((Path(__file__).parent / "durations.yaml").read_text())
 

@@ -1,4 +1,4 @@
-"""The demo's emulator process (`python -m labctl.demo.emulator`, the standalone emulator with the researcher's
+"""The demo's emulator process (`python -m demos.researcher.emulator`, the standalone emulator with the researcher's
 kinds) serves Jobs, and is started and stopped by the demo's own process helper."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ import sys
 from kubernetes import client, config
 
 from autoscaler.demo.processes import Child, Children
-from provision.loader import DEFAULT_SPEC
+from clusterspec.loader import DEFAULT_SPEC
 
 
 def test_the_demo_emulator_serves_jobs(tmp_path) -> None:
     kubeconfig = tmp_path / "kubeconfig"
-    argv = [sys.executable, "-m", "labctl.demo.emulator", "--spec-groups", str(DEFAULT_SPEC),
+    argv = [sys.executable, "-m", "demos.researcher.emulator", "--spec-groups", str(DEFAULT_SPEC),
             "--kubeconfig", str(kubeconfig)]  # fmt: skip
     with Children() as children:
         emulator = children.start(Child("emulator", argv, tmp_path))

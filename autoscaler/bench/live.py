@@ -1,7 +1,7 @@
 """The live controller under load: the real ``autoscaler run`` process against the Kubernetes API emulator holding
 N nodes and M kubectl-sized pods, and an in-process moto server for AWS (docs/benchmarks.md, "Live controller").
 
-    python -m autoscaler.bench_live [--nodes 5000] [--pods 50000] [--loops 1000] [--samples 5] [--events 500]
+    python -m autoscaler.bench.live [--nodes 5000] [--pods 50000] [--loops 1000] [--samples 5] [--events 500]
                                     [--write-latency-ms 5] [--baseline REF] [--json]
 
 - The cluster: ``--nodes`` Ready nodes (m6i.8xlarge, kubectl-sized: managed fields, 50 images...) of a static
@@ -46,10 +46,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qs
 
-from autoscaler.commands.bench import positive_count as _positive
 from autoscaler.core import generate, kubectl_sized
+from autoscaler.options import positive_count as _positive
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WRITES = ("SetDesiredCapacity", "UpdateAutoScalingGroup")
 STATIC_TYPE = "m6i.8xlarge"
 NAMESPACE = "lab"
@@ -142,7 +142,7 @@ class Aws:
         self.url = f"http://127.0.0.1:{self._server.server_port}"
         urllib.request.urlopen(urllib.request.Request(f"{self.url}/moto-api/reset", method="POST")).read()
         from autoscaler.demo.bootstrap import create_groups
-        from provision.loader import load_spec
+        from clusterspec.loader import load_spec
 
         spec = load_spec(str(ROOT / "cluster.yaml"))
         create_groups(spec, self.url, [r for r in REGIONS.split(",") if r in spec.spill_over_order])
@@ -482,7 +482,7 @@ def _interrupt(signum, frame):
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m autoscaler.bench_live", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m autoscaler.bench.live", description=__doc__.splitlines()[0])
     ap.add_argument("--nodes", type=_positive, default=Options.nodes)
     ap.add_argument(
         "--pods", type=_positive, default=Options.pods, help="running pods, spread over the nodes"

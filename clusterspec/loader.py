@@ -1,4 +1,4 @@
-"""Load ``cluster.yaml`` into a validated :class:`~provision.spec.Cluster`, or raise SpecError with one line each."""
+"""Load ``cluster.yaml`` into a validated :class:`~clusterspec.spec.Cluster`, or raise SpecError with one line each."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from provision.checks import check
-from provision.errors import SpecError, field_path
-from provision.spec import Cluster
+from clusterspec.checks import check
+from clusterspec.errors import SpecError, field_path
+from clusterspec.spec import Cluster
 
 DEFAULT_SPEC = Path(__file__).resolve().parent.parent / "cluster.yaml"
 

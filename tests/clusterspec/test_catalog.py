@@ -1,6 +1,6 @@
 from kubernetes.utils.quantity import parse_quantity
 
-from autoscaler import catalog
+from clusterspec import catalog
 
 REQUIRED_FAMILIES = {"p2", "p3", "p4d", "p5", "g4dn", "g5", "g6", "c5", "c6i", "m5", "m6i"}
 

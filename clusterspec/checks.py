@@ -9,10 +9,9 @@ from functools import cache
 
 import botocore.session
 
-from autoscaler import catalog
-from provision import addresses, drivers
-from provision.k8s_names import label_key_problem, label_value_problem
-from provision.spec import Cluster, Taint
+from clusterspec import addresses, catalog, drivers
+from clusterspec.k8s_names import label_key_problem, label_value_problem
+from clusterspec.spec import Cluster, Taint
 
 Problem = tuple[str, str]
 
@@ -160,7 +159,7 @@ def _node_groups(c: Cluster) -> Iterator[Problem]:
 def _similar(name: str, types: dict) -> str:
     family = name.split(".", 1)[0]
     same = [t for t in types if t.split(".", 1)[0] == family]
-    return "known sizes: " + ", ".join(same) if same else "see autoscaler/data/instance_types.yaml"
+    return "known sizes: " + ", ".join(same) if same else "see clusterspec/data/instance_types.yaml"
 
 
 _NON_PUBLIC = [
@@ -250,7 +249,7 @@ def _drivers(c: Cluster) -> Iterator[Problem]:
 
 def _versions(c: Cluster) -> Iterator[Problem]:
     """Versions that exist and are supported: the driver release for the Ubuntu release, the toolkit with the
-    container-escape fix, containerd 2, a maintained Kubernetes minor (provision/data/gpu_stack.yaml)."""
+    container-escape fix, containerd 2, a maintained Kubernetes minor (clusterspec/data/gpu_stack.yaml)."""
     sw = c.software
     checks = (
         ("software.nvidia_driver.version", drivers.check_driver_version,

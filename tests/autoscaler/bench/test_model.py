@@ -1,9 +1,9 @@
-"""`python -m autoscaler.model.bench` replays a trace the package ships: it looked for the trace beside the
+"""`python -m autoscaler.bench.model` replays a trace the package ships: it looked for the trace beside the
 repository (../shared), where a fresh clone has none (issue 16)."""
 
 from __future__ import annotations
 
-from autoscaler.model import bench
+from autoscaler.bench import model as bench
 from autoscaler.sim.traces import DATA_DIR, resolve_trace
 
 

@@ -6,11 +6,11 @@ import sys
 import pytest
 import yaml
 
-from provision.errors import SpecError
-from provision.loader import load_spec, parse_yaml, spec_from_data
+from clusterspec.errors import SpecError
+from clusterspec.loader import load_spec, parse_yaml, spec_from_data
 from tests.support import ROOT, example_spec_data, set_path
 
-CASES = yaml.safe_load((ROOT / "tests/provision/bad_specs.yaml").read_text())
+CASES = yaml.safe_load((ROOT / "tests/clusterspec/bad_specs.yaml").read_text())
 
 
 def test_example_spec_is_valid():

@@ -32,8 +32,8 @@ from autoscaler.demo.run import (
     emulator_child,
 )
 from autoscaler.demo.watch import Watcher
+from clusterspec.loader import load_spec
 from labctl.cli import run as lab
-from provision.loader import load_spec
 from provision.users import add_user
 
 JOB = "resnet-demo"
@@ -72,7 +72,7 @@ def main(spec_path: str | None = None, out_dir: str | Path | None = None, deadli
         create_groups(spec, url, regions)
         admin = out / "admin.kubeconfig"
         emulator = children.start(
-            emulator_child("labctl.demo.emulator", url, spec.name, regions, admin, out, env)
+            emulator_child("demos.researcher.emulator", url, spec.name, regions, admin, out, env)
         )
         emulator.ready_line(60)
         autoscaler = children.start(autoscaler_child(url, spec.name, regions, admin, out, env))

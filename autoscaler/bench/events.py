@@ -1,7 +1,7 @@
 """Benchmark: how long a pass takes with 500 pod Events when every API write costs ``--write-ms``, Events written
 in the pass (as before the Event writer: one create per Event, in line) against Events queued to the writer.
 
-``python -m autoscaler.adapters.events_bench [--pods 500] [--write-ms 5] [--repeat 3]``: the real Kubernetes
+``python -m autoscaler.bench.events [--pods 500] [--write-ms 5] [--repeat 3]``: the real Kubernetes
 adapter against the emulator on loopback (a virtual clock; every POST, PUT, PATCH and DELETE sleeps
 ``--write-ms`` before the emulator answers, one request at a time as an API server under a per-client limit
 would not, so it flatters neither side), a cloud that only records its calls. Prints, per mode, the pass time,
@@ -124,7 +124,7 @@ def _one(mode: str, pods: int, write_s: float) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m autoscaler.adapters.events_bench", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m autoscaler.bench.events", description=__doc__)
     p.add_argument("--pods", type=int, default=500)
     p.add_argument("--write-ms", type=float, default=5.0)
     p.add_argument("--repeat", type=int, default=3)

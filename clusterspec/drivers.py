@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from autoscaler import catalog
+from clusterspec import catalog
 
 STACK_TABLE = Path(__file__).resolve().parent / "data" / "gpu_stack.yaml"
 
@@ -27,7 +27,7 @@ CUDA13_MIN_CC = 7.5
 
 @cache
 def stack_table() -> dict:
-    """``provision/data/gpu_stack.yaml``: supported versions, driver releases per Ubuntu, add-on images."""
+    """``clusterspec/data/gpu_stack.yaml``: supported versions, driver releases per Ubuntu, add-on images."""
     return yaml.safe_load(STACK_TABLE.read_text())
 
 

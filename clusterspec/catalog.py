@@ -1,4 +1,4 @@
-"""The bundled instance-type and GPU tables (``autoscaler/data/*.yaml``).
+"""The bundled instance-type and GPU tables (``clusterspec/data/*.yaml``).
 
 One source of truth for vCPU, memory, GPUs and prices: spec validation, the planner (scale-from-zero
 capacity, cost), the AWS adapter's fallback and the simulator all read it through this module.
@@ -22,6 +22,7 @@ class InstanceType:
     gpu_model: str | None
     price: dict[str, float]  # region -> on-demand USD/hour; a missing region does not offer the type
     efa: int = 0  # EFA interfaces (vpc.amazonaws.com/efa once the EFA device plugin runs: deploy/addons)
+    nvswitch: bool = False  # an NVSwitch fabric (the fabric manager must run: provision/hardware.py)
 
     @property
     def family(self) -> str:
@@ -63,7 +64,7 @@ class GpuModel:
 def _load(name: str) -> dict:
     # libyaml's loader where PyYAML has it: the tables load in a tenth of the time of the pure-Python one
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return yaml.load(resources.files("autoscaler").joinpath("data", name).read_text(), Loader=loader)  # noqa: S506
+    return yaml.load(resources.files("clusterspec").joinpath("data", name).read_text(), Loader=loader)  # noqa: S506
 
 
 @cache
@@ -78,6 +79,7 @@ def instance_types() -> dict[str, InstanceType]:
             gpu_model=row.get("gpu_model"),
             price={r: float(p) for r, p in (row.get("price") or {}).items()},
             efa=int(row.get("efa", 0)),
+            nvswitch=bool(row.get("nvswitch", False)),
         )
     return out
 

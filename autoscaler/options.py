@@ -2,6 +2,8 @@
 
 A flag wins over its variable (``--scan-interval`` over ``AUTOSCALER_SCAN_INTERVAL``), the variable over the
 default. Every value is checked here; a bad one is one line naming the flag or the variable, and exit status 2.
+The live service (``autoscaler.service``) builds its pieces from the resolved options, so they live below both
+the command line (``autoscaler.commands``) and the service.
 """
 
 from __future__ import annotations
@@ -98,6 +100,17 @@ def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
         raise ValueError(f"{text} is not a positive integer")
+    return value
+
+
+def positive_count(text: str) -> int:
+    """An argparse type: a positive whole number, thousands separators allowed (50,000 or 50_000)."""
+    try:
+        value = int(text.replace(",", "").replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a positive number")
     return value
 
 
