@@ -89,17 +89,27 @@ class Bin:
 
 
 class Room:
-    """A group's room for new nodes in this plan."""
+    """A group's room for new nodes in this plan, and the template its new and launching nodes are made from."""
 
-    __slots__ = ("group", "region_idx", "headroom", "new", "blocked", "tmpl")
+    __slots__ = ("group", "region_idx", "headroom", "new", "blocked", "tmpl", "st")
 
-    def __init__(self, group: Group, region_idx: int, headroom: int, blocked: str | None, tmpl: int):
+    def __init__(
+        self, group: Group, region_idx: int, headroom: int, blocked: str | None, tmpl: int, st: NodeState
+    ):
         self.group = group
         self.region_idx = region_idx
         self.headroom = headroom  # max minus the (corrected) desired size
         self.new = 0
         self.blocked = blocked  # why the group may not grow now (back-off), None when it may
         self.tmpl = tmpl
+        self.st = st  # an empty new node: allocatable and ports less the DaemonSets', their pods counted
+
+    def node(self, kind: str, count: int = 1, zone: str | None = None) -> Bin:
+        """``count`` new (or launching) nodes of the group, empty but for their DaemonSet pods; in ``zone`` when
+        the plan counts them in one (topology spread), else in the group's only zone or none."""
+        g = self.group
+        zone = zone if zone is not None else group_zone(g)
+        return Bin(kind, g, g.region, None, g.labels, g.taints, self.tmpl, self.st.copy(), count, zone)
 
 
 STAGES = {EXISTING: 0, TAINTED: 1, UPCOMING: 2, NEW: 3}
@@ -108,3 +118,9 @@ STAGES = {EXISTING: 0, TAINTED: 1, UPCOMING: 2, NEW: 3}
 def group_zone(g: Group) -> str | None:
     """The zone of a group's new and upcoming nodes: its only zone, else None (the group chooses)."""
     return g.zones[0] if len(g.zones) == 1 else None
+
+
+def template_zones(g: Group) -> tuple[str, ...]:
+    """The zones a node of the group's template may come up in, when its labels cannot say which: a group over
+    several zones picks each instance's zone itself (its template has no zone label)."""
+    return g.zones if len(g.zones) > 1 else ()

@@ -9,7 +9,7 @@ Kubernetes objects as kubectl prints them.
 from __future__ import annotations
 
 from autoscaler.core.errors import SnapshotError
-from autoscaler.core.names import HOSTNAME_KEY
+from autoscaler.core.names import HOSTNAME_KEY, ZONE_KEY
 from autoscaler.core.podspec import PodShape, parse_shape, ports_conflict
 from autoscaler.core.quantity import format_amount, parse_resources
 from autoscaler.core.selectors import (
@@ -44,30 +44,42 @@ class NodeState:
         free = self.free
         for r, q in shape.requests:
             free[r] = free.get(r, 0) - q * k
+        if shape.host_ports:
+            self.ports |= shape.host_ports
+        self.count(shape, matched, k)
+
+    def count(self, shape: PodShape, matched: frozenset, k: int) -> None:
+        """Count ``k`` pods of ``shape`` for the selectors and anti-affinity terms, not their requests or ports
+        (a group's DaemonSet pods on its template: the group's allocatable and ports already leave them out)."""
         sc = self.sel_counts
         for sel in matched:
             sc[sel] = sc.get(sel, 0) + k
-        if shape.host_ports:
-            self.ports |= shape.host_ports
         for sel in shape.anti_affinity:
             self.anti_held[sel] = self.anti_held.get(sel, 0) + k
         for term in shape.anti_other:  # (topology key, selector key): held by the node's whole domain
             self.anti_held[term] = self.anti_held.get(term, 0) + k
 
 
-def static_reason(shape: PodShape, labels: dict, taints: tuple, name: str | None = None) -> str | None:
-    """None when labels, taints and name admit the pod, else why not (e.g. ``nodeSelector gpu=a100``)."""
+def static_reason(
+    shape: PodShape, labels: dict, taints: tuple, name: str | None = None, zones: tuple = ()
+) -> str | None:
+    """None when labels, taints and name admit the pod, else why not (e.g. ``nodeSelector gpu=a100``).
+
+    ``zones``: the zones a node of a group spanning several zones may come up in, for a template whose labels
+    carry no zone (the Auto Scaling group picks it). Every real node has a ``topology.kubernetes.io/zone`` label,
+    so a requirement on it holds for such a node only when it holds in each of those zones."""
     if shape.unsupported:
         return shape.unsupported[0]
+    picks = [False]  # a zone requirement held in some of ``zones`` but not in all
     for req in shape.node_selector:
-        if not requirement_holds(req, labels):
-            return f"does not match nodeSelector {show_requirement(req)}"
+        if not _holds(req, labels, zones, picks):
+            return f"does not match nodeSelector {show_requirement(req)}" + _picks(picks, zones)
     if shape.affinity_terms:
         for label_reqs, field_reqs in shape.affinity_terms:
             # an empty term matches no node (Kubernetes: "a null or empty node selector term matches no objects")
             if (
                 (label_reqs or field_reqs)
-                and all(requirement_holds(r, labels) for r in label_reqs)
+                and all(_holds(r, labels, zones, picks) for r in label_reqs)
                 and all(
                     name is not None and requirement_holds(r, {"metadata.name": name}) for r in field_reqs
                 )
@@ -78,11 +90,25 @@ def static_reason(shape: PodShape, labels: dict, taints: tuple, name: str | None
                 ", ".join(show_requirement(r) for r in lr + fr) or "(empty)"
                 for lr, fr in shape.affinity_terms
             )
-            return f"does not match required node affinity {terms}"
+            return f"does not match required node affinity {terms}" + _picks(picks, zones)
     taint = untolerated(shape.tolerations, taints)
     if taint is not None:
         return f"has taint {show_taint(taint)}, which the pod does not tolerate"
     return None
+
+
+def _holds(req: tuple, labels: dict, zones: tuple, picks: list) -> bool:
+    """``requirement_holds``, a zone requirement on a template of several zones held in each of them."""
+    if not zones or req[0] != ZONE_KEY or ZONE_KEY in labels:
+        return requirement_holds(req, labels)
+    held = [requirement_holds(req, {ZONE_KEY: z}) for z in zones]
+    if any(held) and not all(held):
+        picks[0] = True
+    return all(held)
+
+
+def _picks(picks: list, zones: tuple) -> str:
+    return f" in every zone its group may pick ({', '.join(zones)})" if picks[0] else ""
 
 
 def capacity(shape: PodShape, matched: frozenset, st: NodeState) -> int:
@@ -128,12 +154,12 @@ def capacity_reason(shape: PodShape, matched: frozenset, st: NodeState) -> str |
 
 
 def selector_keys(shape: PodShape) -> list:
-    return (
-        list(shape.anti_affinity)
-        + [sel for _, sel in shape.anti_other]
-        + [sel for _, sel in shape.pod_affinity]
-        + [c[2] for c in shape.spread]
-    )
+    """The selector keys the shape's rules count pods by: its anti-affinity terms, the conjunction of its affinity
+    terms (a pod counts for them only when it matches all: ``PodShape.affinity_all``) and its spread selectors."""
+    keys = list(shape.anti_affinity) + [sel for _, sel in shape.anti_other] + [c[2] for c in shape.spread]
+    if shape.affinity_all is not None:
+        keys.append(shape.affinity_all)
+    return keys
 
 
 def matching(keys, namespace: str, labels: dict) -> frozenset:
@@ -228,11 +254,12 @@ def pod_fits_node(pod: dict, node: dict, pods_on_node: list[dict]) -> str | None
         count = st.sel_counts.get(sel, 0) + (1 if sel in matched else 0)
         if key == HOSTNAME_KEY and count > skew:
             return f"topology spread on hostname: {count - 1} matching pods already (maxSkew {skew})"
-    for key, sel in shape.pod_affinity:
+    for key, _sel in shape.pod_affinity:
         if key != HOSTNAME_KEY:
             return f"required pod affinity on {key} needs the whole cluster's pods; not decided node by node"
-        if not st.sel_counts.get(sel):
-            return "required pod affinity: no matching pod on the node"
+    if shape.pod_affinity and not st.sel_counts.get(shape.affinity_all):
+        # a pod counts only when it matches every term (interpodaffinity, podMatchesAllAffinityTerms)
+        return "required pod affinity: no matching pod on the node"
     for key, _sel in shape.anti_other:
         return f"required pod anti-affinity on {key} needs the whole cluster's pods; not decided node by node"
     return None

@@ -32,9 +32,12 @@ class Group:
     priority: int
     price_per_hour: float | None
     instances: tuple[Instance, ...]
-    ports: frozenset = (
-        frozenset()
-    )  # host ports its DaemonSets take on every new node: (protocol, port, host IP)
+    # host ports its DaemonSets take on every new node: (protocol, port, host IP)
+    ports: frozenset = frozenset()
+    # the DaemonSet pods every new node of the group runs, one per DaemonSet: (shape, namespace, labels); their
+    # requests and ports are already out of ``allocatable`` and in ``ports``, their labels and anti-affinity
+    # count on the node as any pod's (daemonsets.py)
+    daemonsets: tuple = ()
 
 
 @dataclass(slots=True)

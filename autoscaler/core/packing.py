@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import math
 
-from autoscaler.core.bins import NEW, STAGES, Bin, PodClass, Room, group_zone
-from autoscaler.core.fit import BIG, NodeState, capacity
+from autoscaler.core.bins import NEW, STAGES, Bin, PodClass, Room
+from autoscaler.core.fit import BIG, capacity
 from autoscaler.core.quantity import is_extended
-from autoscaler.core.scheduling import Scheduler
-from autoscaler.core.spread import place_topology
+from autoscaler.core.scheduling import Scheduler, Topology
+from autoscaler.core.spread import best_existing, best_new
 
 
 def _max_free(run: list[Bin]) -> dict[str, int]:
@@ -29,7 +29,10 @@ class Packer:
     """Bins in runs by (stage, template): first fit goes stage by stage, skipping whole templates a class cannot
     use, and bins no pending pod fits on any more are retired from the scan (kept for the result)."""
 
-    def __init__(self, rooms: list[Room], max_new: int):
+    def __init__(
+        self, sched: Scheduler, rooms: list[Room], bins: list[Bin], max_new: int, floor: dict[str, int]
+    ):
+        self.sched = sched  # the scheduler's rules: every "may this pod go on this node" goes there
         self.rooms = rooms
         self.cap_left = max_new
         self.max_new = max_new
@@ -38,12 +41,13 @@ class Packer:
         self.bounds: dict[tuple[int, int], dict[str, int]] = {}  # per run: at least the free room of any node
         self.order: list[tuple[int, int]] = []  # keys of runs, by stage then creation
         self.retired: list[Bin] = []
-        self.floor: dict[str, int] = {}  # per resource, the least any pending class requests (all request it)
-        self.sched = Scheduler()  # the scheduler's rules: every "may this pod go on this node" goes there
+        self.floor = floor  # per resource, the least any pending class requests (all request it)
         self._fits: dict[tuple, list] = {}  # per (shape, matches): its fit on each group's template
         self.remaining: dict[tuple, int] = {}  # pending pods still to place, per static key (count_demand)
         self.rep: dict[tuple, object] = {}  # a shape for each static key
         self._demand: dict[int, int] = {}  # per room, demand() until the pending pods change
+        for b in bins:
+            self.add(b)
 
     @property
     def bins(self) -> list[Bin]:
@@ -137,7 +141,7 @@ class Packer:
     def place(self, cls: PodClass, n: int, region: str | None, allow_new: bool) -> int:
         """Up to ``n`` pods of ``cls``: first on the bins there are, then (``allow_new``) on new nodes."""
         if cls.topology:
-            return place_topology(self, cls, n, region, allow_new)
+            return self.place_topology(cls, n, region, allow_new)
         placed = self.place_existing(cls, n, region)
         if placed < n and allow_new:
             placed += self.place_new(cls, n - placed, region)
@@ -221,19 +225,7 @@ class Packer:
     def open_nodes(
         self, room: Room, cls: PodClass, take: int, k: int, n: int, zone: str | None = None
     ) -> None:
-        g = room.group
-        run = Bin(
-            NEW,
-            g,
-            g.region,
-            None,
-            g.labels,
-            g.taints,
-            room.tmpl,
-            NodeState(dict(g.allocatable), ports=set(g.ports)),
-            take,
-            zone if zone is not None else group_zone(g),
-        )
+        run = room.node(NEW, take, zone)
         if self.journal is not None:
             old_new, old_cap = room.new, self.cap_left
 
@@ -245,6 +237,48 @@ class Packer:
         self.cap_left -= take
         runs, i = self.add(run)
         self.fill(runs, i, run, cls, k, n)
+
+    def place_topology(self, cls: PodClass, n: int, region: str | None, allow_new: bool) -> int:
+        """Up to ``n`` pods of ``cls``, one at a time, where the topology rules let each go (``spread.py``
+        chooses from the nodes and groups handed to it; the pod is placed here)."""
+        placed = 0
+        why: list[str] = []
+        while placed < n:
+            why.clear()
+            topo = Topology(self.sched, cls, self.bins)  # the whole cluster's nodes count
+            pick = best_existing(self.sched, topo, cls, (self.runs[key] for key in self.order), region, why)
+            if pick is not None:
+                run, i, b = pick
+                self.fill(run, i, b, cls, 1, 1)
+            elif not allow_new:
+                break
+            else:
+                new = best_new(topo, self._growable(cls, region), why)
+                if new is None:
+                    break
+                room, k, zone = new
+                self.open_nodes(room, cls, 1, k, 1, zone)
+            placed += 1
+        if placed < n and why:
+            cls.notes.setdefault("*topology", ("topology", why[0]))
+        return placed
+
+    def _growable(self, cls: PodClass, region: str | None) -> list[tuple[Room, int]]:
+        """The groups (in ``region`` when given) that may add a node for one pod of ``cls`` now, best first, with
+        pods per node; why the others may not goes to the class's notes."""
+        out = []
+        for room, k in self.group_order(cls, 1):
+            g = room.group
+            if region is not None and g.region != region:
+                continue
+            if room.blocked:
+                cls.notes.setdefault(g.name, ("blocked", room.blocked))
+                continue
+            if min(room.headroom - room.new, self.cap_left) <= 0:
+                self.note_full(cls, room)
+                continue
+            out.append((room, k))
+        return out
 
     def count_demand(self, classes, sign: int = 1) -> None:
         """Add (sign 1) or remove (-1) the pods of ``classes`` to the pending pods still to place, by what the
@@ -283,7 +317,7 @@ class Packer:
         wanted = {r for r, _ in cls.shape.requests}
         for room in self.rooms:
             g = room.group
-            k, reason = self.sched.template_room(cls, g, room.tmpl)
+            k, reason = self.sched.template_room(cls, room)
             if reason is not None:
                 out.append((room, 0, False, ("static", reason)))
             elif k <= 0:

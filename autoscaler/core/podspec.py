@@ -13,6 +13,7 @@ import msgspec
 from autoscaler.core.names import HOSTNAME_KEY, ZONE_KEY
 from autoscaler.core.quantity import parse_resources
 from autoscaler.core.selectors import (
+    label_map,
     parse_label_selector,
     parse_requirements,
     parse_tolerations,
@@ -33,13 +34,17 @@ class PodShape:
         tuple  # hostname anti-affinity: tuple of selector keys (namespaces or None for all, requirements)
     )
     anti_other: tuple  # anti-affinity on other topology keys: (topology key, selector key)
-    pod_affinity: tuple  # required pod affinity: (topology key, selector key)
+    pod_affinity: tuple  # required pod affinity: (topology key, selector key) per term
     spread: tuple  # DoNotSchedule spread: (key, maxSkew, selector key, honour taints, honour affinity, minDomains)
     unsupported: tuple[str, ...]  # constraints the planner cannot model (the pod is reported, never placed)
     by_name: bool = False  # node constraints look at the node's name or hostname (no caching per template)
     # what the node-level filters look at (selectors, node affinity, tolerations): shapes that differ only in
     # their requests share it, and so the scheduler's cached answer per node template
     static_key: tuple = ()
+    # the selector key of a pod that matches ALL the required pod affinity terms (their namespaces intersected,
+    # their requirements ANDed); None without such terms. kube-scheduler counts only such pods for the pod's
+    # affinity (interpodaffinity/filtering.go, updateWithAffinityTerms -> podMatchesAllAffinityTerms)
+    affinity_all: tuple | None = None
 
     @property
     def topology(self) -> bool:
@@ -309,6 +314,20 @@ def _pod_terms(
     return anti_host, anti_other, tuple(out["podAffinity"]), unsupported
 
 
+def affinity_conjunction(terms: tuple) -> tuple | None:
+    """The one selector key that a pod matches exactly when it matches every (topology key, (namespaces,
+    requirements)) term: the namespaces intersected (None: every namespace), the requirements ANDed."""
+    if not terms:
+        return None
+    namespaces = None
+    reqs: list = []
+    for _, (ns, sel) in terms:
+        if ns is not None:
+            namespaces = ns if namespaces is None else namespaces & ns
+        reqs.extend(r for r in sel if r not in reqs)
+    return (namespaces, tuple(reqs))
+
+
 def _with_label_keys(
     sel: tuple, term: dict, w: str, labels: dict, errors: list[str], mismatch: bool
 ) -> tuple:
@@ -411,7 +430,7 @@ def parse_shape(
     if not isinstance(ns, dict):
         errors.append(f"{where}.spec.nodeSelector: expected a mapping of label to value")
         ns = {}
-    node_selector = tuple((k, "In", (str(v),)) for k, v in sorted(ns.items()))
+    node_selector = label_map(ns, f"{where}.spec.nodeSelector", errors)
     terms = _node_affinity(spec, where, errors)
     tolerations = parse_tolerations(spec.get("tolerations"), f"{where}.spec.tolerations", errors)
     ports = _ports(spec, where, errors)
@@ -438,6 +457,7 @@ def parse_shape(
             (node_selector, terms, tolerations, tuple(unsupported)),
             (node_selector, terms, tolerations, tuple(unsupported)),
         ),
+        affinity_all=affinity_conjunction(pod_affinity),
     )
     if key is not None:
         if len(_SHAPES) > 200_000:

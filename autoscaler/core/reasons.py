@@ -2,34 +2,42 @@
 
 from __future__ import annotations
 
-from autoscaler.core.bins import PodClass
-from autoscaler.core.fit import NodeState, capacity_reason
-from autoscaler.core.model import Group
+from autoscaler.core.bins import PodClass, Room
+from autoscaler.core.fit import capacity_reason
 from autoscaler.core.quantity import format_amount
 
 
-def _size_reason(cls: PodClass, groups: list[Group], matching: bool) -> str:
+def _size_reason(cls: PodClass, rooms: list[Room], matching: bool) -> str:
     """``needs 16 nvidia.com/gpu; the largest node type offers 8`` for the resource that fits worst."""
     which = "matching node type" if matching else "node type"
     worst = None
     for r, q in cls.shape.requests:
-        best = max((g.allocatable.get(r, 0) for g in groups), default=0)
+        best = max((room.group.allocatable.get(r, 0) for room in rooms), default=0)
         if best < q and (worst is None or best / q < worst[2] / worst[1]):
             worst = (r, q, best)
     if worst is None:  # each resource fits alone: the combination or a per-node limit does not
-        st = NodeState(dict(groups[0].allocatable), ports=set(groups[0].ports)) if groups else NodeState({})
-        detail = capacity_reason(cls.shape, cls.matched, st) or "does not fit on an empty node"
-        if groups and detail.startswith("host port") and groups[0].ports:
+        if not rooms:
+            return "does not fit on an empty node"
+        g = rooms[0].group
+        detail = capacity_reason(cls.shape, cls.matched, rooms[0].st) or "does not fit on an empty node"
+        if detail.startswith("host port") and g.ports:
             port = detail.split()[2]
-            return f"host port {port} is taken by a DaemonSet on every node of group {groups[0].name}"
-        return f"{detail} on an empty node of group {groups[0].name}" if groups else detail
+            return f"host port {port} is taken by a DaemonSet on every node of group {g.name}"
+        if g.daemonsets and detail.startswith("required pod anti-affinity"):
+            return f"required pod anti-affinity: every node of group {g.name} runs a matching DaemonSet pod"
+        if g.daemonsets and detail.startswith("a pod on the node has required anti-affinity"):
+            return (
+                f"every node of group {g.name} runs a DaemonSet pod whose required anti-affinity matches it"
+            )
+        return f"{detail} on an empty node of group {g.name}"
     r, q, best = worst
     if best == 0:
         return f"needs {format_amount(r, q)} {r}; no {which} offers {r}"
     return f"needs {format_amount(r, q)} {r}; the largest {which} offers {format_amount(r, best)}"
 
 
-def _static_summary(cls: PodClass, notes: dict, groups: list[Group]) -> str:
+def _static_summary(cls: PodClass, notes: dict, rooms: list[Room]) -> str:
+    groups = [room.group for room in rooms]
     texts = [notes[g.name][1] for g in groups if g.name in notes]
     if texts and all(t == texts[0] for t in texts):
         t = texts[0]
@@ -40,7 +48,7 @@ def _static_summary(cls: PodClass, notes: dict, groups: list[Group]) -> str:
         return t
     big_enough = [g for g in groups if all(g.allocatable.get(r, 0) >= q for r, q in cls.shape.requests)]
     if not big_enough:
-        return _size_reason(cls, groups, matching=False)
+        return _size_reason(cls, rooms, matching=False)
     parts = []
     for g in big_enough[:3]:
         parts.append(f"group {g.name} {notes.get(g.name, ('', 'cannot take it'))[1]}")
@@ -70,8 +78,8 @@ def nodes_summary(cls: PodClass, bins: list, sched, admitted: bool = False) -> s
     return "no node fits and there are no node groups to grow: " + "; ".join(parts)
 
 
-def why_unplaced(cls: PodClass, groups: list[Group], cutoff: int, nodes_reason=None) -> str:
-    """The reason the remaining pods of ``cls`` fit on no existing node and no new node.
+def why_unplaced(cls: PodClass, rooms: list[Room], cutoff: int, nodes_reason=None) -> str:
+    """The reason the remaining pods of ``cls`` fit on no existing node and no new node of the groups ``rooms``.
 
     ``nodes_reason``: called for the reason from the existing nodes when there are no groups to grow, and with
     True (only the nodes that admit the pod) when no group could ever take it."""
@@ -79,7 +87,7 @@ def why_unplaced(cls: PodClass, groups: list[Group], cutoff: int, nodes_reason=N
         return cls.shape.unsupported[0]
     if not cls.may_scale_up:
         return f"priority {cls.priority} is below the autoscaler's cut-off {cutoff}; it waits for free room"
-    if not groups:
+    if not rooms:
         return nodes_reason() if nodes_reason else "no node has room and there are no node groups to grow"
     notes = cls.notes
     limited = [text for kind, text in notes.values() if kind in ("blocked", "max", "cap")]
@@ -89,11 +97,11 @@ def why_unplaced(cls: PodClass, groups: list[Group], cutoff: int, nodes_reason=N
         return "no room: " + "; ".join(unique[:3]) + more
     if "*topology" in notes:
         return notes["*topology"][1]
-    sized = [g for g in groups if notes.get(g.name, ("",))[0] == "size"]
+    sized = [room for room in rooms if notes.get(room.group.name, ("",))[0] == "size"]
     if sized:
-        return _size_reason(cls, sized, matching=len(sized) < len(groups))
-    summary = _static_summary(cls, notes, groups)
-    if nodes_reason and all(notes.get(g.name, ("",))[0] == "static" for g in groups):
+        return _size_reason(cls, sized, matching=len(sized) < len(rooms))
+    summary = _static_summary(cls, notes, rooms)
+    if nodes_reason and all(notes.get(room.group.name, ("",))[0] == "static" for room in rooms):
         # no group can ever take it: say why the existing nodes it may use do not (e.g. the node it is pinned to)
         full = nodes_reason(True)
         if full:

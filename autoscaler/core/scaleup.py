@@ -8,15 +8,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from autoscaler.core.bins import EXISTING, NEW, TAINTED, UPCOMING, Bin, PodClass, Room, group_zone
+from autoscaler.core.bins import (
+    EXISTING,
+    NEW,
+    TAINTED,
+    UPCOMING,
+    Bin,
+    PodClass,
+    Room,
+    group_zone,
+    template_zones,
+)
 from autoscaler.core.config import PlannerConfig
 from autoscaler.core.failures import GroupStatus, gone_instances
 from autoscaler.core.fit import NodeState, matching, selector_keys
 from autoscaler.core.model import Group, Pod, Snapshot
-from autoscaler.core.names import HOSTNAME_KEY, TO_BE_DELETED_TAINTS
+from autoscaler.core.names import HOSTNAME_KEY, TO_BE_DELETED_TAINTS, ZONE_KEY
 from autoscaler.core.nodestate import lifecycle
 from autoscaler.core.packing import Packer
 from autoscaler.core.reasons import nodes_summary, why_unplaced
+from autoscaler.core.scheduling import Scheduler
 
 UNSCHEDULABLE_TAINT = ("node.kubernetes.io/unschedulable", "", "NoSchedule")
 
@@ -64,7 +75,8 @@ def build_classes(pods: list[Pod], keys: list, cutoff: int) -> dict:
 
 def _node_bins(
     snap: Snapshot,
-    packer: Packer,
+    sched: Scheduler,
+    rooms: dict[str, Room],
     bound: dict[str, list[Pod]],
     keys: list,
     config: PlannerConfig,
@@ -85,15 +97,18 @@ def _node_bins(
         lives[n.name] = life
         kind = life[0]
         if kind == "starting":
-            st = NodeState(dict(g.allocatable), ports=set(g.ports))
+            st = rooms[g.name].st.copy()  # the template's DaemonSet pods included
             for p in bound.get(n.name, ()):
-                if not p.daemonset:  # the template's allocatable already leaves the DaemonSets' room
+                if not p.daemonset:  # the template already holds the DaemonSets' room and their pods
                     st.add(p.shape, matching(keys, p.namespace, p.labels) if anti_keys else frozenset(), 1)
             labels = dict(g.labels)
+            zone = n.zone or group_zone(g)
+            if zone is not None:
+                labels[ZONE_KEY] = zone  # registered: its zone is known
+            tmpl = sched.template_id(labels, g.taints, () if zone is not None else template_zones(g))
             if HOSTNAME_KEY in n.labels:
                 labels[HOSTNAME_KEY] = n.labels[HOSTNAME_KEY]
-            tmpl = packer.sched.template_id(g.labels, g.taints)
-            b = Bin(UPCOMING, g, g.region, n.name, labels, g.taints, tmpl, st, zone=n.zone or group_zone(g))
+            b = Bin(UPCOMING, g, g.region, n.name, labels, g.taints, tmpl, st, zone=zone)
             out_starting.append(b)
             continue
         if kind != "ready":
@@ -113,12 +128,21 @@ def _node_bins(
             n.name,
             n.labels,
             taints,
-            packer.sched.template_id({k: v for k, v in n.labels.items() if k != HOSTNAME_KEY}, taints),
+            sched.template_id({k: v for k, v in n.labels.items() if k != HOSTNAME_KEY}, taints),
             st,
             zone=n.zone,
         )
         (out_tainted if tainted else out_existing).append(b)
     return out_existing + out_tainted + out_starting
+
+
+def _template_state(g: Group, keys: list) -> NodeState:
+    """An empty new node of the group: its allocatable and host ports (the DaemonSets' already taken out) and
+    its DaemonSet pods, counted for the selectors and anti-affinity terms of this plan."""
+    st = NodeState(dict(g.allocatable), ports=set(g.ports))
+    for shape, namespace, labels in g.daemonsets:
+        st.count(shape, matching(keys, namespace, labels) if keys else frozenset(), 1)
+    return st
 
 
 def scale_up(
@@ -142,54 +166,40 @@ def scale_up(
     anti_other = set()  # anti-affinity on other keys than the hostname, of any pod: its targets go by domain
     for shape in shapes:
         anti_other.update(sel for _, sel in shape.anti_other)
-    for pods in list(bound.values()) + list(expendable.values()):
-        for p in pods:
-            for k in p.shape.anti_affinity:
-                keys_set[k] = None
-            for _, k in p.shape.anti_other:
-                keys_set[k] = None
-                anti_other.add(k)
+    holders = [p.shape for pods in list(bound.values()) + list(expendable.values()) for p in pods]
+    holders += [shape for g in snap.groups for shape, _, _ in g.daemonsets]  # the DaemonSet pods of new nodes
+    for shape in holders:
+        for k in shape.anti_affinity:
+            keys_set[k] = None
+        for _, k in shape.anti_other:
+            keys_set[k] = None
+            anti_other.add(k)
     keys = list(keys_set)
     region_idx = {r: i for i, r in enumerate(snap.regions)}
-    packer = Packer([], config.max_new_nodes_per_loop)
-    lives: dict[str, tuple[str, str]] = {}
-    bins = _node_bins(snap, packer, bound, keys, config, lives)
-    for g in snap.groups:
-        if upcoming.get(g.name, 0) > 0:
-            tmpl = packer.sched.template_id(g.labels, g.taints)
-            bins.append(
-                Bin(
-                    UPCOMING,
-                    g,
-                    g.region,
-                    None,
-                    g.labels,
-                    g.taints,
-                    tmpl,
-                    NodeState(dict(g.allocatable), ports=set(g.ports)),
-                    upcoming[g.name],
-                    group_zone(g),
-                )
-            )
+    sched = Scheduler()
     rooms = [
         Room(
             g,
             region_idx.get(g.region, len(region_idx)),
             g.max - statuses[g.name].desired,
             statuses[g.name].blocked,
-            packer.sched.template_id(g.labels, g.taints),
+            sched.template_id(g.labels, g.taints, template_zones(g)),
+            _template_state(g, keys),
         )
         for g in snap.groups
     ]
-    packer.rooms = rooms
-    for b in bins:
-        packer.add(b)
+    by_group = {room.group.name: room for room in rooms}
+    lives: dict[str, tuple[str, str]] = {}
+    bins = _node_bins(snap, sched, by_group, bound, keys, config, lives)
+    for g in snap.groups:
+        if upcoming.get(g.name, 0) > 0:
+            bins.append(by_group[g.name].node(UPCOMING, upcoming[g.name]))
     has_site = any(b.region == "" for b in bins)
     classes = build_classes(pending, keys, config.priority_cutoff)
     for cls in classes.values():
         if not cls.topology and cls.matched & anti_other:
             cls.topology = True  # a pod's anti-affinity on a zone or other key forbids it some domains
-    packer.floor = _floor(classes.values())
+    packer = Packer(sched, rooms, bins, config.max_new_nodes_per_loop, _floor(classes.values()))
     _sizes(classes.values(), snap)
     units = _units(classes.values())
     result = ScaleUp({}, {}, {}, [], [], [], classes=len(classes), pending=len(pending), lifecycle=lives)
@@ -216,7 +226,7 @@ def scale_up(
             cls.placed = packer.place(cls, len(cls.pods), None, cls.may_scale_up)
         if unit[0].may_scale_up and not unit[0].shape.unsupported:
             packer.count_demand(unit, -1)  # placed or not, these pods are no longer to come
-    _collect(result, packer, classes.values(), snap.groups, config, gang_notes)
+    _collect(result, packer, classes.values(), config, gang_notes)
     for b in bins:
         empty = not any(not p.daemonset and not p.mirror for p in bound.get(b.node, ()))
         if b.kind == UPCOMING and b.node is not None and not b.history and empty:
@@ -310,16 +320,14 @@ def _place_gang(
                 c.placed = len(c.pods)
             return None
         packer.rollback()
-        in_region = [g for g in snap.groups if g.region == region]
+        in_region = [room for room in packer.rooms if room.group.region == region]
         why = why_unplaced(failed, in_region, config.priority_cutoff) if in_region else "no room on its nodes"
         tried.append(f"{region or 'on-premises nodes'}: {why}")
     where = "; ".join(tried) if tried else "no region to try"
     return f"gang {gang} ({count} pods) must run in one region; {where}"
 
 
-def _collect(
-    result: ScaleUp, packer: Packer, classes, groups: list[Group], config: PlannerConfig, gang_notes
-) -> None:
+def _collect(result: ScaleUp, packer: Packer, classes, config: PlannerConfig, gang_notes) -> None:
     cursor = {id(c): 0 for c in classes}
     serial: dict[str, int] = {}
     for room in packer.rooms:
@@ -360,7 +368,7 @@ def _collect(
             reason = gang_notes.get(cls.gang) if cls.gang else None
             reason = reason or why_unplaced(
                 cls,
-                groups,
+                packer.rooms,
                 config.priority_cutoff,
                 lambda admitted=False, cls=cls: nodes_summary(cls, bins, packer.sched, admitted),
             )

@@ -18,6 +18,20 @@ BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
 # A requirement: (key, operator, values tuple). A selector: tuple of requirements (AND).
 
 _NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_INT64 = 1 << 63
+
+
+def parse_int64(text: object) -> int | None:
+    """The integer Go's ``strconv.ParseInt(text, 10, 64)`` reads (an optional sign, ASCII digits, 64 bits), as
+    Kubernetes reads a Gt/Lt value and the node label it compares (apimachinery labels ``Requirement.Matches``,
+    validation ``ValidateNodeSelectorRequirement``); None when it is not one."""
+    if not isinstance(text, str) or not _INTEGER.fullmatch(text):
+        return None
+    value = int(text)
+    return value if -_INT64 <= value < _INT64 else None
+
+
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
@@ -82,7 +96,7 @@ def parse_selector_text(text: str | None) -> tuple:
         elif g["ekey"]:
             key, op, value = g["ekey"], g["op"], g["value"]
             if op in (">", "<"):
-                if not value.lstrip("-").isdigit():
+                if parse_int64(value) is None:
                     raise ValueError(f"operator {op} in {m.group(0).strip()!r} needs an integer value")
                 req = (key, "Gt" if op == ">" else "Lt", (value,))
             else:
@@ -133,7 +147,7 @@ def parse_requirements(raw: object, where: str, errors: list[str], operators=NOD
         if op in ("In", "NotIn") and not values:
             errors.append(f"{w}.values: operator {op} needs at least one value")
             continue
-        if op in ("Gt", "Lt") and (len(values) != 1 or not values[0].lstrip("-").isdigit()):
+        if op in ("Gt", "Lt") and (len(values) != 1 or parse_int64(values[0]) is None):
             errors.append(f"{w}.values: operator {op} needs exactly one integer value, got {values}")
             continue
         out.append((req["key"], op, tuple(values)))
@@ -150,14 +164,32 @@ def requirement_holds(req: tuple, labels: dict) -> bool:
         return key in labels
     if op == "DoesNotExist":
         return key not in labels
-    value = labels.get(key)
-    if value is None or not value.lstrip("-").isdigit():
-        return False
-    return int(value) > int(values[0]) if op == "Gt" else int(value) < int(values[0])
+    value = parse_int64(labels.get(key))
+    if value is None:
+        return False  # a label that is not an integer matches neither Gt nor Lt
+    bound = parse_int64(values[0])
+    return bound is not None and (value > bound if op == "Gt" else value < bound)
 
 
 def selector_matches(selector: tuple, labels: dict) -> bool:
     return all(requirement_holds(r, labels) for r in selector)
+
+
+def label_map(raw: dict, where: str, errors: list[str]) -> tuple:
+    """A map of label key to value (a nodeSelector, a selector's matchLabels) as In requirements, keys and values
+    checked as labels (Kubernetes validates both as it validates labels: apimachinery ``ValidateLabels``); a
+    value that is not a string (4, true) is refused, as the API server refuses it, never turned into one."""
+    out = []
+    for k, v in sorted(raw.items(), key=lambda kv: str(kv[0])):
+        problem = label_key_problem(k) or label_value_problem(v)
+        if problem is None:
+            out.append((k, "In", (v,)))
+        elif not isinstance(v, str) and isinstance(k, str):
+            text = "true" if v is True else "false" if v is False else v
+            errors.append(f'{where}.{k}: value {v!r} is not a string; quote it ("{text}")')
+        else:
+            errors.append(f"{where}: {problem}")
+    return tuple(out)
 
 
 def parse_label_selector(raw: object, where: str, errors: list[str]) -> tuple | None:
@@ -172,7 +204,7 @@ def parse_label_selector(raw: object, where: str, errors: list[str]) -> tuple | 
     if not isinstance(ml, dict):
         errors.append(f"{where}.matchLabels: expected a mapping of label to value")
     else:
-        reqs.extend((k, "In", (str(v),)) for k, v in sorted(ml.items()))
+        reqs.extend(label_map(ml, f"{where}.matchLabels", errors))
     reqs.extend(
         parse_requirements(raw.get("matchExpressions"), f"{where}.matchExpressions", errors, LABEL_OPERATORS)
     )

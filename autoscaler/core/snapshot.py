@@ -6,6 +6,7 @@ them are collected and raised together as :class:`~autoscaler.core.errors.Snapsh
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 
 from autoscaler.core.daemonsets import with_daemonset_overhead
@@ -296,8 +297,13 @@ def _group(g: dict, name: str, w: str, errors: list[str]) -> Group | None:
     price = g.get("price_per_hour")
     if price is None and info is not None and isinstance(region, str):
         price = info.price_in(region)
-    if price is not None and (isinstance(price, bool) or not isinstance(price, int | float) or price < 0):
-        errors.append(f"{w}.price_per_hour: expected a non-negative number, got {price!r}")
+    if price is not None and (
+        isinstance(price, bool) or not isinstance(price, int | float) or not math.isfinite(price) or price < 0
+    ):
+        # NaN (which JSON decoders accept) compares false with everything: it would sort groups at random
+        errors.append(
+            f"{w}.price_per_hour: expected a non-negative number of dollars per hour, got {price!r}"
+        )
         price = None
     instances = []
     raw_instances = g.get("instances") or []

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from autoscaler.model.pods import DURATION_ANNOTATION
+from autoscaler.sim.scenarios import DEMO_WAVES, demo_jobs
 from autoscaler.sim.traces import Job
 from autoscaler.sim.workload import job_pods
 
@@ -32,17 +33,12 @@ class Wave:
         return sum(j.gpus for j in self.jobs)
 
 
-def _jobs(prefix: str, shapes: list[tuple[int, float]]) -> tuple[Job, ...]:
-    return tuple(Job(f"{prefix}-{i:02d}", 0, g, d) for i, (g, d) in enumerate(shapes))
-
-
-def waves() -> list[Wave]:
-    experiments = [(1, 1200 + 60 * i) for i in range(12)] + [(4, 1800)] * 4 + [(8, 2400)] * 4
-    sweep = [(8, 1500 + 30 * i) for i in range(24)] + [(16, 1800)] * 8
+def waves(compression: float = 60.0) -> list[Wave]:
+    """The simulator's demo scenario (autoscaler/sim/scenarios.py ``DEMO_WAVES``), its model times as wall
+    seconds at the demo's compression (run.py ``COMPRESSION``)."""
     return [
-        Wave(0.0, "one GPU to try an idea", _jobs("try", [(1, 1800)])),
-        Wave(6.0, "60 GPUs of experiments", _jobs("exp", experiments)),
-        Wave(16.0, "a 320-GPU sweep", _jobs("sweep", sweep)),
+        Wave(at / compression, title, tuple(Job(j.id, 0, j.gpus, j.duration_s) for j in jobs))
+        for (at, title, _), jobs in zip(DEMO_WAVES, demo_jobs(), strict=True)
     ]
 
 

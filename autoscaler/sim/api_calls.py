@@ -11,10 +11,12 @@ records, per region and operation, the calls the real client would make:
   policy name their type in the overrides and need none); ``DescribeInstanceTypes`` once per region and type.
   The controller runs every scan interval; the simulator skips loops that could change nothing
   (docs/simulator.md), so the reads of the skipped loops are added at the end (:meth:`CountingCloud.finish`).
-- ``cluster-autoscaler`` (its AWS provider, ``cloudprovider/aws``): the group cache is refreshed once a minute
-  (``refreshInterval``), two reads per region (the tag-based discovery and ``DescribeAutoScalingGroups``),
-  and one ``DescribeScalingActivities`` per group whose desired size exceeds its instances
-  (``createPlaceholdersForDesiredNonStartedInstances`` / ``isNodeGroupAvailable``).
+- ``cluster-autoscaler`` (its AWS provider, ``cloudprovider/aws``): each process refreshes its group cache once
+  a minute (``refreshInterval``), two reads per region it manages (the tag-based discovery and
+  ``DescribeAutoScalingGroups``), and one ``DescribeScalingActivities`` per group whose desired size exceeds its
+  instances (``createPlaceholdersForDesiredNonStartedInstances`` / ``isNodeGroupAvailable``); a region no
+  process manages (``ca-primary``'s others) gets no calls. Its corrections after giving up are one
+  ``SetDesiredCapacity`` per node (``policies/ca_like.py``).
 - ``aws`` (target tracking): scaling is done inside AWS (CloudWatch alarms, the group's own launches), so only
   the lab's metric publisher calls: ``PutMetricData`` once a minute per region (every metric in one call) and
   ``SetInstanceProtection`` per group when protections change (up to 50 instances a call).
@@ -61,8 +63,8 @@ class CountingCloud:
         self._template_read: dict[str, float] = {}
         self._templates: Counter[str] = Counter()
         self._types: set[tuple[str, str]] = set()
-        self._last_refresh = -math.inf
-        self._refreshes = 0
+        self._ca_last: dict[str, float] = {}  # per region: the last cache refresh of the process managing it
+        self._ca_refreshes: Counter[str] = Counter()
         self._start = now()
 
     # --- bookkeeping ------------------------------------------------------------------------------------
@@ -80,8 +82,11 @@ class CountingCloud:
         return out
 
     # --- interfaces.Cloud -------------------------------------------------------------------------------
-    def list_groups(self) -> list[dict]:
+    def list_groups(self, regions=None) -> list[dict]:
+        """Every group, or those of ``regions`` (a cluster-autoscaler process reads only the regions it manages)."""
         groups = self.inner.list_groups()
+        if regions is not None:
+            groups = [g for g in groups if g["region"] in regions]
         if self.mode == "live":
             self._live_reads(groups)
         elif self.mode == "cluster-autoscaler":
@@ -128,11 +133,11 @@ class CountingCloud:
 
     def _ca_reads(self, groups: list[dict]) -> None:
         now = self.now()
-        if now - self._last_refresh < CA_REFRESH_S:
-            return
-        self._last_refresh = now
-        self._refreshes += 1
         for region, gs in self._regions(groups).items():
+            if now - self._ca_last.get(region, -math.inf) < CA_REFRESH_S:
+                continue
+            self._ca_last[region] = now
+            self._ca_refreshes[region] += 1
             self.count(region, "DescribeAutoScalingGroups", 2 * math.ceil(len(gs) / GROUPS_PER_PAGE))
             placeholders = sum(1 for g in gs if g["desired"] > len(g.get("instances", ())))
             self.count(region, "DescribeScalingActivities", placeholders)
@@ -159,11 +164,12 @@ class CountingCloud:
                 if g.name not in self.mixed:
                     made = self._templates[g.name]
                     self.count(g.region, "DescribeLaunchTemplateVersions", max(0, due - made))
-        elif self.mode == "cluster-autoscaler":  # it refreshes once a minute whether or not it had work
-            skipped = max(0, math.floor(span / CA_REFRESH_S) + 1 - self._refreshes)
+        elif self.mode == "cluster-autoscaler":  # each process refreshes once a minute, with work or without
             per_region = Counter(g.region for g in groups)
-            for region, n in per_region.items():
-                self.count(region, "DescribeAutoScalingGroups", skipped * 2 * math.ceil(n / GROUPS_PER_PAGE))
+            for region, done in self._ca_refreshes.items():
+                skipped = max(0, math.floor(span / CA_REFRESH_S) + 1 - done)
+                pages = math.ceil(per_region[region] / GROUPS_PER_PAGE)
+                self.count(region, "DescribeAutoScalingGroups", skipped * 2 * pages)
         for region in publishing:
             self.count(region, "PutMetricData", math.floor(span / PUBLISH_PERIOD_S) + 1)
         self.loops = 0

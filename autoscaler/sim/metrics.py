@@ -78,6 +78,9 @@ class RunRecord:
     api_calls_by_region: dict[str, int] = field(default_factory=dict)
     api_calls_by_operation: dict[str, int] = field(default_factory=dict)
     gpu_hours_by_model: dict[str, float] = field(default_factory=dict)  # provisioned, per GPU model
+    nodes_bought: int = 0  # instances launched during the run (not those of the groups' minimum at the start)
+    pods: int = 0  # pods the jobs are made of (replacements of killed pods not counted)
+    pods_never_ran: int = 0  # of those, pods never started by the end of the run
 
 
 def find_bursts(jobs: list[Job], window_s: float = 300.0, min_gpus: int = 32) -> list[Burst]:
@@ -188,5 +191,8 @@ def summarize(record: RunRecord, bursts: list[Burst]) -> dict:
         "bursts_never_running": len(to_running) - len(done_running),
         "loops_to_request_burst_p50": percentile(done_loops, 50) if done_loops else None,
         "loops_to_request_burst_max": max(done_loops) if done_loops else None,
+        "nodes_bought": record.nodes_bought,
+        "pods": record.pods,
+        "pods_never_ran": record.pods_never_ran,
         "simulated_s": round(end, 1),
     }

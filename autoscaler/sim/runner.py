@@ -41,10 +41,11 @@ class Scenario:
     name: str
     description: str
     jobs: list[Job]
-    capacity: dict[str, int] = field(default_factory=dict)  # "region/instance-type" -> instances at most
+    capacity: dict[tuple[str, str], int] = field(default_factory=dict)  # (region, type) -> instances at most
     capacity_events: list[tuple[float, str, str, int | None]] = field(default_factory=list)
     bursts: list | None = None  # explicit bursts (metrics.Burst); None: found in the trace
     horizon_slack_s: float = 2 * 86400.0
+    horizon_s: float | None = None  # the run ends here at the latest (s from the start); None: the slack's
     lifecycle: NodeLifecycle | None = None  # the nodes' lifecycle timings (None: autoscaler/model/boot.py's)
 
 
@@ -95,7 +96,9 @@ class Run:
         self.total_pods = 0
         self.submitted = 0
         self.horizon = (
-            self.t0 + max(j.submit_s + j.duration_s for j in scenario.jobs) + scenario.horizon_slack_s
+            self.t0 + scenario.horizon_s
+            if scenario.horizon_s is not None
+            else self.t0 + max(j.submit_s + j.duration_s for j in scenario.jobs) + scenario.horizon_slack_s
         )
         self.record = RunRecord(policy_name, regions=tuple(self.regions), scheduler=scheduler)
         self._instances_key: tuple | None = None
@@ -228,7 +231,20 @@ class Run:
         self.record.api_calls_by_operation = self.cloud.by_operation()
         self.record.gpu_hours_by_model = self._gpu_hours_by_model()
         self.record.jobs = self._outcomes()
+        self.record.nodes_bought = sum(1 for inst in self.model.cloud.history if not inst.settled)
+        self.record.pods = self.total_pods
+        self.record.pods_never_ran = self._never_ran()
         return self.record
+
+    def _never_ran(self) -> int:
+        """The jobs' pods that never started: per job, its pods less those that did (a replacement of a killed
+        pod is the same pod again)."""
+        started: dict[str, int] = {}
+        for rec in self.model.records.values():
+            kind, ns, name = rec.job
+            if kind in ("job", "pod-group") and ns == NAMESPACE and rec.started is not None:
+                started[name] = started.get(name, 0) + 1
+        return sum(max(0, n - started.get(job, 0)) for job, n in self.pods_per_job.items())
 
     def _gpu_hours_by_model(self) -> dict[str, float]:
         """GPU-hours provisioned per GPU model (T4, V100, ...): how much of the work went to which GPUs."""

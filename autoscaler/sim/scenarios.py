@@ -4,6 +4,12 @@
 of experiments, and in the afternoon a sweep of 1,600 GPUs, all within a day; meanwhile the first region runs out
 of 8-GPU V100 capacity (InsufficientInstanceCapacity after a handful of instances), so whoever scales must spill
 over to the next region. Deterministic: no randomness, the same jobs each run.
+
+``demo``: the bursts of ``make demo`` (autoscaler/demo/), in model time: 1 GPU, then 60 GPUs 6 minutes later,
+then 320 GPUs at 16 minutes (61 pods: 59 nodes when packed), with us-west-2 holding 2 p3.16xlarge and no
+p4d.24xlarge; the run is watched until 75 minutes after the last burst, as the demo watches it. The scenario the
+side-by-side with the real cluster-autoscaler ran (issue 27; ``tests/autoscaler/sim/test_demo_scenario.py``
+holds the simulator to what was measured there).
 """
 
 from __future__ import annotations
@@ -15,7 +21,21 @@ from autoscaler.sim.runner import Scenario
 from autoscaler.sim.traces import Job, load_trace
 from clusterspec.spec import Cluster as Spec
 
-SCENARIOS = ("burst",)
+SCENARIOS = ("burst", "demo")
+
+# The demo's waves (autoscaler/demo/workload.py builds its pods from these): (model seconds after the first
+# wave, title, [(GPUs, duration s), ...]); the demo submits them at 0, 6 and 16 wall seconds at 60x.
+DEMO_WAVES: list[tuple[float, str, list[tuple[int, float]]]] = [
+    (0.0, "one GPU to try an idea", [(1, 1800)]),
+    (
+        360.0,
+        "60 GPUs of experiments",
+        [(1, 1200 + 60 * i) for i in range(12)] + [(4, 1800)] * 4 + [(8, 2400)] * 4,
+    ),
+    (960.0, "a 320-GPU sweep", [(8, 1500 + 30 * i) for i in range(24)] + [(16, 1800)] * 8),
+]
+DEMO_PREFIXES = ("try", "exp", "sweep")
+DEMO_WATCH_S = 4500.0  # the demo gives up 75 (wall) seconds after its last wave: 75 minutes of model time
 
 
 def trace_scenario(path: str | Path) -> Scenario:
@@ -52,6 +72,47 @@ def burst_scenario(spec: Spec, *, ice_limit: int = 6) -> Scenario:
             _burst(jobs[1 + len(shapes) :]),
         ],
         horizon_slack_s=86400.0,
+    )
+
+
+def demo_jobs() -> list[list[Job]]:
+    """The demo's jobs, wave by wave (each job's ``submit_s`` is its wave's time)."""
+    return [
+        [Job(f"{prefix}-{i:02d}", at, g, d) for i, (g, d) in enumerate(shapes)]
+        for (at, _, shapes), prefix in zip(DEMO_WAVES, DEMO_PREFIXES, strict=True)
+    ]
+
+
+def demo_capacity(spec: Spec) -> dict[tuple[str, str], int]:
+    """The demo's capacity in the first region: 2 instances of the preferred 8-GPU type, none of the other 8-GPU
+    types the workload may use ((region, instance type) -> instances at most)."""
+    first = spec.spill_over_order[0]
+    groups = sorted(
+        (
+            g
+            for g in spec.region(first).node_groups
+            if g.gpus >= 8 and all(t.key == "nvidia.com/gpu" for t in g.taints)
+        ),
+        key=lambda g: -g.priority,
+    )
+    return {(first, g.instance_type): (2 if i == 0 else 0) for i, g in enumerate(groups)}
+
+
+def demo_scenario(spec: Spec) -> Scenario:
+    waves = demo_jobs()
+    jobs = [j for wave in waves for j in wave]
+    first = spec.spill_over_order[0]
+    room = ", ".join(f"{n} {itype}" for (_, itype), n in demo_capacity(spec).items())
+    return Scenario(
+        name="demo",
+        description=(
+            f"make demo's bursts: 1 GPU, 60 GPUs at 6 min, 320 GPUs at 16 min ({sum(1 for _ in jobs)} jobs); "
+            f"{first} holds {room}; watched until 75 min after the last burst"
+        ),
+        jobs=jobs,
+        capacity=demo_capacity(spec),
+        bursts=[_burst(w) for w in waves],
+        horizon_s=DEMO_WAVES[-1][0] + DEMO_WATCH_S,
     )
 
 

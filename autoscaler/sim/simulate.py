@@ -20,7 +20,7 @@ from autoscaler.sim.bounds import lower_bound
 from autoscaler.sim.metrics import RunRecord, find_bursts, summarize
 from autoscaler.sim.policies import POLICIES, make_policy
 from autoscaler.sim.runner import Run, Scenario
-from autoscaler.sim.scenarios import SCENARIOS, burst_scenario, trace_scenario
+from autoscaler.sim.scenarios import SCENARIOS, burst_scenario, demo_scenario, trace_scenario
 from autoscaler.sim.traces import resolve_trace
 from clusterspec.errors import UserError
 from clusterspec.loader import load_spec, spec_from_data
@@ -28,8 +28,13 @@ from clusterspec.scheduler import PROFILES
 from clusterspec.spec import Cluster as Spec
 
 # Every report: each policy under the deployed scheduler profile, and ours under the default kube-scheduler too
-# (what the profile buys). ``name@default`` runs a policy under the default profile.
-DEFAULT_POLICIES = "batch,batch@default,ca-like,ca-like-protected,target-tracking,static-peak,static-p95"
+# (what the profile buys); cluster-autoscaler as a three-region lab runs it (one per region, or one in the primary
+# region), and once over every region (no real deployment: an idealised bound), each with its defaults and with
+# the jobs protected. ``name@default`` runs a policy under the default profile.
+DEFAULT_POLICIES = (
+    "batch,batch@default,ca-regional,ca-regional-protected,ca-primary,ca-primary-protected,ca-ideal,"
+    "ca-ideal-protected,target-tracking,static-peak,static-p95"
+)
 
 # Seconds between two progress lines when stderr is not a terminal (a log, a pipe, CI); the environment variable
 # overrides it (tests, or a quieter log).
@@ -49,6 +54,8 @@ SHOWN = [
     ("cost_over_bound", "x bound"),
     ("jobs_killed", "killed"),
     ("jobs_finished", "finished"),
+    ("pods_never_ran", "pods never ran"),
+    ("nodes_bought", "nodes bought"),
     ("api_calls", "API calls"),
 ]
 # The columns a narrow terminal shows first, in the first table (the rest follow in as many tables as needed).
@@ -381,7 +388,7 @@ def main(
     if scenario:
         if scenario not in SCENARIOS:
             raise UserError(f"--scenario: unknown {scenario!r}; choose from {', '.join(SCENARIOS)}")
-        sc = burst_scenario(cluster)
+        sc = burst_scenario(cluster) if scenario == "burst" else demo_scenario(cluster)
     else:
         sc = trace_scenario(resolve_trace(trace))
     if window is not None:

@@ -5,7 +5,28 @@ from __future__ import annotations
 
 from autoscaler.sim.policies.base import Policy, PolicyContext
 
-POLICIES = ("batch", "ca-like", "ca-like-protected", "target-tracking", "static-peak", "static-p95")
+POLICIES = (
+    "batch",
+    "ca-regional",
+    "ca-regional-protected",
+    "ca-primary",
+    "ca-primary-protected",
+    "ca-ideal",
+    "ca-ideal-protected",
+    "target-tracking",
+    "static-peak",
+    "static-p95",
+)
+# cluster-autoscaler as deployed (policies/ca_like.py): one process per region, one in the primary region only,
+# and one over every region (no real deployment: an idealised bound); each with the lab's jobs protected too
+CA_POLICIES = {
+    "ca-regional": "CaRegionalPolicy",
+    "ca-regional-protected": "CaRegionalProtectedPolicy",
+    "ca-primary": "CaPrimaryPolicy",
+    "ca-primary-protected": "CaPrimaryProtectedPolicy",
+    "ca-ideal": "CaIdealPolicy",
+    "ca-ideal-protected": "CaIdealProtectedPolicy",
+}
 
 
 def make_policy(name: str, ctx: PolicyContext, run) -> Policy:
@@ -14,14 +35,10 @@ def make_policy(name: str, ctx: PolicyContext, run) -> Policy:
         from autoscaler.sim.policies.batch import BatchPolicy
 
         return BatchPolicy(ctx, run)
-    if name == "ca-like":
-        from autoscaler.sim.policies.ca_like import CaLikePolicy
+    if name in CA_POLICIES:
+        from autoscaler.sim.policies import ca_like
 
-        return CaLikePolicy(ctx)
-    if name == "ca-like-protected":
-        from autoscaler.sim.policies.ca_like import CaProtectedPolicy
-
-        return CaProtectedPolicy(ctx)
+        return getattr(ca_like, CA_POLICIES[name])(ctx)
     if name == "target-tracking":
         from autoscaler.sim.policies.target import TargetTrackingPolicy
 

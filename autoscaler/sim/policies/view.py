@@ -5,7 +5,9 @@ Baselines only use what a real cluster would offer them: pods, nodes and the clo
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import lru_cache
 
 from kubernetes.utils import parse_quantity
@@ -38,6 +40,20 @@ def requests(pod: dict) -> dict[str, float]:
     return total
 
 
+def created_at(obj: dict) -> float:
+    """``metadata.creationTimestamp`` as POSIX seconds; an object without one counts as old (-inf), as Go's zero
+    time does."""
+    text = (obj.get("metadata") or {}).get("creationTimestamp")
+    if not text:
+        return float("-inf")
+    return _timestamp(text)
+
+
+@lru_cache(maxsize=65536)
+def _timestamp(text: str) -> float:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
 def pod_gpus(pod: dict) -> int:
     return int(requests(pod).get(GPU, 0.0))
 
@@ -58,6 +74,29 @@ def is_pending(pod: dict) -> bool:
 
 def is_active(pod: dict) -> bool:
     return pod.get("status", {}).get("phase") not in ("Succeeded", "Failed")
+
+
+NOT_READY_TAINTS = (
+    "node.kubernetes.io/not-ready",
+    "node.kubernetes.io/disk-pressure",
+    "node.kubernetes.io/network-unavailable",
+)
+
+
+def node_ready(node: dict) -> bool:
+    """Ready as cluster-autoscaler reads it (utils/kubernetes/ready.go ``GetNodeReadiness``): the Ready condition
+    True, no DiskPressure or NetworkUnavailable condition, none of the not-ready taints."""
+    status = node.get("status") or {}
+    ready = False
+    for cond in status.get("conditions") or ():
+        kind, value = cond.get("type"), cond.get("status")
+        if kind == "Ready":
+            ready = value == "True"
+        elif kind in ("DiskPressure", "NetworkUnavailable") and value == "True":
+            return False
+    if any(t.get("key") in NOT_READY_TAINTS for t in (node.get("spec") or {}).get("taints") or ()):
+        return False
+    return ready
 
 
 def node_gpus(node: dict) -> int:
@@ -112,3 +151,31 @@ def instance_id_of(node: dict) -> str | None:
     """The instance id from the node's providerID ``aws:///<zone>/<instance-id>``."""
     pid = node.get("spec", {}).get("providerID") or ""
     return pid.rsplit("/", 1)[-1] or None if pid else None
+
+
+class RegionCloud:
+    """``interfaces.Cloud`` as one cluster-autoscaler process sees it: the groups of its regions only (None:
+    every region). Its reads are asked for those regions, so the API calls are counted where its clients make
+    them (``autoscaler/sim/api_calls.py``)."""
+
+    def __init__(self, cloud, regions: Collection[str] | None) -> None:
+        self.cloud = cloud
+        self.regions = None if regions is None else tuple(regions)
+        self._names: set[str] = set()
+
+    def list_groups(self) -> list[dict]:
+        groups = self.cloud.list_groups(regions=self.regions)
+        if self.regions is not None:
+            groups = [g for g in groups if g["region"] in self.regions]
+        self._names = {g["name"] for g in groups}
+        return groups
+
+    def set_desired(self, group: str, desired: int) -> None:
+        self.cloud.set_desired(group, desired)
+
+    def terminate_instance(self, group: str, instance_id: str) -> None:
+        self.cloud.terminate_instance(group, instance_id)
+
+    def scaling_failures(self, since: datetime) -> list[dict]:
+        failures = self.cloud.scaling_failures(since)
+        return failures if self.regions is None else [f for f in failures if f["group"] in self._names]

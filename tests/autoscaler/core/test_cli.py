@@ -127,3 +127,37 @@ def test_plan_as_the_whole_process_ends_at_once_with_its_whole_output(tmp_path, 
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == in_process
     assert len(in_process["placements"]) > 1_000
+
+
+BAD_VALUES = [
+    # (where in the base snapshot, the value, the one line) -- issue 27: the first crashed `autoscaler plan` with a
+    # traceback, the other two were accepted
+    (("pods", 0, "spec", "affinity"),
+     {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+         {"matchExpressions": [{"key": "gen", "operator": "Gt", "values": ["--5"]}]}]}}},
+     "pods[0] (lab/p).spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
+     ".matchExpressions[0].values: operator Gt needs exactly one integer value, got ['--5']"),
+    (("pods", 0, "spec", "nodeSelector"), {"gpus": 4},
+     'pods[0] (lab/p).spec.nodeSelector.gpus: value 4 is not a string; quote it ("4")'),
+    (("groups", 0, "price_per_hour"), float("nan"),
+     "groups[0] (g).price_per_hour: expected a non-negative number of dollars per hour, got nan"),
+]  # fmt: skip
+
+
+def test_bad_values_are_one_line_and_exit_2_from_the_whole_process(tmp_path) -> None:
+    base = yaml.safe_load((Path(__file__).parent / "bad_snapshots.yaml").read_text())["base"]
+    for i, (path, value, line) in enumerate(BAD_VALUES):
+        data = json.loads(json.dumps(base))
+        target = data
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+        if path[0] == "pods":
+            data["groups"][0]["labels"] = {"gen": "3"}  # a label Gt compares: the plan reached it before
+        snap = tmp_path / f"bad{i}.json"
+        snap.write_text(json.dumps(data))  # NaN is written as NaN, which JSON decoders read
+        proc = subprocess.run(
+            [sys.executable, "-m", "autoscaler", "plan", str(snap)], capture_output=True, text=True
+        )
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.strip().splitlines() == [line]

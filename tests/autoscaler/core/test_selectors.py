@@ -8,6 +8,7 @@ import pytest
 from autoscaler.core.selectors import (
     label_key_problem,
     label_value_problem,
+    parse_int64,
     parse_selector_text,
     selector_matches,
 )
@@ -51,6 +52,12 @@ def test_invalid_values(value) -> None:
         ("gpu", {"gpu": ""}, True),
         ("cores>8", {"cores": "16"}, True),
         ("cores<8", {"cores": "16"}, False),
+        ("cores>-1", {"cores": "0"}, True),
+        (
+            "cores>8",
+            {"cores": "--16"},
+            False,
+        ),  # not an integer label: neither Gt nor Lt holds (strconv.ParseInt)
         ("", {"anything": "x"}, True),
     ],
 )
@@ -60,10 +67,31 @@ def test_text_selectors(text, labels, match) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["app=web,", "=web", "app in web", "app=web tier=x", "app=-x", "A_/b=c", "cores>x"]
+    "text",
+    [
+        "app=web,",
+        "=web",
+        "app in web",
+        "app=web tier=x",
+        "app=-x",
+        "A_/b=c",
+        "cores>x",
+        "cores>--5",
+        "cores<1e3",
+    ],
 )
 def test_malformed_text_selectors(text) -> None:
     with pytest.raises(ValueError):
         parse_selector_text(text)
     with pytest.raises(BadRequest):
         parse_label_selector(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("5", 5), ("-5", -5), ("+5", 5), ("9223372036854775807", 2**63 - 1), ("--5", None), ("5-", None),
+     ("9223372036854775808", None), ("٣", None), ("", None), (" 5", None), ("5.0", None)],
+)  # fmt: skip
+def test_gt_lt_values_are_go_int64s(text, value) -> None:
+    """What strconv.ParseInt(text, 10, 64) reads: a Gt/Lt value and the label it is compared with."""
+    assert parse_int64(text) == value

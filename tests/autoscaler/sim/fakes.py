@@ -42,24 +42,52 @@ def group(name: str, desired: int = 0, gpus: int = 8, max: int = 10, min: int = 
     }
 
 
-def node(name: str, group_name: str, instance: str, gpus: int = 8) -> dict:
+def node(
+    name: str,
+    group_name: str,
+    instance: str,
+    gpus: int = 8,
+    ready: bool = True,
+    advertised: bool = True,
+    created: float | None = None,
+) -> dict:
+    """A registered node; ``ready=False``: NotReady with the not-ready taint (as kubelet registers), and
+    ``advertised=False``: its GPUs not in allocatable yet (the device plugin is starting)."""
+    alloc = dict(ALLOC8 if gpus == 8 else ALLOC1)
+    if not advertised:
+        alloc.pop(GPU)
+    taints = [dict(TAINT)]
+    if not ready:
+        taints.append({"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"})
     return {
-        "metadata": {"name": name, "labels": {NODE_GROUP_LABEL: group_name}},
-        "spec": {"providerID": f"aws:///us-west-2a/{instance}", "taints": [dict(TAINT)]},
+        "metadata": {
+            "name": name,
+            "labels": {NODE_GROUP_LABEL: group_name},
+            **({"creationTimestamp": iso(created)} if created is not None else {}),
+        },
+        "spec": {"providerID": f"aws:///us-west-2a/{instance}", "taints": taints},
         "status": {
-            "allocatable": dict(ALLOC8 if gpus == 8 else ALLOC1),
-            "conditions": [{"type": "Ready", "status": "True"}],
+            "allocatable": alloc,
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
         },
     }
 
 
-def pod(name: str, gpus: int, node_name: str | None = None, annotations: dict | None = None) -> dict:
+def pod(
+    name: str,
+    gpus: int,
+    node_name: str | None = None,
+    annotations: dict | None = None,
+    created: float | None = None,
+) -> dict:
+    """A Job's pod; without ``created`` it has no creationTimestamp (it counts as old)."""
     return {
         "metadata": {
             "name": name,
             "namespace": "research",
             "annotations": dict(annotations or {}),
             "ownerReferences": [{"kind": "Job", "name": name, "controller": True}],
+            **({"creationTimestamp": iso(created)} if created is not None else {}),
         },  # fmt: skip
         "spec": {
             **({"nodeName": node_name} if node_name else {}),
@@ -99,9 +127,12 @@ class FakeCloud:
         self.calls: list[tuple] = []
         self.failures: list[dict] = []
         self.now = 0.0
+        self.reads: list[tuple[float, tuple | None]] = []  # (time, regions asked for) of each list_groups
 
-    def list_groups(self) -> list[dict]:
-        return copy.deepcopy(list(self.groups.values()))
+    def list_groups(self, regions=None) -> list[dict]:
+        self.reads.append((self.now, None if regions is None else tuple(regions)))
+        groups = [g for g in self.groups.values() if regions is None or g["region"] in regions]
+        return copy.deepcopy(groups)
 
     def set_desired(self, name: str, desired: int) -> None:
         self.calls.append((self.now, "set_desired", name, desired))

@@ -93,3 +93,24 @@ def test_cluster_autoscaler_reads_once_a_minute_and_target_tracking_publishes_on
     )  # the service's own
     tt.finish(clock.now() + 3600, 10.0, ("us-west-2",))
     assert tt.by_region() == {"us-west-2": 61}  # PutMetricData each minute; scaling itself is inside AWS
+
+
+def test_each_cluster_autoscaler_process_reads_only_the_regions_it_manages():
+    from autoscaler.sim.policies.view import RegionCloud
+
+    spec = load_spec()
+    ca, clock = _counting(spec, "cluster-autoscaler")
+    primary = RegionCloud(ca, ["us-west-2"])
+    for t in range(0, 120, 10):
+        clock.set(float(t))
+        assert {g["region"] for g in primary.list_groups()} == {"us-west-2"}
+    assert ca.by_region() == {"us-west-2": 2 * 2}  # refreshes at 0 and 60 s, in its region only
+    ca.finish(clock.now() + 600 - 110, 10.0)
+    assert ca.by_region() == {"us-west-2": 11 * 2}, "no process reads us-east-1 or us-east-2"
+    regional, clock = _counting(spec, "cluster-autoscaler")
+    processes = [RegionCloud(regional, [r]) for r in spec.spill_over_order]
+    for t in (0, 30, 60):
+        clock.set(float(t))
+        for p in processes:
+            p.list_groups()
+    assert regional.by_region() == {r: 2 * 2 for r in spec.spill_over_order}

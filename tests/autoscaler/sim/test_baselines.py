@@ -2,17 +2,31 @@
 
 cluster-autoscaler: clusterstate restarts the provisioning clock at every increase (RegisterOrUpdateScaleUp),
 unneeded-node timers run on during the scale-down cooldown, the AWS provider's failed scaling activities end a
-scale-up at the next refresh, and safe-to-evict=false keeps a node. AWS target tracking: proportional
+scale-up at the next refresh, and safe-to-evict=false keeps a node; as deployed on AWS (issue 27), one process
+per region each buys for every pending pod, one in the primary region never uses the others, all-new GPU pods
+wait 30 s, the group cache is read once a minute, giving up is one call per node, and a node still starting (or
+not advertising its GPUs) is counted as upcoming. AWS target tracking: proportional
 arithmetic, 3 high and 15 low one-minute datapoints, warm-up, scale-in protection."""
 
 from __future__ import annotations
 
-from autoscaler.sim.policies.ca_like import SAFE_TO_EVICT, CaLikePolicy, CaProtectedPolicy
+from dataclasses import replace
+
+from autoscaler.sim.policies.ca_like import (
+    SAFE_TO_EVICT,
+    CaIdealPolicy,
+    CaIdealProtectedPolicy,
+    CaPrimaryPolicy,
+    CaRegionalPolicy,
+    CaSettings,
+)
 from autoscaler.sim.policies.target import TargetTrackingPolicy, desired_after
 from tests.autoscaler.sim.fakes import T4_WEST, V100_EAST, V100_WEST, Harness, group, iso, node, pod
 
+V100_EAST2 = "dlr-us-east-2-gpu-v100x8"
 
-def _ca(policy=CaLikePolicy, **west) -> Harness:
+
+def _ca(policy=CaIdealPolicy, **west) -> Harness:
     return Harness(policy, group(V100_WEST, **west), group(V100_EAST))
 
 
@@ -66,7 +80,7 @@ def test_ca_without_a_failure_waits_out_max_node_provision_time():
 
 def test_ca_never_drains_a_node_whose_pods_are_not_safe_to_evict():
     protect = {SAFE_TO_EVICT: "false"}
-    for policy, evicted in ((CaLikePolicy, [(700, "small")]), (CaProtectedPolicy, [])):
+    for policy, evicted in ((CaIdealPolicy, [(700, "small")]), (CaIdealProtectedPolicy, [])):
         h = _ca(policy, desired=3)
         h.cloud.groups[V100_WEST]["instances"] = [{"id": f"i-{i}", "state": "InService"} for i in (1, 2, 3)]
         h.cluster.nodes += [node(f"n{i}", V100_WEST, f"i-{i}") for i in (1, 2, 3)]
@@ -77,7 +91,117 @@ def test_ca_never_drains_a_node_whose_pods_are_not_safe_to_evict():
         assert (700, "terminate", V100_WEST, "i-3") in calls, policy.name  # empty nodes go either way
         h.at(1400)
         assert h.cluster.evicted == evicted, policy.name
-    assert CaLikePolicy.pod_annotations == {} and CaProtectedPolicy.pod_annotations == protect
+    assert CaIdealPolicy.pod_annotations == {} and CaIdealProtectedPolicy.pod_annotations == protect
+
+
+def test_ca_per_region_each_process_buys_for_every_pending_pod():
+    h = Harness(CaRegionalPolicy, group(V100_WEST), group(V100_EAST), group(V100_EAST2))
+    h.cluster.pods.append(pod("a", 8))
+    calls = h.at(0)
+    assert sorted(calls) == [
+        (0, "set_desired", V100_EAST, 1),
+        (0, "set_desired", V100_EAST2, 1),
+        (0, "set_desired", V100_WEST, 1),
+    ], "none sees the nodes the others requested: three nodes for one pod"
+    assert sorted(r for _, r in h.cloud.reads) == [("us-east-1",), ("us-east-2",), ("us-west-2",)]
+    assert h.at(10) == [], "each counts its own request as upcoming"
+    h.cluster.nodes.append(node("w1", V100_WEST, "i-1"))
+    h.cluster.pods[0] = pod("a", 8, "w1")  # the scheduler bound the pod to the first node up
+    h.cluster.pods.append(pod("b", 8))
+    assert h.at(20) == [(20, "set_desired", V100_WEST, 2)], (
+        "the west process buys again for b: the east nodes on the way are not its own (each east process counts"
+        " its own node on the way for b)"
+    )
+
+
+def test_ca_in_the_primary_region_never_uses_the_others():
+    h = Harness(CaPrimaryPolicy, group(V100_WEST, max=1, desired=1), group(V100_EAST))
+    h.cloud.groups[V100_WEST]["instances"] = [{"id": "i-1", "state": "InService"}]
+    h.cluster.nodes.append(node("w1", V100_WEST, "i-1"))
+    h.cluster.pods += [pod("a", 8, "w1"), pod("b", 8)]
+    for t in range(0, 3600, 60):
+        assert h.at(t) == [], f"{t}: us-west-2 is at its max; the process has no other region"
+    assert {r for _, r in h.cloud.reads} == {("us-west-2",)}
+    ideal = Harness(CaIdealPolicy, group(V100_WEST, max=1, desired=1), group(V100_EAST))
+    ideal.cloud.groups[V100_WEST]["instances"] = [{"id": "i-1", "state": "InService"}]
+    ideal.cluster.nodes.append(node("w1", V100_WEST, "i-1"))
+    ideal.cluster.pods += [pod("a", 8, "w1"), pod("b", 8)]
+    assert ideal.at(0) == [(0, "set_desired", V100_EAST, 1)], "the idealised bound spills over"
+
+
+def test_ca_waits_30_s_before_scaling_up_for_all_new_gpu_pods():
+    h = _ca()
+    h.cluster.pods.append(pod("a", 8, created=100.0))
+    for t in (100, 110, 120, 129):
+        assert h.at(t) == [], f"{t}: the oldest GPU pod is under 30 s old"
+    assert h.policy.next_wakeup() == 130.0, "the runner is asked back when the wait ends"
+    assert h.at(130) == [(130, "set_desired", V100_WEST, 1)]
+    h = _ca()  # an older pod among them: no wait
+    h.cluster.pods += [pod("old", 8, created=0.0), pod("new", 8, created=100.0)]
+    assert h.at(100) == [(100, "set_desired", V100_WEST, 2)]
+
+
+def test_ca_without_gpu_pods_waits_only_2_s():
+    cpu = {**pod("c", 0, created=100.0)}
+    cpu["spec"]["containers"][0]["resources"]["requests"].pop("nvidia.com/gpu")
+    h = _ca()
+    h.cluster.pods.append(cpu)
+    assert h.at(101) == []
+    assert [c for c in h.at(102) if c[1] == "set_desired"], "2 s (unschedulablePodTimeBuffer): it scales"
+
+
+def test_ca_reads_its_group_cache_once_a_minute():
+    h = _ca(desired=0)
+    for t in range(0, 60, 10):
+        h.at(t)
+    assert [t for t, _ in h.cloud.reads] == [0]
+    h.cloud.groups[V100_WEST]["min"] = 2  # changed in AWS: CA sees it at its next refresh only
+    h.at(60)
+    assert [t for t, _ in h.cloud.reads] == [0, 60]
+
+
+def test_ca_gives_up_with_one_call_per_node():
+    h = _ca()
+    h.cluster.pods += [pod(f"p{i}", 8) for i in range(4)]
+    assert h.at(0) == [(0, "set_desired", V100_WEST, 4)]
+    h.cloud.groups[V100_WEST]["instances"] = [{"id": "i-1", "state": "Pending"}]  # 1 of 4 launched
+    h.cloud.failures.append({"group": V100_WEST, "at": 5.0, "reason": "insufficient-capacity"})
+    calls = [c for c in h.at(60) if c[2] == V100_WEST]
+    assert calls == [(60, "set_desired", V100_WEST, n) for n in (3, 2, 1)], "one per placeholder (CA 1.30)"
+    once = Harness(
+        lambda ctx: CaIdealPolicy(ctx, replace(CaSettings(), per_node_corrections=False)),
+        group(V100_WEST),
+        group(V100_EAST),
+    )
+    once.cluster.pods += [pod(f"p{i}", 8) for i in range(4)]
+    once.at(0)
+    once.cloud.groups[V100_WEST]["instances"] = [{"id": "i-1", "state": "Pending"}]
+    once.cloud.failures.append({"group": V100_WEST, "at": 5.0, "reason": "insufficient-capacity"})
+    assert [c for c in once.at(60) if c[2] == V100_WEST] == [(60, "set_desired", V100_WEST, 1)]
+
+
+def test_ca_counts_a_node_still_starting_as_upcoming():
+    for ready, advertised, label, rebuys in (
+        (False, False, True, False),  # NotReady, registered 1 min ago: NotStarted, upcoming
+        (True, False, True, False),  # Ready without its GPUs, GPU label: unready resources, upcoming
+        (
+            True,
+            False,
+            False,
+            True,
+        ),  # no GPU label: a Ready node with no GPU; the pod fits nowhere: buys again
+        (True, True, True, False),
+    ):
+        settings = replace(CaSettings(), gpu_label=label)
+        h = Harness(
+            lambda ctx, s=settings: CaIdealPolicy(ctx, s), group(V100_WEST, desired=1), group(V100_EAST)
+        )
+        h.cloud.groups[V100_WEST]["instances"] = [{"id": "i-1", "state": "InService"}]
+        h.cluster.nodes.append(
+            node("w1", V100_WEST, "i-1", ready=ready, advertised=advertised, created=540.0)
+        )
+        h.cluster.pods.append(pod("a", 8))
+        assert bool(h.at(600)) == rebuys, (ready, advertised, label)
 
 
 # --- AWS target tracking -----------------------------------------------------------------------------------

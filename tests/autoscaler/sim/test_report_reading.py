@@ -1,5 +1,5 @@
 """The report's killed-jobs chart, the explanation under each chart, and the note when two policies' curves
-coincide (issue 16: batch and ca-like looked like one curve, and the headline difference, kills, had no chart)."""
+coincide (issue 16: batch and ca-ideal looked like one curve, and the headline difference, kills, had no chart)."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def _sections(text: str) -> dict[str, str]:
 def test_the_report_has_a_killed_jobs_chart_and_explains_every_chart():
     records = [
         _record("batch", [0, 30, 60, 300]),
-        _record("ca-like", [0, 30, 900, 4000], {2: (1800.0,), 3: (600.0, 2400.0)}),
+        _record("ca-ideal", [0, 30, 900, 4000], {2: (1800.0,), 3: (600.0, 2400.0)}),
     ]
     text = render("Simulation", "trace", records, {r.policy: summarize(r, []) for r in records})
     sections = _sections(text)
@@ -63,16 +63,16 @@ def test_the_report_has_a_killed_jobs_chart_and_explains_every_chart():
 
 def test_policies_with_the_same_curves_are_named_under_the_chart():
     same = [0, 30, 60, 300]
-    records = [_record("batch", same), _record("ca-like", same), _record("static-peak", [0, 0, 0, 5000])]
+    records = [_record("batch", same), _record("ca-ideal", same), _record("static-peak", [0, 0, 0, 5000])]
     records[2].samples = [Sample(0, 8, 8, 16, 16, 48.0, (16,))]
     assert wait_overlaps(records) == [
-        "batch and ca-like: identical curves (the same wait, to the second, for every job); the lines lie on top "
+        "batch and ca-ideal: identical curves (the same wait, to the second, for every job); the lines lie on top "
         "of each other, told apart by their dashes and markers."
     ]
     text = render("Simulation", "trace", records, {r.policy: summarize(r, []) for r in records})
-    assert "batch and ca-like: identical curves" in _sections(text)["Job wait time, cumulative distribution"]
+    assert "batch and ca-ideal: identical curves" in _sections(text)["Job wait time, cumulative distribution"]
     assert _sections(text)["GPU demand and capacity over time"].endswith(
-        '<p class="overlap">batch and ca-like: identical panels (the same demand and capacity at every moment).</p>\n'
+        '<p class="overlap">batch and ca-ideal: identical panels (the same demand and capacity at every moment).</p>\n'
     )
     assert killed_overlaps(records) == ["No policy killed a job in this run: every line lies on zero."]
 
@@ -80,13 +80,13 @@ def test_policies_with_the_same_curves_are_named_under_the_chart():
 def test_nearly_identical_wait_curves_are_named_as_overlapping():
     waits = [float(i) for i in range(1000)]
     other = waits[:-5] + [2000.0] * 5  # 0.5% of the jobs differ
-    assert wait_overlaps([_record("batch", waits), _record("ca-like", other)]) == [
-        "batch and ca-like: curves within 2% of the jobs of each other everywhere, so they overlap in the plot."
+    assert wait_overlaps([_record("batch", waits), _record("ca-ideal", other)]) == [
+        "batch and ca-ideal: curves within 2% of the jobs of each other everywhere, so they overlap in the plot."
     ]
-    assert wait_overlaps([_record("batch", waits), _record("ca-like", [w + 100 for w in waits])]) == []
+    assert wait_overlaps([_record("batch", waits), _record("ca-ideal", [w + 100 for w in waits])]) == []
     tail = waits[:900] + [w * 10 for w in waits[900:]]  # the same for 90% of the jobs, longer waits beyond
-    assert wait_overlaps([_record("batch", waits), _record("ca-like", tail)]) == [
-        "batch and ca-like: within 2% of the jobs of each other for waits under 920 s (90% of the jobs), so "
+    assert wait_overlaps([_record("batch", waits), _record("ca-ideal", tail)]) == [
+        "batch and ca-ideal: within 2% of the jobs of each other for waits under 920 s (90% of the jobs), so "
         "the lines overlap there and part beyond it."
     ]
 
@@ -94,20 +94,20 @@ def test_nearly_identical_wait_curves_are_named_as_overlapping():
 def test_identical_kill_curves_are_named():
     kills = {1: (100.0,)}
     records = [
-        _record("ca-like", [0, 5], kills),
-        _record("ca-like@default", [0, 5], kills),
+        _record("ca-ideal", [0, 5], kills),
+        _record("ca-ideal@default", [0, 5], kills),
         _record("b", [0, 5]),
     ]
     assert killed_overlaps(records) == [
         "b killed no job: its line lies on zero.",
-        "ca-like and ca-like@default: identical curves (the same jobs killed at the same times), drawn on top of "
+        "ca-ideal and ca-ideal@default: identical curves (the same jobs killed at the same times), drawn on top of "
         "each other.",
     ]
 
 
 def test_the_run_records_when_each_attempt_was_killed():
     scenario = trace_scenario(HERE / "consolidation_trace.csv")
-    ca = run_policy(scenario, load_spec(), "ca-like@default")
+    ca = run_policy(scenario, load_spec(), "ca-ideal@default")
     killed = [o for o in ca.jobs.values() if o.kills]
     assert len(killed) == 1 and len(killed[0].kill_times) == killed[0].kills == 1
     # CA drains the node after the short jobs ended (600 s) and its 10 unneeded minutes; the job then restarts

@@ -22,7 +22,7 @@ HERE = ROOT / "tests/autoscaler/sim"
 def small():
     scenario = trace_scenario(HERE / "small_trace.csv")
     spec = load_spec()
-    runs = [f"{p}@bin-packing" for p in POLICIES] + ["batch@default", "ca-like@default"]
+    runs = [f"{p}@bin-packing" for p in POLICIES] + ["batch@default", "ca-ideal@default"]
     records = {r.replace("@bin-packing", ""): run_policy(scenario, spec, r) for r in runs}
     bursts = find_bursts(scenario.jobs, min_gpus=16)
     return scenario, records, {p: summarize(r, bursts) for p, r in records.items()}
@@ -30,7 +30,7 @@ def small():
 
 def test_every_policy_finishes_every_job_and_a_job_runs_exactly_its_duration(small):
     scenario, records, figures = small
-    assert set(figures) == {*POLICIES, "batch@default", "ca-like@default"}
+    assert set(figures) == {*POLICIES, "batch@default", "ca-ideal@default"}
     for name, f in figures.items():
         assert f["jobs_finished"] == len(scenario.jobs), name
         # under the default scheduler too: a 16-GPU job's two pods run from the last one's start (rendezvous)
@@ -74,9 +74,9 @@ def test_timeline_is_consistent(small):
 def test_ca_like_evicts_a_running_job_to_consolidate_and_ours_does_not():
     scenario = trace_scenario(HERE / "consolidation_trace.csv")
     spec = load_spec()
-    ca = run_policy(scenario, spec, "ca-like@default")
+    ca = run_policy(scenario, spec, "ca-ideal@default")
     ours = run_policy(scenario, spec, "batch@default")
-    protected = run_policy(scenario, spec, "ca-like-protected@default")
+    protected = run_policy(scenario, spec, "ca-ideal-protected@default")
     # spread by the default scheduler, two long 2-GPU jobs end up alone on two 8-GPU nodes: under 50% used,
     # movable, so CA drains one of them; with safe-to-evict=false on the pods it cannot
     assert sum(o.kills for o in ca.jobs.values()) == 1

@@ -14,7 +14,7 @@ from clusterspec.loader import load_spec
 def burst():
     spec = load_spec()
     scenario = burst_scenario(spec)
-    return spec, scenario, {p: run_policy(scenario, spec, p) for p in ("batch", "ca-like")}
+    return spec, scenario, {p: run_policy(scenario, spec, p) for p in ("batch", "ca-ideal")}
 
 
 def test_the_story_asks_for_1_then_60_then_1600_gpus(burst):
@@ -42,7 +42,7 @@ def test_ca_like_reads_the_failed_activity_and_gives_up_on_the_group_within_a_re
     placeholders unfulfillable at the next cache refresh (once a minute), long before max-node-provision-time."""
     _, scenario, records = burst
     big = scenario.bursts[-1]
-    ca = records["ca-like"]
+    ca = records["ca-ideal"]
     west = "dlr-us-west-2-gpu-v100x8"
     ups = [e for e in ca.scale_events if e["group"] == west and e["t"] >= big.start_s and e["to"] > e["from"]]
     downs = [
@@ -53,4 +53,4 @@ def test_ca_like_reads_the_failed_activity_and_gives_up_on_the_group_within_a_re
     theirs = burst_to_running_s(ca, big)
     assert theirs < 15 * 60
     # one node group per loop against all of them in one pass
-    assert loops_to_request(records["ca-like"], big) > loops_to_request(records["batch"], big)
+    assert loops_to_request(records["ca-ideal"], big) > loops_to_request(records["batch"], big)

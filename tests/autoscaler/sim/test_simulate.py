@@ -35,12 +35,15 @@ def test_json_and_report_for_the_issue_shape(tmp_path):
 
 def test_unknown_policy_is_one_line():
     with pytest.raises(
-        UserError, match=r"--policies: unknown fifo, batch@spread; choose from batch,ca-like,"
+        UserError, match=r"--policies: unknown fifo, batch@spread; choose from batch,ca-regional,"
     ):
         parse_policies("batch,fifo,batch@spread")
     with pytest.raises(UserError, match=r"--scheduler: unknown 'spread'; choose from bin-packing, default"):
         parse_policies("batch", "spread")
-    assert parse_policies("batch,ca-like@default", "bin-packing") == ["batch@bin-packing", "ca-like@default"]
+    assert parse_policies("batch,ca-ideal@default", "bin-packing") == [
+        "batch@bin-packing",
+        "ca-ideal@default",
+    ]
 
 
 def test_simulate_needs_no_trace_argument(tmp_path):

@@ -35,7 +35,7 @@ WEEK = {
         "jobs_finished": 3176,
         "api_calls": 491615,
     }
-    for name in ("batch", "batch@default", "ca-like", "ca-like-protected", "target-tracking", "static-peak")
+    for name in ("batch", "batch@default", "ca-ideal", "ca-ideal-protected", "target-tracking", "static-peak")
 }
 
 
@@ -98,7 +98,7 @@ def test_a_wide_console_gets_one_table():
 
 def test_main_at_80_columns_prints_no_cut_cell(capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
-    main(trace=str(HERE / "small_trace.csv"), policies="batch,ca-like-protected", workers=1)
+    main(trace=str(HERE / "small_trace.csv"), policies="batch,ca-ideal-protected", workers=1)
     out = capsys.readouterr().out
-    assert "…" not in out and "ca-like-protected" in _cells(out)
+    assert "…" not in out and "ca-ideal-protected" in _cells(out)
     assert max(len(line) for line in out.splitlines()) <= 80
