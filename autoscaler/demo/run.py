@@ -35,6 +35,7 @@ from autoscaler.demo.workload import Wave, wave_pods, waves
 from autoscaler.sim.workload import NAMESPACE
 from clusterspec.errors import UserError
 from clusterspec.loader import load_spec
+from clusterspec.names import AUTOSCALER_NAMESPACE
 from clusterspec.spec import Cluster as Spec
 
 COMPRESSION = 60.0  # model seconds per real second: a 4.5-minute GPU boot takes 4.5 s
@@ -155,7 +156,7 @@ def emulator_child(
     at the demo's compression."""
     argv = [sys.executable, "-m", module, "--follow-aws", aws_url, "--cluster-name", cluster,
             "--regions", ",".join(regions), "--compression", str(COMPRESSION), "--follow-interval", "0.5",
-            "--kubeconfig", str(kubeconfig)]  # fmt: skip
+            "--kubeconfig", str(kubeconfig), "--namespace", NAMESPACE, "--namespace", AUTOSCALER_NAMESPACE]  # fmt: skip
     return Child("emulator", argv, out, env)
 
 

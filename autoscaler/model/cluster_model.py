@@ -24,6 +24,21 @@ from autoscaler.model import taints as T
 from autoscaler.model.boot import NodeLifecycle
 from autoscaler.model.clock import VirtualClock, WallClock, iso
 from autoscaler.model.cloud import CloudModel, Instance
+from autoscaler.model.controllers import Controllers
+from autoscaler.model.controllers.certificates import CsrSigner
+from autoscaler.model.controllers.clusterroles import ClusterRoleAggregation
+from autoscaler.model.controllers.common import suffix
+from autoscaler.model.controllers.deployments import DeploymentController
+from autoscaler.model.controllers.endpoints import EndpointsController
+from autoscaler.model.controllers.gc import GarbageCollector
+from autoscaler.model.controllers.jobs import JobController
+from autoscaler.model.controllers.namespaces import NamespaceController
+from autoscaler.model.controllers.quota import QuotaController
+from autoscaler.model.controllers.replicasets import ReplicaSetController
+from autoscaler.model.controllers.serviceaccounts import ServiceAccountController
+from autoscaler.model.controllers.statefulsets import StatefulSetController
+from autoscaler.model.controllers.ttl import TtlAfterFinished
+from autoscaler.model.controllers.volumes import VolumeController
 from autoscaler.model.disruption import budget_status, refusing_budget
 from autoscaler.model.event_queue import EventQueue
 from autoscaler.model.scheduler import Scheduler
@@ -110,6 +125,27 @@ class ClusterModel:
         self._terminated: deque[tuple[float, dict]] = deque()
         self._events: deque[tuple[float, dict]] = deque()
         self._restarts = 0
+        self._flushing = False
+        self.runtime = None  # the kubelet's container runtime for pods run as processes (emulator/kubelet)
+        # what an emulator serving the model plugs in (None in the simulator): creates and deletes through the
+        # API server (admission), the cluster CA, the ServiceAccount token and CSR signers
+        self.api_create = None
+        self.api_delete = None
+        self.cluster_ca_pem: bytes | None = None
+        self.legacy_token = None
+        self.sign_csr = None
+        self._last_events: dict = {}
+        self._terminating_namespaces: set[str] = set()
+        self._services_by_ns: dict[str, set[str]] = {}
+        self._quota_namespaces: set[str] = set()
+        self.gc = GarbageCollector(self)
+        self.namespaces = NamespaceController(self)
+        self.controllers = Controllers(self, [
+            self.gc, self.namespaces, ServiceAccountController(self), JobController(self), DeploymentController(self),
+            ReplicaSetController(self), StatefulSetController(self), EndpointsController(self), QuotaController(self),
+            VolumeController(self), ClusterRoleAggregation(self), TtlAfterFinished(self), CsrSigner(self),
+        ])  # fmt: skip
+        self.store.listeners.append(self.controllers.listener)
         self.cloud = CloudModel(
             self.clock.now,
             self.queue,
@@ -159,8 +195,16 @@ class ClusterModel:
         self._flush()
 
     def _flush(self) -> None:
-        while self.scheduler.dirty:
-            self.scheduler.run()
+        if self._flushing:  # a controller's write: the outer pass goes on until nothing is left
+            return
+        self._flushing = True
+        try:
+            while self.scheduler.dirty or self.controllers.dirty:
+                self.controllers.run()
+                while self.scheduler.dirty:
+                    self.scheduler.run()
+        finally:
+            self._flushing = False
 
     settle = _flush  # schedule what changed at this instant (reads and actions do it by themselves)
 
@@ -309,8 +353,18 @@ class ClusterModel:
             if not D.admits(((ds.get("spec") or {}).get("template") or {}).get("spec") or {}, node):
                 continue
             pod = O.daemon_pod(ds, node)
-            self._daemon_pods[key] = pod
-            self.submit_pod(pod)
+            if self.api_create is not None:
+                try:
+                    made = self.api_create("pods", pod)
+                except Exception as e:  # noqa: BLE001 - a refused daemon pod is the DaemonSet's FailedCreate
+                    from autoscaler.model.controllers.common import event
+
+                    event(self, ds, "FailedCreate", f"Error creating: {e}", "Warning", "daemonset-controller")
+                    continue
+            else:
+                pod["metadata"]["name"] = f"{pod['metadata'].pop('generateName')}{suffix()}"
+                made = self.submit_pod(pod)
+            self._daemon_pods[key] = made
 
     def _taints_changed(self, node: dict) -> None:
         """The taint eviction controller: when a node's NoExecute taints change, each pod on it that does not
@@ -481,7 +535,8 @@ class ClusterModel:
         if not spec.get("containers"):
             raise Invalid("spec.containers: Required value")
         T.add_default_tolerations(spec, self.lifecycle.toleration_s)  # DefaultTolerationSeconds admission
-        pod["status"] = {"phase": "Pending", "qosClass": "Burstable"}
+        qos = (pod.get("status") or {}).get("qosClass") or "Burstable"
+        pod["status"] = {"phase": "Pending", "qosClass": qos}
         self.store.create("pods", pod)
         meta = pod["metadata"]
         now = self.clock.now()
@@ -605,9 +660,17 @@ class ClusterModel:
                     )
 
     def _restart(self, pod: dict) -> None:
-        """As a Job controller does: a replacement for a Job pod that was killed or evicted."""
+        """As a Job controller does: a replacement for a Job pod that was killed or evicted (pods of a Job object
+        the store holds are its Job controller's to replace, controllers/jobs.py)."""
         if not (self.restart_jobs and P.is_job_pod(pod)):
             return
+        owner = next(
+            (r for r in pod["metadata"].get("ownerReferences") or () if r.get("kind") == "Job"), None
+        )
+        if owner is not None:
+            job = self.store.find("jobs", pod["metadata"]["namespace"], owner.get("name", ""))
+            if job is not None and job["metadata"].get("uid") == owner.get("uid"):
+                return
         self._restarts += 1
         old = pod["metadata"]
         base = re.sub(r"-r\d+$", "", old["name"])
@@ -701,17 +764,82 @@ class ClusterModel:
             cm["data"] = dict(data)
             self.store.modified("configmaps", cm)
 
-    def create(self, kind: str, obj: dict) -> dict:
-        """Create a plain object (configmaps, leases, poddisruptionbudgets, events, daemonsets)."""
+    def create(self, kind: str, obj: dict, uid: str | None = None) -> dict:
+        """Create an object (pods are submitted to the scheduler, nodes join it, events expire)."""
         if kind == "pods":
+            if uid:
+                obj.setdefault("metadata", {})["uid"] = uid
             return self.submit_pod(obj)
         if kind == "events":
             return self.add_event(obj)
-        obj = self.store.create(kind, obj)
+        obj = self.store.create(kind, obj, uid)
+        if kind == "nodes":
+            self.scheduler.add_node(obj)
+            self._sync_daemons(obj)
         if kind == "daemonsets":
             for node in self.store.list("nodes"):
                 self._sync_daemons(node)
         return obj
+
+    def remove_finalizer(self, kind: str, obj: dict, finalizer: str) -> None:
+        """Take ``finalizer`` off ``obj``; one being deleted goes once none is left."""
+        meta = obj["metadata"]
+        meta["finalizers"] = [f for f in meta.get("finalizers") or () if f != finalizer]
+        if not meta["finalizers"]:
+            del meta["finalizers"]
+        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+            if self.store.find(kind, meta.get("namespace"), meta["name"]) is obj:
+                self.delete(kind, meta.get("namespace"), meta["name"])
+            return
+        self.store.modified(kind, obj)
+
+    def update_pod(self, current: dict, new: dict) -> dict:
+        """An update of a pod through the API (validated): metadata and the mutable spec fields change in place,
+        so that the scheduler and kubelet keep following the same object."""
+        meta, nmeta = current["metadata"], new.get("metadata") or {}
+        for k in ("labels", "annotations", "ownerReferences", "finalizers"):
+            if nmeta.get(k):
+                meta[k] = copy.deepcopy(nmeta[k])
+            else:
+                meta.pop(k, None)
+        spec, nspec = current["spec"], new.get("spec") or {}
+        for key in ("containers", "initContainers"):
+            for c, n in zip(spec.get(key) or (), nspec.get(key) or (), strict=False):
+                c["image"] = n.get("image", c.get("image"))
+        for k in ("activeDeadlineSeconds", "tolerations"):
+            if k in nspec:
+                spec[k] = copy.deepcopy(nspec[k])
+        if "schedulingGates" in spec and not nspec.get("schedulingGates"):
+            spec.pop("schedulingGates", None)
+            self.scheduler._capacity_changed = True
+        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+            self.delete_pod(meta["namespace"], meta["name"])
+            return current
+        self.store.modified("pods", current)
+        return current
+
+    def update_pod_status(self, current: dict, status: dict) -> dict:
+        """A write of a pod's /status (a controller's condition, say): the status is replaced in place."""
+        current["status"] = copy.deepcopy(status)
+        self.store.modified("pods", current)
+        return current
+
+    def delete_pod_gracefully(self, namespace: str, name: str, grace: int | None = None) -> bool:
+        """DELETE of a pod: a pod whose containers run as processes is stopped first (``deletionTimestamp``, the
+        grace period, then SIGKILL: runtime.py) and goes when they have exited; any other one goes now (its
+        simulated containers stop at once). Whether it is gone."""
+        pod = self.store.get("pods", namespace, name)
+        runtime = self.runtime
+        if runtime is not None and runtime.stop_pod(pod, grace):
+            return False
+        if pod["metadata"].get("finalizers"):
+            if not pod["metadata"].get("deletionTimestamp"):
+                pod["metadata"]["deletionTimestamp"] = iso(self.clock.now())
+                pod["metadata"]["deletionGracePeriodSeconds"] = int(grace if grace is not None else 30)
+                self.store.modified("pods", pod)
+            return False
+        self.delete_pod(namespace, name)
+        return True
 
     def replace(self, kind: str, obj: dict, check_version: bool = True) -> dict:
         if kind == "nodes":

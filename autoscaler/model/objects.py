@@ -12,7 +12,7 @@ from autoscaler.model.taints import NOT_READY, UNINITIALIZED, UNREACHABLE
 from clusterspec.catalog import instance_types
 from clusterspec.names import NODE_GROUP_LABEL
 
-KUBELET_VERSION = "v1.31.4"  # the emulator's API server version (autoscaler/emulator/resources.py)
+KUBELET_VERSION = "v1.35.8"  # the emulator's API server version (autoscaler/emulator/resources.py)
 NETWORK_NOT_READY = (
     "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady "
     "message:Network plugin returns error: cni plugin not initialized"
@@ -247,7 +247,7 @@ def daemon_pod(ds: dict, node: dict) -> dict:
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
-            "name": f"{ds_meta['name']}-{node['metadata']['name'].split('.')[0]}",
+            "generateName": f"{ds_meta['name']}-",
             "namespace": ds_meta.get("namespace", "default"),
             "labels": dict(meta.get("labels") or {}),
             "annotations": dict(meta.get("annotations") or {}),

@@ -41,7 +41,7 @@ def test_add_user_then_the_user_works_in_their_namespace(emu, admin, tmp_path: P
     with emu.model.lock:
         rb = emu.model.store.get("rolebindings", "u-alice", "alice-edit")
         crb = emu.model.store.get("clusterrolebindings", None, "research-view-alice")
-        pvc = emu.model.store.get("pvcs", "u-alice", "home")
+        pvc = emu.model.store.get("persistentvolumeclaims", "u-alice", "home")
     assert (rb["roleRef"]["name"], crb["roleRef"]["name"]) == ("edit", "view")
     assert rb["subjects"] == [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "alice"}]
     assert pvc["spec"]["volumeName"] == "u-alice-home" and pvc["spec"]["storageClassName"] == ""
@@ -55,8 +55,8 @@ def test_add_user_then_the_user_works_in_their_namespace(emu, admin, tmp_path: P
     )
     assert cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value == "alice"
     assert cert.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)[0].value == users.USERS_GROUP
-    assert cert.issuer == emu.ext.ca_cert.subject
-    cert.verify_directly_issued_by(emu.ext.ca_cert)
+    assert cert.issuer == emu.api.pki.ca_cert.subject
+    cert.verify_directly_issued_by(emu.api.pki.ca_cert)
     assert (
         ExtendedKeyUsageOID.CLIENT_AUTH
         in cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
@@ -116,7 +116,7 @@ def test_remove_user_deletes_access_and_revokes_the_vpn_certificate(emu, admin, 
         assert (
             emu.model.store.list("rolebindings") == [] and emu.model.store.list("clusterrolebindings") == []
         )
-        assert emu.model.store.list("pvcs") == [] and emu.model.store.list("csrs") == []
+        assert emu.model.store.list("persistentvolumeclaims") == [] and emu.model.store.list("csrs") == []
     crl = x509.load_pem_x509_crl((tmp_path / "vpn-ca" / "crl.pem").read_bytes())
     assert crl.get_revoked_certificate_by_serial_number(serial) is not None
     ca = x509.load_pem_x509_certificate((tmp_path / "vpn-ca" / "ca.crt").read_bytes())
