@@ -27,7 +27,7 @@ import time
 
 import yaml
 
-from autoscaler.emulator import logs, schema, writes
+from autoscaler.emulator import logs, protobuf, schema, writes
 from autoscaler.emulator import resources as R
 from autoscaler.emulator.admission import Admission
 from autoscaler.emulator.auth import impersonation
@@ -56,6 +56,7 @@ from autoscaler.emulator.watch import WatchHub
 from autoscaler.model import ClusterModel
 from autoscaler.model.disruption import budget_status
 from autoscaler.model.store import StoreError
+from clusterspec.scheduler import GANG_SCHEDULER
 
 __all__ = [
     "Gone",
@@ -143,6 +144,12 @@ class KubeApi:
             m.cluster_ca_pem = self.pki.ca_pem
             m.legacy_token = self.tokens.legacy
             m.sign_csr = self.sign_csr
+            # only what is deployed schedules: the gang scheduler once its pods run (model/controllers/schedulers.py)
+            m.deployed_schedulers = True
+            # the kubelet pulls images before containers start (model/images.py) on a wall-clock model; a virtual
+            # clock's tests start containers at once unless they ask (model.image_pulls = True)
+            m.image_pulls = not getattr(m.clock, "virtual", False)
+            m.scheduler.set_scheduler(GANG_SCHEDULER, False)
             for ns in m.store.list("namespaces"):
                 m.controllers.listener("namespaces", "MODIFIED", ns)
             m.settle()
@@ -224,9 +231,17 @@ class KubeApi:
                 )
             if ctype == APPLY_PATCH and not query.get("fieldManager"):
                 raise BadRequest("PATCH request with apply content type requires fieldManager")
-        elif ctype not in JSON_TYPES + YAML_TYPES:
-            # protobuf needs the generated Go types, which no well-kept Python library carries: refused as a
+        elif ctype == PROTOBUF and method in ("POST", "PUT"):
+            decoded = protobuf.decode(body)
+            if decoded is not None:
+                return decoded
+            # other kinds need the generated Go types, which no well-kept Python library carries: refused as a
             # server without that serializer refuses it (apimachinery negotiation.NewUnsupportedMediaTypeError)
+            raise UnsupportedMediaType(
+                "the body of the request was in an unknown format - accepted media types include: "
+                "application/json, application/yaml"
+            )
+        elif ctype not in JSON_TYPES + YAML_TYPES:
             raise UnsupportedMediaType(
                 "the body of the request was in an unknown format - accepted media types include: "
                 "application/json, application/yaml"

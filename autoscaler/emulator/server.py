@@ -36,9 +36,10 @@ from clusterspec.names import AUTOSCALER_NAMESPACE
 
 log = logging.getLogger(__name__)
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
-# made at start for in-process use (tests, benchmarks, the fault harness): the simulator's workload namespace and the
-# autoscaler's (`invoke deploy-autoscaler` creates it); the command line starts with the system namespaces only
-IN_PROCESS_NAMESPACES = ("research", AUTOSCALER_NAMESPACE)
+# made at start for in-process use (tests, benchmarks, the fault harness): the simulator's workload namespace, the
+# benchmarks' and the autoscaler's (`invoke deploy-autoscaler` creates it); the command line starts with the system
+# namespaces only, as a new cluster does
+IN_PROCESS_NAMESPACES = ("research", "lab", AUTOSCALER_NAMESPACE)
 WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 

@@ -525,6 +525,46 @@ def _priority_class(obj: dict, errors: Errors) -> None:
         errors.forbidden("value", "maximum allowed value of a user defined priority is 1000000000")
 
 
+KNOWN_USAGES = {
+    "signing", "digital signature", "content commitment", "key encipherment", "key agreement", "data encipherment",
+    "cert sign", "crl sign", "encipher only", "decipher only", "any", "server auth", "client auth", "code signing",
+    "email protection", "s/mime", "ipsec end system", "ipsec tunnel", "ipsec user", "timestamping", "ocsp signing",
+    "microsoft sgc", "netscape sgc",
+}  # fmt: skip
+
+
+def _csr(obj: dict, errors: Errors) -> None:
+    """pkg/apis/certificates/validation ValidateCertificateSigningRequestCreate."""
+    import base64
+
+    from cryptography import x509
+
+    spec = obj.get("spec") or {}
+    try:
+        req = x509.load_pem_x509_csr(base64.b64decode(spec.get("request", "")))
+        if not req.is_signature_valid:
+            errors.invalid("spec.request", "<request>", "the request's signature is not valid")
+    except ValueError:
+        errors.invalid("spec.request", "<request>", "PEM block type must be CERTIFICATE REQUEST")
+    signer = spec.get("signerName") or ""
+    if not signer:
+        errors.required("spec.signerName")
+    elif "/" not in signer:
+        errors.invalid("spec.signerName", signer, "must be a fully qualified domain and path of the form "
+                       "'example.com/signer-name'")  # fmt: skip
+    usages = spec.get("usages") or []
+    if not usages:
+        errors.required("spec.usages")
+    for u in usages:
+        if u not in KNOWN_USAGES:
+            errors.unsupported("spec.usages", u, sorted(KNOWN_USAGES))
+    seconds = spec.get("expirationSeconds")
+    if seconds is not None and seconds < 600:
+        errors.invalid(
+            "spec.expirationSeconds", seconds, "may not specify a duration less than 600 seconds (10 minutes)"
+        )
+
+
 def validate(plural: str, kind: str, obj: dict, old: dict | None = None) -> None:
     """Raise Invalid (422) with the API server's message when ``obj`` (an update of ``old``) breaks a rule."""
     errors = Errors()
@@ -572,4 +612,6 @@ def validate(plural: str, kind: str, obj: dict, old: dict | None = None) -> None
         _pvc(obj, errors)
     elif plural == "priorityclasses":
         _priority_class(obj, errors)
+    elif plural == "certificatesigningrequests" and old is None:
+        _csr(obj, errors)
     errors.raise_for(kind, name or meta.get("generateName") or "")

@@ -198,13 +198,13 @@ class Writes:
             meta.pop("namespace", None)
         for k in SERVER_SET:
             meta.pop(k, None)
-        meta.pop("managedFields", None)
         defaults.apply(res.plural, obj)
         self._prepare_create(res, obj, user)
-        self.api.admission.admit("CREATE", res, obj, None, namespace, user)
+        self.api.admission.mutate("CREATE", res, obj, None, namespace, user)
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = meta["generateName"][:58] + suffix()
         validation.validate(res.plural, res.kind, obj)
+        self.api.admission.validate("CREATE", res, obj, None, namespace, user)
         self._check_unique(res, namespace, meta.get("name", ""))
         meta["generation"] = 1
         if dry_run:

@@ -18,6 +18,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from autoscaler.model import daemons as D
+from autoscaler.model import images as I
 from autoscaler.model import objects as O
 from autoscaler.model import pods as P
 from autoscaler.model import taints as T
@@ -35,6 +36,7 @@ from autoscaler.model.controllers.jobs import JobController
 from autoscaler.model.controllers.namespaces import NamespaceController
 from autoscaler.model.controllers.quota import QuotaController
 from autoscaler.model.controllers.replicasets import ReplicaSetController
+from autoscaler.model.controllers.schedulers import DeployedSchedulers
 from autoscaler.model.controllers.serviceaccounts import ServiceAccountController
 from autoscaler.model.controllers.statefulsets import StatefulSetController
 from autoscaler.model.controllers.ttl import TtlAfterFinished
@@ -126,6 +128,8 @@ class ClusterModel:
         self._events: deque[tuple[float, dict]] = deque()
         self._restarts = 0
         self._flushing = False
+        self.image_pulls = False  # the kubelet's image pulls (images.py): the emulator turns them on
+        self._node_images: dict[str, I.NodeImages] = {}
         self.runtime = None  # the kubelet's container runtime for pods run as processes (emulator/kubelet)
         # what an emulator serving the model plugs in (None in the simulator): creates and deletes through the
         # API server (admission), the cluster CA, the ServiceAccount token and CSR signers
@@ -144,7 +148,10 @@ class ClusterModel:
             self.gc, self.namespaces, ServiceAccountController(self), JobController(self), DeploymentController(self),
             ReplicaSetController(self), StatefulSetController(self), EndpointsController(self), QuotaController(self),
             VolumeController(self), ClusterRoleAggregation(self), TtlAfterFinished(self), CsrSigner(self),
+            DeployedSchedulers(self),
         ])  # fmt: skip
+        self.deployed_schedulers = False  # second schedulers run only while their pods do (schedulers.py)
+        self.scheduler.pod_group_size = self._pod_group_size
         self.store.listeners.append(self.controllers.listener)
         self.cloud = CloudModel(
             self.clock.now,
@@ -575,6 +582,54 @@ class ClusterModel:
         self._start(pod, node)
 
     def _start(self, pod: dict, node: dict | None) -> None:
+        """The kubelet pulls the pod's images (when the model does pulls: images.py), then starts its containers."""
+        if not self.image_pulls or node is None:
+            self._run_containers(pod, node)
+            return
+        name = node["metadata"]["name"]
+        cache = self._node_images.setdefault(name, I.NodeImages())
+        now = self.clock.now()
+        done_at = now
+        for c in [*(pod["spec"].get("initContainers") or ()), *(pod["spec"].get("containers") or ())]:
+            image = c.get("image", "")
+            policy = c.get("imagePullPolicy") or "IfNotPresent"
+            seconds, start, size = I.pull_plan(cache, image, policy, now)
+            if seconds <= 0:
+                self._model_event(pod, "Pulled", f'Container image "{image}" already present on machine')
+                continue
+            end = start + self.clock.scale(seconds)
+            done_at = max(done_at, end)
+            waited = (start - now) / self.clock.scale(1.0) + seconds  # model seconds, queueing included
+            self.queue.push(start, self._pulling, pod, image)
+            self.queue.push(end, self._pulled, pod, name, image, seconds, waited, size)
+        if done_at <= now:
+            self._run_containers(pod, node)
+            return
+        pod["status"] = O.creating_status(pod, node, iso(now))
+        self.store.modified("pods", pod)
+        self.queue.push(done_at, self._images_ready, pod, name)
+
+    def _pulling(self, pod: dict, image: str) -> None:
+        if not P.is_terminal(pod):
+            self._model_event(pod, "Pulling", f'Pulling image "{image}"')
+
+    def _pulled(self, pod, node_name, image, seconds, waited, size) -> None:
+        cache = self._node_images.setdefault(node_name, I.NodeImages())
+        cache.images.add(image)
+        cache.layers.update(I.layers(image))
+        self._model_event(pod, "Pulled", f'Successfully pulled image "{image}" in {seconds:.3g}s ({waited:.3g}s '
+                          f"including waiting). Image size: {int(size)} bytes.")  # fmt: skip
+
+    def _images_ready(self, pod: dict, node_name: str) -> None:
+        meta = pod["metadata"]
+        if self.store.find("pods", meta["namespace"], meta["name"]) is not pod or P.is_terminal(pod):
+            return
+        node = self._live_node(node_name, self.store.find("nodes", None, node_name) or {"spec": {}})
+        if node is None:
+            return
+        self._run_containers(pod, node)
+
+    def _run_containers(self, pod: dict, node: dict | None) -> None:
         """The kubelet starts the pod's containers."""
         now = self.clock.now()
         node_name = pod["spec"]["nodeName"]
@@ -780,6 +835,12 @@ class ClusterModel:
             for node in self.store.list("nodes"):
                 self._sync_daemons(node)
         return obj
+
+    def _pod_group_size(self, namespace: str, name: str) -> int | None:
+        """A PodGroup's ``minMember`` (scheduler-plugins Coscheduling reads it from the PodGroup object)."""
+        pg = self.store.find("podgroups.scheduling.x-k8s.io", namespace, name)
+        value = ((pg or {}).get("spec") or {}).get("minMember")
+        return int(value) if value else None
 
     def remove_finalizer(self, kind: str, obj: dict, finalizer: str) -> None:
         """Take ``finalizer`` off ``obj``; one being deleted goes once none is left."""

@@ -25,6 +25,7 @@ def emu():
 
 @pytest.fixture
 def kubeconfig(emu, tmp_path: Path) -> str:
+    emu.create_namespace("u-alice")  # `invoke add-user alice` creates it
     path = emu.write_kubeconfig(tmp_path / "kubeconfig")
     data = yaml.safe_load(path.read_text())
     for ctx in data["contexts"]:

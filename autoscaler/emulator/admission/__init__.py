@@ -55,6 +55,12 @@ class Admission:
     def admit(self, op: str, res, obj: dict, old: dict | None, namespace: str | None, user: UserInfo,
               sub: str = "") -> None:  # fmt: skip
         """Run the chain on ``obj`` (mutated in place); raise the first refusal."""
+        self.mutate(op, res, obj, old, namespace, user, sub)
+        self.validate(op, res, obj, old, namespace, user, sub)
+
+    def mutate(self, op: str, res, obj: dict, old: dict | None, namespace: str | None, user: UserInfo,
+               sub: str = "") -> None:  # fmt: skip
+        """The mutating plugins (before a generated name is given: their refusals name the generateName)."""
         plural = res.plural
         if op == "CREATE" and not sub:
             self._lifecycle(res, namespace, (obj.get("metadata") or {}).get("name", ""))
@@ -75,7 +81,11 @@ class Admission:
                 finalizers.append(fin)
         for hook in self.webhooks:
             hook(op, res, obj, old, namespace, user, sub)
-        # validating
+
+    def validate(self, op: str, res, obj: dict, old: dict | None, namespace: str | None, user: UserInfo,
+                 sub: str = "") -> None:  # fmt: skip
+        """The validating plugins (after validation, on the object as it will be stored)."""
+        plural = res.plural
         self.limits.validate(op, plural, obj, namespace or "", sub)
         self.pod_security.validate(op, plural, obj, old, namespace, sub)
         if plural in ("roles", "clusterroles", "rolebindings", "clusterrolebindings") and op in (

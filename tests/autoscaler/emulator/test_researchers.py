@@ -41,10 +41,7 @@ JOB = {
 def emu():
     model = ClusterModel(VirtualClock(start=1_767_225_600.0), [group(desired=2)])
     with Emulator(model) as e:
-        with model.lock:
-            model.store.create("namespaces", {"metadata": {"name": "lab"}, "spec": {"finalizers": ["kubernetes"]},
-                                              "status": {"phase": "Active"}})  # fmt: skip
-            model.settle()
+        e.create_namespace("lab")
         yield e
 
 
