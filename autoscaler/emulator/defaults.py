@@ -140,6 +140,9 @@ def apply(plural: str, obj: dict) -> None:
     meta = obj.setdefault("metadata", {})
     if plural == "pods":
         pod_spec(obj.setdefault("spec", {}))
+    elif plural == "nodes":
+        obj.setdefault("spec", {})
+        obj.setdefault("status", {})
     elif plural == "namespaces":
         spec = obj.setdefault("spec", {})
         _set(spec, "finalizers", ["kubernetes"])

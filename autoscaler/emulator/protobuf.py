@@ -1,6 +1,7 @@
 """Protobuf request bodies (``application/vnd.kubernetes.protobuf``) for the few kinds kubectl's typed generators send
 that way: ``kubectl auth can-i`` (SelfSubjectAccessReview, SelfSubjectRulesReview), ``kubectl auth whoami``
-(SelfSubjectReview) and ``kubectl create namespace``. No well-kept Python library carries Kubernetes' generated
+(SelfSubjectReview), ``kubectl create token`` (TokenRequest), ``kubectl certificate approve`` (the approval of a
+CertificateSigningRequest) and ``kubectl create namespace``. No well-kept Python library carries Kubernetes' generated
 protobuf types, so these few messages are read here from the wire format (the ``k8s\\x00`` envelope of a
 ``runtime.Unknown`` holding the type and the raw message; field numbers of k8s.io/api's ``generated.proto``); any
 other kind in protobuf is 415, as a server without that serializer answers. Replies are JSON (the clients accept it)."""
@@ -59,7 +60,7 @@ def _map(entries: list[bytes]) -> dict[str, str]:
 
 
 def _meta(msg: bytes) -> dict:
-    meta = _strings(msg, {1: "name", 2: "generateName", 3: "namespace"})
+    meta = _strings(msg, {1: "name", 2: "generateName", 3: "namespace", 6: "resourceVersion"})
     labels = [v for n, v in fields(msg) if n == 11]
     annotations = [v for n, v in fields(msg) if n == 12]
     finalizers = [v.decode() for n, v in fields(msg) if n == 14]
@@ -102,6 +103,30 @@ def _ssrr(raw: bytes) -> dict:
     return {"metadata": _meta(_sub(raw, 1) or b""), "spec": _strings(spec, {1: "namespace"})}
 
 
+def _token_request(raw: bytes) -> dict:
+    spec = _sub(raw, 2) or b""
+    out: dict = {"audiences": [v.decode() for n, v in fields(spec) if n == 1]}
+    for n, v in fields(spec):
+        if n == 4 and isinstance(v, int):
+            out["expirationSeconds"] = v
+        if n == 3 and isinstance(v, bytes):
+            out["boundObjectRef"] = _strings(v, {1: "kind", 2: "apiVersion", 3: "name", 4: "uid"})
+    if not out["audiences"]:
+        del out["audiences"]
+    return {"metadata": _meta(_sub(raw, 1) or b""), "spec": out}
+
+
+def _csr(raw: bytes) -> dict:
+    """A CertificateSigningRequest as ``kubectl certificate approve|deny`` puts it to /approval: the conditions are
+    what the handler reads (the rest is taken from the stored request)."""
+    status = _sub(raw, 3) or b""
+    conditions = [
+        _strings(c, {1: "type", 6: "status", 2: "reason", 3: "message"})
+        for n, c in fields(status) if n == 1 and isinstance(c, bytes)
+    ]  # fmt: skip
+    return {"metadata": _meta(_sub(raw, 1) or b""), "status": {"conditions": conditions}}
+
+
 def _ssr(raw: bytes) -> dict:
     return {"metadata": _meta(_sub(raw, 1) or b"")}
 
@@ -111,6 +136,8 @@ DECODERS = {
     ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): _ssar,
     ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): _ssrr,
     ("authentication.k8s.io/v1", "SelfSubjectReview"): _ssr,
+    ("authentication.k8s.io/v1", "TokenRequest"): _token_request,
+    ("certificates.k8s.io/v1", "CertificateSigningRequest"): _csr,
 }
 
 
