@@ -27,6 +27,7 @@ import yaml
 
 from autoscaler.emulator.server import Emulator
 from autoscaler.model import ClusterModel, WallClock, groups_from_spec
+from autoscaler.model.boot import NodeLifecycle
 
 
 def load_groups(path: str) -> list[dict]:
@@ -96,6 +97,14 @@ def main(argv: list[str] | None = None) -> int:
         default=0.0,
         help="delay every POST, PUT, PATCH and DELETE by this many milliseconds (a real API server's write path)",
     )
+    ap.add_argument(
+        "--control-plane-nodes", type=int, default=0, metavar="N",
+        help="register N control-plane nodes as kubeadm does (label and NoSchedule taint node-role.kubernetes.io/control-plane)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--no-model-device-plugins", action="store_true",
+        help="no built-in device plugin DaemonSets: GPUs are advertised by the add-ons applied to the cluster",
+    )  # fmt: skip
     args = ap.parse_args(argv)
     if args.write_latency_ms < 0:
         ap.error(f"--write-latency-ms {args.write_latency_ms:g}: expected 0 or more milliseconds")
@@ -105,9 +114,15 @@ def main(argv: list[str] | None = None) -> int:
         capacity={k: int(v) for k, v in _pairs(args.capacity, "capacity").items()},
         record_model_events=True,
         node_gc_delay_s=args.node_gc_delay,
+        lifecycle=NodeLifecycle(device_plugins=not args.no_model_device_plugins),
     )
     for g in load_groups(args.spec_groups) if args.spec_groups else []:
         model.cloud.add_group(g, external=args.external_groups or bool(args.follow_aws))
+    primary = args.regions.split(",")[0]
+    for i in range(args.control_plane_nodes):
+        with model.lock:
+            model.register_control_plane(f"ip-10-0-0-{10 + i}.{primary}.compute.internal", f"10.0.0.{10 + i}", primary,
+                                         f"{primary}a", {"cpu": "4", "memory": "16Gi", "pods": "110"})  # fmt: skip
     emu = Emulator(
         model,
         port=args.insecure_port or 0,

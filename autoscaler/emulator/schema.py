@@ -71,7 +71,7 @@ def kind_definition(minor: int, group: str, version: str, kind: str) -> str | No
 
 def _resolve(defs: dict, node: dict | None) -> dict:
     seen = 0
-    while node and "$ref" in node and seen < 20:
+    while node and isinstance(node.get("$ref"), str) and seen < 20:
         node = defs.get(node["$ref"].rsplit("/", 1)[-1]) or {}
         seen += 1
     return node or {}
@@ -314,7 +314,7 @@ def _components(node):
     if isinstance(node, dict):
         out = {}
         for k, v in node.items():
-            if k == "$ref":
+            if k == "$ref" and isinstance(v, str):
                 out[k] = "#/components/schemas/" + v.rsplit("/", 1)[-1]
             elif k == "type" and isinstance(v, list):
                 kept = [t for t in v if t != "null"]

@@ -836,6 +836,34 @@ class ClusterModel:
                 self._sync_daemons(node)
         return obj
 
+    def register_control_plane(self, name: str, address: str, region: str, zone: str,
+                               allocatable: dict[str, str]) -> dict:  # fmt: skip
+        """A control-plane member as ``kubeadm init``/``join --control-plane`` registers it: Ready, labelled
+        ``node-role.kubernetes.io/control-plane`` and tainted ``node-role.kubernetes.io/control-plane:NoSchedule``
+        (kubeadm's ``nodeRegistration`` defaults), no providerID (no cloud controller manager sets one)."""
+        t = iso(self.clock.now())
+        node = {
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {
+                "kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+                "node-role.kubernetes.io/control-plane": "", "node.kubernetes.io/exclude-from-external-load-balancers": "",
+                "topology.kubernetes.io/region": region, "topology.kubernetes.io/zone": zone}},
+            "spec": {"taints": [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]},
+            "status": {"capacity": dict(allocatable), "allocatable": dict(allocatable),
+                       "conditions": O.node_conditions(True, t),
+                       "addresses": [{"type": "InternalIP", "address": address}, {"type": "Hostname", "address": name}],
+                       "nodeInfo": {"kubeletVersion": O.KUBELET_VERSION, "containerRuntimeVersion": "containerd://2.2.6",
+                                    "operatingSystem": "linux", "architecture": "amd64",
+                                    "osImage": "Ubuntu 24.04.3 LTS", "kernelVersion": "6.8.0-1019-aws"}},
+        }  # fmt: skip
+        node = self.store.create("nodes", node)
+        self.store.create("leases", O.node_lease(node, self.clock.now()))
+        self.scheduler.add_node(node)
+        self._network_up.add(name)
+        self._sync_daemons(node)
+        self._flush()
+        return node
+
     def _pod_group_size(self, namespace: str, name: str) -> int | None:
         """A PodGroup's ``minMember`` (scheduler-plugins Coscheduling reads it from the PodGroup object)."""
         pg = self.store.find("podgroups.scheduling.x-k8s.io", namespace, name)

@@ -22,7 +22,7 @@ from tests.labctl.conftest import emu  # noqa: F401 - fixture
 SPEC = load_spec()
 
 
-def _researcher_bindings(emu) -> list[dict]:
+def _researcher_bindings(emu) -> list[dict]:  # noqa: F811 - the emulator, not the fixture
     """ClusterRoleBindings beyond the API server's bootstrap policy (kubernetes.io/bootstrapping=rbac-defaults)."""
     return [b for b in emu.model.store.list("clusterrolebindings")
             if (b["metadata"].get("labels") or {}).get("kubernetes.io/bootstrapping") != "rbac-defaults"]  # fmt: skip
