@@ -52,6 +52,13 @@ AUTOSCALER_COMPONENT = "research-autoscaler"  # the Events' source component
 STATE_CONFIGMAP = "research-autoscaler-state"
 STATUS_CONFIGMAP = "research-autoscaler-status"
 LEASE_NAME = "research-autoscaler"  # coordination.k8s.io Lease of the leader election
+# The autoscaler's ServiceAccount: its Deployment runs as it, and the IAM role <cluster>-autoscaler trusts exactly
+# this subject of the cluster's service-account issuer (IRSA, terraform/modules/iam/autoscaler.tf).
+AUTOSCALER_SERVICE_ACCOUNT = "research-autoscaler"
+AUTOSCALER_IRSA_SUBJECT = f"system:serviceaccount:{AUTOSCALER_NAMESPACE}:{AUTOSCALER_SERVICE_ACCOUNT}"
+IRSA_AUDIENCE = "sts.amazonaws.com"  # the projected token's audience; the IAM OIDC provider's client id
+# Where the projected token is mounted (the path the pod identity webhook uses, so tools find it the same way).
+IRSA_TOKEN_DIR = "/var/run/secrets/eks.amazonaws.com/serviceaccount"
 
 # --- what a job asks per GPU when it says nothing else ------------------------------------------------------------
 # The share of the smallest GPU node (g4dn.xlarge: 4 vCPUs, 16 GiB for 1 GPU) left after the kubelet's

@@ -42,17 +42,11 @@ data "aws_iam_policy_document" "control_plane" {
       values   = ["alias/${var.cluster}"]
     }
   }
-
-  statement {
-    sid       = "ActAsAutoscaler"
-    actions   = ["sts:AssumeRole"]
-    resources = [aws_iam_role.autoscaler.arn]
-  }
 }
 
 resource "aws_iam_policy" "control_plane" {
   name        = "${var.cluster}-control-plane"
-  description = "Control plane of ${var.cluster}: kubeadm join parameters, bootstrap status, assuming the autoscaler role"
+  description = "Control plane of ${var.cluster}: kubeadm join parameters, bootstrap status"
   policy      = data.aws_iam_policy_document.control_plane.json
 }
 

@@ -9,7 +9,7 @@ output "control_plane_instance_profile" {
 }
 
 output "autoscaler_role_arn" {
-  description = "Role the autoscaler assumes (role_arn with credential_source = Ec2InstanceMetadata)."
+  description = "Role the autoscaler assumes with its ServiceAccount token (AWS_ROLE_ARN, IRSA)."
   value       = aws_iam_role.autoscaler.arn
 }
 
