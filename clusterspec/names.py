@@ -23,6 +23,9 @@ HOSTNAME_KEY = "kubernetes.io/hostname"
 ZONE_KEY = "topology.kubernetes.io/zone"
 REGION_KEY = "topology.kubernetes.io/region"
 INSTANCE_TYPE_KEY = "node.kubernetes.io/instance-type"
+# A cloud node's spec.providerID, set by its own kubelet (--provider-id from IMDSv2 in the join user data: there
+# is no cloud controller manager, docs/terraform.md "providerID"); the autoscaler maps a Node to its instance by it.
+PROVIDER_ID_FORMAT = "aws:///{zone}/{instance_id}"
 SCALE_DOWN_DISABLED_ANNOTATION = "cluster-autoscaler.kubernetes.io/scale-down-disabled"  # on nodes: "true"
 # NoSchedule taint set before a node is removed (value: unix seconds): cluster-autoscaler's own key
 # (utils/taints/taints.go, ToBeDeletedTaint), which other tools already recognise (the NVIDIA GPU operator, the

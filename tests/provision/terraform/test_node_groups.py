@@ -65,7 +65,7 @@ def test_spot_groups_use_a_mixed_instances_policy():
 
 def test_user_data_joins_with_the_groups_labels_and_taints():
     script = (MODULES / "node_group/templates/join.sh.tftpl").read_text()
-    assert "--node-labels=${node_labels}" in script
+    assert "labels='${node_labels}'" in script and "--node-labels=$labels" in script
     assert "--register-with-taints=${taints}" in script
     assert "aws ssm get-parameter --region '${join_region}' --with-decryption" in script
     assert "kubeadm join '${api_endpoint}'" in script

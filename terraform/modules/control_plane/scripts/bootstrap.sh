@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # Control-plane bootstrap: plain bash functions, embedded verbatim in the user data after the configuration
 # block of templates/control_plane.sh.tftpl (which calls `main`). Also installed as
-# /usr/local/sbin/cluster-control-plane: the hourly timer runs `cluster-control-plane publish`.
+# /usr/local/sbin/cluster-control-plane: the hourly timer runs `cluster-control-plane publish`, the node
+# lifecycle timer `cluster-control-plane gc-nodes` every minute.
 #
 # Configuration (set by the template): CLUSTER REGION MEMBER ENDPOINT API_HOST LB_DNS_NAME KUBERNETES_VERSION
 # POD_CIDR SERVICE_CIDR POD_MTU JOIN_PREFIX STATUS_PREFIX INIT_PARAMETER KMS_KEY_ARN FLANNEL_MANIFEST.
@@ -262,6 +263,32 @@ remove_stale_nodes() {
     done
 }
 
+# The node lifecycle rule of the cloud controller manager (k8s.io/cloud-provider controllers/nodelifecycle,
+# MonitorNodes): a Node that is not Ready and whose instance EC2 no longer has (not found, or terminated) is
+# deleted; a Ready Node, a stopped instance and a Node without an aws:/// providerID (the lab's servers) are left
+# alone. Region-aware, which one AWS CCM is not: each Node's instance is looked up in its own region (the
+# topology.kubernetes.io/region label its kubelet set). Nothing is deleted when EC2 cannot be read. Runs every
+# minute on every member (cluster-node-lifecycle.timer); deleting a deleted Node is harmless.
+gc_nodes() {
+  local kubectl=(kubectl --kubeconfig "$root/etc/kubernetes/admin.conf") nodes reg ids live name pid region ready id
+  nodes=$("${kubectl[@]}" get nodes -o jsonpath='{range .items[*]}{.metadata.name}|{.spec.providerID}|{.metadata.labels.topology\.kubernetes\.io/region}|{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}') \
+    || { log "gc-nodes: cannot list the nodes"; return 1; }
+  for reg in $(awk -F'|' '$2 ~ /^aws:\/\/\// && $3 != "" && $4 != "True" {print $3}' <<<"$nodes" | sort -u); do
+    ids=$(awk -F'|' -v r="$reg" '$2 ~ /^aws:\/\/\// && $3 == r && $4 != "True" {n = split($2, p, "/"); print p[n]}' <<<"$nodes" \
+      | paste -sd, -)
+    live=$(aws ec2 describe-instances --region "$reg" --filters "Name=instance-id,Values=$ids" \
+      --query 'Reservations[].Instances[?State.Name!=`terminated`].InstanceId' --output text) \
+      || { log "gc-nodes: cannot describe the instances in $reg; deleting nothing there"; continue; }
+    while IFS='|' read -r name pid region ready; do
+      [[ $pid == aws:///* && $region == "$reg" && $ready != True ]] || continue
+      id=${pid##*/}
+      [[ " $(tr -s '[:space:]' ' ' <<<"$live") " == *" $id "* ]] && continue
+      log "gc-nodes: deleting node $name: its instance $id ($reg) no longer exists"
+      "${kubectl[@]}" delete node "$name" --wait=false >/dev/null || log "gc-nodes: could not delete node $name"
+    done <<<"$nodes"
+  done
+}
+
 join_once() {
   local token hash key out
   if ! token=$(ssm_get "$JOIN_PREFIX/join-token") || ! hash=$(ssm_get "$JOIN_PREFIX/ca-cert-hash") \
@@ -309,6 +336,22 @@ Type=oneshot
 Environment=KUBECONFIG=/etc/kubernetes/admin.conf
 ExecStart=/usr/local/sbin/cluster-control-plane publish
 UNIT
+  cat >"$root/etc/systemd/system/cluster-node-lifecycle.service" <<'UNIT'
+[Unit]
+Description=Delete the Node objects of cloud instances that no longer exist
+[Service]
+Type=oneshot
+ExecStart=/usr/local/sbin/cluster-control-plane gc-nodes
+UNIT
+  cat >"$root/etc/systemd/system/cluster-node-lifecycle.timer" <<'UNIT'
+[Unit]
+Description=Node lifecycle: remove Nodes of terminated instances
+[Timer]
+OnBootSec=5min
+OnUnitActiveSec=1min
+[Install]
+WantedBy=timers.target
+UNIT
   cat >"$root/etc/systemd/system/publish-join-token.timer" <<'UNIT'
 [Unit]
 Description=Keep the kubeadm join parameters fresh
@@ -328,9 +371,13 @@ main() {
       publish_join_parameters
       return
       ;;
+    gc-nodes)
+      gc_nodes
+      return
+      ;;
     bootstrap) ;;
     *)
-      echo "usage: $0 [bootstrap|publish]" >&2
+      echo "usage: $0 [bootstrap|publish|gc-nodes]" >&2
       return 2
       ;;
   esac
@@ -347,4 +394,5 @@ main() {
   rm -f "$conf_dir/init.yaml"
   systemctl daemon-reload
   systemctl enable --now publish-join-token.timer
+  systemctl enable --now cluster-node-lifecycle.timer
 }
