@@ -469,23 +469,49 @@ def render_storage(c, efs_id, out="build/deploy/storage", spec=None):
 @task(
     name="publish-oidc",
     help={
-        "sa_pub": "the service-account public key (the control plane's /etc/kubernetes/pki/sa.pub)",
-        "bucket": "the issuer bucket (Terraform global output service_account_issuer_bucket)",
+        "sa_pub": "a service-account public key file (default: the one member 0 published to SSM)",
+        "bucket": "the issuer bucket (default: Terraform global output service_account_issuer_bucket)",
         "spec": "path of the cluster spec (default: cluster.yaml)",
     },
 )
 @user_errors
-def publish_oidc(c, sa_pub, bucket, spec=None):
+def publish_oidc(c, sa_pub=None, bucket=None, spec=None):
     """Publish the OIDC discovery document and JWKS that let AWS STS verify service-account tokens (IRSA)."""
     from pathlib import Path
 
     from clusterspec.loader import load_spec
-    from provision import irsa
+    from provision import irsa, operator
+    from provision.terraform.outputs import global_output
 
-    region = load_spec(spec).primary_region
+    cluster = load_spec(spec)
+    region = cluster.primary_region
+    bucket = bucket or global_output("service_account_issuer_bucket")
+    key = Path(sa_pub).read_bytes() if sa_pub else operator.fetch_sa_pub(cluster)
     issuer = irsa.issuer_url(bucket, region)
-    for key in irsa.publish(irsa.oidc_documents(Path(sa_pub).read_bytes(), issuer), bucket, region):
-        print(f"published {issuer}/{key}")
+    for name in irsa.publish(irsa.oidc_documents(key, issuer), bucket, region):
+        print(f"published {issuer}/{name}")
+
+
+@task(
+    help={
+        "out": "where to write it (default: ~/.kube/<cluster>.conf, mode 0600)",
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+    },
+)
+@user_errors
+def kubeconfig(c, out=None, spec=None):
+    """The admin kubeconfig from SSM (published by control-plane member 0; readable by the operator role)."""
+    from pathlib import Path
+
+    from clusterspec.loader import load_spec
+    from provision import operator
+
+    cluster = load_spec(spec)
+    path = operator.fetch_kubeconfig(
+        cluster, Path(out) if out else Path.home() / ".kube" / f"{cluster.name}.conf"
+    )
+    print(f"wrote {path} (cluster-admin; the API is api.{cluster.domain}:6443, through the Client VPN)")
+    print(f"export KUBECONFIG={path}")
 
 
 @task(

@@ -22,6 +22,16 @@ data "aws_iam_policy_document" "control_plane" {
   }
 
   statement {
+    sid     = "PublishOperatorAccess"
+    actions = ["ssm:PutParameter"]
+    # the admin kubeconfig (SecureString, read only by <cluster>-operator) and sa.pub (modules/iam/operator.tf)
+    resources = [
+      "${local.ssm}/control-plane/admin-kubeconfig",
+      "${local.ssm}/control-plane/sa-pub",
+    ]
+  }
+
+  statement {
     sid       = "ListLiveMembers"
     actions   = ["ec2:DescribeInstances"]
     resources = ["*"] # DescribeInstances supports no resource-level permissions

@@ -27,3 +27,13 @@ output "control_plane_role_arn" {
   description = "The control plane's role (the EFS file-system policy grants it root access)."
   value       = aws_iam_role.control_plane.arn
 }
+
+output "operator_role_arn" {
+  description = "Role operators assume for `invoke kubeconfig`, `invoke publish-oidc` and Session Manager."
+  value       = aws_iam_role.operator.arn
+}
+
+output "session_manager_policy_arn" {
+  description = "The Session Manager agent's permissions (attached to every cluster instance's role)."
+  value       = aws_iam_policy.session_manager.arn
+}

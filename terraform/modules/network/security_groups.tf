@@ -7,8 +7,8 @@
 # added). tests/provision/terraform/test_security_group_quota.py counts the rules of every rendered region.
 locals {
   # name => [protocol, from, to]: from every cluster network (laptops, pods, sites, VPCs)
+  # No SSH: operators reach the instances through Session Manager (no key, no open port: modules/iam/operator.tf).
   cluster_ports = {
-    ssh       = ["tcp", 22, 22]
     apiserver = ["tcp", 6443, 6443]
     kubelet   = ["tcp", 10250, 10250]
     nodeports = ["tcp", 30000, 32767]

@@ -164,6 +164,18 @@ publish_join_parameters() {
   put_secret join-token "$token" && put_secret ca-cert-hash "$hash" && touch "$stamp"
 }
 
+# What operators read with the role <cluster>-operator (modules/iam/operator.tf; `invoke kubeconfig`, `invoke
+# publish-oidc`): kubeadm's admin.conf (group kubeadm:cluster-admins, not super-admin.conf) as a SecureString
+# under the cluster key, Advanced tier (a kubeconfig with its client certificate is over the Standard tier's 4 KB;
+# AWS Systems Manager User Guide, "Managing parameter tiers"), and the service-account public key as a String.
+publish_operator_access() {
+  local pki=$root/etc/kubernetes/pki
+  aws ssm put-parameter --overwrite --type SecureString --tier Advanced --key-id "$KMS_KEY_ARN" \
+    --name "/$CLUSTER/control-plane/admin-kubeconfig" --value "file://$root/etc/kubernetes/admin.conf" >/dev/null \
+    && aws ssm put-parameter --overwrite --type String \
+      --name "/$CLUSTER/control-plane/sa-pub" --value "file://$pki/sa.pub" >/dev/null
+}
+
 apply_flannel() {
   local manifest
   manifest=$(curl -fsSL --retry 5 "$FLANNEL_MANIFEST") || return 1
@@ -198,6 +210,8 @@ init_cluster() {
     || fail "cannot publish the join token and CA hash to $JOIN_PREFIX"
   wait_until "the API through $ENDPOINT" api_up || fail "the API does not answer through $ENDPOINT"
   wait_until "flannel to apply" apply_flannel || fail "cannot apply flannel from $FLANNEL_MANIFEST"
+  wait_until "the operators' kubeconfig and sa.pub to publish" publish_operator_access \
+    || fail "cannot publish /$CLUSTER/control-plane/admin-kubeconfig and sa-pub to SSM"
   aws ssm put-parameter --overwrite --type String --name "$INIT_PARAMETER" \
     --value "initialized by $instance_id at $(date -u +%Y-%m-%dT%H:%M:%SZ)" >/dev/null \
     || fail "cannot mark $INIT_PARAMETER initialized"
@@ -368,7 +382,7 @@ main() {
   export AWS_DEFAULT_REGION=$REGION
   case ${1:-bootstrap} in
     publish)
-      publish_join_parameters
+      publish_join_parameters && publish_operator_access
       return
       ;;
     gc-nodes)
