@@ -206,17 +206,30 @@ def bootstrap_state(c, spec=None, state_bucket=None):
         print(f"{name}: {state}")
 
 
-@task(name="control-plane-status", help={"spec": "path of the cluster spec (default: cluster.yaml)"})
+@task(
+    name="control-plane-status",
+    help={"spec": "path of the cluster spec (default: cluster.yaml)", "kubeconfig": "the admin's kubeconfig"},
+)
 @user_errors
-def control_plane_status(c, spec=None):
-    """What each control-plane member reported while bootstrapping (exit 1 on a failed or missing member)."""
+def control_plane_status(c, spec=None, kubeconfig=None):
+    """What each control-plane member reported while bootstrapping, and every cluster instance that is no Node
+    (exit 1 on a failed or missing member or a node that never joined, 3 while one is still joining)."""
+    from datetime import UTC, datetime
+
     from invoke.exceptions import Exit
 
     from clusterspec.loader import load_spec
-    from provision.control_plane_status import read_status, report
+    from provision import control_plane_status as cps
 
-    lines, code = report(*read_status(load_spec(spec)))
-    print("\n".join(lines))
+    cluster = load_spec(spec)
+    lines, code = cps.report(*cps.read_status(cluster))
+    ids = cps.node_provider_ids(kubeconfig)
+    unjoined = None
+    if ids is not None:
+        unjoined = cps.unjoined_nodes(cluster, cps.cluster_instances(cluster), ids, datetime.now(UTC))
+    node_lines, node_code = cps.report_nodes(unjoined, cluster.autoscaler.boot_timeout_s)
+    print("\n".join(lines + node_lines))
+    code = 1 if 1 in (code, node_code) else max(code, node_code)
     if code:
         raise Exit(code=code)
 

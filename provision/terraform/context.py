@@ -6,6 +6,7 @@ import json
 import os
 from pathlib import Path
 
+from clusterspec import kubelet_reserved
 from clusterspec.errors import UserError
 from clusterspec.names import AUTOSCALER_IRSA_SUBJECT
 from clusterspec.spec import Cluster, Region
@@ -71,6 +72,7 @@ def _node_group(cluster: Cluster, region: Region, group) -> dict:
         "gpus": group.gpus,
         "priority": group.priority,
         "root_volume_gib": group.root_volume_gib,
+        "kubelet_reserved": kubelet_reserved.for_instance_types(list(group.instance_types)),
     }
 
 

@@ -32,6 +32,12 @@ data "aws_iam_policy_document" "control_plane" {
   }
 
   statement {
+    sid       = "ServeThroughTheBalancer"
+    actions   = ["elasticloadbalancing:RegisterTargets"]
+    resources = ["arn:${local.p}:elasticloadbalancing:*:${local.account}:targetgroup/${var.cluster}-api/*"]
+  }
+
+  statement {
     sid       = "ListLiveMembers"
     actions   = ["ec2:DescribeInstances"]
     resources = ["*"] # DescribeInstances supports no resource-level permissions

@@ -13,14 +13,19 @@ module "node_template" {
 
 locals {
   image_id = var.ami_id != "" ? var.ami_id : "resolve:ssm:${var.ami_ssm_parameter}"
-  user_data = templatefile("${path.module}/templates/join.sh.tftpl", {
-    api_endpoint         = var.api_endpoint
-    join_region          = var.join_region
-    join_token_parameter = var.join_token_parameter
-    ca_hash_parameter    = var.ca_hash_parameter
-    node_labels          = module.node_template.kubelet_node_labels
-    taints               = module.node_template.kubelet_taints
-  })
+}
+
+# The join as a systemd unit that retries until it succeeds, with the instance's providerID and the kubelet's
+# reservations for its type (modules/node_join).
+module "join" {
+  source               = "../node_join"
+  join_region          = var.join_region
+  join_token_parameter = var.join_token_parameter
+  ca_hash_parameter    = var.ca_hash_parameter
+  api_endpoint         = var.api_endpoint
+  node_labels          = module.node_template.kubelet_node_labels
+  taints               = module.node_template.kubelet_taints
+  kubelet_reserved     = var.kubelet_reserved
 }
 
 resource "aws_launch_template" "this" {
@@ -29,7 +34,7 @@ resource "aws_launch_template" "this" {
   image_id               = local.image_id
   instance_type          = var.instance_types[0]
   vpc_security_group_ids = var.security_group_ids
-  user_data              = base64encode(local.user_data)
+  user_data              = base64encode(module.join.user_data)
   update_default_version = true
   ebs_optimized          = true
 

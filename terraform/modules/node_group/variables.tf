@@ -118,3 +118,8 @@ variable "ca_hash_parameter" {
   description = "SSM SecureString with the cluster CA's public-key hash (sha256:...)."
   type        = string
 }
+
+variable "kubelet_reserved" {
+  description = "Instance type => the kubelet's maxPods, kubeReserved, systemReserved and evictionHard (clusterspec/kubelet_reserved.py), for every type of the group."
+  type        = map(any)
+}

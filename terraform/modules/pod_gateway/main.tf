@@ -26,6 +26,22 @@ resource "aws_vpc_security_group_ingress_rule" "forward" {
   ip_protocol       = "-1"
 }
 
+# The join as a systemd unit that retries until it succeeds (modules/node_join), after the forwarding and NAT.
+module "join" {
+  source               = "../node_join"
+  join_region          = var.region
+  join_token_parameter = var.join_token_parameter
+  ca_hash_parameter    = var.ca_hash_parameter
+  api_endpoint         = var.api_endpoint
+  node_labels          = "research.cluster/role=pod-gateway"
+  taints               = "research.cluster/pod-gateway=true:NoSchedule"
+  kubelet_reserved     = var.kubelet_reserved
+  prelude = templatefile("${path.module}/templates/gateway.sh.tftpl", {
+    pod_cidr         = var.pod_cidr
+    masquerade_cidrs = var.client_cidrs
+  })
+}
+
 resource "aws_instance" "gateway" {
   count                  = var.instance_count
   ami                    = local.image_id
@@ -37,14 +53,7 @@ resource "aws_instance" "gateway" {
   monitoring             = true
   ebs_optimized          = true
 
-  user_data = templatefile("${path.module}/templates/gateway.sh.tftpl", {
-    region               = var.region
-    pod_cidr             = var.pod_cidr
-    masquerade_cidrs     = var.client_cidrs
-    api_endpoint         = var.api_endpoint
-    join_token_parameter = var.join_token_parameter
-    ca_hash_parameter    = var.ca_hash_parameter
-  })
+  user_data = module.join.user_data
 
   metadata_options {
     http_endpoint               = "enabled"

@@ -99,3 +99,8 @@ variable "tags" {
   type        = map(string)
   default     = {}
 }
+
+variable "kubelet_reserved" {
+  description = "The gateway instance type => the kubelet's reservations (clusterspec/kubelet_reserved.py)."
+  type        = map(any)
+}

@@ -6,7 +6,6 @@ region and instance-type labels are ones the NodeRestriction admission lets a ku
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 import subprocess
@@ -20,10 +19,10 @@ from autoscaler.controller import _instance_id
 from autoscaler.core.snapshot import parse_snapshot
 from clusterspec.loader import load_spec
 from clusterspec.names import INSTANCE_TYPE_KEY, NODE_GROUP_LABEL, PROVIDER_ID_FORMAT, REGION_KEY, ZONE_KEY
-from provision.terraform.hcl import inline
 from tests.autoscaler.aws_setup import create_groups
-from tests.provision.terraform.tf_files import MODULES
-from tests.support import ROOT, require_tool
+from tests.provision.terraform.join_render import render_join
+from tests.provision.terraform.tf_files import MODULES, module_calls
+from tests.support import ROOT
 
 FAKE = ROOT / "tests/provision/terraform/fakes/join_fake.sh"
 COMMANDS = ["curl", "aws", "kubeadm", "sleep", "systemctl", "sysctl", "iptables"]
@@ -42,37 +41,29 @@ def _kubelet_may_set(key: str) -> bool:
     return key in KUBELET_LABELS or not k8s or own
 
 
-def _render(template: str, values: dict, cwd) -> str:
-    terraform = require_tool("terraform")
-    expression = f"jsonencode(templatefile({inline(str(MODULES / template))}, {inline(values)}))"
-    done = subprocess.run([terraform, "console"], input=expression, cwd=cwd, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    return json.loads(json.loads(done.stdout))
-
-
 def _run(script: str, imds: dict[str, str], tmp_path, env: dict | None = None):
+    """The user data (which installs the unit), then one start of cluster-join as systemd would run it."""
     fakes, state, root = tmp_path / "bin", tmp_path / "state", tmp_path / "root"
     fakes.mkdir()
     for name in COMMANDS:
         (fakes / name).symlink_to(FAKE)
+    (state / "imds").mkdir(parents=True, exist_ok=True)
     for path, value in imds.items():
         (state / "imds" / path).parent.mkdir(parents=True, exist_ok=True)
         (state / "imds" / path).write_text(value)
-    (state / "imds").mkdir(parents=True, exist_ok=True)
     (state / "calls").touch()
-    (tmp_path / "join.sh").write_text(script)
-    done = subprocess.run(
-        ["bash", str(tmp_path / "join.sh")],
-        env={
-            "PATH": f"{fakes}:/usr/bin:/bin",
-            "FAKE_STATE": str(state),
-            "JOIN_ROOT": str(root),
-            **(env or {}),
-        },
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    (tmp_path / "user-data.sh").write_text(script)
+    environ = {
+        "PATH": f"{fakes}:/usr/bin:/bin",
+        "FAKE_STATE": str(state),
+        "JOIN_ROOT": str(root),
+        **(env or {}),
+    }
+    done = subprocess.run(["bash", str(tmp_path / "user-data.sh")], env=environ, capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    done = subprocess.run(["bash", str(root / "usr/local/sbin/cluster-join")], env=environ, capture_output=True,
+                          text=True, timeout=60)  # fmt: skip
     return done, root, (state / "calls").read_text().splitlines()
 
 
@@ -107,13 +98,7 @@ def test_a_worker_registers_with_the_provider_id_the_autoscaler_maps_to_its_inst
         labels = ",".join(
             [f"{NODE_GROUP_LABEL}={asg}", *(f"{k}={v}" for k, v in sorted(group.labels.items()))]
         )
-        script = _render(
-            "node_group/templates/join.sh.tftpl",
-            {"join_region": region, "join_token_parameter": "/dlr/kubeadm/join-token",
-             "ca_hash_parameter": "/dlr/kubeadm/ca-cert-hash", "api_endpoint": "api.research.internal:6443",
-             "node_labels": labels, "taints": ""},
-            tmp_path,
-        )  # fmt: skip
+        script = render_join(tmp_path, labels, types=[instance["InstanceType"]])
         imds = {
             "instance-id": instance["InstanceId"],
             "placement/availability-zone": instance["AvailabilityZone"],
@@ -152,26 +137,16 @@ def test_a_worker_registers_with_the_provider_id_the_autoscaler_maps_to_its_inst
     assert parsed.group == asg and parsed.zone == instance["AvailabilityZone"]
 
 
-def test_the_pod_gateway_registers_its_provider_id_too(tmp_path):
-    script = _render(
-        "pod_gateway/templates/gateway.sh.tftpl",
-        {"region": "us-west-2", "pod_cidr": "10.128.0.0/14", "masquerade_cidrs": ["10.0.0.0/16"],
-         "api_endpoint": "api.research.internal:6443", "join_token_parameter": "/dlr/kubeadm/join-token",
-         "ca_hash_parameter": "/dlr/kubeadm/ca-cert-hash"},
-        tmp_path,
-    )  # fmt: skip
-    assert "--provider-id=aws:///$zone/$instance_id" in script
-    assert "topology.kubernetes.io/zone=$zone" in script and "node.kubernetes.io/instance-type=" in script
+def test_the_pod_gateway_and_the_node_groups_join_through_the_same_module():
+    gateway = module_calls(MODULES / "pod_gateway")["join"]
+    assert gateway["source"] == "../node_join"
+    assert gateway["node_labels"] == "research.cluster/role=pod-gateway"
+    assert gateway["taints"] == "research.cluster/pod-gateway=true:NoSchedule"
+    assert module_calls(MODULES / "node_group")["join"]["source"] == "../node_join"
 
 
 def test_without_an_identity_the_join_stops_before_kubeadm(tmp_path):
-    script = _render(
-        "node_group/templates/join.sh.tftpl",
-        {"join_region": "us-west-2", "join_token_parameter": "/dlr/kubeadm/join-token",
-         "ca_hash_parameter": "/dlr/kubeadm/ca-cert-hash", "api_endpoint": "api.research.internal:6443",
-         "node_labels": "research.cluster/node-group=dlr-us-west-2-cpu", "taints": ""},
-        tmp_path,
-    )  # fmt: skip
+    script = render_join(tmp_path, "research.cluster/node-group=dlr-us-west-2-cpu")
     done, _root, calls = _run(script, {}, tmp_path)
     assert done.returncode != 0 and "cannot read this instance's identity from IMDS" in done.stderr
     assert not any(c.startswith("kubeadm join") for c in calls)

@@ -5,7 +5,8 @@
 # lifecycle timer `cluster-control-plane gc-nodes` every minute.
 #
 # Configuration (set by the template): CLUSTER REGION MEMBER ENDPOINT API_HOST LB_DNS_NAME KUBERNETES_VERSION
-# POD_CIDR SERVICE_CIDR POD_MTU JOIN_PREFIX STATUS_PREFIX INIT_PARAMETER KMS_KEY_ARN FLANNEL_MANIFEST.
+# POD_CIDR SERVICE_CIDR POD_MTU JOIN_PREFIX STATUS_PREFIX INIT_PARAMETER KMS_KEY_ARN FLANNEL_MANIFEST
+# TARGET_GROUP_ARN.
 # Tunables (environment; the tests shorten them): CP_ROOT prefixes every path written, CP_WAIT_S bounds each
 # wait (DNS, member 0's init), CP_ATTEMPTS bounds init/join attempts, CP_BACKOFF_MAX_S caps the back-off.
 #
@@ -284,23 +285,25 @@ remove_stale_nodes() {
 # topology.kubernetes.io/region label its kubelet set). Nothing is deleted when EC2 cannot be read. Runs every
 # minute on every member (cluster-node-lifecycle.timer); deleting a deleted Node is harmless.
 gc_nodes() {
-  local kubectl=(kubectl --kubeconfig "$root/etc/kubernetes/admin.conf") nodes reg ids live name pid region ready id
+  local kubectl=(kubectl --kubeconfig "$root/etc/kubernetes/admin.conf") nodes reg ids live name pid node_region ready id
   nodes=$("${kubectl[@]}" get nodes -o jsonpath='{range .items[*]}{.metadata.name}|{.spec.providerID}|{.metadata.labels.topology\.kubernetes\.io/region}|{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}') \
     || { log "gc-nodes: cannot list the nodes"; return 1; }
-  for reg in $(awk -F'|' '$2 ~ /^aws:\/\/\// && $3 != "" && $4 != "True" {print $3}' <<<"$nodes" | sort -u); do
+  while read -r reg; do
+    [[ -n $reg ]] || continue
     ids=$(awk -F'|' -v r="$reg" '$2 ~ /^aws:\/\/\// && $3 == r && $4 != "True" {n = split($2, p, "/"); print p[n]}' <<<"$nodes" \
       | paste -sd, -)
+    # shellcheck disable=SC2016 # a JMESPath literal, not a shell expansion
     live=$(aws ec2 describe-instances --region "$reg" --filters "Name=instance-id,Values=$ids" \
       --query 'Reservations[].Instances[?State.Name!=`terminated`].InstanceId' --output text) \
       || { log "gc-nodes: cannot describe the instances in $reg; deleting nothing there"; continue; }
-    while IFS='|' read -r name pid region ready; do
-      [[ $pid == aws:///* && $region == "$reg" && $ready != True ]] || continue
+    while IFS='|' read -r name pid node_region ready; do
+      [[ $pid == aws:///* && $node_region == "$reg" && $ready != True ]] || continue
       id=${pid##*/}
       [[ " $(tr -s '[:space:]' ' ' <<<"$live") " == *" $id "* ]] && continue
       log "gc-nodes: deleting node $name: its instance $id ($reg) no longer exists"
       "${kubectl[@]}" delete node "$name" --wait=false >/dev/null || log "gc-nodes: could not delete node $name"
     done <<<"$nodes"
-  done
+  done < <(awk -F'|' '$2 ~ /^aws:\/\/\// && $3 != "" && $4 != "True" {print $3}' <<<"$nodes" | sort -u)
 }
 
 join_once() {
@@ -319,6 +322,12 @@ join_once() {
   out=$(kubeadm join --config "$conf_dir/join.yaml" 2>&1) || { error="kubeadm join: $(tail -n 1 <<<"$out")"; return 1; }
 }
 
+# A joined member serves the API: it adds its own address to the balancer's target group (Terraform attaches
+# member 0 only, so the balancer never fails open onto members still joining).
+register_target() {
+  aws elbv2 register-targets --target-group-arn "$TARGET_GROUP_ARN" --targets "Id=$self_ip,Port=6443" >/dev/null
+}
+
 join_cluster() {
   report waiting "waiting for member 0 to initialise the cluster ($INIT_PARAMETER)"
   wait_until "the cluster to be initialised" initialized \
@@ -328,6 +337,8 @@ join_cluster() {
     report joining "joining the control plane at $ENDPOINT"
     if join_once; then
       rm -f "$conf_dir/join.yaml"
+      wait_until "this member's address in the API target group" register_target \
+        || fail "cannot register $self_ip with the API target group $TARGET_GROUP_ARN"
       remove_stale_nodes || true
       report ready "joined the control plane at $ENDPOINT"
       return 0

@@ -47,6 +47,7 @@ case $name in
         arg --value "$@" >"$file"
         ;;
       "ec2 describe-instances") echo "${FAKE_LIVE_IPS:-}" ;;
+      "elbv2 register-targets") ;;
       *) echo "fake aws: unexpected $*" >&2; exit 2 ;;
     esac
     ;;
