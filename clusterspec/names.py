@@ -34,6 +34,12 @@ SCALE_DOWN_DISABLED_ANNOTATION = "cluster-autoscaler.kubernetes.io/scale-down-di
 TO_BE_DELETED_TAINT = "ToBeDeletedByClusterAutoscaler"
 TO_BE_DELETED_TAINTS = (TO_BE_DELETED_TAINT, "research.cluster/to-be-deleted")
 
+# --- the baked image ---------------------------------------------------------------------------------------------
+# The GPU worker image's root volume, hence its root snapshot (packer/gpu-worker.pkr.hcl gets it through the var
+# file, provision/packer/variables.py); every instance or launch template booting the image needs at least this
+# much (RunInstances refuses a root volume smaller than the snapshot; `invoke check-terraform` checks it).
+IMAGE_ROOT_GIB = 40
+
 # --- extended resources ----------------------------------------------------------------------------------------
 GPU_RESOURCE = "nvidia.com/gpu"  # the NVIDIA device plugin's resource
 EFA_RESOURCE = "vpc.amazonaws.com/efa"  # the EFA device plugin's resource
