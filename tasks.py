@@ -158,15 +158,43 @@ def check_terraform(c, spec=None, out=None):
         raise UserError(f"{len(problems)} problems; fix them before `invoke plan` or `invoke up`")
 
 
+def _preflight(cluster, names, state_bucket) -> None:
+    from clusterspec.errors import UserError
+    from provision import preflight
+
+    problems = preflight.run(cluster, names, state_bucket)
+    for line in problems:
+        print(line)
+    if problems:
+        raise UserError(
+            f"preflight: {len(problems)} problems on this account; fix them first (docs/terraform.md)"
+        )
+    print(f"preflight: the account is ready for {', '.join(names)}")
+
+
+@task(help={k: _TF_HELP[k] for k in ("region", "spec", "state_bucket")})
+@user_errors
+def preflight(c, region=None, spec=None, state_bucket=None):
+    """What the account needs before the first apply (quotas, the baked image, certificates, Block Public Access,
+    the state bucket): one line per problem, exit status 2 when there is any; every root unless --region."""
+    from clusterspec.loader import load_spec
+    from provision.terraform.commands import selected_roots
+
+    cluster = load_spec(spec)
+    _preflight(cluster, selected_roots(cluster, region, not region), state_bucket)
+
+
 @task(help=_TF_HELP)
 @user_errors
 def up(c, region=None, all=False, spec=None, out=None, state_bucket=None, plugin_dir=None, yes=False):
-    """Render, plan and apply Terraform roots; lists disruptive changes (deletions, replacements, updates of
-    instances, groups, launch templates, the control plane, VPN connections, lowered maxima) and asks first."""
+    """Preflight, then render, plan and apply Terraform roots; lists disruptive changes (deletions, replacements,
+    updates of instances, groups, launch templates, the control plane, VPN connections, lowered maxima) and asks
+    first."""
     from provision.cluster_addons import after_up
     from provision.terraform import commands
 
     cluster, names, out = _tf_args(spec, region, all, out)
+    _preflight(cluster, names, state_bucket)
     commands.up(cluster, names, out, state_bucket, plugin_dir, yes=yes)
     for line in after_up(cluster, names):
         print(line)
