@@ -6,7 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from clusterspec import kubelet_reserved
+from clusterspec import catalog, kubelet_reserved
 from clusterspec.errors import UserError
 from clusterspec.names import AUTOSCALER_IRSA_SUBJECT
 from clusterspec.spec import Cluster, Region
@@ -73,6 +73,8 @@ def _node_group(cluster: Cluster, region: Region, group) -> dict:
         "priority": group.priority,
         "root_volume_gib": group.root_volume_gib,
         "kubelet_reserved": kubelet_reserved.for_instance_types(list(group.instance_types)),
+        # EFA interfaces: the fewest among the types (a spot group's override may be any of them)
+        "efa_interfaces": min(catalog.instance_types()[t].efa for t in group.instance_types),
     }
 
 

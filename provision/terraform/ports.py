@@ -64,6 +64,8 @@ PORTS = [
        "-1", -1, -1, "docs/architecture.md, pod gateways: forwarded traffic keeps the pod's own port"),
     _p("researchers' SSH", "ssh_machines", "ssh", "var.client_cidrs", "tcp", 22, 22,
        "docs/researchers.md, SSH machines: from the Client VPN pool only"),
+    _p("EFA (libfabric, NCCL over SRD) between a group's nodes", "node_group", "efa", "sg:efa", "-1", -1, -1,
+       "Amazon EC2 User Guide, \"Get started with EFA\": all traffic to and from the security group itself"),
     # AWS-managed endpoints, never a security group of ours: the site gateway's IKE and NAT-T to the VPN tunnels
     # and BGP inside them (AWS Site-to-Site VPN User Guide, "Your customer gateway device": UDP 500, UDP 4500,
     # TCP 179 over the tunnel's inside addresses).
@@ -77,7 +79,7 @@ PORTS = [
 
 
 def _ref(expr: str) -> tuple[str, str] | None:
-    m = re.search(r"\b(aws_security_group|aws_ec2_managed_prefix_list)\.(\w+)\.id\b", expr)
+    m = re.search(r"\b(aws_security_group|aws_ec2_managed_prefix_list)\.(\w+)(?:\[\d+\])?\.id\b", expr)
     if m:
         return m[1], m[2]
     m = re.search(r"\bvar\.(\w+)", expr)
