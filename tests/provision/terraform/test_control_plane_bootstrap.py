@@ -19,7 +19,7 @@ from tests.support import ROOT, require_tool
 HERE = ROOT / "tests/provision/terraform"
 SCENARIOS = yaml.safe_load((HERE / "data/control_plane_scenarios.yaml").read_text())
 FAKE = HERE / "fakes/control_plane_fake.sh"
-COMMANDS = ["kubeadm", "aws", "curl", "getent", "sleep", "systemctl", "kubectl"]
+COMMANDS = ["kubeadm", "aws", "curl", "getent", "sleep", "systemctl", "kubectl", "sysctl"]
 USER_DATA_LIMIT = 16 * 1024  # EC2 user data, before base64 (the module sends it gzipped: base64gzip)
 ISSUER = "https://dlr-oidc-0123.s3.us-west-2.amazonaws.com"  # global output service_account_issuer_url
 TARGET_GROUP = "arn:aws:elasticloadbalancing:us-west-2:123456789012:targetgroup/dlr-api/0123456789abcdef"

@@ -127,3 +127,18 @@ def test_member_0_is_the_only_target_terraform_attaches():
     text = (MODULES / "control_plane/scripts/bootstrap.sh").read_text()
     join = text[text.index("join_cluster() {") :]
     assert join.index("register_target") < join.index('report ready "joined the control plane')
+
+
+def test_hosts_probe_the_path_mtu_between_regions(user_data, tmp_path):
+    """Inter-Region VPC peering carries at most 8500 bytes (EC2 User Guide, network MTU) while the VPC runs 9001:
+    every cloud host turns on TCP path MTU probing before it joins; pod traffic fits as it is."""
+    from clusterspec.loader import load_spec
+    from provision import mtu
+
+    _done, root, calls = _run(user_data, IMDS, tmp_path)
+    assert (root / "etc/sysctl.d/90-cluster-pmtu.conf").read_text().strip() == "net.ipv4.tcp_mtu_probing = 1"
+    assert calls.index(f"sysctl -p {root}/etc/sysctl.d/90-cluster-pmtu.conf") < calls.index(
+        "systemctl enable --now --no-block cluster-join.service"
+    )
+    assert "net.ipv4.tcp_mtu_probing = 1" in (MODULES / "control_plane/scripts/bootstrap.sh").read_text()
+    assert mtu.pod_mtu(load_spec().vpn.tunnel) + 50 <= 8500  # VXLAN between regions fits the peering MTU

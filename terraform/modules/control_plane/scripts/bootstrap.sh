@@ -406,6 +406,10 @@ main() {
       return 2
       ;;
   esac
+  # path MTU probing (RFC 4821): inter-Region peering carries 8500 bytes, less than the VPC's 9001 (node_join)
+  install -d "$root/etc/sysctl.d"
+  echo "net.ipv4.tcp_mtu_probing = 1" >"$root/etc/sysctl.d/90-cluster-pmtu.conf"
+  sysctl -p "$root/etc/sysctl.d/90-cluster-pmtu.conf" >/dev/null || log "cannot apply the path MTU probing setting"
   instance_id=$(imds instance-id) || instance_id=unknown
   self_ip=$(imds local-ipv4) || fail "cannot read this instance's address from IMDS"
   install_publisher
