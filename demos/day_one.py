@@ -32,7 +32,9 @@ from clusterspec.names import AUTOSCALER_NAMESPACE
 from clusterspec.spec import Cluster
 from provision import addons, deploy, kubectl, scheduler
 
-DEMO_ROLE_ARN = "arn:aws:iam::123456789012:role/dlr-autoscaler"  # moto's account; Terraform's output in a real one
+DEMO_ROLE_ARN = (
+    "arn:aws:iam::123456789012:role/dlr-autoscaler"  # moto's account; Terraform's output in a real one
+)
 CRD = Path(__file__).resolve().parent.parent / "autoscaler" / "emulator" / "crds" / "podgroups.yaml"
 
 
@@ -49,14 +51,20 @@ def apply_all(cluster: Cluster, admin_kubeconfig: Path, out: Path, say=print) ->
     path = addons.deploy_addons(cluster, out=out / "addons.yaml", kubectl=exe)
     say(f"$ kubectl apply --server-side -f {path}  (the GPU add-ons)")
     files = scheduler.write(cluster, out / "scheduler")
-    done = _kubectl(exe, "apply", "--server-side", "--field-manager=research-cluster-scheduler", "-f", str(CRD))
+    done = _kubectl(
+        exe, "apply", "--server-side", "--field-manager=research-cluster-scheduler", "-f", str(CRD)
+    )
     said += _check(done, CRD)
     kubectl.apply(exe, files["gang-scheduler.yaml"], field_manager="research-cluster-scheduler")
-    say(f"$ kubectl apply --server-side -f {files['gang-scheduler.yaml']}  (the gang scheduler, after its PodGroup CRD)")
+    say(
+        f"$ kubectl apply --server-side -f {files['gang-scheduler.yaml']}  (the gang scheduler, after its PodGroup CRD)"
+    )
     manifests = deploy.write(cluster, DEMO_ROLE_ARN, out / "autoscaler.yaml")
     done = _kubectl(exe, "apply", "-f", str(manifests))
     said += _check(done, manifests)
-    say(f"$ kubectl apply -f {manifests}  (the autoscaler: namespace, RBAC, AWS config, Deployment, budget, Service)")
+    say(
+        f"$ kubectl apply -f {manifests}  (the autoscaler: namespace, RBAC, AWS config, Deployment, budget, Service)"
+    )
     for line in said:
         say(f"  {line}")
     return said

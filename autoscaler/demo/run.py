@@ -160,7 +160,7 @@ def emulator_child(
             "--regions", ",".join(regions), "--compression", str(COMPRESSION), "--follow-interval", "0.5",
             "--kubeconfig", str(kubeconfig)]  # fmt: skip
     if day_one:
-        argv += ["--control-plane-nodes", "1", "--no-model-device-plugins"]
+        argv += ["--control-plane-nodes", "1", "--no-model-device-plugins", "--no-cloud-controller"]
     else:
         argv += ["--namespace", NAMESPACE, "--namespace", AUTOSCALER_NAMESPACE]
     return Child("emulator", argv, out, env)
@@ -218,7 +218,9 @@ def run_demo(
         )
         kubeconfig = out / "kubeconfig"
         emulator = children.start(
-            emulator_child("autoscaler.emulator", url, spec.name, regions, kubeconfig, out, env, deploy is not None)
+            emulator_child(
+                "autoscaler.emulator", url, spec.name, regions, kubeconfig, out, env, deploy is not None
+            )
         )
         api_url = emulator.ready_line(60)["url"]
         console.print(
@@ -226,8 +228,12 @@ def run_demo(
         )
         autoscaler_kubeconfig = kubeconfig
         if deploy is not None:
-            autoscaler_kubeconfig = deploy(spec, kubeconfig, out, lambda line: console.print(line, markup=False))
-        autoscaler = children.start(autoscaler_child(url, spec.name, regions, autoscaler_kubeconfig, out, env))
+            autoscaler_kubeconfig = deploy(
+                spec, kubeconfig, out, lambda line: console.print(line, markup=False)
+            )
+        autoscaler = children.start(
+            autoscaler_child(url, spec.name, regions, autoscaler_kubeconfig, out, env)
+        )
         _wait_for_log(autoscaler, "running", 60)
         console.print(f"autoscaler run: pid {autoscaler.proc.pid}, log {autoscaler.log_path}")
         console.print(compression_note(COMPRESSION, SCAN_INTERVAL_S))

@@ -105,6 +105,11 @@ def main(argv: list[str] | None = None) -> int:
         "--no-model-device-plugins", action="store_true",
         help="no built-in device plugin DaemonSets: GPUs are advertised by the add-ons applied to the cluster",
     )  # fmt: skip
+    ap.add_argument(
+        "--no-cloud-controller", action="store_true",
+        help="nodes join as the rendered join has them (terraform/modules/node_join: --provider-id from IMDS, no "
+        "--cloud-provider=external): no uninitialized taint, no cloud controller manager",
+    )  # fmt: skip
     args = ap.parse_args(argv)
     if args.write_latency_ms < 0:
         ap.error(f"--write-latency-ms {args.write_latency_ms:g}: expected 0 or more milliseconds")
@@ -114,7 +119,9 @@ def main(argv: list[str] | None = None) -> int:
         capacity={k: int(v) for k, v in _pairs(args.capacity, "capacity").items()},
         record_model_events=True,
         node_gc_delay_s=args.node_gc_delay,
-        lifecycle=NodeLifecycle(device_plugins=not args.no_model_device_plugins),
+        lifecycle=NodeLifecycle(
+            device_plugins=not args.no_model_device_plugins, cloud_controller=not args.no_cloud_controller
+        ),
     )
     for g in load_groups(args.spec_groups) if args.spec_groups else []:
         model.cloud.add_group(g, external=args.external_groups or bool(args.follow_aws))

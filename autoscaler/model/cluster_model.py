@@ -593,7 +593,7 @@ class ClusterModel:
         for c in [*(pod["spec"].get("initContainers") or ()), *(pod["spec"].get("containers") or ())]:
             image = c.get("image", "")
             policy = c.get("imagePullPolicy") or "IfNotPresent"
-            seconds, start, size = I.pull_plan(cache, image, policy, now)
+            seconds, start, size = I.pull_plan(cache, image, policy, now, self.clock.scale)
             if seconds <= 0:
                 self._model_event(pod, "Pulled", f'Container image "{image}" already present on machine')
                 continue

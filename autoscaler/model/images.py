@@ -46,9 +46,11 @@ class NodeImages:
     busy_until: float = 0.0  # serialized pulls: when the last queued one is done
 
 
-def pull_plan(node: NodeImages, image: str, policy: str, now: float) -> tuple[float, float, float]:
-    """(seconds the pull itself takes, when it starts, size in bytes) for a pull on ``node``; (0, now, 0) when the
-    image is used as present."""
+def pull_plan(
+    node: NodeImages, image: str, policy: str, now: float, scale=lambda s: s
+) -> tuple[float, float, float]:
+    """(model seconds the pull itself takes, when it starts on the clock, size in bytes) for a pull on ``node``;
+    (0, now, 0) when the image is used as present. ``scale`` turns model seconds into clock seconds."""
     if policy == "Never" or (policy != "Always" and image in node.images):
         return 0.0, now, 0.0
     cat = catalog()
@@ -56,5 +58,5 @@ def pull_plan(node: NodeImages, image: str, policy: str, now: float) -> tuple[fl
     size_mb = sum(layers(image).values())
     seconds = float(cat["per_image_s"]) + sum(missing.values()) / float(cat["bandwidth_mb_s"])
     start = max(now, node.busy_until)
-    node.busy_until = start + seconds
+    node.busy_until = start + scale(seconds)
     return seconds, start, size_mb * 1_000_000

@@ -61,7 +61,10 @@ def test_a_user_without_bindings_is_refused_with_the_api_servers_message(cluster
     assert out.stderr.strip() == ('Error from server (Forbidden): pods is forbidden: User "alice" cannot list resource '
                                   '"pods" in API group "" in the namespace "u-alice"')  # fmt: skip
     out = kubectl(alice, "get", "nodes", "n1", check=False)
-    assert 'nodes "n1" is forbidden: User "alice" cannot get resource "nodes" in API group "" at the cluster scope' in out.stderr
+    assert (
+        'nodes "n1" is forbidden: User "alice" cannot get resource "nodes" in API group "" at the cluster scope'
+        in out.stderr
+    )
     assert kubectl(alice, "auth", "can-i", "list", "pods", check=False).stdout.strip() == "no"
 
 
@@ -73,8 +76,13 @@ def test_a_role_binding_grants_its_namespace_only(cluster) -> None:
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
         "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "alice"}]}))  # fmt: skip
     assert kubectl(alice, "auth", "can-i", "create", "jobs.batch").stdout.strip() == "yes"
-    assert kubectl(alice, "auth", "can-i", "create", "jobs.batch", "-n", "default", check=False).stdout.strip() == "no"
-    assert kubectl(alice, "auth", "can-i", "create", "rolebindings", check=False).stdout.strip() == "no", "edit is not admin"
+    assert (
+        kubectl(alice, "auth", "can-i", "create", "jobs.batch", "-n", "default", check=False).stdout.strip()
+        == "no"
+    )
+    assert kubectl(alice, "auth", "can-i", "create", "rolebindings", check=False).stdout.strip() == "no", (
+        "edit is not admin"
+    )
     listed = kubectl(alice, "auth", "can-i", "--list").stdout
     assert "jobs.batch" in listed and "selfsubjectaccessreviews.authorization.k8s.io" in listed
     cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "b"}}
@@ -94,8 +102,10 @@ def test_rbac_refuses_escalation(cluster) -> None:
             "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "alice"}]}  # fmt: skip
     out = kubectl(alice, "apply", "-f", "-", input=yaml.safe_dump(grab), check=False)
     assert out.returncode == 1
-    assert ('rolebindings.rbac.authorization.k8s.io "grab" is forbidden: user "alice" (groups=["research:users" '
-            '"system:authenticated"]) is attempting to grant RBAC permissions not currently held:') in out.stderr
+    assert (
+        'rolebindings.rbac.authorization.k8s.io "grab" is forbidden: user "alice" (groups=["research:users" '
+        '"system:authenticated"]) is attempting to grant RBAC permissions not currently held:'
+    ) in out.stderr
     assert '{APIGroups:["*"], Resources:["*"], Verbs:["*"]}' in out.stderr
 
 
@@ -106,8 +116,10 @@ def test_impersonation_needs_the_impersonate_verb(cluster) -> None:
     who = json.loads(kubectl(admin, "auth", "whoami", "-o", "json", "--as=bob", "--as-group=team").stdout)
     assert who["status"]["userInfo"] == {"username": "bob", "groups": ["team", "system:authenticated"]}
     out = kubectl(alice, "get", "pods", "--as=bob", check=False)
-    assert ('users "bob" is forbidden: User "alice" cannot impersonate resource "users" in API group "" at the '
-            "cluster scope") in out.stderr
+    assert (
+        'users "bob" is forbidden: User "alice" cannot impersonate resource "users" in API group "" at the '
+        "cluster scope"
+    ) in out.stderr
 
 
 def test_service_account_tokens_authenticate_as_their_service_account(cluster, tmp_path) -> None:
@@ -119,14 +131,22 @@ def test_service_account_tokens_authenticate_as_their_service_account(cluster, t
     kc = str(emu.write_token_kubeconfig(tmp_path / "sa", token, namespace="u-alice"))
     who = json.loads(kubectl(kc, "auth", "whoami", "-o", "json").stdout)["status"]["userInfo"]
     assert who["username"] == "system:serviceaccount:u-alice:runner"
-    assert who["groups"] == ["system:serviceaccounts", "system:serviceaccounts:u-alice", "system:authenticated"]
+    assert who["groups"] == [
+        "system:serviceaccounts",
+        "system:serviceaccounts:u-alice",
+        "system:authenticated",
+    ]
     out = kubectl(kc, "get", "secrets", check=False)
-    assert ('secrets is forbidden: User "system:serviceaccount:u-alice:runner" cannot list resource "secrets" in API '
-            'group "" in the namespace "u-alice"') in out.stderr
+    assert (
+        'secrets is forbidden: User "system:serviceaccount:u-alice:runner" cannot list resource "secrets" in API '
+        'group "" in the namespace "u-alice"'
+    ) in out.stderr
     short = kubectl(admin, "create", "token", "runner", "-n", "u-alice", "--duration=5m", check=False)
     assert "may not specify a duration less than 10 minutes" in short.stderr
     kubectl(admin, "delete", "serviceaccount", "runner", "-n", "u-alice")
-    assert "Unauthorized" in kubectl(kc, "get", "pods", check=False).stderr, "a token of a deleted ServiceAccount"
+    assert "Unauthorized" in kubectl(kc, "get", "pods", check=False).stderr, (
+        "a token of a deleted ServiceAccount"
+    )
 
 
 def test_anonymous_and_bad_tokens(cluster) -> None:
@@ -134,7 +154,9 @@ def test_anonymous_and_bad_tokens(cluster) -> None:
     ctx = ssl.create_default_context(cadata=emu.api.pki.ca_pem.decode())
 
     def get(path, token=None):
-        req = urllib.request.Request(emu.secure_url + path, headers={"Authorization": f"Bearer {token}"} if token else {})
+        req = urllib.request.Request(
+            emu.secure_url + path, headers={"Authorization": f"Bearer {token}"} if token else {}
+        )
         try:
             with urllib.request.urlopen(req, context=ctx) as r:
                 return r.status, json.load(r)
@@ -151,7 +173,9 @@ def test_anonymous_and_bad_tokens(cluster) -> None:
 
 def _csr(cn: str, orgs: list[str]) -> str:
     key = ec.generate_private_key(ec.SECP256R1())
-    attrs = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in orgs] + [x509.NameAttribute(NameOID.COMMON_NAME, cn)]
+    attrs = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in orgs] + [
+        x509.NameAttribute(NameOID.COMMON_NAME, cn)
+    ]
     req = x509.CertificateSigningRequestBuilder().subject_name(x509.Name(attrs)).sign(key, hashes.SHA256())
     return base64.b64encode(req.public_bytes(serialization.Encoding.PEM)).decode()
 
@@ -162,11 +186,16 @@ def test_the_client_signer_refuses_system_masters_and_approval_needs_the_signer(
            "spec": {"request": _csr("mallory", ["system:masters"]), "signerName": "kubernetes.io/kube-apiserver-client",
                     "usages": ["client auth"]}}  # fmt: skip
     out = kubectl(admin, "apply", "-f", "-", input=yaml.safe_dump(csr), check=False)
-    assert ("use of kubernetes.io/kube-apiserver-client signer with system:masters group is not allowed") in out.stderr
+    assert (
+        "use of kubernetes.io/kube-apiserver-client signer with system:masters group is not allowed"
+    ) in out.stderr
     csr["spec"]["request"] = _csr("carol", ["research:users"])
     kubectl(admin, "apply", "-f", "-", input=yaml.safe_dump(csr))
     spec = json.loads(kubectl(admin, "get", "csr", "x", "-o", "json").stdout)["spec"]
-    assert (spec["username"], spec["groups"]) == ("kubernetes-admin", ["system:masters", "system:authenticated"])
+    assert (spec["username"], spec["groups"]) == (
+        "kubernetes-admin",
+        ["system:masters", "system:authenticated"],
+    )
     kubectl(admin, "apply", "-f", "-", input=yaml.safe_dump({
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "alice-csr"},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "alice-csr"},
@@ -176,7 +205,10 @@ def test_the_client_signer_refuses_system_masters_and_approval_needs_the_signer(
         "rules": [{"apiGroups": ["certificates.k8s.io"], "resources": ["certificatesigningrequests",
                    "certificatesigningrequests/approval"], "verbs": ["get", "update"]}]}))  # fmt: skip
     out = kubectl(alice, "certificate", "approve", "x", check=False)
-    assert 'user not permitted to approve requests with signerName "kubernetes.io/kube-apiserver-client"' in out.stderr
+    assert (
+        'user not permitted to approve requests with signerName "kubernetes.io/kube-apiserver-client"'
+        in out.stderr
+    )
     kubectl(admin, "certificate", "approve", "x")
     cert = json.loads(kubectl(admin, "get", "csr", "x", "-o", "json").stdout)["status"]["certificate"]
     issued = x509.load_pem_x509_certificate(base64.b64decode(cert))

@@ -54,7 +54,11 @@ def watch(emu, path, query, wanted: int) -> list[dict]:
 
 
 def _coll(case) -> str:
-    return f"{case['path']}/namespaces/kinds/{case['plural']}" if case["namespaced"] else f"{case['path']}/{case['plural']}"
+    return (
+        f"{case['path']}/namespaces/kinds/{case['plural']}"
+        if case["namespaced"]
+        else f"{case['path']}/{case['plural']}"
+    )
 
 
 @pytest.mark.parametrize("case", KINDS, ids=[c["plural"] for c in KINDS])
@@ -81,7 +85,9 @@ def test_every_kind_is_served_whole(emu, case) -> None:
     types = [e["type"] for e in events]
     assert "MODIFIED" in types and "BOOKMARK" in types, types
     # a streaming list: the current objects, then a bookmark marking their end
-    events = watch(emu, coll, "sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true", 50)
+    events = watch(
+        emu, coll, "sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true", 50
+    )
     end = next(i for i, e in enumerate(events) if e["type"] == "BOOKMARK")
     assert events[end]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
     assert name in [e["object"]["metadata"]["name"] for e in events[:end]]
@@ -97,9 +103,17 @@ def test_a_namespace_that_does_not_exist_is_404_and_lists_are_empty(emu) -> None
 
 
 def test_protobuf_bodies_of_kinds_it_cannot_read_are_415(emu) -> None:
-    code, body = call(emu, "POST", "/apis/apps/v1/namespaces/kinds/deployments", b"k8s\x00\x0a\x02", "application/vnd.kubernetes.protobuf")
+    code, body = call(
+        emu,
+        "POST",
+        "/apis/apps/v1/namespaces/kinds/deployments",
+        b"k8s\x00\x0a\x02",
+        "application/vnd.kubernetes.protobuf",
+    )
     assert (code, body["reason"]) == (415, "UnsupportedMediaType")
-    assert body["message"].startswith("the body of the request was in an unknown format - accepted media types include:")
+    assert body["message"].startswith(
+        "the body of the request was in an unknown format - accepted media types include:"
+    )
 
 
 def test_namespaces_are_watched(emu) -> None:
