@@ -659,8 +659,15 @@ class ClusterModel:
             self._node_modified(node)
 
     def _complete(self, pod: dict) -> None:
-        if self._running.get(pod["metadata"]["uid"]) is pod:
+        """The containers exit after the pod's duration: with its exit code (annotation, default 0), the pod
+        Succeeded or, non-zero and restartPolicy Never, Failed (reason Error), as the kubelet reports it."""
+        if self._running.get(pod["metadata"]["uid"]) is not pod:
+            return
+        code = P.exit_code(pod)
+        if code == 0:
             self._finish(pod, "Succeeded", "Completed", "")
+        else:
+            self._finish(pod, "Failed", "Error", "", exit_code=code)
 
     def _unschedulable(self, pod: dict, why: str) -> None:
         status = pod["status"]
@@ -671,14 +678,14 @@ class ClusterModel:
         self.store.modified("pods", pod)
         self._model_event(pod, "FailedScheduling", status["conditions"][0]["message"], "Warning")
 
-    def _finish(self, pod: dict, phase: str, reason: str, message: str) -> None:
+    def _finish(self, pod: dict, phase: str, reason: str, message: str, exit_code: int | None = None) -> None:
         """Move a pod to Succeeded or Failed and free its room."""
         now = self.clock.now()
         t = iso(now)
         uid = pod["metadata"]["uid"]
         self._running.pop(uid, None)
         self.scheduler.forget(pod)
-        O.finish_status(pod["status"], phase, reason, message, t)
+        O.finish_status(pod["status"], phase, reason, message, t, exit_code)
         self.store.modified("pods", pod)
         rec = self.records.get(uid)
         if rec is not None:

@@ -335,11 +335,12 @@ def unschedulable_condition(message: str, t: str) -> dict:
     }
 
 
-def finish_status(status: dict, phase: str, reason: str, message: str, t: str) -> None:
-    """Turn a pod's status into Succeeded or Failed (containers terminated at ``t``), in place."""
+def finish_status(status: dict, phase: str, reason: str, message: str, t: str, exit_code: int | None = None) -> None:
+    """Turn a pod's status into Succeeded or Failed (containers terminated at ``t``), in place; ``exit_code``: the
+    containers exited by themselves with it (no DisruptionTarget condition), else a Failed pod was killed (137)."""
     started = status.get("startTime") or t
     status["phase"] = phase
-    if phase == "Failed":
+    if phase == "Failed" and exit_code is None:
         status["reason"], status["message"] = reason, message
         status.setdefault("conditions", []).append(
             {
@@ -353,7 +354,8 @@ def finish_status(status: dict, phase: str, reason: str, message: str, t: str) -
     for cond in status.get("conditions") or ():
         if cond["type"] in ("Ready", "ContainersReady"):
             cond.update(status="False", reason="PodCompleted", lastTransitionTime=t)
-    exit_code = 0 if phase == "Succeeded" else 137
+    if exit_code is None:
+        exit_code = 0 if phase == "Succeeded" else 137
     for cs in status.get("containerStatuses") or ():
         cs.update(ready=False, started=False)
         cs["state"] = {
