@@ -43,6 +43,13 @@ action :join do
     return
   end
 
+  # Room for the system, as the cloud nodes reserve it (clusterspec/kubelet_reserved.py): a kubeadm patch of the
+  # KubeletConfiguration, from this server's cores.
+  patches = ClusterNode::KubeletReserved::PATCHES_DIR # templates/kubeadm-join.yaml.erb names the same directory
+  ::FileUtils.mkdir_p(patches, mode: 0o755)
+  reserved = ClusterNode::KubeletReserved.config(node['cpu']['total'].to_i)
+  ::File.write(::File.join(patches, 'kubeletconfiguration+merge.yaml'), reserved.to_yaml)
+
   converge_by("kubeadm join #{name} to #{k8s['api_endpoint']}") do
     ops = ClusterNode::Joiner::Ops.new(
       run: run, joined: joined, partial: partial, write_config: write_config,
