@@ -432,6 +432,40 @@ def add_user(c, name, kubeconfig=None, home=None, role_arn=None, spec=None):
 
 
 @task(
+    name="lab-settings",
+    help={
+        "kubeconfig": "the admin's kubeconfig (default: KUBECONFIG, else ~/.kube/config)",
+        "out": "write the settings document to this file instead (for `lab --settings FILE`)",
+        "registry": "the registry host (default: researchers.registry; Terraform output registry_host)",
+        "code_bucket": "where `lab` uploads code (default: the global root's bucket_names.results)",
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+    },
+)
+@user_errors
+def lab_settings(c, kubeconfig=None, out=None, registry=None, code_bucket=None, spec=None):
+    """Publish what `lab` reads from the cluster: ConfigMap kube-public/research-lab-settings, readable by researchers."""
+    from pathlib import Path
+
+    from clusterspec.loader import load_spec
+    from provision import lab_settings as ls
+
+    cluster = load_spec(spec)
+    bucket = code_bucket or ls.results_bucket(cluster)
+    if out:
+        Path(out).write_text(ls.document(cluster, registry, bucket))
+        print(f"wrote {out}; researchers use it with `lab --settings {out}` (or LAB_SETTINGS)")
+        return
+    from kubernetes import config
+
+    api = config.new_client_from_config(config_file=kubeconfig)
+    try:
+        for line in ls.apply(api, cluster, registry, bucket):
+            print(line)
+    finally:
+        api.close()
+
+
+@task(
     name="remove-user",
     help={
         "name": "the user",

@@ -24,8 +24,9 @@ def test_after_the_primary_region_is_up_the_addons_and_the_gang_scheduler_are_ap
         str(addons.OUT),
         scheduler.podgroup_crd_url(spec),  # the CRD before the scheduler that reads PodGroups
         str(scheduler.OUT / "gang-scheduler.yaml"),
+        "build/deploy/lab-settings.yaml",  # what `lab` reads from the cluster (provision/lab_settings.py)
     ]
-    assert all("--server-side" in a for a in applied) and len(lines) == 3
+    assert all("--server-side" in a for a in applied) and len(lines) == 4
 
 
 def test_before_the_api_answers_it_says_what_to_run_later_and_applies_nothing(spec, tmp_path):
