@@ -286,6 +286,7 @@ class ClusterModel:
         self.store.create("leases", O.node_lease(node, now))
         inst.node_name = name
         self._node_instance[name] = inst
+        self._node_images[name] = I.NodeImages(layers=I.baked(group.spec))  # what the node's image pre-pulled
         self.scheduler.add_node(node)
         self.stats.nodes_registered += 1
         self._model_event(node, "RegisteredNode", f"Node {name} event: Registered Node {name} in Controller")
