@@ -591,9 +591,13 @@ class ClusterModel:
         cache = self._node_images.setdefault(name, I.NodeImages())
         now = self.clock.now()
         done_at = now
+        planned: set[str] = set()
         for c in [*(pod["spec"].get("initContainers") or ()), *(pod["spec"].get("containers") or ())]:
             image = c.get("image", "")
             policy = c.get("imagePullPolicy") or "IfNotPresent"
+            if image in planned and policy != "Always":
+                continue  # the kubelet pulls an init container's image before the next container asks for it
+            planned.add(image)
             seconds, start, size = I.pull_plan(cache, image, policy, now, self.clock.scale)
             if seconds <= 0:
                 self._model_event(pod, "Pulled", f'Container image "{image}" already present on machine')

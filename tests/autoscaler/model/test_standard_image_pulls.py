@@ -36,3 +36,27 @@ def test_a_new_gpu_node_pulls_only_what_changed_since_the_bake() -> None:
     bare = _seconds(I.NodeImages(layers=I.baked(CPU_GROUP)), STANDARD)
     total = sum(standard_image.layers().values())
     assert bare == pytest.approx(cat["per_image_s"] + total / cat["bandwidth_mb_s"])
+
+
+def test_an_init_container_and_its_main_container_on_one_image_pull_it_once() -> None:
+    """The kubelet starts init containers first, each after its image is there (pkg/kubelet/kuberuntime
+    SyncPod): the main container on the same image finds it present, so the pod pays one pull, not two."""
+    from autoscaler.model import ClusterModel, VirtualClock
+    from tests.autoscaler.model.builders import group
+
+    model = ClusterModel(VirtualClock(start=0.0), [group(desired=1)])
+    model.image_pulls = True
+    model.advance(600)
+    (node,) = model.store.list("nodes")
+    image = "registry.example/other:1"  # one layer of default_mb: no node has it
+    pod = {"metadata": {"name": "p", "namespace": "default"},
+           "spec": {"nodeName": node["metadata"]["name"], "tolerations": [{"operator": "Exists"}],
+                    "initContainers": [{"name": "code", "image": image}],
+                    "containers": [{"name": "main", "image": image}]}}  # fmt: skip
+    model.store.create("namespaces", {"metadata": {"name": "default"}}) if not model.store.find(
+        "namespaces", None, "default") else None  # fmt: skip
+    model.submit_pod(pod)
+    cat = I.catalog()
+    one = cat["per_image_s"] + cat["default_mb"] / cat["bandwidth_mb_s"]
+    model.advance(600 + one + 0.01)
+    assert model.store.get("pods", "default", "p")["status"]["phase"] == "Running"
