@@ -506,6 +506,18 @@ def remove_user(c, name, kubeconfig=None, home=None, vpn_endpoint=None, region=N
 
 
 @task(
+    name="bench-iteration",
+    help={"compression": "model seconds per wall second (default 10)", "json": "print the figures as JSON"},
+)
+@user_errors
+def bench_iteration(c, compression=10.0, json=False):
+    """Code edit to every pod Running in the local stack, warm node and new node, image pulls from real layer sizes."""
+    from demos.bench_iteration import main
+
+    main(float(compression), json)
+
+
+@task(
     name="demo-researcher",
     help={"spec": "path of the cluster spec (default: cluster.yaml)", "out": "logs (build/demo-researcher)"},
 )
