@@ -59,8 +59,11 @@ def _git(root: Path, *args: str) -> None:
 
 @contextlib.contextmanager
 def _s3():
+    import logging
+
     from moto.server import ThreadedMotoServer
 
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
