@@ -518,6 +518,21 @@ def bench_iteration(c, compression=10.0, json=False):
 
 
 @task(
+    name="local-cluster",
+    help={
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+        "out": "logs and alice's kubeconfig (build/local-cluster)",
+    },
+)
+@user_errors
+def local_cluster(c, spec=None, out=None):
+    """A local cluster to try `lab` on your own code: moto, the emulator, the autoscaler, alice; until Ctrl-C."""
+    from demos.local_cluster import main
+
+    main(spec, out)
+
+
+@task(
     name="demo-researcher",
     help={"spec": "path of the cluster spec (default: cluster.yaml)", "out": "logs (build/demo-researcher)"},
 )

@@ -16,6 +16,7 @@ Fails (exit status 1) when the job's pods are not all running within the deadlin
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import tempfile
@@ -61,16 +62,17 @@ def _say(text: str) -> None:
     print(text, flush=True)
 
 
-def main(spec_path: str | None = None, out_dir: str | Path | None = None, deadline_s: float = 90.0) -> dict:
-    spec = load_spec(spec_path)
+@contextlib.contextmanager
+def local_cluster(spec, out: Path, secrets_dir: Path, say=_say):
+    """The local cluster of ``make demo`` with a researcher: moto (EC2, Auto Scaling and the results bucket), the
+    emulator following it, what ``invoke up`` deploys applied with kubectl, the real ``autoscaler run``, ``invoke
+    add-user alice`` and the lab settings published. Yields (alice's AddedUser, the moto URL, the admin kubeconfig)."""
     regions = list(spec.spill_over_order)
-    out = Path(out_dir or "build/demo-researcher")
     out.mkdir(parents=True, exist_ok=True)
     env = _child_env()
     os.environ.update({k: v for k, v in env.items() if k in ("NO_PROXY", "no_proxy")})
     py = sys.executable
-    started = time.monotonic()
-    with Children() as children, tempfile.TemporaryDirectory(prefix="lab-demo-") as secrets_dir:
+    with Children() as children:
         aws = children.start(Child("aws", [py, "-m", "autoscaler.demo.aws_server"], out, env))
         url = aws.ready_line(60)["url"]
         create_groups(spec, url, regions)
@@ -81,16 +83,16 @@ def main(spec_path: str | None = None, out_dir: str | Path | None = None, deadli
             )
         )
         emulator.ready_line(60)
-        autoscaler_kubeconfig = day_one(spec, admin, out, _say)  # what `invoke up` deploys, with kubectl
+        autoscaler_kubeconfig = day_one(spec, admin, out, say)  # what `invoke up` deploys, with kubectl
         autoscaler = children.start(
             autoscaler_child(url, spec.name, regions, autoscaler_kubeconfig, out, env)
         )
         _wait_for_log(autoscaler, "running", 60)
-        _say(f"local cluster up: moto {url}, the emulator, autoscaler run (logs in {out})")
+        say(f"local cluster up: moto {url}, the emulator, autoscaler run (logs in {out})")
 
-        added = add_user(spec, "alice", str(admin), Path(secrets_dir), timeout_s=10)
-        _say(f"$ invoke add-user alice\n  namespace {added.namespace}: {', '.join(added.created)}")
-        _say(
+        added = add_user(spec, "alice", str(admin), secrets_dir, timeout_s=10)
+        say(f"$ invoke add-user alice\n  namespace {added.namespace}: {', '.join(added.created)}")
+        say(
             "  kubeconfig with a client certificate from the CSR API; a Client VPN certificate from the local CA"
         )
 
@@ -104,8 +106,19 @@ def main(spec_path: str | None = None, out_dir: str | Path | None = None, deadli
         admin_api = kconfig.new_client_from_config(config_file=str(admin))
         for line in lab_settings.apply(admin_api, spec, registry="123456789012.dkr.ecr.us-west-2.amazonaws.com",
                                        code_bucket=bucket, s3_endpoint=url):  # fmt: skip
-            _say(f"  {line}")
+            say(f"  {line}")
         admin_api.close()
+        yield added, url, admin
+
+
+def main(spec_path: str | None = None, out_dir: str | Path | None = None, deadline_s: float = 90.0) -> dict:
+    spec = load_spec(spec_path)
+    regions = list(spec.spill_over_order)
+    out = Path(out_dir or "build/demo-researcher")
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="lab-demo-") as secrets_dir, \
+            local_cluster(spec, out, Path(secrets_dir)) as (added, url, admin):  # fmt: skip
+        autoscaler_log = out / "autoscaler.log"
         os.environ.update(
             KUBECONFIG=str(added.kubeconfig), LAB_ENGINE="", XDG_CACHE_HOME=str(Path(secrets_dir) / "cache"),
         )  # fmt: skip
@@ -133,7 +146,7 @@ def main(spec_path: str | None = None, out_dir: str | Path | None = None, deadli
 
         api = config.new_client_from_config(config_file=str(added.kubeconfig))
         core = client.CoreV1Api(api)
-        watcher = Watcher(core, url, regions, autoscaler.log_path)
+        watcher = Watcher(core, url, regions, autoscaler_log)
         running_at = None
         while time.monotonic() - submitted < deadline_s:
             for d in watcher.new_decisions():

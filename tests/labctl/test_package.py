@@ -15,7 +15,9 @@ import pytest
 from tests.labctl.settings import SETTINGS_TEXT
 from tests.support import ROOT
 
-pytest.importorskip("hatchling", reason="hatchling (the lab package's build backend, in the dev extras) is absent")
+pytest.importorskip(
+    "hatchling", reason="hatchling (the lab package's build backend, in the dev extras) is absent"
+)
 
 
 @pytest.fixture(scope="module")
