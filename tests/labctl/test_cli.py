@@ -81,6 +81,26 @@ def test_submit_creates_an_indexed_gang_job_the_emulator_accepts(
                              "podgroups.scheduling.x-k8s.io": 0}  # fmt: skip
 
 
+def test_gang_pods_wait_for_the_gang_scheduler(emu, lab_env, project, capsys) -> None:
+    """Gang pods name the gang scheduler: where it does not run, the default scheduler leaves them Pending even
+    with room for them, as a real cluster does (the researcher demo runs them with the gang scheduler deployed)."""
+    from autoscaler.model.adapters import ModelCloud
+
+    _submit(
+        capsys, lab_env, project, "--gpus", "8", "--nodes", "2", "--name", "g2", command=("torchrun", "t.py")
+    )
+    _submit(capsys, lab_env, project, "--gpus", "8", "--nodes", "2", "--no-gang", "--name", "s2",
+            command=("torchrun", "t.py"))  # fmt: skip
+    with emu.model.lock:
+        ModelCloud(emu.model).set_desired("dlr-us-west-2-gpu-v100x8", 4)
+        emu.model.advance(emu.model.now() + 1200)
+        phases = {
+            p["metadata"]["name"].rsplit("-", 2)[0]: p["status"]["phase"]
+            for p in emu.model.store.list("pods", "u-alice")
+        }
+    assert phases == {"g2": "Pending", "s2": "Running"}
+
+
 def test_same_code_is_uploaded_once_and_a_change_is_a_new_snapshot(
     emu, lab_env, project, capsys, s3_url
 ) -> None:
