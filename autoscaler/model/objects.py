@@ -335,7 +335,9 @@ def unschedulable_condition(message: str, t: str) -> dict:
     }
 
 
-def finish_status(status: dict, phase: str, reason: str, message: str, t: str, exit_code: int | None = None) -> None:
+def finish_status(
+    status: dict, phase: str, reason: str, message: str, t: str, exit_code: int | None = None
+) -> None:
     """Turn a pod's status into Succeeded or Failed (containers terminated at ``t``), in place; ``exit_code``: the
     containers exited by themselves with it (no DisruptionTarget condition), else a Failed pod was killed (137)."""
     started = status.get("startTime") or t

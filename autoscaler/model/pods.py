@@ -6,7 +6,9 @@ from autoscaler.model.quantity import parse_quantity
 from clusterspec.names import POD_GROUP_LABEL, POD_GROUP_SIZE_ANNOTATION
 
 DURATION_ANNOTATION = "research.cluster/duration-s"  # seconds a pod runs once started; absent: until deleted
-EXIT_CODE_ANNOTATION = "research.cluster/exit-code"  # the simulated container's exit code when it ends (default 0)
+EXIT_CODE_ANNOTATION = (
+    "research.cluster/exit-code"  # the simulated container's exit code when it ends (default 0)
+)
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 JOB_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 TERMINAL = frozenset({"Succeeded", "Failed"})

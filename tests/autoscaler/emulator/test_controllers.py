@@ -56,12 +56,16 @@ def job(name, spec, exit_code=None, duration=5):
 
 def conditions(emu, name):
     _, body = call(emu, "GET", f"/apis/batch/v1/namespaces/lab/jobs/{name}")
-    return {c["type"]: c for c in body["status"].get("conditions") or () if c["status"] == "True"}, body["status"]
+    return {c["type"]: c for c in body["status"].get("conditions") or () if c["status"] == "True"}, body[
+        "status"
+    ]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["rule"] for c in CASES])
 def test_the_job_controller(emu, case) -> None:
-    code, body = call(emu, "POST", "/apis/batch/v1/namespaces/lab/jobs", job("j", case["spec"], case.get("exit_code")))
+    code, body = call(
+        emu, "POST", "/apis/batch/v1/namespaces/lab/jobs", job("j", case["spec"], case.get("exit_code"))
+    )
     assert code == 201, body
     for _ in range(case.get("rounds", 12)):
         advance(emu, 30)
@@ -95,10 +99,17 @@ def test_a_failed_gang_loses_its_survivors_and_gets_no_new_pods(emu) -> None:
         emu.model.settle()
     conds, status = conditions(emu, "g")
     assert conds["Failed"]["reason"] == "PodFailurePolicy"
-    assert conds["Failed"]["message"] == f"Container main for pod lab/{first['metadata']['name']} failed with exit code 3 matching FailJob rule at index 0"
-    assert [p["metadata"]["name"] for p in pods_of(emu, "g")] == [first["metadata"]["name"]], "the survivor is deleted"
+    assert (
+        conds["Failed"]["message"]
+        == f"Container main for pod lab/{first['metadata']['name']} failed with exit code 3 matching FailJob rule at index 0"
+    )
+    assert [p["metadata"]["name"] for p in pods_of(emu, "g")] == [first["metadata"]["name"]], (
+        "the survivor is deleted"
+    )
     advance(emu, 600)
-    assert not [p for p in pods_of(emu, "g") if p["status"]["phase"] in ("Pending", "Running")], "no new pod after Failed"
+    assert not [p for p in pods_of(emu, "g") if p["status"]["phase"] in ("Pending", "Running")], (
+        "no new pod after Failed"
+    )
 
 
 def test_a_deployment_makes_a_replicaset_and_its_pods_and_the_gc_cascades(emu) -> None:
@@ -117,7 +128,12 @@ def test_a_deployment_makes_a_replicaset_and_its_pods_and_the_gc_cascades(emu) -
     assert len(names) == 2 and all(n.startswith(f"web-{h}-") for n in names)
     _, d = call(emu, "GET", "/apis/apps/v1/namespaces/lab/deployments/web")
     assert d["status"]["availableReplicas"] == 2 and d["status"]["observedGeneration"] == 1
-    assert call(emu, "DELETE", "/apis/apps/v1/namespaces/lab/deployments/web", {"propagationPolicy": "Foreground"})[0] == 202
+    assert (
+        call(
+            emu, "DELETE", "/apis/apps/v1/namespaces/lab/deployments/web", {"propagationPolicy": "Foreground"}
+        )[0]
+        == 202
+    )
     _, rs = call(emu, "GET", "/apis/apps/v1/namespaces/lab/replicasets")
     _, d = call(emu, "GET", "/apis/apps/v1/namespaces/lab/deployments/web")
     assert rs["items"] == [] and d["reason"] == "NotFound", "foreground: dependents first, then the owner"
@@ -152,7 +168,12 @@ def _pod(name, scheduler=None, group_label=None):
 
 def test_a_pod_naming_a_scheduler_that_does_not_run_stays_pending_untouched(emu) -> None:
     call(emu, "POST", "/api/v1/namespaces/lab/pods", _pod("ghost", scheduler="my-scheduler"))
-    call(emu, "POST", "/api/v1/namespaces/lab/pods", _pod("gang-0", scheduler="research-gang-scheduler", group_label="g"))
+    call(
+        emu,
+        "POST",
+        "/api/v1/namespaces/lab/pods",
+        _pod("gang-0", scheduler="research-gang-scheduler", group_label="g"),
+    )
     advance(emu, 60)
     for name in ("ghost", "gang-0"):
         _, pod = call(emu, "GET", f"/api/v1/namespaces/lab/pods/{name}")
@@ -174,7 +195,10 @@ def test_image_pulls_take_time_and_are_skipped_when_present(emu) -> None:
         emu.model.record_model_events = True
     call(emu, "POST", "/api/v1/namespaces/lab/pods", _pod("first"))
     _, pod = call(emu, "GET", "/api/v1/namespaces/lab/pods/first")
-    assert pod["status"]["phase"] == "Pending" and pod["status"]["containerStatuses"][0]["state"]["waiting"]["reason"] == "ContainerCreating"
+    assert (
+        pod["status"]["phase"] == "Pending"
+        and pod["status"]["containerStatuses"][0]["state"]["waiting"]["reason"] == "ContainerCreating"
+    )
     advance(emu, 30)
     _, pod = call(emu, "GET", "/api/v1/namespaces/lab/pods/first")
     assert pod["status"]["phase"] == "Running"
@@ -185,6 +209,10 @@ def test_image_pulls_take_time_and_are_skipped_when_present(emu) -> None:
     _, pod = call(emu, "GET", "/api/v1/namespaces/lab/pods/second")
     assert pod["status"]["phase"] == "Running", "IfNotPresent and on the node: no pull"
     with emu.model.lock:
-        messages = [e["message"] for e in emu.model.store.list("events", "lab") if e["involvedObject"]["name"] in ("first", "second")]
+        messages = [
+            e["message"]
+            for e in emu.model.store.list("events", "lab")
+            if e["involvedObject"]["name"] in ("first", "second")
+        ]
     assert any(m.startswith('Successfully pulled image "busybox:1.36" in ') for m in messages)
     assert 'Container image "busybox:1.36" already present on machine' in messages
