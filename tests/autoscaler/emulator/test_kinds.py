@@ -81,7 +81,9 @@ def test_every_kind_is_served_whole(emu, case) -> None:
     assert code == 200 and updated["metadata"]["annotations"]["updated"] == "yes"
     # a watch from the list's version sees the change, then bookmarks while idle (allowWatchBookmarks)
     rv = listed["metadata"]["resourceVersion"]
-    events = watch(emu, coll, f"resourceVersion={rv}&allowWatchBookmarks=true", 3, lambda e: e["type"] == "BOOKMARK")
+    events = watch(
+        emu, coll, f"resourceVersion={rv}&allowWatchBookmarks=true", 3, lambda e: e["type"] == "BOOKMARK"
+    )
     types = [e["type"] for e in events]
     assert "MODIFIED" in types and "BOOKMARK" in types, types
     # a streaming list: the current objects, then a bookmark marking their end
