@@ -639,6 +639,8 @@ class ClusterModel:
         rec = self.records.get(pod["metadata"]["uid"])
         if rec is not None:
             rec.started, rec.node = now, node_name
+        if self.runtime is not None and self.runtime.start_pod(pod):
+            return  # its containers run as processes (emulator/kubelet.py); their exit ends the pod
         seconds = P.duration(pod)
         if seconds is not None:
             self._running[pod["metadata"]["uid"]] = pod
