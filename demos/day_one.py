@@ -38,15 +38,20 @@ DEMO_ROLE_ARN = (
 CRD = Path(__file__).resolve().parent.parent / "autoscaler" / "emulator" / "crds" / "podgroups.yaml"
 
 
+def _exe(admin_kubeconfig: Path) -> str:
+    """kubectl, once it reaches the cluster with the admin's kubeconfig (the current context of what it runs)."""
+    os.environ["KUBECONFIG"] = str(admin_kubeconfig)
+    return kubectl.ready(admin_kubeconfig.parent)
+
+
 def _kubectl(exe: str, *args: str, input: str | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([exe, *args], capture_output=True, text=True, input=input, timeout=60, check=False)
 
 
 def apply_all(cluster: Cluster, admin_kubeconfig: Path, out: Path, say=print) -> list[str]:
     """Apply the day-one manifests; the lines kubectl printed (with the API server's warnings)."""
-    os.environ["KUBECONFIG"] = str(admin_kubeconfig)
     out.mkdir(parents=True, exist_ok=True)
-    exe = kubectl.ready(out)
+    exe = _exe(admin_kubeconfig)
     said: list[str] = []
     path = addons.deploy_addons(cluster, out=out / "addons.yaml", kubectl=exe)
     say(f"$ kubectl apply --server-side -f {path}  (the GPU add-ons)")
@@ -80,7 +85,7 @@ def _check(done: subprocess.CompletedProcess, path: Path) -> list[str]:
 def wait_for_autoscaler(admin_kubeconfig: Path, timeout_s: float = 30.0) -> dict:
     """The autoscaler's Deployment once a replica is available; DemoFailed with the API server's message when its
     pods are refused (the ReplicaSet's ReplicaFailure), or when none is available in time."""
-    exe = kubectl.ready(admin_kubeconfig.parent)
+    exe = _exe(admin_kubeconfig)
     deadline = time.monotonic() + timeout_s
     while True:
         done = _kubectl(exe, "--kubeconfig", str(admin_kubeconfig), "get", "deployment", deploy.NAME, "-n",
@@ -102,7 +107,7 @@ def wait_for_autoscaler(admin_kubeconfig: Path, timeout_s: float = 30.0) -> dict
 def service_account_kubeconfig(admin_kubeconfig: Path, path: Path) -> Path:
     """A kubeconfig that authenticates as the autoscaler's ServiceAccount (a TokenRequest, as the kubelet makes for
     its pods' projected token): the autoscaler's API calls are then authorized by the RBAC `invoke up` applied."""
-    exe = kubectl.ready(admin_kubeconfig.parent)
+    exe = _exe(admin_kubeconfig)
     done = _kubectl(exe, "--kubeconfig", str(admin_kubeconfig), "create", "token", deploy.NAME, "-n",
                     AUTOSCALER_NAMESPACE, "--duration=24h")  # fmt: skip
     if done.returncode:
@@ -120,7 +125,7 @@ def service_account_kubeconfig(admin_kubeconfig: Path, path: Path) -> Path:
 
 def namespace(admin_kubeconfig: Path, name: str) -> None:
     """A namespace for the demo's own workload (as an operator creates one)."""
-    exe = kubectl.ready(admin_kubeconfig.parent)
+    exe = _exe(admin_kubeconfig)
     body = yaml.safe_dump({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     done = _kubectl(exe, "--kubeconfig", str(admin_kubeconfig), "apply", "-f", "-", input=body)
     if done.returncode:

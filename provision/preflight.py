@@ -152,12 +152,26 @@ def check_bake_network(cluster: Cluster, clients: Clients) -> list[str]:
             f"without a subnet); create one with `aws ec2 create-default-vpc --region {region}`"]  # fmt: skip
 
 
-def check_certificates(cluster: Cluster, clients: Clients, environ: dict) -> list[str]:
+def tfvars(root: Path) -> dict[str, str]:
+    """String variables of a rendered root's ``*.auto.tfvars`` and ``terraform.tfvars`` (what `up` also accepts)."""
+    import re
+
+    found: dict[str, str] = {}
+    for path in sorted(root.glob("*.auto.tfvars")) + [root / "terraform.tfvars"]:
+        if path.is_file():
+            found |= dict(re.findall(r'^\s*(\w+)\s*=\s*"([^"]*)"', path.read_text(), re.M))
+    return found
+
+
+def check_certificates(
+    cluster: Cluster, clients: Clients, environ: dict, root: Path | None = None
+) -> list[str]:
     region = cluster.primary_region
     out = []
     acm = clients("acm", region)
+    files = tfvars(root) if root else {}
     for var in CERTIFICATE_VARIABLES:
-        arn = environ.get(f"TF_VAR_{var}")
+        arn = environ.get(f"TF_VAR_{var}") or files.get(var)
         if not arn:
             out.append(f"{region}: TF_VAR_{var} is not set: import the Client VPN certificate into ACM in {region} "
                        "(`aws acm import-certificate`) and set it to the ARN (docs/terraform.md)")  # fmt: skip
@@ -215,7 +229,7 @@ def check_state_bucket(bucket: str, region: str, clients: Clients) -> list[str]:
 
 
 def preflight(cluster: Cluster, roots: list[str], clients: Clients, *, account: str, state_bucket: str,
-              ami_dir: Path, environ: dict | None = None) -> list[str]:  # fmt: skip
+              ami_dir: Path, environ: dict | None = None, out_dir: Path | None = None) -> list[str]:  # fmt: skip
     """Every problem for applying ROOTS (``global`` and/or regions) on this account, one line each."""
     environ = dict(os.environ) if environ is None else environ
     regions = [r for r in roots if r != "global"]
@@ -239,7 +253,10 @@ def preflight(cluster: Cluster, roots: list[str], clients: Clients, *, account: 
         checks.append(("vCPU quotas", lambda: check_quotas(cluster, regions, clients)))
     if cluster.primary_region in regions:
         checks.append(("Lambda concurrency", lambda: check_lambda(cluster, clients)))
-        checks.append(("the Client VPN certificates", lambda: check_certificates(cluster, clients, environ)))
+        root = out_dir / cluster.primary_region if out_dir else None
+        checks.append(
+            ("the Client VPN certificates", lambda: check_certificates(cluster, clients, environ, root))
+        )
     out: list[str] = []
     for what, check in checks:
         try:

@@ -164,3 +164,14 @@ def test_the_vcpus_every_apply_launches(spec):
     assert needs[("on-demand", "G and VT")].fixed == 96
     assert needs[("on-demand", "standard")].fixed == 12 + 4 + 32 + 8
     assert needs[("spot", "G and VT")].maximum == 30 * 96  # a spot group counts its largest type
+
+
+def test_the_certificates_may_come_from_the_rendered_roots_tfvars(aws, tmp_path):
+    """`invoke up` accepts them in a *.auto.tfvars of the primary root; so does the preflight."""
+    arn = _import(rsa.generate_private_key(public_exponent=65537, key_size=2048))
+    root = tmp_path / "us-west-2"
+    root.mkdir()
+    (root / "vpn.auto.tfvars").write_text(
+        f'client_vpn_server_certificate_arn = "{arn}"\nclient_vpn_client_ca_arn = "{arn}"\n'
+    )
+    assert preflight.check_certificates(load_spec(), _clients({}), {}, root) == []

@@ -37,14 +37,14 @@ def call(emu, method, path, body=None, ctype="application/json"):
         return e.code, json.load(e)
 
 
-def watch(emu, path, query, wanted: int) -> list[dict]:
+def watch(emu, path, query, wanted: int, until=lambda e: False) -> list[dict]:
     events: list[dict] = []
 
     def read():
         with urllib.request.urlopen(f"{emu.url}{path}?watch=1&timeoutSeconds=2&{query}", timeout=10) as r:
             for line in r:
                 events.append(json.loads(line))
-                if len(events) >= wanted:
+                if len(events) >= wanted or until(events[-1]):
                     return
 
     t = threading.Thread(target=read, daemon=True)
@@ -81,13 +81,14 @@ def test_every_kind_is_served_whole(emu, case) -> None:
     assert code == 200 and updated["metadata"]["annotations"]["updated"] == "yes"
     # a watch from the list's version sees the change, then bookmarks while idle (allowWatchBookmarks)
     rv = listed["metadata"]["resourceVersion"]
-    events = watch(emu, coll, f"resourceVersion={rv}&allowWatchBookmarks=true", 3)
+    events = watch(
+        emu, coll, f"resourceVersion={rv}&allowWatchBookmarks=true", 3, lambda e: e["type"] == "BOOKMARK"
+    )
     types = [e["type"] for e in events]
     assert "MODIFIED" in types and "BOOKMARK" in types, types
     # a streaming list: the current objects, then a bookmark marking their end
-    events = watch(
-        emu, coll, "sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true", 50
-    )
+    query = "sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"
+    events = watch(emu, coll, query, 500, lambda e: e["type"] == "BOOKMARK")
     end = next(i for i, e in enumerate(events) if e["type"] == "BOOKMARK")
     assert events[end]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
     assert name in [e["object"]["metadata"]["name"] for e in events[:end]]
