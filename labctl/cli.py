@@ -228,6 +228,10 @@ def _submit(args, kube, settings: Settings) -> None:
         import yaml
 
         print(f"dry run: the API server admitted these in {namespace} as {user}; nothing was created")
+        if len(made) > 1:
+            print(
+                "(the Job is created suspended and resumed once its other objects exist: no pod starts before them)"
+            )
         print(yaml.safe_dump_all(made, sort_keys=False), end="")
         return
     shape = f"{nodes} node{'s' if nodes > 1 else ''} x {gpus} GPUs" + (", gang" if gang else "")

@@ -1,7 +1,8 @@
 """A researcher's job as Kubernetes objects: an Indexed Job, and for more than one node its headless Service (and
 PodGroup for a gang, deepspeed's hostfile ConfigMap for deepspeed).
 
-- One pod per node (``--nodes``), each with ``--gpus`` GPUs (``nvidia.com/gpu`` in requests and limits, as extended
+- One pod per node (``--nodes``; required pod anti-affinity on the hostname keeps two on different nodes), each
+  with ``--gpus`` GPUs (``nvidia.com/gpu`` in requests and limits, as extended
   resources require), CPU and memory in proportion (the per-GPU share every GPU node of the cluster offers).
 - ``completionMode: Indexed``: each pod's node rank is its completion index (the Job controller sets the annotation
   and label ``batch.kubernetes.io/job-completion-index`` and the hostname ``<job>-<index>``); with more than one node
@@ -382,7 +383,12 @@ def job_manifest(req: JobRequest, settings: Settings, launch: launchers.Launch |
         pod_spec["schedulerName"] = settings.gang_scheduler
     if req.nodes > 1:
         pod_spec["subdomain"] = req.name
-    affinity = _affinity(req, settings, types)
+    affinity = _affinity(req, settings, types) or {}
+    if req.nodes > 1:  # --nodes means nodes: never two of the job's pods on one
+        affinity["podAntiAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": [{
+            "labelSelector": {"matchLabels": {"batch.kubernetes.io/job-name": req.name}},
+            "topologyKey": HOSTNAME_KEY,
+        }]}  # fmt: skip
     if affinity:
         pod_spec["affinity"] = affinity
     uid = settings.uid(req.user)

@@ -93,9 +93,12 @@ class Kube:
         """Create the Job, then its other objects owned by it; on any failure delete what was made. With
         ``dry_run`` the API server admits and defaults every object but stores none (``dryRun=All``)."""
         kw = {"dry_run": "All"} if dry_run else {}
+        first = docs[0]
+        if len(docs) > 1:  # no pod before its Service (rank 0's name) and PodGroup exist: created suspended
+            first = {**first, "spec": {**first["spec"], "suspend": True}}
         try:
             job = self.api_client.sanitize_for_serialization(
-                self.batch.create_namespaced_job(req.namespace, docs[0], **kw)
+                self.batch.create_namespaced_job(req.namespace, first, **kw)
             )
         except ApiException as e:
             raise LabError(f"the cluster refused job {req.name!r}: {_reason(e)}") from None
@@ -114,11 +117,18 @@ class Kube:
                         _GROUP, _VERSION, req.namespace, "podgroups", doc, **kw
                     )
                 made.append(self.api_client.sanitize_for_serialization(obj))
+            if (
+                len(docs) > 1 and not dry_run
+            ):  # a dry run's Job does not exist to resume: it shows suspend: true
+                resumed = self.batch.patch_namespaced_job(
+                    req.name, req.namespace, {"spec": {"suspend": False}}
+                )
+                made[0] = self.api_client.sanitize_for_serialization(resumed)
         except ApiException as e:
             if not dry_run:
                 self.cancel(req.namespace, req.name)
             why = _reason(e)
-            if e.status == 404 and req.gang:
+            if e.status == 404 and len(made) < len(docs) and docs[len(made)]["kind"] == "PodGroup":
                 why = (
                     "the cluster has no PodGroup kind (scheduler-plugins' coscheduling is not installed); "
                     "submit with --no-gang"
