@@ -39,6 +39,13 @@ if [[ ! -x .checkov-venv/bin/checkov ]]; then
   "${PYTHON:-python3}" -m venv .checkov-venv
   .checkov-venv/bin/pip install -q --disable-pip-version-check checkov
 fi
+# PyTorch's CPU build in the project's environment, for the researcher's sample project that the tests run as local
+# processes (tests/labctl/test_sample_project.py; it skips with its reason without torch). setuptools stays below 81,
+# whose removal of pkg_resources would break parliament (tests/provision/terraform/test_efs.py).
+make --no-print-directory venv >/dev/null
+if ! .venv/bin/python -c "import torch" 2>/dev/null; then
+  .venv/bin/pip install -q --disable-pip-version-check "torch==2.13.0" "setuptools<81"
+fi
 cdktf_package="@cdktf/provider-aws@21.22.1" # binds hashicorp/aws 6.25.0 (terraform/modules/*/versions.tf)
 schema=.cache/provider-aws/schema.json.gz
 # Re-extracted when the package or the extractor changes.
@@ -56,3 +63,4 @@ for t in packer ruby rubocop promtool bird nft .checkov-venv/bin/checkov; do
   printf '%-26s %s\n' "$t" "$(command -v "$t" >/dev/null && "$t" --version 2>&1 | head -n 1 || echo missing)"
 done
 printf '%-26s %s\n' "$schema" "$(cat "$schema.package" 2>/dev/null || echo missing)"
+printf '%-26s %s\n' "torch (.venv)" "$(.venv/bin/python -c 'import torch; print(torch.__version__)' 2>/dev/null || echo missing)"
