@@ -145,21 +145,29 @@ def _where(kube, args, settings: Settings, user: str) -> tuple[str, str]:
     return namespace, user
 
 
-def _image(settings: Settings, snap, push: bool, build: bool, region: str | None, say=print) -> str:
-    """The job's image: the standard one when it has the requirements, else the requirements' own (built once)."""
+def _image(settings: Settings, snap, push: bool, build: bool, region: str | None, say=print,
+           at_start: bool = False) -> tuple[str, tuple[str, ...]]:  # fmt: skip
+    """(the job's image, pip arguments to install at start): the standard image when it has the requirements; else
+    the requirements' own image (built once, with docker or buildah); else, with ``at_start`` and no engine, the
+    standard image with the missing requirements installed when the job starts."""
     d = deps.resolve(snap, settings.data.standard_packages)
     standard = settings.standard_ref(region)
     if d.standard:
         if d.source:
             say(f"{d.source}: the standard image has all {len(d.lines)} requirements; no image to build")
-        return standard
+        return standard, ()
     ref = settings.image_ref(d.tag(settings.standard_image), region)
-    say(f"{d.source}: {len(d.missing)} not in the standard image ({', '.join(d.missing[:3])}"
-        f"{' ...' if len(d.missing) > 3 else ''}): image {ref}")  # fmt: skip
+    missing = f"{', '.join(d.missing[:3])}{' ...' if len(d.missing) > 3 else ''}"
+    eng = engine.find_engine() if build or at_start else None  # `docker info`: no side effect
+    if at_start and eng is None:
+        install = ("-r", d.source) if d.source == "requirements.txt" else tuple(d.lines)
+        say(f"{d.source}: {len(d.missing)} not in the standard image ({missing}); no container engine here: the job "
+            "installs them when it starts (pip's cache on your home volume; an image is faster: lab image build --push)")  # fmt: skip
+        return standard, install
+    say(f"{d.source}: {len(d.missing)} not in the standard image ({missing}): image {ref}")
     if not build:
-        return ref
+        return ref, ()
     data = deps.build_context(standard, d)
-    eng = engine.find_engine()
     if eng is None:
         out = engine.write_context(d.tag(settings.standard_image), data)
         raise LabError(
@@ -175,7 +183,7 @@ def _image(settings: Settings, snap, push: bool, build: bool, region: str | None
             raise LabError("no registry: the cluster's settings name none; set LAB_REGISTRY (your ECR host)")
         engine.push(eng, ref)
         say(f"pushed {ref}")
-    return ref
+    return ref, ()
 
 
 def _submit(args, kube, settings: Settings) -> None:
@@ -200,8 +208,9 @@ def _submit(args, kube, settings: Settings) -> None:
     print(f"code: {len(snap.files)} files, sha256 {snap.tag}" + (f", git {snap.git}" if snap.git else ""))
     for note in snap.notes:
         print(f"  {note}")
-    image = _image(settings, snap, push=not args.no_build and not args.dry_run,
-                   build=not args.no_build and not args.dry_run, region=region)  # fmt: skip
+    image, install = _image(settings, snap, push=not args.no_build and not args.dry_run,
+                            build=not args.no_build and not args.dry_run, region=region,
+                            at_start=not args.no_build)  # fmt: skip
     bucket = settings.data.code_bucket
     if not bucket:
         raise LabError(f"the cluster's settings name no code bucket ({settings.source}: code_bucket); "
@@ -216,7 +225,8 @@ def _submit(args, kube, settings: Settings) -> None:
     name = args.name or jobs.default_name(Path(args.path).resolve().name, snap.tag, nodes)
     req = jobs.JobRequest(name, namespace, image, command, gpus, nodes, gang, prefs, user, code_tag=snap.tag,
                           code_url=code_url, code_sha256=snap.digest, gpu_type=gpu_type, spot=args.spot, env=env,
-                          retries=args.retries, git=snap.git, s3_endpoint=settings.data.s3_endpoint)  # fmt: skip
+                          retries=args.retries, git=snap.git, s3_endpoint=settings.data.s3_endpoint,
+                          install=install, python=settings.python)  # fmt: skip
     jobs.check_request(req, settings)
     from labctl import launchers
 
@@ -274,7 +284,7 @@ def run(argv: list[str]) -> int:
             None if settings_file else Kube(args.kubeconfig, args.context), settings_file
         )
         snap = build_snapshot(args.path)
-        _image(settings, snap, push=args.push, build=True, region=None)
+        _image(settings, snap, push=args.push, build=True, region=None)  # image build builds or says why not
         return 0
     kube = Kube(args.kubeconfig, args.context)
     try:

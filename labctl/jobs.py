@@ -94,6 +94,10 @@ class JobRequest:
     retries: int = DEFAULT_RETRIES
     git: str = ""  # "<commit>" or "<commit>+dirty", for the record
     s3_endpoint: str | None = None  # a local cluster's moto server, for the init container
+    # requirements the standard image lacks, installed at start (no container engine to build their image):
+    # the dependency file's name, and the pip arguments that install it
+    install: tuple[str, ...] = ()
+    python: str = "3.11"
 
 
 # --- checks ---------------------------------------------------------------------------------------------------
@@ -331,6 +335,43 @@ def init_container(req: JobRequest) -> dict:
     }
 
 
+DEPS_PREFIX = f"{WORKSPACE}/.lab/deps"
+
+
+def deps_container(req: JobRequest, home_mount: dict | None) -> dict:
+    """Requirements the standard image lacks, installed at start with the image's own pip under a prefix in the
+    workspace (what the image has counts as installed, so only the missing ones are fetched), pip's cache on the home
+    volume so the next start reuses it; the main container finds them through PYTHONPATH."""
+    mounts = [{"name": "workspace", "mountPath": WORKSPACE}] + ([home_mount] if home_mount else [])
+    return {
+        "name": "deps",
+        "image": req.image,
+        "command": [
+            "python3",
+            "-m",
+            "pip",
+            "install",
+            "--disable-pip-version-check",
+            "--no-warn-script-location",
+            "--prefix",
+            DEPS_PREFIX,
+            *req.install,
+        ],  # fmt: skip
+        "workingDir": WORKSPACE,
+        "env": [
+            {"name": "HOME", "value": MOUNTS["home"]},
+            {"name": "PIP_CACHE_DIR", "value": f"{MOUNTS['home']}/.cache/pip"},
+        ],  # fmt: skip
+        "resources": {"requests": {"cpu": "1", "memory": "2Gi"}},
+        "volumeMounts": mounts,
+        "securityContext": _restricted(),
+    }
+
+
+def deps_path(req: JobRequest) -> str:
+    return f"{DEPS_PREFIX}/lib/python{req.python}/site-packages"
+
+
 def job_manifest(req: JobRequest, settings: Settings, launch: launchers.Launch | None = None) -> dict:
     launch = launch or launchers.adapt(req.command, req.name, req.nodes, req.gpus)
     types = candidates(req, settings)
@@ -379,6 +420,10 @@ def job_manifest(req: JobRequest, settings: Settings, launch: launchers.Launch |
     }
     if req.code_url:
         pod_spec["initContainers"] = [init_container(req)]
+    if req.install:
+        home = next((m for m in mounts if m["name"] == "home"), None)
+        pod_spec.setdefault("initContainers", []).append(deps_container(req, home))
+        main["env"].append({"name": "PYTHONPATH", "value": deps_path(req)})
     if req.gang:
         pod_spec["schedulerName"] = settings.gang_scheduler
     if req.nodes > 1:

@@ -123,7 +123,8 @@ def test_failures_retry_disruptions_only() -> None:
 
 
 def test_pods_pass_pod_security_restricted() -> None:
-    for kw in ({}, {"nodes": 2, "gpu_type": "A100"}, {"nodes": 2, "command": ["deepspeed", "t.py"]}):
+    for kw in ({}, {"nodes": 2, "gpu_type": "A100"}, {"nodes": 2, "command": ["deepspeed", "t.py"]},
+               {"install": ("-r", "requirements.txt")}):  # fmt: skip
         assert violations(_pod(**kw)) == []
     sc = _pod(user="bob")["securityContext"]
     assert (sc["runAsUser"], sc["runAsGroup"], sc["runAsNonRoot"]) == (2002, 2002, True)
@@ -209,3 +210,18 @@ def test_name_length_leaves_room_for_the_pod_hostname() -> None:
         jobs.check_name("a" * 62, nodes=2)
     with pytest.raises(LabError, match="at most 60"):
         jobs.check_name("a" * 61, nodes=11)
+
+
+def test_requirements_installed_at_start_go_on_the_python_path() -> None:
+    pod = _pod(install=("-r", "requirements.txt"))
+    code, deps = pod["initContainers"]
+    assert (code["name"], deps["name"]) == ("code", "deps")  # unpacked first, then installed next to it
+    assert deps["command"][:3] == ["python3", "-m", "pip"] and deps["command"][-2:] == [
+        "-r",
+        "requirements.txt",
+    ]
+    assert (
+        "--prefix" in deps["command"]
+        and {"name": "PIP_CACHE_DIR", "value": "/home/researcher/.cache/pip"} in deps["env"]
+    )
+    assert _env(pod)["PYTHONPATH"] == "/workspace/.lab/deps/lib/python3.11/site-packages"

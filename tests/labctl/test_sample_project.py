@@ -197,3 +197,31 @@ def test_two_node_gang_with_plain_torchrun(cluster, capsys) -> None:
     }  # torchrun's GROUP_RANK: the node rank it was given
     assert "[node 0] " in everything and "[node 1] " in everything
     assert "[rank0]:" in _lab(capsys, "logs", "gang")  # rank 0 is rank 0
+
+
+def _wheel(path: Path) -> None:
+    """A one-module wheel (PEP 427), as a requirement the standard image does not have."""
+    import zipfile
+
+    files = {"tinydep/__init__.py": "VALUE = 42\n",
+             "tinydep-0.1.dist-info/METADATA": "Metadata-Version: 2.1\nName: tinydep\nVersion: 0.1\n",
+             "tinydep-0.1.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}  # fmt: skip
+    record = "".join(f"{name},," + "\n" for name in [*files, "tinydep-0.1.dist-info/RECORD"])
+    with zipfile.ZipFile(path, "w") as z:
+        for name, text in {**files, "tinydep-0.1.dist-info/RECORD": record}.items():
+            z.writestr(name, text)
+
+
+def test_a_requirement_the_standard_image_lacks_is_installed_at_start_without_docker(cluster, capsys) -> None:
+    emu, proj, kubelet = cluster
+    (proj / "wheels").mkdir()
+    _wheel(proj / "wheels" / "tinydep-0.1-py3-none-any.whl")
+    (proj / "requirements.txt").write_text("torch\nnumpy\n./wheels/tinydep-0.1-py3-none-any.whl\n")
+    (proj / "use_dep.py").write_text("import numpy, tinydep\nprint('tinydep', tinydep.VALUE)\n")
+    out = _lab(capsys, "submit", "--gpus", "1", "--gpu-type", "V100", "--name", "dep", "--path", str(proj),
+               "--", "python", "use_dep.py")  # fmt: skip
+    assert "requirements.txt: 1 not in the standard image (./wheels/tinydep-0.1-py3-none-any.whl); no container " \
+        "engine here: the job installs them when it starts" in out  # fmt: skip
+    job = _wait(emu, "dep", timeout_s=120)
+    assert job["status"].get("succeeded") == 1, job["status"]
+    assert "tinydep 42" in _lab(capsys, "logs", "dep")
