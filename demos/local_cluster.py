@@ -3,8 +3,9 @@
 moto (EC2, Auto Scaling, the results bucket), the Kubernetes API emulator following it with what ``invoke up``
 deploys, the real ``autoscaler run``, a researcher (``alice``, her kubeconfig from the CSR API) and the lab settings
 published: ``lab`` sees a cluster as it would see the lab's. It prints the two lines to paste into another shell and
-serves until Ctrl-C; GPU nodes boot on demand (compressed 60 times) when a job asks for them. Pods run no processes
-unless the emulator does (docs/emulator.md); ``lab status`` and ``lab logs`` show what the cluster does with them.
+serves until Ctrl-C; GPU nodes boot on demand (compressed 60 times) when a job asks for them, and the jobs' pods run
+your code as local processes (the emulator's kubelet, docs/emulator.md: on the CPU, torch with gloo), so ``lab logs``
+shows its real output and ``$LOG_DIR`` is a folder under ``build/local-cluster/pods/claims/``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ def main(
     if until is None:
         signal.signal(signal.SIGINT, lambda *_: stop.set())
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    with local_cluster(spec, out, secrets) as (added, url, _admin):
+    with local_cluster(spec, out, secrets, run_pods=True) as (added, url, _admin):
         print("\nthe local cluster is up; in another shell:", flush=True)
         print(f"  export KUBECONFIG={added.kubeconfig.resolve()} LAB_ENGINE=", flush=True)
         print("  cd your/project && lab submit --gpus 1 -- torchrun train.py", flush=True)

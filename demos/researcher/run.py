@@ -63,10 +63,11 @@ def _say(text: str) -> None:
 
 
 @contextlib.contextmanager
-def local_cluster(spec, out: Path, secrets_dir: Path, say=_say):
+def local_cluster(spec, out: Path, secrets_dir: Path, say=_say, run_pods: bool = False):
     """The local cluster of ``make demo`` with a researcher: moto (EC2, Auto Scaling and the results bucket), the
     emulator following it, what ``invoke up`` deploys applied with kubectl, the real ``autoscaler run``, ``invoke
-    add-user alice`` and the lab settings published. Yields (alice's AddedUser, the moto URL, the admin kubeconfig)."""
+    add-user alice`` and the lab settings published; with ``run_pods`` the jobs' pods run as local processes.
+    Yields (alice's AddedUser, the moto URL, the admin kubeconfig)."""
     regions = list(spec.spill_over_order)
     out.mkdir(parents=True, exist_ok=True)
     env = _child_env()
@@ -77,11 +78,12 @@ def local_cluster(spec, out: Path, secrets_dir: Path, say=_say):
         url = aws.ready_line(60)["url"]
         create_groups(spec, url, regions)
         admin = out / "admin.kubeconfig"
-        emulator = children.start(
-            emulator_child(
-                "demos.researcher.emulator", url, spec.name, regions, admin, out, env, day_one=True
-            )
+        child = emulator_child(
+            "demos.researcher.emulator", url, spec.name, regions, admin, out, env, day_one=True
         )
+        if run_pods:  # the standard image's pods run the code as processes (autoscaler/emulator/kubelet.py)
+            child.argv += ["--run-pods", str((out / "pods").resolve())]
+        emulator = children.start(child)
         emulator.ready_line(60)
         autoscaler_kubeconfig = day_one(spec, admin, out, say)  # what `invoke up` deploys, with kubectl
         autoscaler = children.start(

@@ -3,6 +3,8 @@ API): the settings are readable and a submitted job is created; then it stops wi
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from clusterspec.loader import load_spec
@@ -14,11 +16,10 @@ def test_lab_works_against_the_local_cluster(tmp_path, monkeypatch, capsys) -> N
     proj = tmp_path / "proj"
     proj.mkdir()
     (proj / "train.py").write_text("print('hi')\n")
-    with local_cluster(load_spec(), tmp_path / "out", tmp_path / "secrets", say=lambda s: None) as (
-        added,
-        _,
-        _,
-    ):
+    cluster = local_cluster(
+        load_spec(), tmp_path / "out", tmp_path / "secrets", say=lambda s: None, run_pods=True
+    )
+    with cluster as (added, _, _):
         monkeypatch.setenv("KUBECONFIG", str(added.kubeconfig))
         monkeypatch.setenv("LAB_ENGINE", "")
         monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
@@ -27,3 +28,11 @@ def test_lab_works_against_the_local_cluster(tmp_path, monkeypatch, capsys) -> N
         out, err = capsys.readouterr()
         assert e.value.code == 0, err
         assert "submitted job mine in u-alice: 1 node x 1 GPUs" in out
+        deadline = time.monotonic() + 90  # a T4 node boots (compressed), the code runs as a process
+        text = ""
+        while time.monotonic() < deadline and "hi" not in text:
+            time.sleep(1)
+            with pytest.raises(SystemExit):
+                lab(["logs", "mine"])
+            text = capsys.readouterr().out
+        assert "hi\n" in text
