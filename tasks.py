@@ -527,3 +527,16 @@ def deploy_pod_identity(c, kubeconfig=None, home=None, out="build/deploy/storage
     print(
         f"Secret kube-system/pod-identity-webhook-tls is in place; apply the webhook: kubectl apply -f {path}"
     )
+
+
+# --- operations (issue 29; docs/operations.md) -------------------------------------------------------------------
+@task(
+    name="demo-upgrade",
+    help={"spec": "path of the cluster spec (default: cluster.yaml)", "out": "logs (build/demo-upgrade)"},
+)
+@user_errors
+def demo_upgrade(c, spec=None, out=None):
+    """A node-group upgrade on the local stack (moto, the emulator, autoscaler run) that kills no job."""
+    from autoscaler.demo.upgrade import main
+
+    main(spec, out)

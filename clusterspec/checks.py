@@ -294,7 +294,9 @@ def _operations(c: Cluster) -> Iterator[Problem]:
         yield "operations.alerts", "give exactly one of email or webhook (the one place every alert goes)"
     if ops.budget is not None:
         for what in ("forecast_alert_percent", "actual_alert_percent"):
-            yield from _duplicates([str(v) for v in getattr(ops.budget, what)], f"operations.budget.{what}[{{i}}]")
+            yield from _duplicates(
+                [str(v) for v in getattr(ops.budget, what)], f"operations.budget.{what}[{{i}}]"
+            )
     copy = ops.backups.copy_region
     if copy is not None:
         if copy not in aws_regions():

@@ -302,13 +302,18 @@ class Operations(Strict):
     budget: Budget | None = None
     backups: Backups = Backups()
     ssh_idle_stop_min: int = Field(
-        60, ge=0, le=10080, description="an SSH machine with no session and no GPU use this long stops (0: never)"
+        60,
+        ge=0,
+        le=10080,
+        description="an SSH machine with no session and no GPU use this long stops (0: never)",
     )
     drift_deadline_h: float = Field(
         72, ge=0, description="nodes on an old image or launch template this long after a new one: the operator "
         "is told which jobs hold them (0: never)"
     )  # fmt: skip
-    certificate_warn_days: int = Field(30, ge=1, le=365, description="alert this long before a certificate expires")
+    certificate_warn_days: int = Field(
+        30, ge=1, le=365, description="alert this long before a certificate expires"
+    )
 
 
 class Cluster(Strict):
