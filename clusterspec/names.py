@@ -63,3 +63,7 @@ LEASE_NAME = "research-autoscaler"  # coordination.k8s.io Lease of the leader el
 # what `lab` requests per GPU, and what the simulator gives trace jobs that record no CPU or memory.
 CPU_PER_GPU = 3
 MEMORY_GIB_PER_GPU = 12
+
+# --- monitoring (issue 29, docs/operations.md): Prometheus and Alertmanager deployed with the cluster -------------
+MONITORING_NAMESPACE = "monitoring"
+ALERTMANAGER_SERVICE_ACCOUNT = "alertmanager"  # its IAM role (terraform/modules/alert_topic) trusts exactly this

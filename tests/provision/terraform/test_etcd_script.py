@@ -165,3 +165,24 @@ def test_restore_swaps_the_data_directory_only_after_the_sha256_matches(tmp_path
         assert again.ctl("get", "/registry/pods/a", "--print-value-only").stdout.strip() == "1"
     finally:
         again.stop()
+
+
+def test_the_user_data_installs_the_script_its_settings_and_the_timer(tmp_path):
+    from tests.provision.terraform.test_control_plane_bootstrap import ETCD_BACKUP, SCENARIOS, _run, render
+
+    script = render(1, tmp_path)
+    case = next(c for c in SCENARIOS if c["name"].startswith("a joining member"))
+    result, calls, _ = _run(script, case, tmp_path)
+    assert result.returncode == 0, result.stderr
+    root = tmp_path / "root"
+    installed = root / "usr/local/sbin/cluster-etcd"
+    assert installed.read_text().strip() == SCRIPT.read_text().strip() and os.access(installed, os.X_OK)
+    env = (root / "etc/cluster-etcd.env").read_text()
+    assert oct((root / "etc/cluster-etcd.env").stat().st_mode & 0o777) == "0o600"
+    assert f"BUCKET='{ETCD_BACKUP['bucket']}'" in env and "KMS_KEY_ARN='arn:aws:kms:" in env
+    timer = (root / "etc/systemd/system/cluster-etcd-backup.timer").read_text()
+    assert "OnUnitActiveSec=6h" in timer
+    assert "ExecStart=/usr/local/sbin/cluster-etcd backup" in (
+        root / "etc/systemd/system/cluster-etcd-backup.service"
+    ).read_text()
+    assert "systemctl enable cluster-etcd-backup.timer" in calls
