@@ -295,7 +295,10 @@ def _operations(c: Cluster) -> Iterator[Problem]:
     if ops.budget is not None:
         n = len(ops.budget.forecast_alert_percent) + len(ops.budget.actual_alert_percent)
         if n > 10:
-            yield "operations.budget", f"{n} notifications; an AWS budget has at most 10 (forecast and actual together)"
+            yield (
+                "operations.budget",
+                f"{n} notifications; an AWS budget has at most 10 (forecast and actual together)",
+            )
         for what in ("forecast_alert_percent", "actual_alert_percent"):
             yield from _duplicates(
                 [str(v) for v in getattr(ops.budget, what)], f"operations.budget.{what}[{{i}}]"

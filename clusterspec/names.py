@@ -66,4 +66,6 @@ MEMORY_GIB_PER_GPU = 12
 
 # --- monitoring (issue 29, docs/operations.md): Prometheus and Alertmanager deployed with the cluster -------------
 MONITORING_NAMESPACE = "monitoring"
-ALERTMANAGER_SERVICE_ACCOUNT = "alertmanager"  # its IAM role (terraform/modules/alert_topic) trusts exactly this
+ALERTMANAGER_SERVICE_ACCOUNT = (
+    "alertmanager"  # its IAM role (terraform/modules/alert_topic) trusts exactly this
+)

@@ -182,7 +182,8 @@ def test_the_user_data_installs_the_script_its_settings_and_the_timer(tmp_path):
     assert f"BUCKET='{ETCD_BACKUP['bucket']}'" in env and "KMS_KEY_ARN='arn:aws:kms:" in env
     timer = (root / "etc/systemd/system/cluster-etcd-backup.timer").read_text()
     assert "OnUnitActiveSec=6h" in timer
-    assert "ExecStart=/usr/local/sbin/cluster-etcd backup" in (
-        root / "etc/systemd/system/cluster-etcd-backup.service"
-    ).read_text()
+    assert (
+        "ExecStart=/usr/local/sbin/cluster-etcd backup"
+        in (root / "etc/systemd/system/cluster-etcd-backup.service").read_text()
+    )
     assert "systemctl enable cluster-etcd-backup.timer" in calls
