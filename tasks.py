@@ -540,3 +540,96 @@ def demo_upgrade(c, spec=None, out=None):
     from autoscaler.demo.upgrade import main
 
     main(spec, out)
+
+
+@task(
+    name="etcd-backup",
+    help={
+        "list": "list the snapshots in the bucket instead (newest first)",
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+    },
+)
+@user_errors
+def etcd_backup(c, list=False, spec=None):
+    """Take an etcd snapshot now (the leader uploads it to S3 under the cluster key), or list the snapshots."""
+    from clusterspec.loader import load_spec
+    from provision.operations import etcd
+    from provision.operations.ssm import SsmRunner, control_plane_members
+
+    cluster = load_spec(spec)
+    bucket = etcd.bucket_name(cluster)
+    if list:
+        for s in etcd.list_snapshots(cluster, bucket):
+            print(f"{s.time:%Y-%m-%d %H:%M:%S} UTC  {s.size / 1e6:8.1f} MB  s3://{bucket}/{s.key}")
+        return
+    members = control_plane_members(cluster)
+    print(f"snapshot from {len(members)} control-plane members (the etcd leader takes it) to s3://{bucket}")
+    print(etcd.backup(cluster, SsmRunner(cluster.primary_region), members, bucket, etcd.cluster_key(cluster)))
+
+
+@task(
+    name="etcd-restore",
+    help={
+        "snapshot": "a key in the bucket (snapshots/...), or latest",
+        "dry_run": "show what would be done and stop",
+        "start": "only put etcd and kube-apiserver back on every member (after a failed stop)",
+        "yes": "do not ask for confirmation (automation)",
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+    },
+)
+@user_errors
+def etcd_restore(c, snapshot="latest", dry_run=False, start=False, yes=False, spec=None):
+    """Restore every control-plane member's etcd from one snapshot (docs/operations.md, "etcd")."""
+    import sys
+
+    from clusterspec.errors import UserError
+    from clusterspec.loader import load_spec
+    from provision.operations import etcd
+    from provision.operations.ssm import SsmRunner, control_plane_members
+
+    cluster = load_spec(spec)
+    members = control_plane_members(cluster)
+    runner = SsmRunner(cluster.primary_region)
+    if start:
+        etcd.start(runner, members)
+        print(f"etcd answers on {len(members)} members")
+        return
+    bucket = etcd.bucket_name(cluster)
+    if snapshot == "latest":
+        found = etcd.list_snapshots(cluster, bucket)
+        if not found:
+            raise UserError(f"no snapshot in s3://{bucket}/snapshots/ (invoke etcd-backup takes one)")
+        snapshot = found[0].key
+    print("\n".join(f"  {line}" for line in etcd.restore_plan(cluster, members, bucket, snapshot)))
+    if dry_run:
+        print("dry run: nothing changed")
+        return
+    if not yes:
+        if not sys.stdin.isatty():
+            raise UserError("etcd-restore: no terminal to confirm on; pass --yes to proceed unattended")
+        if input(f"type the cluster name ({cluster.name}) to restore: ").strip() != cluster.name:
+            raise UserError("not confirmed; nothing was changed")
+    etcd.restore(cluster, runner, members, bucket, snapshot, etcd.cluster_key(cluster))
+
+
+@task(
+    name="etcd-verify",
+    help={
+        "snapshot": "a snapshot file, or s3://bucket/key (downloaded, its sha256 checked)",
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+    },
+)
+@user_errors
+def etcd_verify(c, snapshot, spec=None):
+    """Restore a snapshot on this machine with a real etcd on loopback and count what it holds (a restore drill)."""
+    import tempfile
+    from pathlib import Path
+
+    from clusterspec.loader import load_spec
+    from provision.operations import etcd
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = etcd.fetch(snapshot, Path(tmp), load_spec(spec))
+        got = etcd.verify(path)
+    kinds = ", ".join(f"{k} {n}" for k, n in got.by_resource.most_common(12))
+    print(f"ok: revision {got.revision}, {got.keys} keys ({kinds})")

@@ -187,3 +187,34 @@ def test_the_user_data_installs_the_script_its_settings_and_the_timer(tmp_path):
         in (root / "etc/systemd/system/cluster-etcd-backup.service").read_text()
     )
     assert "systemctl enable cluster-etcd-backup.timer" in calls
+
+
+def test_invoke_etcd_backup_installs_what_the_user_data_installs(tmp_path):
+    """Members made before the script existed get it from `invoke etcd-backup` (provision/operations/etcd.py):
+    the same files as the user data writes (the same spec, bucket and key)."""
+    from clusterspec.loader import load_spec
+    from provision.operations.etcd import install_script
+    from tests.provision.terraform.test_control_plane_bootstrap import ETCD_BACKUP, SCENARIOS, _run, render
+
+    case = next(c for c in SCENARIOS if c["name"].startswith("a joining member"))
+    user_data = tmp_path / "user-data"
+    user_data.mkdir()
+    assert _run(render(1, user_data), case, user_data)[0].returncode == 0
+    kms = "arn:aws:kms:us-west-2:123456789012:key/abc"  # what render() passes
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "systemctl").write_text("#!/bin/sh\nexit 0\n")
+    (bin_dir / "systemctl").chmod(0o755)
+    root = tmp_path / "invoke-root"
+    done = subprocess.run(["bash", "-c", install_script(load_spec(), ETCD_BACKUP["bucket"], kms)],
+                          env={"PATH": f"{bin_dir}:/usr/bin:/bin", "CP_ROOT": str(root)}, capture_output=True,
+                          text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    for path in ("usr/local/sbin/cluster-etcd", "etc/systemd/system/cluster-etcd-backup.timer",
+                 "etc/systemd/system/cluster-etcd-backup.service"):  # fmt: skip
+        assert (root / path).read_text() == (user_data / "root" / path).read_text(), path
+    env = dict(line.split("=", 1) for line in (root / "etc/cluster-etcd.env").read_text().splitlines())
+    want = dict(
+        line.split("=", 1) for line in (user_data / "root/etc/cluster-etcd.env").read_text().splitlines()
+    )
+    assert {k: v.strip("'") for k, v in env.items()} == {k: v.strip("'") for k, v in want.items()}
