@@ -633,3 +633,22 @@ def etcd_verify(c, snapshot, spec=None):
         got = etcd.verify(path)
     kinds = ", ".join(f"{k} {n}" for k, n in got.by_resource.most_common(12))
     print(f"ok: revision {got.revision}, {got.keys} keys ({kinds})")
+
+
+@task(
+    name="deploy-monitoring",
+    help={
+        "topic_arn": "the alert topic (default: the global Terraform root's alerts_topic_arn output)",
+        "dry_run": "only render build/deploy/monitoring/monitoring.yaml and print its path",
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+    },
+)
+@user_errors
+def deploy_monitoring(c, topic_arn=None, dry_run=False, spec=None):
+    """Prometheus (with the project's alert rules), Alertmanager (to the alert topic), kube-state-metrics and the
+    certificate exporters (docs/operations.md, "Alerts")."""
+    from clusterspec.loader import load_spec
+    from provision.monitoring import deploy
+
+    path = deploy(load_spec(spec), topic_arn, dry_run)
+    print(f"{'rendered' if dry_run else 'applied'} {path}")
