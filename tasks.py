@@ -652,3 +652,83 @@ def deploy_monitoring(c, topic_arn=None, dry_run=False, spec=None):
 
     path = deploy(load_spec(spec), topic_arn, dry_run)
     print(f"{'rendered' if dry_run else 'applied'} {path}")
+
+
+@task(
+    help={
+        "home": "where the admin's CAs and the researchers' certificates live (default: ~/.local/share/research-cluster)",
+        "aws": "also read what AWS holds: the Client VPN's ACM certificates, the sites' CA (default: on)",
+        "publish": "put the public certificates and the revocation list's next update into Prometheus "
+        "(the ConfigMap watched-certificates and a rule file), through invoke deploy-monitoring",
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+    }
+)
+@user_errors
+def certificates(c, home=None, aws=True, publish=False, spec=None):
+    """Every certificate and revocation list the cluster depends on, soonest expiry first, with how to renew it
+    (exit 1 when one is within operations.certificate_warn_days)."""
+    from invoke.exceptions import Exit
+
+    from clusterspec.loader import load_spec
+    from provision import monitoring
+    from provision.operations import certificates as certs
+
+    cluster = load_spec(spec)
+    entries = certs.local_entries(cluster, home) + (certs.aws_entries(cluster) if aws else [])
+    lines, code = certs.report(entries, cluster.operations.certificate_warn_days)
+    print("\n".join(lines) or "no certificate found (nothing in the admin's folder; --aws for AWS's)")
+    print("kubeadm's own (on the control plane): invoke rotate-certificates --kubeadm --check")
+    if publish:
+        folder, rules = certs.publish_files(entries)
+        print(f"published {len(list(folder.glob('*.pem')))} certificates ({folder}) and {rules}")
+        print(f"applied {monitoring.deploy(cluster)}")
+    if code:
+        raise Exit(code=code)
+
+
+@task(
+    name="rotate-certificates",
+    help={
+        "kubeadm": "kubeadm certs renew all on every control-plane member, one at a time (with --check: only list)",
+        "check": "with --kubeadm: kubeadm certs check-expiration on every member, change nothing",
+        "vpn_user": "a new Client VPN certificate for this researcher",
+        "vpn_server": "a new Client VPN server certificate from the VPN CA, re-imported into ACM at its ARN",
+        "crl": "re-sign the Client VPN revocation list and import it into the endpoint",
+        "home": "the admin's folder (default: ~/.local/share/research-cluster)",
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+    },
+)
+@user_errors
+def rotate_certificates(c, kubeadm=False, check=False, vpn_user=None, vpn_server=False, crl=False, home=None,
+                        spec=None):  # fmt: skip
+    """Renew certificates where the tool supports it (docs/operations.md, "Certificates")."""
+    from clusterspec.errors import UserError
+    from clusterspec.loader import load_spec
+    from provision.operations import certificates as certs
+    from provision.operations.ssm import SsmRunner, control_plane_members
+
+    cluster = load_spec(spec)
+    if not (kubeadm or vpn_user or vpn_server or crl):
+        raise UserError("rotate-certificates: give --kubeadm, --vpn-user NAME, --vpn-server or --crl")
+    if kubeadm:
+        members = control_plane_members(cluster)
+        runner = SsmRunner(cluster.primary_region)
+        if check:
+            for iid, r in runner.run(
+                [m.instance_id for m in members], "kubeadm certs check-expiration", 120
+            ).items():
+                print(f"--- {iid} ({r.status})\n{r.stdout.strip()}")
+        else:
+            certs.renew_kubeadm(runner, members)
+            print("renewed on every member; fetch the new admin kubeconfig (its certificate changed too)")
+    if vpn_user:
+        crt, key = certs.renew_vpn_user(cluster, vpn_user, home)
+        print(f"{vpn_user}: new VPN certificate {crt} and key {key}; hand them over privately")
+    if vpn_server:
+        print(f"re-imported a new server certificate at {certs.renew_vpn_server(cluster, home)}")
+    if crl:
+        path, endpoint = certs.renew_crl(cluster, home)
+        print(
+            f"re-signed {path}"
+            + (f"; imported into {endpoint}" if endpoint else "; no endpoint found to import into")
+        )

@@ -44,7 +44,12 @@ IMAGES = {  # pinned; each a project's own published image
     "kube_state_metrics": "registry.k8s.io/kube-state-metrics/kube-state-metrics:v2.16.0",
     "x509_exporter": "docker.io/enix/x509-certificate-exporter:3.19.1",
 }
-ADMIN_RULES = "admin-certificates.rules.yaml"  # written by `invoke certificates --rules` (provision/operations/certificates.py)
+ADMIN_RULES = (
+    "admin-certificates.rules.yaml"  # written by `invoke certificates --publish` (operations/certificates.py)
+)
+WATCHED_DIR = (
+    "watched-certificates"  # the public certificates `invoke certificates --publish` writes, one file each
+)
 
 
 def _env() -> jinja2.Environment:
@@ -67,8 +72,16 @@ def alert_rules(cluster: Cluster) -> str:
     return _env().get_template("alerts.rules.yaml.j2").render(warn_days=days, warn_s=days * 86400)
 
 
-def values(cluster: Cluster, topic_arn: str, role_arn: str | None, admin_rules: str = "") -> dict:
+def watched(folder: Path | None = None) -> dict[str, str]:
+    """The published public certificates (file name -> PEM) for the ConfigMap watched-certificates."""
+    folder = folder or OUT / WATCHED_DIR
+    return {p.name: p.read_text() for p in sorted(folder.glob("*.pem"))} if folder.is_dir() else {}
+
+
+def values(cluster: Cluster, topic_arn: str, role_arn: str | None, admin_rules: str = "",
+           watched_certificates: dict[str, str] | None = None) -> dict:  # fmt: skip
     return {
+        "watched_certificates": watched_certificates or {},
         "namespace": MONITORING_NAMESPACE,
         "autoscaler_namespace": AUTOSCALER_NAMESPACE,
         "service_account": ALERTMANAGER_SERVICE_ACCOUNT,
@@ -93,12 +106,13 @@ def _block(text: str, indent: int) -> str:
     return "\n".join(pad + line if line else "" for line in text.splitlines())
 
 
-def render(cluster: Cluster, topic_arn: str, role_arn: str | None, admin_rules: str = "") -> list[dict]:
+def render(cluster: Cluster, topic_arn: str, role_arn: str | None, admin_rules: str = "",
+           watched_certificates: dict[str, str] | None = None) -> list[dict]:  # fmt: skip
     """Every object, in apply order."""
     env = _env()
     env.filters["block"] = _block
     env.filters["json"] = json.dumps
-    ctx = values(cluster, topic_arn, role_arn, admin_rules)
+    ctx = values(cluster, topic_arn, role_arn, admin_rules, watched_certificates)
     out: list[dict] = []
     for name in ("namespace.yaml.j2", "prometheus.yaml.j2", "alertmanager.yaml.j2", "kube-state-metrics.yaml.j2",
                  "x509-exporter.yaml.j2"):  # fmt: skip
@@ -150,7 +164,7 @@ def deploy(cluster: Cluster, topic_arn: str | None = None, dry_run: bool = False
     if topic_arn is None:
         topic_arn, role = topic_and_role()
     rules = admin_rules if admin_rules is not None else OUT / ADMIN_RULES
-    path = write(render(cluster, topic_arn, role, rules.read_text() if rules.exists() else ""))
+    path = write(render(cluster, topic_arn, role, rules.read_text() if rules.exists() else "", watched()))
     if dry_run:
         return path
     exe = kubectl_cli.ready(path, kubectl)
