@@ -732,3 +732,33 @@ def rotate_certificates(c, kubeadm=False, check=False, vpn_user=None, vpn_server
             f"re-signed {path}"
             + (f"; imported into {endpoint}" if endpoint else "; no endpoint found to import into")
         )
+
+
+@task(
+    name="ssh-start",
+    help={
+        "name": "the SSH machine, as lab ssh-config names it (gpu-1, cpu-2)",
+        "no_wait": "do not wait until it runs",
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+    },
+)
+@user_errors
+def ssh_start(c, name, no_wait=False, spec=None):
+    """Start an SSH machine that stopped itself while idle (operations.ssh_idle_stop_min)."""
+    from clusterspec.loader import load_spec
+    from provision.operations.cost import ssh_start as start
+
+    m = start(load_spec(spec), name, wait=not no_wait)
+    print(
+        f"{m.name} ({m.instance_id}) is {m.state}: ssh to {m.dns} once sshd is up (about a minute after boot)"
+    )
+
+
+@task(help={"spec": "path of the cluster spec (default: cluster.yaml)"})
+@user_errors
+def cost(c, spec=None):
+    """The month's budget (actual and forecast spend) and which SSH machines run now, at what hourly cost."""
+    from clusterspec.loader import load_spec
+    from provision.operations.cost import report
+
+    print("\n".join(report(load_spec(spec))))

@@ -19,6 +19,7 @@ def operations_context(cluster: Cluster) -> dict:
         "keep_days": ops.backups.keep_days,
         "copy_region": cluster.backup_copy_region or "",
         "warn_days": ops.certificate_warn_days,
+        "ssh_idle_stop_min": ops.ssh_idle_stop_min,
         "monitoring_namespace": MONITORING_NAMESPACE,
         "alertmanager_service_account": ALERTMANAGER_SERVICE_ACCOUNT,
         "budget": (

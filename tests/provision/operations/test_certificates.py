@@ -117,7 +117,9 @@ class ClientVpn:
         return (OK, {"ClientVpnEndpoints": [self.endpoint]})
 
     def _import(self, params, **_):
-        self.imported.append({k: params["body"][k] for k in ("ClientVpnEndpointId", "CertificateRevocationList")})
+        self.imported.append(
+            {k: params["body"][k] for k in ("ClientVpnEndpointId", "CertificateRevocationList")}
+        )
         return (OK, {"Return": True})
 
 
