@@ -172,7 +172,16 @@ def up(c, region=None, all=False, spec=None, out=None, state_bucket=None, plugin
         print(line)
 
 
-@task(help=_TF_HELP | {"dry_run": "only plan the destruction and print what would go"})
+@task(
+    help=_TF_HELP
+    | {
+        "dry_run": "only plan the destruction and print what would go",
+        "wait": "wait this long for running jobs on the nodes going (e.g. 2h; default: show them and ask)",
+        "kill_jobs": "with --yes: destroy even though jobs still run",
+        "delete_data": "with --yes: empty the buckets, image repositories and backup vaults that go",
+        "kubeconfig": "the admin's kubeconfig (default: KUBECONFIG, else ~/.kube/config)",
+    }
+)
 @user_errors
 def down(
     c,
@@ -184,12 +193,25 @@ def down(
     plugin_dir=None,
     yes=False,
     dry_run=False,
+    wait=None,
+    kill_jobs=False,
+    delete_data=False,
+    kubeconfig=None,
 ):
-    """Destroy Terraform roots after showing the destroy plan and asking for the cluster's name."""
+    """Destroy Terraform roots: shows the destroy plan, the running jobs and the data that would go, asks for the
+    cluster's name (and once more for data), cordons the nodes and waits for or asks about running jobs, removes
+    scale-in protection only then, empties buckets and repositories, and removes the scripts' SSM parameters."""
+    import boto3
+
+    from autoscaler.options import parse_duration
+    from provision.operations.teardown import Teardown, connect
     from provision.terraform import commands
 
     cluster, names, out = _tf_args(spec, region, all, out)
-    commands.down(cluster, names, out, state_bucket, plugin_dir, yes=yes, dry_run=dry_run)
+    teardown = Teardown(cluster, names, connect(kubeconfig), boto3.Session(region_name=cluster.primary_region),
+                        yes=yes, wait_s=parse_duration(wait) if wait else 0, kill_jobs=kill_jobs,
+                        delete_data=delete_data)  # fmt: skip
+    commands.down(cluster, names, out, state_bucket, plugin_dir, yes=yes, dry_run=dry_run, teardown=teardown)
 
 
 @task(name="bootstrap-state", help={k: _TF_HELP[k] for k in ("spec", "state_bucket")})
