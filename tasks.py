@@ -784,3 +784,43 @@ def cost(c, spec=None):
     from provision.operations.cost import report
 
     print("\n".join(report(load_spec(spec))))
+
+
+@task(
+    help={
+        "dry_run": "read the versions and show the plan; change nothing",
+        "yes": "do not ask for confirmation (automation)",
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+    }
+)
+@user_errors
+def upgrade(c, dry_run=False, yes=False, spec=None):
+    """Upgrade the control plane to the spec's kubernetes.version, one member at a time (kubeadm upgrade apply on
+    the first, kubeadm upgrade node on the others, then each kubelet); nodes follow through drift."""
+    import sys
+
+    from clusterspec.errors import UserError
+    from clusterspec.loader import load_spec
+    from provision.operations import upgrade as up
+    from provision.operations.ssm import SsmRunner, control_plane_members
+
+    cluster = load_spec(spec)
+    members = control_plane_members(cluster)
+    runner = SsmRunner(cluster.primary_region)
+    server, kubelets = up.status(runner, members)
+    problems = up.check(cluster.kubernetes.version, server, kubelets)
+    if problems:
+        raise UserError(problems)
+    print("\n".join(f"  {line}" for line in up.plan_lines(cluster, members, server, kubelets)))
+    if dry_run:
+        print("dry run: nothing changed")
+        return
+    if server.lstrip("v") == cluster.kubernetes.version:
+        print(f"the control plane already runs {server}")
+        return
+    if not yes:
+        if not sys.stdin.isatty():
+            raise UserError("upgrade: no terminal to confirm on; pass --yes to proceed unattended")
+        if input(f"type the cluster name ({cluster.name}) to upgrade: ").strip() != cluster.name:
+            raise UserError("not confirmed; nothing was changed")
+    up.upgrade(cluster, runner, members)
