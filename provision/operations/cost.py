@@ -62,7 +62,7 @@ def machines(cluster: Cluster, session: boto3.Session | None = None) -> list[Mac
 
 
 def ssh_start(
-    cluster: Cluster, name: str, session: boto3.Session | None = None, wait: bool = True
+    cluster: Cluster, name: str, session: boto3.Session | None = None, wait: bool = True, poll_s: float = 5
 ) -> Machine:
     """Start the SSH machine NAME (``gpu-1``) and wait until it runs; a running one is left as it is."""
     known = [f"{g.name}-{i}" for g in cluster.researchers.ssh_machines for i in range(1, g.count + 1)]
@@ -79,11 +79,15 @@ def ssh_start(
     ec2 = _session(cluster, session).client("ec2", region_name=cluster.primary_region)
     try:
         if m.state == "stopping":
-            ec2.get_waiter("instance_stopped").wait(InstanceIds=[m.instance_id])
+            ec2.get_waiter("instance_stopped").wait(
+                InstanceIds=[m.instance_id], WaiterConfig={"Delay": poll_s}
+            )
         if m.state != "running":
             ec2.start_instances(InstanceIds=[m.instance_id])
         if wait:
-            ec2.get_waiter("instance_running").wait(InstanceIds=[m.instance_id], WaiterConfig={"Delay": 5})
+            ec2.get_waiter("instance_running").wait(
+                InstanceIds=[m.instance_id], WaiterConfig={"Delay": poll_s}
+            )
     except (BotoCoreError, ClientError, WaiterError) as e:
         raise UserError(f"ssh-start {name}: {e}".splitlines()[0]) from None
     return next(x for x in machines(cluster, session) if x.name == name)

@@ -45,7 +45,7 @@ def _budget(spec):
 def test_a_stopped_machine_is_started_and_waited_for():
     spec = load_spec()
     ids = _machines(spec)
-    m = cost.ssh_start(spec, "gpu-1")
+    m = cost.ssh_start(spec, "gpu-1", poll_s=0.1)
     assert m.state == "running" and m.instance_id == ids["gpu-1"] and m.dns == "gpu-1.ssh.research.internal"
 
 
