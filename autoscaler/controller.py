@@ -38,6 +38,7 @@ from autoscaler.core.snapshot import parse_snapshot
 from autoscaler.core.timeutil import parse_time, show_time
 from autoscaler.interfaces import Cloud, Cluster
 from clusterspec.names import (
+    DRIFTED_TAINT,
     NODE_GROUP_LABEL,
     SCALE_DOWN_DISABLED_ANNOTATION,
     TO_BE_DELETED_TAINT,
@@ -467,6 +468,16 @@ class Controller:
                     metrics.TAINTS.labels("untaint").inc()
         elif action == "terminate":
             self._terminate(step, base, nodes.get(node), result)
+        elif action == "mark-drifted":  # a soft taint: new pods prefer current nodes; nothing is evicted
+            if node not in self._unparsed:
+                taint = {
+                    "key": DRIFTED_TAINT,
+                    "value": str(step.get("version") or ""),
+                    "effect": "PreferNoSchedule",
+                }
+                self._do(result, base, self.cluster.taint_node, node, taint)
+        elif action == "unmark-drifted":
+            self._do(result, base, self.cluster.untaint_node, node, DRIFTED_TAINT)
         else:
             result.errors.append(f"scale_down {node}: unknown action {action!r}")
 
@@ -583,7 +594,7 @@ class Controller:
         last = self._events_sent.get(key)
         if last and last[0] == said and (result.now - last[1]).total_seconds() < EVENT_REPEAT_S:
             return
-        kind = "Warning" if event["reason"] == "NotTriggerScaleUp" else "Normal"
+        kind = "Warning" if event["reason"] in ("NotTriggerScaleUp", "NodeDriftOverdue") else "Normal"
         if self.config.dry_run:
             return  # events are listed in the plan; a dry run writes nothing
         if result.events_written >= self.config.max_events_per_loop:
@@ -684,6 +695,9 @@ class Controller:
         metrics.NODES.clear()
         for (group, state), n in _node_state_counts(plan.get("node_states") or {}, snapshot).items():
             metrics.NODES.labels(group, state).set(n)
+        metrics.DRIFTED_NODES.clear()
+        for (group, overdue), n in _drift_counts(plan.get("drift") or {}).items():
+            metrics.DRIFTED_NODES.labels(group, overdue).set(n)
         metrics.BACKOFF.clear()
         for group, state in (plan.get("group_state") or {}).items():
             metrics.BACKOFF.labels(group).set(1 if _backed_off(state, result.now) else 0)
@@ -709,6 +723,15 @@ def _pending(pods: list[dict]) -> int:
         if (p.get("status") or {}).get("phase", "Pending") == "Pending"
         and not (p.get("spec") or {}).get("nodeName")
     )
+
+
+def _drift_counts(drift: dict[str, dict]) -> dict[tuple[str, str], int]:
+    """(group, "true" | "false" past the drift deadline) -> drifted nodes (autoscaler/core/drift.py)."""
+    out: dict[tuple[str, str], int] = {}
+    for d in drift.values():
+        key = (str(d.get("group") or ""), "true" if d.get("overdue") else "false")
+        out[key] = out.get(key, 0) + 1
+    return out
 
 
 def _backed_off(state: dict | None, now: datetime) -> bool:

@@ -50,6 +50,14 @@ FAILED_SCALE_UPS = Counter(
     namespace=_NS,
     registry=REGISTRY,
 )
+DRIFTED_NODES = Gauge(
+    "drifted_nodes",
+    "nodes launched from an older launch template version or image than their group's (overdue: still busy past "
+    "the drift deadline)",
+    ["group", "overdue"],
+    namespace=_NS,
+    registry=REGISTRY,
+)
 BACKOFF = Gauge(
     "group_backoff",
     "1 while a group is backed off after a failed scale-up",

@@ -182,6 +182,8 @@ RUN = [
     Option("--priority-cutoff", "pods with a lower priority never trigger scale-up", int, "-10"),
     Option("--warm-pool", "keep N idle nodes of GROUP ready (repeatable; env: comma-separated)", _warm_pools,
            repeat=True),
+    Option("--drift-deadline", "nodes on an old launch template or image still busy this long: report their "
+           "pods (0: never; nothing is ever drained)", parse_duration, "0"),
     Option("--dry-run", "plan and print what would be done; change nothing", _bool, "false", switch=True),
     Option("--once", "run one pass, print it as JSON and exit", _bool, "false", switch=True),
     Option("--metrics-port", "port of /metrics, /healthz and /readyz (0: none)", _port, "8085"),

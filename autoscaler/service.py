@@ -63,6 +63,7 @@ def planner_config(opts: dict) -> PlannerConfig:
         max_new_nodes_per_loop=opts.get("max_new_nodes", 1000),
         priority_cutoff=opts.get("priority_cutoff", -10),
         warm_pool=dict(opts.get("warm_pool") or {}),
+        drift_deadline_s=opts.get("drift_deadline") or 0,
     )
 
 

@@ -30,6 +30,10 @@ SCALE_DOWN_DISABLED_ANNOTATION = "cluster-autoscaler.kubernetes.io/scale-down-di
 # by an older version are finished or released.
 TO_BE_DELETED_TAINT = "ToBeDeletedByClusterAutoscaler"
 TO_BE_DELETED_TAINTS = (TO_BE_DELETED_TAINT, "research.cluster/to-be-deleted")
+# PreferNoSchedule taint on a busy node launched from an older launch template or image than its group's (value:
+# the group's version): kube-scheduler's TaintToleration score (weight 3) sends new pods elsewhere when they fit
+# elsewhere, so the node empties as its jobs end and is replaced; nothing is evicted (docs/planner.md, "Drift").
+DRIFTED_TAINT = "research.cluster/drifted"
 
 # --- extended resources ----------------------------------------------------------------------------------------
 GPU_RESOURCE = "nvidia.com/gpu"  # the NVIDIA device plugin's resource
@@ -59,3 +63,9 @@ LEASE_NAME = "research-autoscaler"  # coordination.k8s.io Lease of the leader el
 # what `lab` requests per GPU, and what the simulator gives trace jobs that record no CPU or memory.
 CPU_PER_GPU = 3
 MEMORY_GIB_PER_GPU = 12
+
+# --- monitoring (issue 29, docs/operations.md): Prometheus and Alertmanager deployed with the cluster -------------
+MONITORING_NAMESPACE = "monitoring"
+ALERTMANAGER_SERVICE_ACCOUNT = (
+    "alertmanager"  # its IAM role (terraform/modules/alert_topic) trusts exactly this
+)

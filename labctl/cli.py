@@ -189,6 +189,8 @@ def run(argv: list[str]) -> int:
             raise LabError("the cluster spec lists no researchers.ssh_machines")
         path = sshconfig.write(settings.spec, args.user or _user(), Path(args.ssh_dir), args.identity)
         print(f"wrote {path}; try: ssh {sshconfig.host_names(settings.spec)[0][0]} (on the VPN)")
+        if hint := sshconfig.idle_hint(settings.spec):
+            print(hint)
         return 0
     from labctl.kube import Kube
 

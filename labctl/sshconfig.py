@@ -25,9 +25,28 @@ def host_names(spec: Cluster) -> list[tuple[str, str]]:
     return out
 
 
+def idle_hint(spec: Cluster) -> str | None:
+    """What a researcher needs to know when a machine does not answer: it stopped itself while idle (issue 29,
+    docs/operations.md "Cost"), and how it starts again."""
+    minutes = spec.operations.ssh_idle_stop_min
+    if not minutes:
+        return None
+    return (
+        f"The machines stop after {minutes} minutes with no SSH session and no GPU or CPU use; a stopped one does "
+        "not answer: start it with `invoke ssh-start <group>-<n>` (an admin, or anyone allowed ec2:StartInstances "
+        "on it), about a minute."
+    )
+
+
 def entries(spec: Cluster, user: str, identity: str | None = None) -> str:
-    lines = [f"# Written by `lab ssh-config` for cluster {spec.name}; rewritten whole on each run.", ""]
+    lines = [f"# Written by `lab ssh-config` for cluster {spec.name}; rewritten whole on each run."]
+    if hint := idle_hint(spec):
+        lines.append(f"# {hint}")
+    lines.append("")
     for alias, dns in host_names(spec):
+        name = dns.split(".ssh.", 1)[0]
+        if hint:
+            lines.append(f"# stopped? invoke ssh-start {name}")
         lines += [f"Host {alias}", f"  HostName {dns}", f"  User {user}", "  ForwardAgent no"]
         if identity:
             lines.append(f"  IdentityFile {identity}")

@@ -36,6 +36,7 @@ from msgspec import UNSET, Raw, Struct, UnsetType, field
 
 from autoscaler.core.names import (
     DO_NOT_DISRUPT_ANNOTATION,
+    DRIFTED_SINCE_ANNOTATION,
     GANG_ANNOTATION,
     IDLE_SINCE_ANNOTATION,
     MIRROR_ANNOTATION,
@@ -157,6 +158,7 @@ class NodeAnnotations(_Lean):
     idle_since: Any = field(default=_, name=IDLE_SINCE_ANNOTATION)
     to_be_deleted_since: Any = field(default=_, name=TO_BE_DELETED_SINCE_ANNOTATION)
     scale_down_disabled: Any = field(default=_, name=SCALE_DOWN_DISABLED_ANNOTATION)
+    drifted_since: Any = field(default=_, name=DRIFTED_SINCE_ANNOTATION)  # core/drift.py, the drift deadline
 
 
 class NodeMeta(_Lean):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from clusterspec.names import (  # noqa: F401  (re-exported for the core's modules)
+    DRIFTED_TAINT,
     GANG_ANNOTATION,
     HOSTNAME_KEY,
     INSTANCE_TYPE_KEY,
@@ -22,6 +23,7 @@ from clusterspec.names import (  # noqa: F401  (re-exported for the core's modul
 # Node annotations the plan asks the controller to set (docs/planner.md, "Idle time" and "Removal").
 IDLE_SINCE_ANNOTATION = "research.cluster/idle-since"  # ISO-8601: when the node last ran a non-DaemonSet pod
 TO_BE_DELETED_SINCE_ANNOTATION = "research.cluster/to-be-deleted-since"  # ISO-8601: when it was tainted
+DRIFTED_SINCE_ANNOTATION = "research.cluster/drifted-since"  # ISO-8601: when the plan first saw it drifted
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 DO_NOT_DISRUPT_ANNOTATION = "karpenter.sh/do-not-disrupt"  # on pods: "true" blocks the node's removal

@@ -198,3 +198,12 @@ def test_gang_without_the_podgroup_kind_rolls_back(emu, lab_env, project, capsys
         "(scheduler-plugins' coscheduling is not installed); submit without --gang\n"
     )
     assert _objects(emu) == {"jobs": 0, "pods": 0, "services": 0, "podgroups": 0}
+
+
+def test_ssh_config_says_how_to_start_a_machine_that_stopped_while_idle(tmp_path, lab_env, capsys) -> None:
+    """Issue 29: the SSH machines stop when idle (operations.ssh_idle_stop_min); the entries and the command's
+    output say how to start one again."""
+    code, out, _ = _run(capsys, "ssh-config", "--ssh-dir", str(tmp_path / "ssh"))
+    assert code == 0 and "invoke ssh-start <group>-<n>" in out and "60 minutes" in out
+    inc = (tmp_path / "ssh" / "lab_config").read_text()
+    assert "# stopped? invoke ssh-start gpu-1\nHost dlr-gpu-1\n" in inc

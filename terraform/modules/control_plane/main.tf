@@ -101,6 +101,8 @@ resource "aws_instance" "member" {
     scheduler_kubeadm      = var.scheduler_kubeadm
     service_account_issuer = var.service_account_issuer
     bootstrap              = file("${path.module}/scripts/bootstrap.sh")
+    etcd_script            = file("${path.module}/scripts/etcd.sh")
+    etcd_backup            = var.etcd_backup
   }))
 
   metadata_options {
