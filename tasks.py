@@ -158,15 +158,43 @@ def check_terraform(c, spec=None, out=None):
         raise UserError(f"{len(problems)} problems; fix them before `invoke plan` or `invoke up`")
 
 
+def _preflight(cluster, names, state_bucket) -> None:
+    from clusterspec.errors import UserError
+    from provision import preflight
+
+    problems = preflight.run(cluster, names, state_bucket)
+    for line in problems:
+        print(line)
+    if problems:
+        raise UserError(
+            f"preflight: {len(problems)} problems on this account; fix them first (docs/terraform.md)"
+        )
+    print(f"preflight: the account is ready for {', '.join(names)}")
+
+
+@task(help={k: _TF_HELP[k] for k in ("region", "spec", "state_bucket")})
+@user_errors
+def preflight(c, region=None, spec=None, state_bucket=None):
+    """What the account needs before the first apply (quotas, the baked image, certificates, Block Public Access,
+    the state bucket): one line per problem, exit status 2 when there is any; every root unless --region."""
+    from clusterspec.loader import load_spec
+    from provision.terraform.commands import selected_roots
+
+    cluster = load_spec(spec)
+    _preflight(cluster, selected_roots(cluster, region, not region), state_bucket)
+
+
 @task(help=_TF_HELP)
 @user_errors
 def up(c, region=None, all=False, spec=None, out=None, state_bucket=None, plugin_dir=None, yes=False):
-    """Render, plan and apply Terraform roots; lists disruptive changes (deletions, replacements, updates of
-    instances, groups, launch templates, the control plane, VPN connections, lowered maxima) and asks first."""
+    """Preflight, then render, plan and apply Terraform roots; lists disruptive changes (deletions, replacements,
+    updates of instances, groups, launch templates, the control plane, VPN connections, lowered maxima) and asks
+    first."""
     from provision.cluster_addons import after_up
     from provision.terraform import commands
 
     cluster, names, out = _tf_args(spec, region, all, out)
+    _preflight(cluster, names, state_bucket)
     commands.up(cluster, names, out, state_bucket, plugin_dir, yes=yes)
     for line in after_up(cluster, names):
         print(line)
@@ -228,17 +256,30 @@ def bootstrap_state(c, spec=None, state_bucket=None):
         print(f"{name}: {state}")
 
 
-@task(name="control-plane-status", help={"spec": "path of the cluster spec (default: cluster.yaml)"})
+@task(
+    name="control-plane-status",
+    help={"spec": "path of the cluster spec (default: cluster.yaml)", "kubeconfig": "the admin's kubeconfig"},
+)
 @user_errors
-def control_plane_status(c, spec=None):
-    """What each control-plane member reported while bootstrapping (exit 1 on a failed or missing member)."""
+def control_plane_status(c, spec=None, kubeconfig=None):
+    """What each control-plane member reported while bootstrapping, and every cluster instance that is no Node
+    (exit 1 on a failed or missing member or a node that never joined, 3 while one is still joining)."""
+    from datetime import UTC, datetime
+
     from invoke.exceptions import Exit
 
     from clusterspec.loader import load_spec
-    from provision.control_plane_status import read_status, report
+    from provision import control_plane_status as cps
 
-    lines, code = report(*read_status(load_spec(spec)))
-    print("\n".join(lines))
+    cluster = load_spec(spec)
+    lines, code = cps.report(*cps.read_status(cluster))
+    ids = cps.node_provider_ids(kubeconfig)
+    unjoined = None
+    if ids is not None:
+        unjoined = cps.unjoined_nodes(cluster, cps.cluster_instances(cluster), ids, datetime.now(UTC))
+    node_lines, node_code = cps.report_nodes(unjoined, cluster.autoscaler.boot_timeout_s)
+    print("\n".join(lines + node_lines))
+    code = 1 if 1 in (code, node_code) else max(code, node_code)
     if code:
         raise Exit(code=code)
 
@@ -491,23 +532,49 @@ def render_storage(c, efs_id, out="build/deploy/storage", spec=None):
 @task(
     name="publish-oidc",
     help={
-        "sa_pub": "the service-account public key (the control plane's /etc/kubernetes/pki/sa.pub)",
-        "bucket": "the issuer bucket (Terraform global output service_account_issuer_bucket)",
+        "sa_pub": "a service-account public key file (default: the one member 0 published to SSM)",
+        "bucket": "the issuer bucket (default: Terraform global output service_account_issuer_bucket)",
         "spec": "path of the cluster spec (default: cluster.yaml)",
     },
 )
 @user_errors
-def publish_oidc(c, sa_pub, bucket, spec=None):
+def publish_oidc(c, sa_pub=None, bucket=None, spec=None):
     """Publish the OIDC discovery document and JWKS that let AWS STS verify service-account tokens (IRSA)."""
     from pathlib import Path
 
     from clusterspec.loader import load_spec
-    from provision import irsa
+    from provision import irsa, operator
+    from provision.terraform.outputs import global_output
 
-    region = load_spec(spec).primary_region
+    cluster = load_spec(spec)
+    region = cluster.primary_region
+    bucket = bucket or global_output("service_account_issuer_bucket")
+    key = Path(sa_pub).read_bytes() if sa_pub else operator.fetch_sa_pub(cluster)
     issuer = irsa.issuer_url(bucket, region)
-    for key in irsa.publish(irsa.oidc_documents(Path(sa_pub).read_bytes(), issuer), bucket, region):
-        print(f"published {issuer}/{key}")
+    for name in irsa.publish(irsa.oidc_documents(key, issuer), bucket, region):
+        print(f"published {issuer}/{name}")
+
+
+@task(
+    help={
+        "out": "where to write it (default: ~/.kube/<cluster>.conf, mode 0600)",
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+    },
+)
+@user_errors
+def kubeconfig(c, out=None, spec=None):
+    """The admin kubeconfig from SSM (published by control-plane member 0; readable by the operator role)."""
+    from pathlib import Path
+
+    from clusterspec.loader import load_spec
+    from provision import operator
+
+    cluster = load_spec(spec)
+    path = operator.fetch_kubeconfig(
+        cluster, Path(out) if out else Path.home() / ".kube" / f"{cluster.name}.conf"
+    )
+    print(f"wrote {path} (cluster-admin; the API is api.{cluster.domain}:6443, through the Client VPN)")
+    print(f"export KUBECONFIG={path}")
 
 
 @task(

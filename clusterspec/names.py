@@ -23,6 +23,9 @@ HOSTNAME_KEY = "kubernetes.io/hostname"
 ZONE_KEY = "topology.kubernetes.io/zone"
 REGION_KEY = "topology.kubernetes.io/region"
 INSTANCE_TYPE_KEY = "node.kubernetes.io/instance-type"
+# A cloud node's spec.providerID, set by its own kubelet (--provider-id from IMDSv2 in the join user data: there
+# is no cloud controller manager, docs/terraform.md "providerID"); the autoscaler maps a Node to its instance by it.
+PROVIDER_ID_FORMAT = "aws:///{zone}/{instance_id}"
 SCALE_DOWN_DISABLED_ANNOTATION = "cluster-autoscaler.kubernetes.io/scale-down-disabled"  # on nodes: "true"
 # NoSchedule taint set before a node is removed (value: unix seconds): cluster-autoscaler's own key
 # (utils/taints/taints.go, ToBeDeletedTaint), which other tools already recognise (the NVIDIA GPU operator, the
@@ -34,6 +37,12 @@ TO_BE_DELETED_TAINTS = (TO_BE_DELETED_TAINT, "research.cluster/to-be-deleted")
 # the group's version): kube-scheduler's TaintToleration score (weight 3) sends new pods elsewhere when they fit
 # elsewhere, so the node empties as its jobs end and is replaced; nothing is evicted (docs/planner.md, "Drift").
 DRIFTED_TAINT = "research.cluster/drifted"
+
+# --- the baked image ---------------------------------------------------------------------------------------------
+# The GPU worker image's root volume, hence its root snapshot (packer/gpu-worker.pkr.hcl gets it through the var
+# file, provision/packer/variables.py); every instance or launch template booting the image needs at least this
+# much (RunInstances refuses a root volume smaller than the snapshot; `invoke check-terraform` checks it).
+IMAGE_ROOT_GIB = 40
 
 # --- extended resources ----------------------------------------------------------------------------------------
 GPU_RESOURCE = "nvidia.com/gpu"  # the NVIDIA device plugin's resource
@@ -56,6 +65,13 @@ AUTOSCALER_COMPONENT = "research-autoscaler"  # the Events' source component
 STATE_CONFIGMAP = "research-autoscaler-state"
 STATUS_CONFIGMAP = "research-autoscaler-status"
 LEASE_NAME = "research-autoscaler"  # coordination.k8s.io Lease of the leader election
+# The autoscaler's ServiceAccount: its Deployment runs as it, and the IAM role <cluster>-autoscaler trusts exactly
+# this subject of the cluster's service-account issuer (IRSA, terraform/modules/iam/autoscaler.tf).
+AUTOSCALER_SERVICE_ACCOUNT = "research-autoscaler"
+AUTOSCALER_IRSA_SUBJECT = f"system:serviceaccount:{AUTOSCALER_NAMESPACE}:{AUTOSCALER_SERVICE_ACCOUNT}"
+IRSA_AUDIENCE = "sts.amazonaws.com"  # the projected token's audience; the IAM OIDC provider's client id
+# Where the projected token is mounted (the path the pod identity webhook uses, so tools find it the same way).
+IRSA_TOKEN_DIR = "/var/run/secrets/eks.amazonaws.com/serviceaccount"
 
 # --- what a job asks per GPU when it says nothing else ------------------------------------------------------------
 # The share of the smallest GPU node (g4dn.xlarge: 4 vCPUs, 16 GiB for 1 GPU) left after the kubelet's

@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from clusterspec import catalog
+from clusterspec.names import IMAGE_ROOT_GIB
 
 
 def _cidr(value: str) -> str:
@@ -63,7 +64,7 @@ class NodeGroup(Strict):
     taints: list[Taint] = []
     priority: int = 0
     warm_pool: int = Field(0, ge=0, description="idle nodes kept ready for quick experiments")
-    root_volume_gib: int = Field(200, ge=20)
+    root_volume_gib: int = Field(200, ge=IMAGE_ROOT_GIB)  # the baked image's root snapshot
 
     @property
     def instance_type(self) -> str:

@@ -113,16 +113,34 @@ def images(cluster: Cluster) -> dict[str, str]:
         raise UserError(f"software.nvidia_driver.branch: {e}") from None
 
 
+NODE_LOCAL_DNS_IP = "169.254.20.10"  # the address the Kubernetes docs use for NodeLocal DNSCache
+NODE_CACHE_IMAGE = "registry.k8s.io/dns/k8s-dns-node-cache:1.26.4"
+
+
+def node_local_dns(cluster: Cluster) -> dict:
+    """NodeLocal DNSCache's values: its link-local address, the kube-dns Service address (the tenth of the service
+    network, kubeadm's clusterDNS) it also answers, the cluster's zones."""
+    import ipaddress
+
+    service_ip = str(ipaddress.ip_network(cluster.kubernetes.service_cidr)[10])
+    return {
+        "local_ip": NODE_LOCAL_DNS_IP,
+        "service_ip": service_ip,
+        "cluster_zones": ["cluster.local", "in-addr.arpa", "ip6.arpa"],
+        "image": NODE_CACHE_IMAGE,
+    }
+
+
 def render(cluster: Cluster) -> list[dict]:
     """The add-on objects in apply order; an add-on with no node to run on is left out."""
     gpus, efa = gpu_target(cluster), efa_target(cluster)
 
-    def labels(name: str) -> str:
+    def labels(name: str, component: str = "gpu-addon") -> str:
         return json.dumps(
             {
                 "app.kubernetes.io/name": name,
                 "app.kubernetes.io/part-of": cluster.name,
-                "app.kubernetes.io/component": "gpu-addon",
+                "app.kubernetes.io/component": component,
             }
         )
 
@@ -142,7 +160,10 @@ def render(cluster: Cluster) -> list[dict]:
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
     )
-    selected = [("nvidia-device-plugin", gpus), ("dcgm-exporter", gpus), ("efa-device-plugin", efa)]
+    values["dns"] = node_local_dns(cluster)
+    # NodeLocal DNSCache on every node of every region (not a GPU add-on: DNS answered where it is asked)
+    selected = [("node-local-dns", True), ("nvidia-device-plugin", gpus), ("dcgm-exporter", gpus),
+                ("efa-device-plugin", efa)]  # fmt: skip
     docs: list[dict] = []
     for name, target in selected:
         if target:

@@ -87,3 +87,97 @@ def report(init: str | None, members: list[Member]) -> tuple[list[str], int]:
     if states & IN_PROGRESS and not states - IN_PROGRESS - HEALTHY:
         return lines, 3
     return lines, 1
+
+
+# --- nodes that never joined -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Unjoined:
+    region: str
+    instance: str
+    group: str  # the Auto Scaling group, or "pod-gateway"
+    age_s: float
+    late: bool  # older than the spec's boot timeout: it never joined
+
+
+def cluster_instances(
+    cluster: Cluster, session: boto3.Session | None = None
+) -> list[tuple[str, str, str, object]]:
+    """(region, instance id, group, launch time) of every running instance that should become a Node: the
+    instances of the cluster's Auto Scaling groups in every region and the pod gateways."""
+    from clusterspec.names import CA_CLUSTER_TAG_PREFIX
+
+    session = session or boto3.Session()
+    found = []
+    for region in cluster.spill_over_order:
+        asg = session.client("autoscaling", region_name=region)
+        ec2 = session.client("ec2", region_name=region)
+        try:
+            members: dict[str, str] = {}
+            pages = asg.get_paginator("describe_auto_scaling_groups").paginate(
+                Filters=[{"Name": "tag-key", "Values": [CA_CLUSTER_TAG_PREFIX + cluster.name]}]
+            )
+            for page in pages:
+                for g in page["AutoScalingGroups"]:
+                    for i in g.get("Instances", []):
+                        if i.get("LifecycleState") in ("Pending", "InService"):
+                            members[i["InstanceId"]] = g["AutoScalingGroupName"]
+            filters = [{"Name": "instance-state-name", "Values": ["pending", "running"]}]
+            described = []
+            if members:
+                described += ec2.describe_instances(InstanceIds=sorted(members), Filters=filters)[
+                    "Reservations"
+                ]
+            if region == cluster.primary_region:
+                gw = [{"Name": "tag:research.cluster/pod-gateway", "Values": [cluster.name]}, *filters]
+                described += ec2.describe_instances(Filters=gw)["Reservations"]
+        except (BotoCoreError, ClientError) as e:
+            raise UserError(f"control-plane-status: cannot list the instances in {region}: {e}") from None
+        for r in described:
+            for inst in r["Instances"]:
+                group = members.get(inst["InstanceId"], "pod-gateway")
+                found.append((region, inst["InstanceId"], group, inst["LaunchTime"]))
+    return found
+
+
+def unjoined_nodes(cluster: Cluster, instances, node_provider_ids: list[str], now) -> list[Unjoined]:
+    """The instances no Node names in its providerID (aws:///<zone>/<id>, docs/terraform.md "providerID")."""
+    registered = {p.rstrip("/").rsplit("/", 1)[-1] for p in node_provider_ids if p.startswith("aws://")}
+    out = []
+    for region, instance, group, launched in instances:
+        if instance in registered:
+            continue
+        age = (now - launched).total_seconds()
+        out.append(Unjoined(region, instance, group, age, age > cluster.autoscaler.boot_timeout_s))
+    return sorted(out, key=lambda u: (u.region, u.group, u.instance))
+
+
+def node_provider_ids(kubeconfig: str | None) -> list[str] | None:
+    """Every Node's spec.providerID, read with the operator's kubeconfig; None when there is none to read with."""
+    import os
+
+    from kubernetes import client, config
+
+    path = kubeconfig or os.environ.get("KUBECONFIG")
+    if not path or not os.path.exists(path):
+        return None
+    api = config.new_client_from_config(config_file=path)
+    try:
+        return [n.spec.provider_id or "" for n in client.CoreV1Api(api).list_node(_request_timeout=20).items]
+    except Exception as e:  # noqa: BLE001 - any failure to read is one line, never a traceback
+        raise UserError(f"control-plane-status: cannot list the nodes with {path}: {e}") from None
+    finally:
+        api.close()
+
+
+def report_nodes(unjoined: list[Unjoined] | None, boot_timeout_s: int) -> tuple[list[str], int]:
+    """Lines for the nodes and the exit status they add: 1 when one never joined, 3 while one is joining."""
+    if unjoined is None:
+        return ["nodes: not checked (no kubeconfig: run `invoke kubeconfig` and set KUBECONFIG)"], 0
+    if not unjoined:
+        return ["nodes: every cluster instance is a Node"], 0
+    lines = []
+    for u in unjoined:
+        what = f"never joined (running {u.age_s / 60:.0f} min, boot timeout {boot_timeout_s // 60} min)" if u.late \
+            else f"joining ({u.age_s:.0f} s)"  # fmt: skip
+        lines.append(f"node {u.instance} ({u.region}, {u.group}): {what}; `journalctl -u cluster-join` on it")
+    return lines, 1 if any(u.late for u in unjoined) else 3

@@ -1,7 +1,9 @@
 """The autoscaler's Kubernetes manifests, rendered from the cluster spec (templates in ``deploy/manifests``).
 
-Namespace, ServiceAccount, least-privilege ClusterRole/Role (no wildcard verbs or resources), the AWS SDK
-config, a Deployment of two replicas with leader election, a PodDisruptionBudget and the metrics Service. The
+Namespace (Pod Security "restricted" enforced), ServiceAccount, least-privilege ClusterRole/Role (no wildcard verbs
+or resources), a Deployment of two replicas with leader election whose AWS credentials come from its projected
+service-account token (IAM roles for service accounts, no hostNetwork), a PodDisruptionBudget and the metrics
+Service. The
 Deployment's flags come from the spec's ``autoscaler`` section and its node groups' warm pools; the role the
 autoscaler assumes comes from Terraform's global outputs when they exist.
 """
@@ -18,7 +20,14 @@ import yaml
 
 from clusterspec.errors import UserError
 from clusterspec.names import AUTOSCALER_NAMESPACE as DEFAULT_NAMESPACE
-from clusterspec.names import LEASE_NAME, STATE_CONFIGMAP, STATUS_CONFIGMAP
+from clusterspec.names import (
+    AUTOSCALER_SERVICE_ACCOUNT,
+    IRSA_AUDIENCE,
+    IRSA_TOKEN_DIR,
+    LEASE_NAME,
+    STATE_CONFIGMAP,
+    STATUS_CONFIGMAP,
+)
 from clusterspec.spec import Cluster
 from provision import checkout, kubectl
 
@@ -26,8 +35,8 @@ REPO = Path(__file__).resolve().parent.parent
 TEMPLATES = REPO / "deploy" / "manifests"
 OUT = REPO / "build" / "deploy" / "autoscaler.yaml"
 TERRAFORM_GLOBAL_OUTPUTS = REPO / "build" / "terraform" / "global" / "outputs.json"
-ORDER = ["namespace", "rbac", "aws-config", "deployment", "disruption-budget", "service"]
-NAME = "research-autoscaler"
+ORDER = ["namespace", "rbac", "deployment", "disruption-budget", "service"]
+NAME = AUTOSCALER_SERVICE_ACCOUNT
 METRICS_PORT = 8085
 REPLICAS = 2
 ROLE_ARN = re.compile(r"arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}")
@@ -122,6 +131,8 @@ def render(cluster: Cluster, arn: str | None) -> list[dict]:
         "state_configmap": STATE_CONFIGMAP,
         "status_configmap": STATUS_CONFIGMAP,
         "lease": LEASE_NAME,
+        "token_dir": IRSA_TOKEN_DIR,
+        "audience": IRSA_AUDIENCE,
     }
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(checkout.require(TEMPLATES)),

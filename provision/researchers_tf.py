@@ -4,6 +4,8 @@ machines. Plain data from the spec; nothing is decided in Jinja."""
 
 from __future__ import annotations
 
+from clusterspec import kubelet_reserved
+from clusterspec.names import IMAGE_ROOT_GIB
 from clusterspec.spec import Cluster
 
 
@@ -19,6 +21,8 @@ def researchers_context(cluster: Cluster, region: str) -> dict:
             "instance_type": r.pod_gateway.instance_type,
             "count": r.pod_gateway.count,
             "client_cidrs": masquerade,
+            "kubelet_reserved": kubelet_reserved.for_instance_types([r.pod_gateway.instance_type]),
+            "root_volume_gib": IMAGE_ROOT_GIB,
         },
         "ssh_groups": [
             {"name": g.name, "instance_type": g.instance_type, "count": g.count, "gpus": g.gpus}

@@ -31,7 +31,7 @@ from autoscaler import metrics
 from autoscaler.adapters import aws_models, failures, node_template
 from autoscaler.core.timeutil import show_time
 from clusterspec import catalog
-from clusterspec.names import CA_CLUSTER_TAG_PREFIX, CA_ENABLED_TAG, PRIORITY_TAG
+from clusterspec.names import CA_CLUSTER_TAG_PREFIX, CA_ENABLED_TAG, EFA_RESOURCE, PRIORITY_TAG
 
 log = logging.getLogger("autoscaler.aws")
 
@@ -240,6 +240,11 @@ class AwsCloud:
         labels, taints, resources = node_template.from_tags(tags)
         capacity = self._instance_capacity(region, itype)
         allocatable = dict(capacity.allocatable()) if capacity else {}
+        if EFA_RESOURCE not in resources:
+            # EFA only where the launch template gives the interfaces, which its group declares with the
+            # node-template tag (terraform/modules/node_group sets both from one variable); the type alone is not
+            # enough: a template without EFA interfaces gives a node no vpc.amazonaws.com/efa
+            allocatable.pop(EFA_RESOURCE, None)
         allocatable.update(resources)
         try:
             priority = int(tags.get(PRIORITY_TAG, "0"))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from clusterspec import catalog, drivers
 from clusterspec.errors import UserError
+from clusterspec.names import IMAGE_ROOT_GIB
 from clusterspec.spec import Cluster
 from provision import hardware
 from provision.packer.images import source_ami_name
@@ -62,6 +63,7 @@ def packer_variables(
         "cluster": cluster.name,
         "region": region,
         "instance_type": BUILDER_INSTANCE_TYPE,
+        "root_volume_gib": IMAGE_ROOT_GIB,  # one source: the Terraform check holds every root volume to it
         "ami_name": ami_name(cluster, now),
         "source_ami_name": source_ami_name(sw.ubuntu),
         "ec2_endpoint": ec2_endpoint,

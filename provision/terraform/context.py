@@ -6,7 +6,9 @@ import json
 import os
 from pathlib import Path
 
+from clusterspec import catalog, kubelet_reserved
 from clusterspec.errors import UserError
+from clusterspec.names import AUTOSCALER_IRSA_SUBJECT
 from clusterspec.spec import Cluster, Region
 from provision import mtu, scheduler, tunnels
 from provision.operations_tf import operations_context
@@ -71,6 +73,9 @@ def _node_group(cluster: Cluster, region: Region, group) -> dict:
         "gpus": group.gpus,
         "priority": group.priority,
         "root_volume_gib": group.root_volume_gib,
+        "kubelet_reserved": kubelet_reserved.for_instance_types(list(group.instance_types)),
+        # EFA interfaces: the fewest among the types (a spot group's override may be any of them)
+        "efa_interfaces": min(catalog.instance_types()[t].efa for t in group.instance_types),
     }
 
 
@@ -89,6 +94,9 @@ def _common(cluster: Cluster, backend: Backend, out_dir: Path, root: str) -> dic
 def global_context(cluster: Cluster, backend: Backend, out_dir: Path) -> dict:
     return _common(cluster, backend, out_dir, GLOBAL) | {
         "researchers": {u.name: cluster.researchers.namespace(u.name) for u in cluster.users},  # issue 15
+        "researchers_roles": bool(cluster.users)
+        and {"datasets", "results"} <= set(cluster.storage.s3.buckets),
+        "autoscaler_subject": AUTOSCALER_IRSA_SUBJECT,
         "region": cluster.primary_region,
         "bucket_purposes": list(cluster.storage.s3.buckets),
         "noncurrent_version_days": cluster.storage.s3.noncurrent_version_days,

@@ -714,12 +714,16 @@ def run(cluster, out: Path, modules: Path, schema_path: Path, repo: Path) -> lis
         schema = provider_schema.load(schema_path)
     except (OSError, ValueError) as exc:
         raise UserError(f"{schema_path}: {exc}; run `make tools`") from None
+    from provision.terraform import seams
+
     roots = [r.path for r in render(cluster, out_dir=out)]
     problems = check(schema, modules, roots, repo)
-    for p in problems:
+    crossing, counts = seams.check(Checker(schema, repo), modules, roots, repo)
+    for p in problems + crossing:
         print(p)
     print(
         f"{len(problems)} problems in {len(list(modules.iterdir()))} modules and {len(roots)} rendered roots "
         f"(hashicorp/aws {schema['provider_version']} from {schema['package']})"
     )
-    return problems
+    print(f"{len(crossing)} cross-resource problems; checked: {counts.line()}")
+    return problems + crossing

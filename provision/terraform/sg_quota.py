@@ -151,14 +151,14 @@ class Root:
                     out[(call, name, direction)] = len(body.get(direction, []))
             for rtype, direction in _RULES.items():
                 for rule_name, body in module.resources(rtype).items():
-                    group = re.fullmatch(
-                        r"aws_security_group\.([\w-]+)\.id", _strip(body["security_group_id"])
+                    group = re.fullmatch(  # a counted group (count = 0 or 1) as <name>[0]
+                        r"aws_security_group\.([\w-]+)(?:\[0\])?\.id", _strip(body["security_group_id"])
                     )
                     if not group:
                         raise Uncountable(
                             f"{call}: {rtype}.{rule_name} attaches to {body['security_group_id']}"
                         )
-                    times = size(body["for_each"], module) if "for_each" in body else 1
+                    times = size(body["for_each"], module) if "for_each" in body else 1  # count: 0 or 1
                     weight = (
                         self.prefix_list_entries(body["prefix_list_id"], module)
                         if "prefix_list_id" in body

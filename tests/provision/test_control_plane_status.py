@@ -62,3 +62,34 @@ def test_no_init_parameter_is_reported_not_raised(ssm):
     init, members = read_status(load_spec(), ssm)
     lines, code = report(init, members)
     assert init is None and code == 1 and "control plane not applied" in lines[0]
+
+
+def test_instances_that_never_became_nodes_are_listed(monkeypatch):
+    """A node's instance with no Node naming it in its providerID: joining within the boot timeout (exit 3),
+    never joined after it (exit 1)."""
+    from datetime import timedelta
+
+    from provision.control_plane_status import cluster_instances, report_nodes, unjoined_nodes
+    from tests.autoscaler.aws_setup import create_groups
+
+    for k, v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}.items():
+        monkeypatch.setenv(k, v)
+    cluster = load_spec()
+    with mock_aws():
+        create_groups(cluster, regions=["us-west-2", "us-east-1"])
+        instances = cluster_instances(cluster)
+    cpu = sorted(i for i in instances if i[2].endswith("-cpu"))
+    assert [i[0] for i in cpu] == ["us-east-1", "us-west-2"]  # the cpu groups' min 1, in each region made
+    joined = f"aws:///{cpu[0][0]}a/{cpu[0][1]}"
+    launched = cpu[1][3]
+    soon = unjoined_nodes(cluster, instances, [joined, ""], launched + timedelta(seconds=60))
+    assert [(u.instance, u.late) for u in soon] == [(cpu[1][1], False)]
+    lines, code = report_nodes(soon, cluster.autoscaler.boot_timeout_s)
+    assert code == 3 and "joining (60 s)" in lines[0]
+    late = unjoined_nodes(cluster, instances, [joined], launched + timedelta(hours=1))
+    lines, code = report_nodes(late, cluster.autoscaler.boot_timeout_s)
+    assert code == 1 and f"node {cpu[1][1]} (us-west-2, dlr-us-west-2-cpu): never joined" in lines[0]
+    assert report_nodes(None, 900) == (
+        ["nodes: not checked (no kubeconfig: run `invoke kubeconfig` and set KUBECONFIG)"],
+        0,
+    )

@@ -41,7 +41,7 @@ def test_every_manifest_passes_strict_validation(docs, spec):
     for doc in docs:
         kubernetes_validate.validate(doc, version, strict=True)  # raises on any problem
     assert [d["kind"] for d in docs] == ["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
-                                         "RoleBinding", "ConfigMap", "Deployment", "PodDisruptionBudget", "Service"]  # fmt: skip
+                                         "RoleBinding", "Deployment", "PodDisruptionBudget", "Service"]  # fmt: skip
 
 
 def test_the_written_file_passes_the_validator_cli(spec, tmp_path):
@@ -82,7 +82,8 @@ def test_the_deployment_runs_two_hardened_replicas_with_leader_election(docs):
     sc = container["securityContext"]
     assert sc["readOnlyRootFilesystem"] and sc["runAsNonRoot"] and not sc["allowPrivilegeEscalation"]
     assert sc["capabilities"]["drop"] == ["ALL"] and pod["securityContext"]["runAsUser"] != 0
-    assert {m["mountPath"] for m in container["volumeMounts"]} == {"/tmp", "/etc/aws"}
+    assert {m["mountPath"] for m in container["volumeMounts"]} == {
+        "/tmp", "/var/run/secrets/eks.amazonaws.com/serviceaccount"}  # fmt: skip
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
     pdb, svc = kinds(docs)["PodDisruptionBudget"], kinds(docs)["Service"]
@@ -126,7 +127,7 @@ def test_settings_changed_in_the_spec_reach_the_deployment():
     )
 
 
-def test_the_aws_config_assumes_the_terraform_role(tmp_path, spec):
+def test_the_pod_assumes_the_terraform_role(tmp_path, spec):
     outputs = tmp_path / "outputs.json"
     with pytest.raises(UserError, match=r"outputs.json: not found: .*run `invoke up --region global`"):
         deploy.role_arn(outputs)
@@ -134,9 +135,13 @@ def test_the_aws_config_assumes_the_terraform_role(tmp_path, spec):
         json.dumps({"autoscaler_role_arn": {"value": ARN, "type": "string", "sensitive": False}})
     )
     assert deploy.role_arn(outputs) == ARN
-    config = kinds(deploy.render(spec, ARN))["ConfigMap"]["data"]["config"]
-    assert f"role_arn = {ARN}" in config and "credential_source = Ec2InstanceMetadata" in config
-    assert "role_arn" not in kinds(deploy.render(spec, None))["ConfigMap"]["data"]["config"]
+
+    def env(arn):
+        container = kinds(deploy.render(spec, arn))["Deployment"]["spec"]["template"]["spec"]["containers"][0]
+        return {e["name"]: e.get("value") for e in container["env"]}
+
+    assert env(ARN)["AWS_ROLE_ARN"] == ARN
+    assert "AWS_ROLE_ARN" not in env(None)
     outputs.write_text(json.dumps({"other": {"value": 1}}))
     with pytest.raises(UserError, match="no autoscaler_role_arn output"):
         deploy.role_arn(outputs)
@@ -248,7 +253,7 @@ def test_the_invoke_task_exits_non_zero_when_nothing_was_deployed(capsys, monkey
     assert out == "" and err.startswith("kubectl: not found on the PATH: nothing was deployed")
     tasks.deploy_autoscaler(Context(), dry_run=True, role_arn=ARN)
     out = capsys.readouterr().out
-    assert out.startswith("apiVersion: v1\nkind: Namespace") and f"role_arn = {ARN}" in out
+    assert out.startswith("apiVersion: v1\nkind: Namespace") and f"value: {ARN}" in out
 
 
 BLOCKER = """

@@ -86,4 +86,4 @@ def test_a_given_role_arn_is_checked(tmp_path, monkeypatch, capsys):
     )
     assert code == 2 and "--role-arn: 'arn:aws:iam::123:role/x' is not an IAM role ARN" in err
     code, out, err = run_task(tmp_path, tmp_path / "bin", ARN, "dry", monkeypatch, capsys)
-    assert code == 0 and f"role_arn = {ARN}" in out
+    assert code == 0 and f"value: {ARN}" in out

@@ -100,6 +100,7 @@ resource "aws_instance" "member" {
     scheduler_file         = var.scheduler_config_file
     scheduler_kubeadm      = var.scheduler_kubeadm
     service_account_issuer = var.service_account_issuer
+    target_group_arn       = aws_lb_target_group.api.arn
     bootstrap              = file("${path.module}/scripts/bootstrap.sh")
     etcd_script            = file("${path.module}/scripts/etcd.sh")
     etcd_backup            = var.etcd_backup
@@ -131,9 +132,13 @@ resource "aws_instance" "member" {
   }
 }
 
+# Member 0 alone is the balancer's target until the others serve: with every target unhealthy an NLB fails open
+# and sends connections to all of them (Elastic Load Balancing, Network Load Balancers, "Target group health":
+# "if all targets are unhealthy, the load balancer routes requests to all targets"), so while member 0 runs
+# kubeadm init, half the attempts would reach members with no API. Every other member registers its own address
+# once it has joined (bootstrap.sh, register_target); a replaced member 0 gets this attachment anew.
 resource "aws_lb_target_group_attachment" "api" {
-  count            = var.instance_count
   target_group_arn = aws_lb_target_group.api.arn
-  target_id        = aws_instance.member[count.index].private_ip
+  target_id        = aws_instance.member[0].private_ip
   port             = 6443
 }

@@ -1,10 +1,23 @@
 # The batch autoscaler's role. The same list is documented in docs/terraform.md and by the autoscaler.
+# Assumed with the projected token of exactly one ServiceAccount (IAM roles for service accounts, through the
+# cluster's OIDC provider, terraform/modules/service_account_issuer): no instance role can assume it, and the pod
+# needs neither hostNetwork nor IMDS (hop limit 1 on every instance).
 data "aws_iam_policy_document" "autoscaler_assume" {
   statement {
-    actions = ["sts:AssumeRole"]
+    actions = ["sts:AssumeRoleWithWebIdentity"]
     principals {
-      type        = "AWS"
-      identifiers = [aws_iam_role.control_plane.arn]
+      type        = "Federated"
+      identifiers = [var.oidc_provider_arn]
+    }
+    condition {
+      test     = "StringEquals"
+      variable = "${var.oidc_issuer}:sub"
+      values   = [var.autoscaler_subject]
+    }
+    condition {
+      test     = "StringEquals"
+      variable = "${var.oidc_issuer}:aud"
+      values   = ["sts.amazonaws.com"]
     }
   }
 }

@@ -22,6 +22,22 @@ data "aws_iam_policy_document" "control_plane" {
   }
 
   statement {
+    sid     = "PublishOperatorAccess"
+    actions = ["ssm:PutParameter"]
+    # the admin kubeconfig (SecureString, read only by <cluster>-operator) and sa.pub (modules/iam/operator.tf)
+    resources = [
+      "${local.ssm}/control-plane/admin-kubeconfig",
+      "${local.ssm}/control-plane/sa-pub",
+    ]
+  }
+
+  statement {
+    sid       = "ServeThroughTheBalancer"
+    actions   = ["elasticloadbalancing:RegisterTargets"]
+    resources = ["arn:${local.p}:elasticloadbalancing:*:${local.account}:targetgroup/${var.cluster}-api/*"]
+  }
+
+  statement {
     sid       = "ListLiveMembers"
     actions   = ["ec2:DescribeInstances"]
     resources = ["*"] # DescribeInstances supports no resource-level permissions
@@ -42,17 +58,11 @@ data "aws_iam_policy_document" "control_plane" {
       values   = ["alias/${var.cluster}"]
     }
   }
-
-  statement {
-    sid       = "ActAsAutoscaler"
-    actions   = ["sts:AssumeRole"]
-    resources = [aws_iam_role.autoscaler.arn]
-  }
 }
 
 resource "aws_iam_policy" "control_plane" {
   name        = "${var.cluster}-control-plane"
-  description = "Control plane of ${var.cluster}: kubeadm join parameters, bootstrap status, assuming the autoscaler role"
+  description = "Control plane of ${var.cluster}: kubeadm join parameters, bootstrap status"
   policy      = data.aws_iam_policy_document.control_plane.json
 }
 

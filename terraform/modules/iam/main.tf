@@ -1,8 +1,8 @@
 # Roles of the cluster, each with the least it needs:
 #   <cluster>-node           workers: read the join parameters, mount EFS, pull from ECR, use the data buckets
-#   <cluster>-control-plane  control plane: the node's rights plus publishing the join parameters, and assuming
-#                            the autoscaler role (the autoscaler runs on the control plane)
-#   <cluster>-autoscaler     Describe on "*"; SetDesiredCapacity/TerminateInstanceInAutoScalingGroup only on
+#   <cluster>-control-plane  control plane: the node's rights plus publishing the join parameters
+#   <cluster>-autoscaler     assumed only with the autoscaler ServiceAccount's token (IRSA);
+#                            Describe on "*"; SetDesiredCapacity/TerminateInstanceInAutoScalingGroup only on
 #                            groups tagged k8s.io/cluster-autoscaler/<cluster>=owned
 #   <cluster>-image-builder  Packer's amazon-ebs builder and publishing /<cluster>/ami/gpu-worker
 data "aws_caller_identity" "this" {}

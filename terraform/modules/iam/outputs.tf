@@ -9,7 +9,7 @@ output "control_plane_instance_profile" {
 }
 
 output "autoscaler_role_arn" {
-  description = "Role the autoscaler assumes (role_arn with credential_source = Ec2InstanceMetadata)."
+  description = "Role the autoscaler assumes with its ServiceAccount token (AWS_ROLE_ARN, IRSA)."
   value       = aws_iam_role.autoscaler.arn
 }
 
@@ -26,4 +26,14 @@ output "node_role_arn" {
 output "control_plane_role_arn" {
   description = "The control plane's role (the EFS file-system policy grants it root access)."
   value       = aws_iam_role.control_plane.arn
+}
+
+output "operator_role_arn" {
+  description = "Role operators assume for `invoke kubeconfig`, `invoke publish-oidc` and Session Manager."
+  value       = aws_iam_role.operator.arn
+}
+
+output "session_manager_policy_arn" {
+  description = "The Session Manager agent's permissions (attached to every cluster instance's role)."
+  value       = aws_iam_policy.session_manager.arn
 }

@@ -7,17 +7,20 @@
 # added). tests/provision/terraform/test_security_group_quota.py counts the rules of every rendered region.
 locals {
   # name => [protocol, from, to]: from every cluster network (laptops, pods, sites, VPCs)
+  # No SSH: operators reach the instances through Session Manager (no key, no open port: modules/iam/operator.tf).
+  # Each port is open between exactly the parties that use it (provision/terraform/ports.py, checked by
+  # `invoke check-terraform`).
   cluster_ports = {
-    ssh       = ["tcp", 22, 22]
     apiserver = ["tcp", 6443, 6443]
-    kubelet   = ["tcp", 10250, 10250]
     nodeports = ["tcp", 30000, 32767]
     icmp      = ["icmp", -1, -1] # path MTU discovery and ping
   }
-  # from node addresses only (VPCs and sites): flannel VXLAN between nodes, NFS mounts by node kernels
+  # from node addresses only (VPCs and sites): flannel VXLAN between nodes, the kubelet API for the API server and
+  # for scrapers in pods (flannel masquerades pod traffic to node addresses). No NFS: nodes mount EFS and the
+  # lab's NAS, they serve none.
   node_ports = {
     flannel-vxlan = ["udp", 8472, 8472]
-    nfs           = ["tcp", 2049, 2049]
+    kubelet       = ["tcp", 10250, 10250]
   }
 }
 

@@ -9,27 +9,74 @@ module "node_template" {
   taints   = var.taints
   gpus     = var.gpus
   priority = var.priority
+
+  efa_interfaces = var.efa_interfaces
 }
 
 locals {
   image_id = var.ami_id != "" ? var.ami_id : "resolve:ssm:${var.ami_ssm_parameter}"
-  user_data = templatefile("${path.module}/templates/join.sh.tftpl", {
-    api_endpoint         = var.api_endpoint
-    join_region          = var.join_region
-    join_token_parameter = var.join_token_parameter
-    ca_hash_parameter    = var.ca_hash_parameter
-    node_labels          = module.node_template.kubelet_node_labels
-    taints               = module.node_template.kubelet_taints
-  })
+}
+
+# The join as a systemd unit that retries until it succeeds, with the instance's providerID and the kubelet's
+# reservations for its type (modules/node_join).
+module "join" {
+  source               = "../node_join"
+  join_region          = var.join_region
+  join_token_parameter = var.join_token_parameter
+  ca_hash_parameter    = var.ca_hash_parameter
+  api_endpoint         = var.api_endpoint
+  node_labels          = module.node_template.kubelet_node_labels
+  taints               = module.node_template.kubelet_taints
+  kubelet_reserved     = var.kubelet_reserved
+}
+
+# EFA where the instance type has it (clusterspec/data/instance_types.yaml, efa): one EFA interface per network
+# card, a cluster placement group (one zone) and a group admitting all traffic from itself (Amazon EC2 User
+# Guide, "Get started with EFA": "Prepare an EFA-enabled security group" - all inbound and outbound traffic to
+# and from the security group itself; "Launch instances into a cluster placement group").
+locals {
+  efa = var.efa_interfaces > 0
+}
+
+resource "aws_placement_group" "efa" {
+  count    = local.efa ? 1 : 0
+  name     = var.name
+  strategy = "cluster"
+}
+
+resource "aws_security_group" "efa" {
+  #checkov:skip=CKV2_AWS_5:Attached to the EFA interfaces of the launch template below.
+  count       = local.efa ? 1 : 0
+  name        = "${var.name}-efa"
+  description = "EFA traffic between the nodes of ${var.name}"
+  vpc_id      = var.vpc_id
+  tags        = { Name = "${var.name}-efa" }
+}
+
+resource "aws_vpc_security_group_ingress_rule" "efa" {
+  count                        = local.efa ? 1 : 0
+  security_group_id            = aws_security_group.efa[0].id
+  description                  = "All traffic from the group itself (EFA)"
+  referenced_security_group_id = aws_security_group.efa[0].id
+  ip_protocol                  = "-1"
+}
+
+resource "aws_vpc_security_group_egress_rule" "efa" {
+  count                        = local.efa ? 1 : 0
+  security_group_id            = aws_security_group.efa[0].id
+  description                  = "All traffic to the group itself (EFA)"
+  referenced_security_group_id = aws_security_group.efa[0].id
+  ip_protocol                  = "-1"
 }
 
 resource "aws_launch_template" "this" {
-  name                   = var.name
-  description            = "Nodes of ${var.name}"
-  image_id               = local.image_id
-  instance_type          = var.instance_types[0]
-  vpc_security_group_ids = var.security_group_ids
-  user_data              = base64encode(local.user_data)
+  name          = var.name
+  description   = "Nodes of ${var.name}"
+  image_id      = local.image_id
+  instance_type = var.instance_types[0]
+  # with EFA the groups go on the interfaces (a template may not set both)
+  vpc_security_group_ids = local.efa ? null : var.security_group_ids
+  user_data              = base64encode(module.join.user_data)
   update_default_version = true
   ebs_optimized          = true
 
@@ -46,6 +93,17 @@ resource "aws_launch_template" "this" {
 
   monitoring {
     enabled = true
+  }
+
+  dynamic "network_interfaces" {
+    for_each = range(var.efa_interfaces)
+    content {
+      network_card_index    = network_interfaces.value
+      device_index          = network_interfaces.value == 0 ? 0 : 1
+      interface_type        = "efa"
+      security_groups       = concat(var.security_group_ids, [aws_security_group.efa[0].id])
+      delete_on_termination = true
+    }
   }
 
   block_device_mappings {
@@ -71,11 +129,13 @@ resource "aws_launch_template" "this" {
 }
 
 resource "aws_autoscaling_group" "this" {
-  name                      = var.name
-  min_size                  = var.min_size
-  max_size                  = var.max_size
-  desired_capacity          = var.min_size
-  vpc_zone_identifier       = var.subnet_ids
+  name             = var.name
+  min_size         = var.min_size
+  max_size         = var.max_size
+  desired_capacity = var.min_size
+  # a cluster placement group lives in one zone: an EFA group launches in the first subnet's
+  vpc_zone_identifier       = local.efa ? [var.subnet_ids[0]] : var.subnet_ids
+  placement_group           = local.efa ? aws_placement_group.efa[0].id : null
   health_check_type         = "EC2"
   health_check_grace_period = 300
   capacity_rebalance        = var.spot

@@ -118,3 +118,19 @@ variable "ca_hash_parameter" {
   description = "SSM SecureString with the cluster CA's public-key hash (sha256:...)."
   type        = string
 }
+
+variable "kubelet_reserved" {
+  description = "Instance type => the kubelet's maxPods, kubeReserved, systemReserved and evictionHard (clusterspec/kubelet_reserved.py), for every type of the group."
+  type        = map(any)
+}
+
+variable "efa_interfaces" {
+  description = "EFA interfaces per node (the fewest among the group's instance types; 0: no EFA)."
+  type        = number
+  default     = 0
+}
+
+variable "vpc_id" {
+  description = "The VPC (for the EFA security group)."
+  type        = string
+}

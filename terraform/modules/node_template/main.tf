@@ -19,5 +19,9 @@ locals {
   taint_tags = {
     for t in var.taints : "k8s.io/cluster-autoscaler/node-template/taint/${t.key}" => "${t.value}:${t.effect}"
   }
-  resource_tags = var.gpus > 0 ? { "k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu" = tostring(var.gpus) } : {}
+  resource_tags = merge(
+    var.gpus > 0 ? { "k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu" = tostring(var.gpus) } : {},
+    # EFA only where the launch template gives the interfaces (modules/node_group, var.efa_interfaces)
+    var.efa_interfaces > 0 ? { "k8s.io/cluster-autoscaler/node-template/resources/vpc.amazonaws.com/efa" = tostring(var.efa_interfaces) } : {},
+  )
 }

@@ -40,3 +40,9 @@ variable "priority" {
   type        = number
   default     = 0
 }
+
+variable "efa_interfaces" {
+  description = "EFA interfaces the group's launch template gives each node (0: none; the group offers no vpc.amazonaws.com/efa)."
+  type        = number
+  default     = 0
+}

@@ -99,3 +99,13 @@ variable "tags" {
   type        = map(string)
   default     = {}
 }
+
+variable "kubelet_reserved" {
+  description = "The gateway instance type => the kubelet's reservations (clusterspec/kubelet_reserved.py)."
+  type        = map(any)
+}
+
+variable "root_volume_gib" {
+  description = "Root volume size: at least the baked image's root snapshot (clusterspec/names.py IMAGE_ROOT_GIB)."
+  type        = number
+}

@@ -17,3 +17,8 @@ output "role_arns" {
   description = "Researcher => role their namespace's default ServiceAccount assumes (annotation eks.amazonaws.com/role-arn)."
   value       = { for k, r in aws_iam_role.researcher : k => r.arn }
 }
+
+output "issuer" {
+  description = "The issuer without https://: the prefix of its IAM condition keys (<issuer>:sub, <issuer>:aud)."
+  value       = local.issuer
+}

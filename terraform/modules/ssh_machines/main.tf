@@ -113,6 +113,30 @@ resource "aws_iam_role_policy" "mount" {
   }
 }
 
+# Session Manager's agent, as on every cluster instance (modules/iam/operator.tf): operators get a shell without
+# a key of their own; the actions let the agent register and open its channels, nothing else.
+data "aws_iam_policy_document" "session_manager" {
+  #checkov:skip=CKV_AWS_111:ssm:UpdateInstanceInformation and the ssmmessages channel actions support no resource-level permissions (Service Authorization Reference).
+  #checkov:skip=CKV_AWS_356:Same: these actions take only "*" as the resource.
+  statement {
+    sid = "SessionManagerAgent"
+    actions = [
+      "ssm:UpdateInstanceInformation",
+      "ssmmessages:CreateControlChannel",
+      "ssmmessages:CreateDataChannel",
+      "ssmmessages:OpenControlChannel",
+      "ssmmessages:OpenDataChannel",
+    ]
+    resources = ["*"] # these actions support no resource-level permissions
+  }
+}
+
+resource "aws_iam_role_policy" "session_manager" {
+  name   = "session-manager"
+  role   = aws_iam_role.machine.id
+  policy = data.aws_iam_policy_document.session_manager.json
+}
+
 resource "aws_iam_instance_profile" "machine" {
   name = "${var.cluster}-ssh-machines"
   role = aws_iam_role.machine.name

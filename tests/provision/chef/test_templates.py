@@ -155,3 +155,4 @@ def test_kubeadm_join_config_has_labels_and_taints(tmp_path):
     assert labels["research.cluster/gpu-model"] == "titan-x"
     assert labels["research.cluster/gpu-architecture"] == "pascal"
     assert reg["taints"] == [{"key": "research.cluster/owner", "value": "vision", "effect": "NoSchedule"}]
+    assert config["patches"] == {"directory": "/etc/kubernetes/patches"}  # the kubelet's reservations

@@ -19,9 +19,10 @@ from tests.support import ROOT, require_tool
 HERE = ROOT / "tests/provision/terraform"
 SCENARIOS = yaml.safe_load((HERE / "data/control_plane_scenarios.yaml").read_text())
 FAKE = HERE / "fakes/control_plane_fake.sh"
-COMMANDS = ["kubeadm", "aws", "curl", "getent", "sleep", "systemctl", "kubectl"]
+COMMANDS = ["kubeadm", "aws", "curl", "getent", "sleep", "systemctl", "kubectl", "sysctl"]
 USER_DATA_LIMIT = 16 * 1024  # EC2 user data, before base64 (the module sends it gzipped: base64gzip)
 ISSUER = "https://dlr-oidc-0123.s3.us-west-2.amazonaws.com"  # global output service_account_issuer_url
+TARGET_GROUP = "arn:aws:elasticloadbalancing:us-west-2:123456789012:targetgroup/dlr-api/0123456789abcdef"
 SCHEDULER = scheduler.control_plane_files()  # what the region root passes (provision/terraform/context.py)
 ETCD_BACKUP = {  # ../etcd_backup's outputs, as the primary region's root passes them (issue 29)
     "bucket": "dlr-etcd-backups-123456789012",
@@ -54,6 +55,7 @@ def render(member: int, cwd) -> str:
         "scheduler_kubeadm": SCHEDULER["kubeadm"],
         "service_account_issuer": ISSUER,
         "etcd_backup": ETCD_BACKUP,
+        "target_group_arn": TARGET_GROUP,
     }
     template = inline(str(MODULES / "control_plane/templates/control_plane.sh.tftpl"))
     bootstrap = inline(str(MODULES / "control_plane/scripts/bootstrap.sh"))

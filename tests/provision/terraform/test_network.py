@@ -97,6 +97,7 @@ ALLOWED_SOURCES = {
     ("prefix_list_id", "${aws_ec2_managed_prefix_list.nodes.id}"),
     ("prefix_list_id", "${var.client_prefix_list_id}"),
     ("referenced_security_group_id", "${aws_security_group.control_plane.id}"),
+    ("referenced_security_group_id", "${aws_security_group.efa[0].id}"),  # EFA: the group itself
 }
 
 

@@ -13,7 +13,7 @@ from clusterspec.names import (
     PRIORITY_TAG,
 )
 from provision.terraform.hcl import inline
-from tests.provision.terraform.tf_files import MODULES, module_calls, parse, resources
+from tests.provision.terraform.tf_files import MODULES, module_calls, resources
 from tests.support import require_tool
 
 
@@ -64,17 +64,17 @@ def test_spot_groups_use_a_mixed_instances_policy():
 
 
 def test_user_data_joins_with_the_groups_labels_and_taints():
-    script = (MODULES / "node_group/templates/join.sh.tftpl").read_text()
-    assert "--node-labels=${node_labels}" in script
+    script = (MODULES / "node_join/templates/cluster-join.sh.tftpl").read_text()
+    assert "labels='${node_labels}'" in script and "--node-labels=$labels" in script
     assert "--register-with-taints=${taints}" in script
     assert "aws ssm get-parameter --region '${join_region}' --with-decryption" in script
     assert "kubeadm join '${api_endpoint}'" in script
-    main = parse(MODULES / "node_group/main.tf")
-    values = main["locals"][0]["user_data"]
-    assert (
-        "module.node_template.kubelet_node_labels" in values
-        and "module.node_template.kubelet_taints" in values
-    )
+    join = module_calls(MODULES / "node_group")["join"]
+    assert join["node_labels"] == "${module.node_template.kubelet_node_labels}"
+    assert join["taints"] == "${module.node_template.kubelet_taints}"
+    assert join["kubelet_reserved"] == "${var.kubelet_reserved}"
+    ((_, lt),) = resources(MODULES / "node_group", "aws_launch_template")
+    assert lt["user_data"] == "${base64encode(module.join.user_data)}"
 
 
 def _run_block(index: int, cluster, region: str, group) -> str:

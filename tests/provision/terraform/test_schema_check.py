@@ -121,7 +121,8 @@ def test_the_task_prints_each_problem_and_a_summary(schema, cluster, tmp_path, c
     problems = schema_check.run(cluster, tmp_path / "out", tmp_path / "modules", PROVIDER_SCHEMA, tmp_path)
     printed = capsys.readouterr().out.splitlines()
     assert printed[0].startswith("modules/m/main.tf:3: aws_vpc.x: vpc: unknown argument; ")
-    assert len(problems) == 1 and printed[-1].startswith("1 problems in 1 modules and 4 rendered roots")
+    assert len(problems) == 1 and printed[-2].startswith("1 problems in 1 modules and 4 rendered roots")
+    assert printed[-1].startswith("0 cross-resource problems; checked: ")
 
 
 def test_the_task_without_a_schema_says_to_run_make_tools(cluster, tmp_path):

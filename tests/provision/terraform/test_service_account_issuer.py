@@ -16,7 +16,9 @@ def _data(path):
 
 def test_global_root_maps_each_researcher_to_their_namespace(rendered, cluster):
     module = next(
-        m["service_account_issuer"] for m in parse(rendered / "global" / "researchers.tf")["module"]
+        m["service_account_issuer"]
+        for m in parse(rendered / "global" / "main.tf")["module"]
+        if "service_account_issuer" in m
     )
     assert module["researchers"] == {u.name: f"u-{u.name}" for u in cluster.users}
     assert module["datasets_bucket_arn"] == '${module.buckets.bucket_arns["datasets"]}'

@@ -58,6 +58,8 @@ def test_only_the_control_plane_writes_join_secrets_and_only_it_reads_the_certif
         "${local.kubeadm}/certificate-key",
         "${local.ssm}/control-plane/init",
         "${local.ssm}/control-plane/status/member-*",
+        "${local.ssm}/control-plane/admin-kubeconfig",
+        "${local.ssm}/control-plane/sa-pub",
     }
 
 

@@ -1,5 +1,6 @@
-"""User data as Terraform renders it: valid bash (shellcheck-clean) with the lines each script must have (the
-nodes' join arguments; the pod gateway's and the SSH machines' forwarding, masquerade, taint, EFS homes and users)."""
+"""User data as Terraform renders it: valid bash (shellcheck-clean) with the lines each script must have (the pod
+gateway's forwarding and masquerade, the SSH machines' EFS homes and users). The nodes' join is
+modules/node_join: test_node_join.py and test_provider_id.py run it."""
 
 import json
 import subprocess
@@ -11,12 +12,8 @@ from provision.terraform.hcl import inline
 from tests.provision.terraform.tf_files import MODULES
 from tests.support import ROOT, require_tool
 
-# the nodes' join scripts, and the pod gateway's and SSH machines' (forwarding, masquerade, taint, EFS homes, users)
-CASES = [
-    case
-    for name in ("user_data.yaml", "researchers_user_data.yaml")
-    for case in yaml.safe_load((ROOT / "tests/provision/terraform/data" / name).read_text())
-]
+# the pod gateway's and SSH machines' (forwarding, masquerade, EFS homes, users)
+CASES = yaml.safe_load((ROOT / "tests/provision/terraform/data/researchers_user_data.yaml").read_text())
 
 
 def _render(terraform: str, template: str, values: dict, cwd) -> str:
@@ -37,7 +34,7 @@ def test_user_data_is_valid_bash_with_the_expected_arguments(case, tmp_path):
     for text in case.get("absent", []):
         assert text not in script
     path = tmp_path / "user-data.sh"
-    path.write_text(script)
+    path.write_text(case.get("wrap", "") + script)
     assert subprocess.run(["bash", "-n", str(path)], capture_output=True).returncode == 0
     shellcheck = require_tool("shellcheck", str(ROOT / ".venv/bin/shellcheck"))
     result = subprocess.run([shellcheck, "-S", "warning", str(path)], capture_output=True, text=True)

@@ -38,10 +38,30 @@ action :join do
     ClusterNode::Joiner::Result.new(ok: !cmd.error?, output: "#{cmd.stdout}\n#{cmd.stderr}")
   end
 
+  # The join that cannot be lost: a token-less join configuration, /usr/local/sbin/cluster-join (one attempt) and
+  # cluster-join.service, which systemd restarts with back-off until the server is registered. The converge
+  # tries once inline (Joiner: a partial join reset, an expired token replaced); if that fails the unit goes on.
+  token_less = ClusterNode::ErbView.new(node, node_name: name, server: server, token: '__JOIN_TOKEN__',
+                                              ca_cert_hash: '__CA_CERT_HASH__')
+  ::File.write("#{config}.template", token_less.render(::File.read(template)), perm: 0o600)
+  { '/usr/local/sbin/cluster-join' => [::File.expand_path('../templates/cluster-join.sh.erb', __dir__), 0o700],
+    '/etc/systemd/system/cluster-join.service' => [::File.expand_path('../templates/cluster-join.service.erb', __dir__),
+                                                   0o644] }.each do |path, (erb, mode)|
+    ::File.write(path, ClusterNode::ErbView.new(node, {}).render(::File.read(erb)), perm: mode)
+  end
+  shell_out!('systemctl', 'daemon-reload')
+
   if joined.call
     Chef::Log.info("#{name} is registered with the API server (#{kubeconfig} works): not joining")
     return
   end
+
+  # Room for the system, as the cloud nodes reserve it (clusterspec/kubelet_reserved.py): a kubeadm patch of the
+  # KubeletConfiguration, from this server's cores.
+  patches = ClusterNode::KubeletReserved::PATCHES_DIR # templates/kubeadm-join.yaml.erb names the same directory
+  ::FileUtils.mkdir_p(patches, mode: 0o755)
+  reserved = ClusterNode::KubeletReserved.config(node['cpu']['total'].to_i)
+  ::File.write(::File.join(patches, 'kubeletconfiguration+merge.yaml'), reserved.to_yaml)
 
   converge_by("kubeadm join #{name} to #{k8s['api_endpoint']}") do
     ops = ClusterNode::Joiner::Ops.new(
@@ -51,6 +71,9 @@ action :join do
     joiner = ClusterNode::Joiner.new(ops, attempts: new_resource.attempts)
     begin
       Chef::Log.info("#{name}: #{joiner.join!}")
+    rescue RuntimeError => e
+      Chef::Log.warn("#{name}: #{e.message}; cluster-join.service keeps trying with back-off")
+      shell_out!('systemctl', 'enable', '--now', '--no-block', 'cluster-join.service')
     ensure
       ::FileUtils.rm_f(config)
     end

@@ -1,10 +1,12 @@
 # shellcheck shell=bash
 # Control-plane bootstrap: plain bash functions, embedded verbatim in the user data after the configuration
 # block of templates/control_plane.sh.tftpl (which calls `main`). Also installed as
-# /usr/local/sbin/cluster-control-plane: the hourly timer runs `cluster-control-plane publish`.
+# /usr/local/sbin/cluster-control-plane: the hourly timer runs `cluster-control-plane publish`, the node
+# lifecycle timer `cluster-control-plane gc-nodes` every minute.
 #
 # Configuration (set by the template): CLUSTER REGION MEMBER ENDPOINT API_HOST LB_DNS_NAME KUBERNETES_VERSION
-# POD_CIDR SERVICE_CIDR POD_MTU JOIN_PREFIX STATUS_PREFIX INIT_PARAMETER KMS_KEY_ARN FLANNEL_MANIFEST.
+# POD_CIDR SERVICE_CIDR POD_MTU JOIN_PREFIX STATUS_PREFIX INIT_PARAMETER KMS_KEY_ARN FLANNEL_MANIFEST
+# TARGET_GROUP_ARN.
 # Tunables (environment; the tests shorten them): CP_ROOT prefixes every path written, CP_WAIT_S bounds each
 # wait (DNS, member 0's init), CP_ATTEMPTS bounds init/join attempts, CP_BACKOFF_MAX_S caps the back-off.
 #
@@ -163,6 +165,18 @@ publish_join_parameters() {
   put_secret join-token "$token" && put_secret ca-cert-hash "$hash" && touch "$stamp"
 }
 
+# What operators read with the role <cluster>-operator (modules/iam/operator.tf; `invoke kubeconfig`, `invoke
+# publish-oidc`): kubeadm's admin.conf (group kubeadm:cluster-admins, not super-admin.conf) as a SecureString
+# under the cluster key, Advanced tier (a kubeconfig with its client certificate is over the Standard tier's 4 KB;
+# AWS Systems Manager User Guide, "Managing parameter tiers"), and the service-account public key as a String.
+publish_operator_access() {
+  local pki=$root/etc/kubernetes/pki
+  aws ssm put-parameter --overwrite --type SecureString --tier Advanced --key-id "$KMS_KEY_ARN" \
+    --name "/$CLUSTER/control-plane/admin-kubeconfig" --value "file://$root/etc/kubernetes/admin.conf" >/dev/null \
+    && aws ssm put-parameter --overwrite --type String \
+      --name "/$CLUSTER/control-plane/sa-pub" --value "file://$pki/sa.pub" >/dev/null
+}
+
 apply_flannel() {
   local manifest
   manifest=$(curl -fsSL --retry 5 "$FLANNEL_MANIFEST") || return 1
@@ -197,6 +211,8 @@ init_cluster() {
     || fail "cannot publish the join token and CA hash to $JOIN_PREFIX"
   wait_until "the API through $ENDPOINT" api_up || fail "the API does not answer through $ENDPOINT"
   wait_until "flannel to apply" apply_flannel || fail "cannot apply flannel from $FLANNEL_MANIFEST"
+  wait_until "the operators' kubeconfig and sa.pub to publish" publish_operator_access \
+    || fail "cannot publish /$CLUSTER/control-plane/admin-kubeconfig and sa-pub to SSM"
   aws ssm put-parameter --overwrite --type String --name "$INIT_PARAMETER" \
     --value "initialized by $instance_id at $(date -u +%Y-%m-%dT%H:%M:%SZ)" >/dev/null \
     || fail "cannot mark $INIT_PARAMETER initialized"
@@ -262,6 +278,34 @@ remove_stale_nodes() {
     done
 }
 
+# The node lifecycle rule of the cloud controller manager (k8s.io/cloud-provider controllers/nodelifecycle,
+# MonitorNodes): a Node that is not Ready and whose instance EC2 no longer has (not found, or terminated) is
+# deleted; a Ready Node, a stopped instance and a Node without an aws:/// providerID (the lab's servers) are left
+# alone. Region-aware, which one AWS CCM is not: each Node's instance is looked up in its own region (the
+# topology.kubernetes.io/region label its kubelet set). Nothing is deleted when EC2 cannot be read. Runs every
+# minute on every member (cluster-node-lifecycle.timer); deleting a deleted Node is harmless.
+gc_nodes() {
+  local kubectl=(kubectl --kubeconfig "$root/etc/kubernetes/admin.conf") nodes reg ids live name pid node_region ready id
+  nodes=$("${kubectl[@]}" get nodes -o jsonpath='{range .items[*]}{.metadata.name}|{.spec.providerID}|{.metadata.labels.topology\.kubernetes\.io/region}|{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}') \
+    || { log "gc-nodes: cannot list the nodes"; return 1; }
+  while read -r reg; do
+    [[ -n $reg ]] || continue
+    ids=$(awk -F'|' -v r="$reg" '$2 ~ /^aws:\/\/\// && $3 == r && $4 != "True" {n = split($2, p, "/"); print p[n]}' <<<"$nodes" \
+      | paste -sd, -)
+    # shellcheck disable=SC2016 # a JMESPath literal, not a shell expansion
+    live=$(aws ec2 describe-instances --region "$reg" --filters "Name=instance-id,Values=$ids" \
+      --query 'Reservations[].Instances[?State.Name!=`terminated`].InstanceId' --output text) \
+      || { log "gc-nodes: cannot describe the instances in $reg; deleting nothing there"; continue; }
+    while IFS='|' read -r name pid node_region ready; do
+      [[ $pid == aws:///* && $node_region == "$reg" && $ready != True ]] || continue
+      id=${pid##*/}
+      [[ " $(tr -s '[:space:]' ' ' <<<"$live") " == *" $id "* ]] && continue
+      log "gc-nodes: deleting node $name: its instance $id ($reg) no longer exists"
+      "${kubectl[@]}" delete node "$name" --wait=false >/dev/null || log "gc-nodes: could not delete node $name"
+    done <<<"$nodes"
+  done < <(awk -F'|' '$2 ~ /^aws:\/\/\// && $3 != "" && $4 != "True" {print $3}' <<<"$nodes" | sort -u)
+}
+
 join_once() {
   local token hash key out
   if ! token=$(ssm_get "$JOIN_PREFIX/join-token") || ! hash=$(ssm_get "$JOIN_PREFIX/ca-cert-hash") \
@@ -278,6 +322,12 @@ join_once() {
   out=$(kubeadm join --config "$conf_dir/join.yaml" 2>&1) || { error="kubeadm join: $(tail -n 1 <<<"$out")"; return 1; }
 }
 
+# A joined member serves the API: it adds its own address to the balancer's target group (Terraform attaches
+# member 0 only, so the balancer never fails open onto members still joining).
+register_target() {
+  aws elbv2 register-targets --target-group-arn "$TARGET_GROUP_ARN" --targets "Id=$self_ip,Port=6443" >/dev/null
+}
+
 join_cluster() {
   report waiting "waiting for member 0 to initialise the cluster ($INIT_PARAMETER)"
   wait_until "the cluster to be initialised" initialized \
@@ -287,6 +337,8 @@ join_cluster() {
     report joining "joining the control plane at $ENDPOINT"
     if join_once; then
       rm -f "$conf_dir/join.yaml"
+      wait_until "this member's address in the API target group" register_target \
+        || fail "cannot register $self_ip with the API target group $TARGET_GROUP_ARN"
       remove_stale_nodes || true
       report ready "joined the control plane at $ENDPOINT"
       return 0
@@ -309,6 +361,22 @@ Type=oneshot
 Environment=KUBECONFIG=/etc/kubernetes/admin.conf
 ExecStart=/usr/local/sbin/cluster-control-plane publish
 UNIT
+  cat >"$root/etc/systemd/system/cluster-node-lifecycle.service" <<'UNIT'
+[Unit]
+Description=Delete the Node objects of cloud instances that no longer exist
+[Service]
+Type=oneshot
+ExecStart=/usr/local/sbin/cluster-control-plane gc-nodes
+UNIT
+  cat >"$root/etc/systemd/system/cluster-node-lifecycle.timer" <<'UNIT'
+[Unit]
+Description=Node lifecycle: remove Nodes of terminated instances
+[Timer]
+OnBootSec=5min
+OnUnitActiveSec=1min
+[Install]
+WantedBy=timers.target
+UNIT
   cat >"$root/etc/systemd/system/publish-join-token.timer" <<'UNIT'
 [Unit]
 Description=Keep the kubeadm join parameters fresh
@@ -325,15 +393,23 @@ main() {
   export AWS_DEFAULT_REGION=$REGION
   case ${1:-bootstrap} in
     publish)
-      publish_join_parameters
+      publish_join_parameters && publish_operator_access
+      return
+      ;;
+    gc-nodes)
+      gc_nodes
       return
       ;;
     bootstrap) ;;
     *)
-      echo "usage: $0 [bootstrap|publish]" >&2
+      echo "usage: $0 [bootstrap|publish|gc-nodes]" >&2
       return 2
       ;;
   esac
+  # path MTU probing (RFC 4821): inter-Region peering carries 8500 bytes, less than the VPC's 9001 (node_join)
+  install -d "$root/etc/sysctl.d"
+  echo "net.ipv4.tcp_mtu_probing = 1" >"$root/etc/sysctl.d/90-cluster-pmtu.conf"
+  sysctl -p "$root/etc/sysctl.d/90-cluster-pmtu.conf" >/dev/null || log "cannot apply the path MTU probing setting"
   instance_id=$(imds instance-id) || instance_id=unknown
   self_ip=$(imds local-ipv4) || fail "cannot read this instance's address from IMDS"
   install_publisher
@@ -347,4 +423,5 @@ main() {
   rm -f "$conf_dir/init.yaml"
   systemctl daemon-reload
   systemctl enable --now publish-join-token.timer
+  systemctl enable --now cluster-node-lifecycle.timer
 }

@@ -24,7 +24,7 @@ arg() { # arg FLAG ARGS...: the value after FLAG
 }
 
 case $name in
-  sleep | systemctl) ;;
+  sleep | systemctl | sysctl) ;;
   getent)
     (($(nth "dns-$2") > ${FAKE_DNS_FAILS:-0})) || exit 2
     echo "10.0.0.100 $2"
@@ -47,6 +47,7 @@ case $name in
         arg --value "$@" >"$file"
         ;;
       "ec2 describe-instances") echo "${FAKE_LIVE_IPS:-}" ;;
+      "elbv2 register-targets") ;;
       *) echo "fake aws: unexpected $*" >&2; exit 2 ;;
     esac
     ;;

@@ -1,0 +1,74 @@
+"""The table of each script's AWS calls (provision/terraform/data/api_calls.yaml) against the scripts themselves:
+every `aws <service> <command>` line of a shell script and every boto3 call of a Lambda is listed, as the action
+IAM authorizes it (Service Authorization Reference), so the policy check cannot go stale; and the evaluator
+decides the IAM User Guide's examples as IAM does."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+
+from provision.terraform import iam_eval
+from provision.terraform.api_calls import TABLE
+from tests.support import ROOT
+
+ENTRIES = yaml.safe_load(TABLE.read_text())
+SERVICES = {"ssm": "ssm", "ec2": "ec2", "elbv2": "elasticloadbalancing", "autoscaling": "autoscaling",
+            "logs": "logs"}  # fmt: skip
+
+
+def _action(service: str, command: str) -> str:
+    return f"{SERVICES[service]}:{''.join(w.capitalize() for w in re.split(r'[-_]', command))}"
+
+
+def _found(path) -> set[str]:
+    text = (ROOT / path).read_text()
+    cli = {_action(s, c) for s, c in re.findall(r"\baws (ssm|ec2|elbv2|autoscaling) ([a-z-]+)", text)}
+    boto = {_action("ec2", c) for c in re.findall(r"\bec2\.([a-z_]+)\(", text)}
+    return cli | boto
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["terraform/modules/node_join/templates/cluster-join.sh.tftpl", "terraform/modules/control_plane/scripts/bootstrap.sh",
+     "terraform/modules/pod_gateway/failover/failover.py"],
+)  # fmt: skip
+def test_every_call_a_script_makes_is_in_the_table(path):
+    listed = {c["action"] for e in ENTRIES if e["script"].split()[0] == path for c in e["calls"]}
+    assert _found(path) and _found(path) <= listed, sorted(_found(path) - listed)
+
+
+CASES = [
+    # (policy statements, request, allowed)
+    ([{"Effect": "Allow", "Action": "s3:Get*", "Resource": "arn:aws:s3:::b/*"}],
+     iam_eval.Request("s3:GetObject", "arn:aws:s3:::b/k"), True),
+    ([{"Effect": "Allow", "Action": "s3:get*", "Resource": "arn:aws:s3:::b/*"}],
+     iam_eval.Request("s3:GetObject", "arn:aws:s3:::B/k"), False),  # actions ignore case, ARNs do not
+    ([{"Effect": "Allow", "Action": "*", "Resource": "*"}, {"Effect": "Deny", "Action": "s3:*", "Resource": "*"}],
+     iam_eval.Request("s3:GetObject", "arn:aws:s3:::b/k"), False),  # an explicit deny wins
+    ([{"Effect": "Allow", "NotAction": "iam:*", "Resource": "*"}], iam_eval.Request("iam:PassRole", "*"), False),
+    ([{"Effect": "Allow", "Action": "ssm:GetParameter", "NotResource": "arn:aws:ssm:*:1:parameter/x"}],
+     iam_eval.Request("ssm:GetParameter", "arn:aws:ssm:us-west-2:1:parameter/y"), True),
+    ([{"Effect": "Allow", "Action": "kms:Decrypt", "Resource": "*",
+       "Condition": {"StringLike": {"kms:ViaService": "ssm.*.amazonaws.com"}}}],
+     iam_eval.Request("kms:Decrypt", "k"), False),  # a missing key fails the condition
+    ([{"Effect": "Allow", "Action": "kms:Decrypt", "Resource": "*",
+       "Condition": {"ForAnyValue:StringEquals": {"kms:ResourceAliases": ["alias/dlr"]}}}],
+     iam_eval.Request("kms:Decrypt", "k", {"kms:ResourceAliases": ["alias/x", "alias/dlr"]}), True),
+    ([{"Effect": "Deny", "Action": "s3:*", "Resource": "*", "Condition": {"Bool": {"aws:SecureTransport": "false"}}},
+      {"Effect": "Allow", "Action": "s3:*", "Resource": "*"}],
+     iam_eval.Request("s3:GetObject", "o", {"aws:SecureTransport": "true"}), True),
+    ([{"Effect": "Allow", "Action": "ssm:TerminateSession", "Resource": "arn:aws:ssm:*:1:session/${aws:userid}-*"}],
+     iam_eval.Request("ssm:TerminateSession", "arn:aws:ssm:us-west-2:1:session/AIDA1-abc", {"aws:userid": "AIDA1"}),
+     True),  # a policy variable from the request
+    ([{"Effect": "Allow", "Action": "ec2:RunInstances", "Resource": "*",
+       "Condition": {"StringNotEquals": {"aws:RequestTag/team": "x"}}}],
+     iam_eval.Request("ec2:RunInstances", "*"), True),  # a negated operator holds for a missing key
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("statements,request_,allowed", CASES)
+def test_the_evaluator_decides_as_iam_does(statements, request_, allowed):
+    assert iam_eval.evaluate([{"Statement": statements}], request_).allowed is allowed
