@@ -92,8 +92,14 @@ def build(opts: dict, environ=os.environ) -> Service:
     )
     max_age = float(opts.get("max_cache_age") or 120.0)
     # a quiet watch is ended by the server every half of the bound; one silent for 3/4 of it is dropped and relisted
+    # failed lists are retried at most two scan intervals apart: while the API answers, no cache is older than that
+    scan = float(opts.get("scan_interval") or 10.0)
     cluster = KubeCluster(
-        api, namespace=ns, watch_timeout_s=max(5, int(max_age / 2)), silence_s=max_age * 0.75
+        api,
+        namespace=ns,
+        watch_timeout_s=max(5, int(max_age / 2)),
+        silence_s=max_age * 0.75,
+        max_backoff_s=min(30.0, max(2.0, 2 * scan)),
     )
     elector = None
     if opts.get("leader_elect"):

@@ -76,9 +76,11 @@ class KubeCluster:
         silence_s: float = 90.0,
         request_timeout_s: float = 10.0,
         lean_objects: bool = True,
+        max_backoff_s: float = 30.0,
     ):
         """``on_pending_pod`` hears of every new or changed pending pod (the loop's batching window);
-        ``lean_objects``: the caches keep only the fields read (autoscaler/core/lean.py), False whole objects."""
+        ``lean_objects``: the caches keep only the fields read (autoscaler/core/lean.py), False whole objects;
+        ``max_backoff_s``: the caches' longest wait between failed lists (the live process: two scan intervals)."""
         self.api = api
         self.core = client.CoreV1Api(api)
         self.policy = client.PolicyV1Api(api)
@@ -87,7 +89,8 @@ class KubeCluster:
         self.request_timeout_s = request_timeout_s  # every read and write that is not a watch
         self._t = request_timeout_s
         kw = {"page_size": page_size, "watch_timeout_s": watch_timeout_s, "silence_s": silence_s,
-              "request_timeout_s": request_timeout_s, "lean_objects": lean_objects}  # fmt: skip
+              "request_timeout_s": request_timeout_s, "lean_objects": lean_objects,
+              "max_backoff_s": max_backoff_s}  # fmt: skip
         self.informers = {
             "pods": Informer(
                 "pods", self.core.list_pod_for_all_namespaces, "Pod", "v1", on_event=self._pod_event, **kw

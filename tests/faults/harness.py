@@ -147,10 +147,25 @@ class Aws:
 
 
 # -- Kubernetes -------------------------------------------------------------------------------------------------------
+@dataclass
+class Request:
+    """One request the emulator answered (the harness's record of the API's view, for ordering checks)."""
+
+    at: float
+    method: str
+    path: str
+    query: dict
+    status: int | None  # None for a watch
+
+
 class KubeFaults:
     """Wraps ``KubeApi.handle`` (the emulator's one entry point). Pods watches go through a gate that holds their
     events while ``stall`` is on and delivers each ``lag_s`` after it happened; ``fail_pods`` answers every pods read
-    with 500; ``delay_s`` slows every request."""
+    with 500; ``delay_s`` slows every request; ``cut_watches_s`` breaks every watch (of any kind) that long after it
+    opened (the connection closes mid-stream, as a load balancer dropping long connections does);
+    ``fail_lease_writes_of`` answers 500 to Lease writes by those holders (a replica whose renewals fail while the
+    rest of its traffic passes); ``hooks`` run after each request (a binder that acts right after a read);
+    ``requests`` records what was answered."""
 
     def __init__(self, api):
         self.api = api
@@ -159,6 +174,11 @@ class KubeFaults:
         self.lag_s = 0.0
         self.fail_pods = False
         self.delay_s = 0.0
+        self.cut_watches_s = 0.0
+        self.fail_lease_writes_of: set[str] = set()
+        self.hooks: list = []  # fn(method, path, query) after the request was answered
+        self.requests: list[Request] = []
+        self.watch_cuts = 0
         api.handle = self.handle
 
     def handle(self, method, path, query, content_type, body):
@@ -167,12 +187,29 @@ class KubeFaults:
         pods = path.rstrip("/").endswith("/pods")
         if pods and method == "GET" and self.fail_pods:
             return Reply(500, status_body(500, "InternalError", "injected: etcd is unavailable"))
+        if "/leases" in path and method in ("PUT", "POST") and self.fail_lease_writes_of:
+            holder = (json.loads(body or b"{}").get("spec") or {}).get("holderIdentity")
+            if holder in self.fail_lease_writes_of:
+                return Reply(500, status_body(500, "InternalError", "injected: lease write refused"))
         result = self._handle(method, path, query, content_type, body)
-        if pods and isinstance(result, WatchStream):
-            return WatchStream(self._gate(result.events))
+        watching = isinstance(result, WatchStream)
+        self.requests.append(Request(time.monotonic(), method, path, dict(query),
+                                     None if watching else getattr(result, "status", None)))  # fmt: skip
+        for hook in list(self.hooks):
+            hook(method, path, query)
+        if watching and (pods or self.cut_watches_s):
+            end = time.monotonic() + self.cut_watches_s if self.cut_watches_s else None
+            return WatchStream(self._gate(result.events, pods, end))
         return result
 
-    def _gate(self, events):
+    def _cut(self, end: float | None) -> None:
+        """Past ``end``: a broken connection (the emulator's server closes it without the last chunk, so the client
+        sees the response end prematurely)."""
+        if end is not None and time.monotonic() >= end:
+            self.watch_cuts += 1
+            raise ConnectionResetError("injected: watch connection cut")
+
+    def _gate(self, events, pods: bool, end: float | None):
         q: queue.Queue = queue.Queue()
         done = object()
 
@@ -185,11 +222,13 @@ class KubeFaults:
 
         threading.Thread(target=pump, daemon=True).start()
         while not self.api.stopping:
+            self._cut(end)
             try:
                 at, ev = q.get(timeout=0.2)
             except queue.Empty:
                 continue
-            while not self.api.stopping and (self.stall or time.monotonic() < at + self.lag_s):
+            while pods and not self.api.stopping and (self.stall or time.monotonic() < at + self.lag_s):
+                self._cut(end)
                 time.sleep(0.05)
             if ev is done:
                 return

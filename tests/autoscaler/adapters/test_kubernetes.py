@@ -8,7 +8,7 @@ import time
 import pytest
 
 from autoscaler.adapters.informer import Gone
-from autoscaler.emulator.api import Reply, status_body
+from autoscaler.emulator.api import Reply, WatchStream, status_body
 from clusterspec.names import TO_BE_DELETED_TAINT
 from tests.autoscaler.model.builders import pod as model_pod
 
@@ -105,6 +105,75 @@ def test_a_failing_list_is_retried_after_a_back_off(kube, emu):
     threading.Thread(target=informer.run, kwargs={"backoff_s": 0.05}, daemon=True).start()
     assert informer.synced.wait(10)
     assert seen["n"] == 2 and len(informer.items()) == 2
+
+
+def cut_watches(emu, after_s: float) -> dict:
+    """Every watch of the emulator breaks ``after_s`` after it opened (the connection closes mid-stream, no last
+    chunk: the client sees a broken response), as a load balancer that drops long connections does."""
+    real, seen = emu.api.handle, {"cut": 0}
+
+    def handle(m, path, query, *rest):
+        result = real(m, path, query, *rest)
+        if not isinstance(result, WatchStream):
+            return result
+
+        end = time.monotonic() + after_s
+
+        def events(inner=result.events):
+            for event in inner:  # bookmarks come every 0.2 s, so the cut is prompt
+                if time.monotonic() > end:
+                    seen["cut"] += 1
+                    raise ConnectionResetError("injected: watch cut")
+                yield event
+
+        return WatchStream(events())
+
+    emu.api.handle = handle
+    return seen
+
+
+def test_a_watch_cut_after_it_was_established_resumes_without_a_relist_or_a_longer_back_off(kube, emu):
+    informer = kube.informers["pods"]
+    seen = cut_watches(emu, 1.2)  # open over a second: established, then cut
+    informer.start()
+    assert informer.synced.wait(10)
+    wait_until(lambda: seen["cut"] >= 3 and informer.resumed >= 3)
+    submit(emu, model_pod("during-cuts", gpus=16))
+    wait_until(lambda: names(informer.items()) == ["during-cuts"])
+    assert informer.relists == 1, "a cut watch resumes from its resourceVersion"
+    assert informer.backoff == informer.backoff_s
+    assert informer.age() < 2
+
+
+def test_the_back_off_grows_over_failed_lists_and_resets_after_a_healthy_watch(kube, emu):
+    seen = fail_requests(emu, "GET", "/api/v1/nodes", times=4)
+    informer = kube.informers["nodes"]
+    threading.Thread(
+        target=informer.run, kwargs={"backoff_s": 0.05, "max_backoff_s": 0.2}, daemon=True
+    ).start()
+    assert informer.synced.wait(10)
+    assert seen["n"] == 4
+    assert informer.max_backoff_s == 0.2  # capped: 0.05, 0.1, 0.2, 0.2
+    wait_until(lambda: informer.backoff == 0.05)  # the watch after the list ran (and ended) normally
+
+
+def test_very_short_watches_back_off(kube, emu):
+    informer = kube.informers["pods"]
+    informer.backoff_s, informer.max_backoff_s = 0.05, 0.4
+    informer.sync()
+    real = emu.api.handle
+
+    def handle(m, path, query, *rest):
+        if query.get("watch") in ("1", "true"):
+            return Reply(500, status_body(500, "InternalError", "injected"))
+        return real(m, path, query, *rest)
+
+    emu.api.handle = handle
+    threading.Thread(target=informer.run, daemon=True).start()
+    # each watch fails at once (not established): the back-off grows although every relist succeeds
+    wait_until(lambda: informer.backoff == 0.4)
+    emu.api.handle = real
+    wait_until(lambda: informer.backoff == 0.05)
 
 
 def test_taints_and_annotations(kube, emu):
