@@ -44,3 +44,27 @@ def test_watches_cut_every_2_s_keep_the_caches_fresh_and_a_new_pod_scaled_up_pro
     assert took <= 6.0, f"the new pod was scaled up {took:.1f} s after it was created"
     assert world.group(EAST)["DesiredCapacity"] == 0
     assert not world.violations, world.violations
+
+
+# -- no money on vanished pods ------------------------------------------------------------------------------------------
+def _set_desired_writes(door, group: str) -> list[int]:
+    return [int(w["params"]["DesiredCapacity"]) for w in door.writes
+            if w["action"] == "SetDesiredCapacity" and w["group"] == group]  # fmt: skip
+
+
+def test_a_burst_across_the_periodic_scan_is_bought_in_one_pass(world):
+    """Four 8-GPU pods arrive 0.6 s apart (a burst over 1.8 s, across at least one periodic scan of 1 s): the
+    periodic pass must honour the batching window, so the group is raised once, to 4, not in steps."""
+    r = world.replica("solo")
+    time.sleep(2)  # passes are running on the periodic scan
+    for i in range(4):
+        _gpu_pod(world, f"train-burst-{i}")
+        time.sleep(0.6)
+    wait_until(lambda: world.group(WEST)["DesiredCapacity"] == 4, 30, "the burst's scale-up")
+    time.sleep(3)
+    writes = _set_desired_writes(r.door, WEST)
+    figures("burst", set_desired_calls=len(writes), values=writes, nodes_bought=world.group(WEST)["DesiredCapacity"],
+            nodes_needed=4)  # fmt: skip
+    assert writes == [4], f"the burst was bought in steps: {writes}"
+    assert world.group(EAST)["DesiredCapacity"] == 0
+    assert not world.violations, world.violations
