@@ -30,6 +30,14 @@ SCALE_DOWN_DISABLED_ANNOTATION = "cluster-autoscaler.kubernetes.io/scale-down-di
 # by an older version are finished or released.
 TO_BE_DELETED_TAINT = "ToBeDeletedByClusterAutoscaler"
 TO_BE_DELETED_TAINTS = (TO_BE_DELETED_TAINT, "research.cluster/to-be-deleted")
+# Set with the taint when the autoscaler cordons a node it removes (cluster-autoscaler's
+# --cordon-node-before-terminating): only a node it cordoned is uncordoned when the removal is called off.
+CORDONED_BY_AUTOSCALER_ANNOTATION = "research.cluster/cordoned-by-autoscaler"  # "true"
+# When a fresh read called a node's removal off, and the pod that stopped it ("<RFC 3339 time>; <reason>"): the node
+# is not tainted again before --unremovable-node-recheck-timeout (cluster-autoscaler's unremovable-node recheck).
+SCALE_DOWN_ABORTED_ANNOTATION = "research.cluster/scale-down-aborted"
+# On a pod: a longer --new-pod-scale-up-delay for it (a Go duration), cluster-autoscaler's annotation
+POD_SCALE_UP_DELAY_ANNOTATION = "cluster-autoscaler.kubernetes.io/pod-scale-up-delay"
 
 # --- extended resources ----------------------------------------------------------------------------------------
 GPU_RESOURCE = "nvidia.com/gpu"  # the NVIDIA device plugin's resource

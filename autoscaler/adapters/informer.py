@@ -288,8 +288,12 @@ class Informer:
                 need_list = True
             except Exception as e:  # noqa: BLE001 - the cache keeps serving; retried after a back-off
                 metrics.API_ERRORS.labels("kubernetes", self.name, "watch").inc()
-                healthy = not need_list and (
-                    self.received > received or self._clock() - started >= HEALTHY_WATCH_S
+                # established (it delivered something, or stayed open), then broke; an HTTP error answer is not
+                # a cut connection (a 504 "Too large resource version" after a server restart: relist)
+                healthy = (
+                    not need_list
+                    and not isinstance(e, ApiException)
+                    and (self.received > received or self._clock() - started >= HEALTHY_WATCH_S)
                 )
                 if healthy and not _silent(e):
                     # established, then cut: the API answers; resume from the last version (410 relists)

@@ -20,6 +20,7 @@ import io
 import json
 import os
 import queue
+import re
 import select
 import socket
 import subprocess
@@ -81,17 +82,25 @@ def _peer_closed(sock) -> bool:
 
 @dataclass
 class Door:
-    """One endpoint onto the shared moto backend; ``delay``/``fail`` per action (optionally per group)."""
+    """One endpoint onto the shared moto backend; ``delay``/``fail`` per action (optionally per group); ``late``
+    holds a request that long and then delivers it whatever its client did meanwhile (a request the network kept,
+    which AWS still accepts: a signed request is valid for minutes); ``stale`` answers a read as AWS answered it that
+    many seconds ago (a lagging replica of AWS's eventually consistent state)."""
 
     app: object
     name: str
     delay: dict[str, float] = field(default_factory=dict)
+    late: dict[str, float] = field(default_factory=dict)
+    stale: dict[str, float] = field(default_factory=dict)
     fail: dict[str, tuple[int, str, str | None]] = field(
         default_factory=dict
     )  # action -> (status, code, group)
     writes: list[dict] = field(default_factory=list)  # delivered to AWS: {action, group, at}
     dropped: list[dict] = field(default_factory=list)  # abandoned by their client before delivery
     calls: dict[str, int] = field(default_factory=dict)
+    _answers: dict[str, list] = field(
+        default_factory=dict
+    )  # read -> [(at, status, headers, body)], oldest first
 
     def __post_init__(self):
         self.server = make_server(
@@ -105,6 +114,12 @@ class Door:
         params = {k: v[0] for k, v in parse_qs(body.decode(errors="replace")).items()}
         action, group = params.get("Action", ""), params.get("AutoScalingGroupName")
         self.calls[action] = self.calls.get(action, 0) + 1
+        if self.late.get(action):
+            time.sleep(
+                self.late[action]
+            )  # in the network; the client gave up long ago, AWS gets it all the same
+        if self.stale.get(action):
+            return self._stale(environ, body, params, start_response, self.stale[action])
         delay = self.delay.get(action)
         if delay:
             sock, end = environ.get("werkzeug.socket"), time.monotonic() + delay
@@ -126,6 +141,28 @@ class Door:
         if action in WRITES:
             self.writes.append({"action": action, "group": group, "at": time.monotonic(), "params": params})
         return out
+
+    def _stale(self, environ, body: bytes, params: dict, start_response, lag_s: float):
+        """AWS's answer now is recorded; the one given is the newest recorded at least ``lag_s`` ago (else the oldest)."""
+        scope = re.search(r"Credential=[^/]*/[^/]*/([^/]*)/", environ.get("HTTP_AUTHORIZATION", ""))
+        key = (
+            (scope.group(1) if scope else "") + "?" + "&".join(f"{k}={v}" for k, v in sorted(params.items()))
+        )
+        got: dict = {}
+
+        def capture(status, headers, exc_info=None):
+            got["status"], got["headers"] = status, headers
+
+        environ["wsgi.input"] = io.BytesIO(body)
+        data = b"".join(self.app(environ, capture))
+        now = time.monotonic()
+        history = self._answers.setdefault(key, [])
+        history.append((now, got["status"], got["headers"], data))
+        old = [a for a in history if a[0] <= now - lag_s]
+        answer = old[-1] if old else history[0]
+        del history[: max(0, history.index(answer))]  # older than the answer given: never given again
+        start_response(answer[1], answer[2])
+        return [answer[3]]
 
     def stop(self):
         self.server.shutdown()
