@@ -254,6 +254,7 @@ class Controller:
         self._pods_by_node: dict[str, str] | None = None  # node -> a pod holding it (built when needed)
         self._snapshot_pods: list[dict] = []
         self._tried: set[str] = set()  # instances whose termination this pass tried
+        self._state_data: dict[str, str] = {}  # the state ConfigMap's data as last read or written
 
     # -- time -----------------------------------------------------------------------------------------------
     def now(self) -> datetime:
@@ -308,6 +309,7 @@ class Controller:
         since = _parse_iso(state.get(STATE_FAILURES_READ)) or now - timedelta(
             seconds=self.config.failure_lookback_s
         )
+        self._state_data = dict(state)
         if not self._persisted:  # a first pass, or we did not act last time: whoever acted left the truth
             self._load_state(state, result)
         self._hold_up, self._rejected_on = None, {}
@@ -899,6 +901,14 @@ class Controller:
             if not self.config.dry_run:
                 self._removing[instance] = {"group": group, "node": name, "at": show_time(result.now),
                                             "terminated": False}  # fmt: skip
+                # recorded before the Node goes: a crash or a takeover right after the deletion finishes the removal
+                # instead of finding an instance without a Node (which would look like one that never registered)
+                if not self._call(result, "record removal", self._record_removal):
+                    self._removing.pop(instance, None)
+                    result.errors.append(
+                        f"terminate {name}: the removal could not be recorded; left for next pass"
+                    )
+                    return
             meta = (fresh or {}).get("metadata") or {}
             if not self._do(result, {"action": "delete_node", "node": name}, self._delete_node, name,
                             meta.get("uid"), meta.get("resourceVersion")):  # fmt: skip
@@ -1086,16 +1096,20 @@ class Controller:
         result.errors.append(f"terminate {what}: {problem}; left alone")
         log.warning("termination aborted", extra={"node": name, "instance": instance, "error": problem})
         metrics.ABORTED_TERMINATIONS.labels(group).inc()
-        if not holding or node is None:
+        uncordoned = fresh is not None and problem.startswith("uncordoned by someone else")
+        if (not holding and not uncordoned) or node is None:
             return
-        metrics.REMOVAL_BLOCKERS.labels("bound").inc(len({_key(p) for p in holding}))
-        pod = sorted(_key(p) for p in holding)[0]
+        if holding:
+            metrics.REMOVAL_BLOCKERS.labels("bound").inc(len({_key(p) for p in holding}))
+            why = "pod " + sorted(_key(p) for p in holding)[0]
+        else:  # someone wants the node: our mark is taken back too, and the node left alone for the recheck time
+            why = "uncordoned by someone else"
         self._node_event(name, "ScaleDownAborted", f"removal called off: {problem}", "Warning", result.now)
         if dead:
             return
         annotations = {TO_BE_DELETED_SINCE_ANNOTATION: None,
-                       SCALE_DOWN_ABORTED_ANNOTATION: f"{show_time(result.now)}; pod {pod}"}  # fmt: skip
-        base = {"action": "untaint", "node": name, "reason": "pods on it by a fresh read"}
+                       SCALE_DOWN_ABORTED_ANNOTATION: f"{show_time(result.now)}; {why}"}  # fmt: skip
+        base = {"action": "untaint", "node": name, "reason": f"removal called off by a fresh read: {why}"}
         if self._unmark(name, fresh, base, result, annotations):
             metrics.TAINTS.labels("untaint").inc()
 
@@ -1191,7 +1205,15 @@ class Controller:
 
     def _write_state(self, data: dict[str, str]) -> None:
         self.cluster.write_state(data)
+        self._state_data = dict(data)
         self._persisted = True  # the next pass trusts its memory over the ConfigMap
+
+    def _record_removal(self) -> bool:
+        """The state ConfigMap as last read or written, with the removals in progress now."""
+        data = {**self._state_data, STATE_REMOVING: json.dumps(self._removing, sort_keys=True)}
+        self.cluster.write_state(data)
+        self._state_data = data
+        return True
 
     def _status(self, plan: dict, snapshot: dict, result: LoopResult) -> dict[str, str]:
         """The status ConfigMap's data: a summary, and one JSON document per group (sizes, nodes, what this pass

@@ -192,6 +192,9 @@ def test_a_node_someone_uncordoned_is_left_alone():
     result = ctl(cluster, cloud, clock).run_once()
     assert "gpu-0" in cluster.nodes
     assert any("uncordoned by someone else" in e for e in result.errors)
+    n = cluster.nodes["gpu-0"]
+    assert all(t["key"] != TO_BE_DELETED_TAINT for t in n["spec"]["taints"]), "our mark is taken back"
+    assert n["metadata"]["annotations"][SCALE_DOWN_ABORTED_ANNOTATION].endswith("uncordoned by someone else")
 
 
 def test_a_pod_bound_between_the_last_read_and_the_deletion_is_reported():

@@ -8,8 +8,13 @@ import time
 import pytest
 
 from autoscaler.adapters.informer import Gone
+from autoscaler.adapters.kubernetes import NodeChanged
 from autoscaler.emulator.api import Reply, WatchStream, status_body
-from clusterspec.names import TO_BE_DELETED_TAINT
+from clusterspec.names import (
+    CORDONED_BY_AUTOSCALER_ANNOTATION,
+    SCALE_DOWN_ABORTED_ANNOTATION,
+    TO_BE_DELETED_TAINT,
+)
 from tests.autoscaler.model.builders import pod as model_pod
 
 TAINT = {"key": TO_BE_DELETED_TAINT, "value": "1767225600", "effect": "NoSchedule"}
@@ -238,6 +243,72 @@ def test_delete_node(kube, emu):
     kube.delete_node(name)
     kube.delete_node(name)  # already gone: fine
     assert name not in {n["metadata"]["name"] for n in emu.model.nodes()}
+
+
+def test_marking_for_removal_taints_and_cordons_in_one_write_and_unmarking_takes_both_back(kube, emu):
+    kube.sync()
+    name = kube.list_nodes()[0]["metadata"]["name"]
+    kube.annotate_node(name, {SCALE_DOWN_ABORTED_ANNOTATION: "2026-01-01T00:00:00Z; pod research/x"})
+    kube.mark_for_removal(name, TAINT)
+    n = emu.model.node(name)
+    assert (
+        TO_BE_DELETED_TAINT in [t["key"] for t in n["spec"]["taints"]] and n["spec"]["unschedulable"] is True
+    )
+    assert n["metadata"]["annotations"][CORDONED_BY_AUTOSCALER_ANNOTATION] == "true"
+    assert SCALE_DOWN_ABORTED_ANNOTATION not in n["metadata"]["annotations"], "a new removal starts afresh"
+    kube.unmark(
+        name, [TO_BE_DELETED_TAINT], {SCALE_DOWN_ABORTED_ANNOTATION: "2026-01-01T00:01:00Z; pod research/y"}
+    )
+    n = emu.model.node(name)
+    assert TO_BE_DELETED_TAINT not in [t["key"] for t in n["spec"].get("taints") or []]
+    assert (
+        not n["spec"].get("unschedulable")
+        and CORDONED_BY_AUTOSCALER_ANNOTATION not in n["metadata"]["annotations"]
+    )
+    assert n["metadata"]["annotations"][SCALE_DOWN_ABORTED_ANNOTATION].endswith("pod research/y")
+
+
+def test_a_node_someone_else_cordoned_stays_cordoned(kube, emu):
+    kube.sync()
+    name = kube.list_nodes()[0]["metadata"]["name"]
+    kube.core.patch_node(name, {"spec": {"unschedulable": True}})  # an operator's kubectl cordon
+    kube.mark_for_removal(name, TAINT)
+    assert CORDONED_BY_AUTOSCALER_ANNOTATION not in (
+        emu.model.node(name)["metadata"].get("annotations") or {}
+    )
+    kube.unmark(name, [TO_BE_DELETED_TAINT])
+    assert emu.model.node(name)["spec"]["unschedulable"] is True
+
+
+def test_a_node_deletion_with_preconditions_refuses_a_node_that_changed(kube, emu):
+    kube.sync()
+    name = kube.list_nodes()[0]["metadata"]["name"]
+    read = kube.read_node(name)
+    kube.annotate_node(name, {"changed": "since the read"})
+    with pytest.raises(NodeChanged, match="changed since it was read"):
+        kube.delete_node(name, read["metadata"]["uid"], read["metadata"]["resourceVersion"])
+    assert name in {n["metadata"]["name"] for n in emu.model.nodes()}
+    read = kube.read_node(name)
+    kube.delete_node(name, read["metadata"]["uid"], read["metadata"]["resourceVersion"])
+    assert name not in {n["metadata"]["name"] for n in emu.model.nodes()}
+
+
+def test_the_fresh_read_of_pending_pods_and_the_pods_watch_since_a_mark(kube, emu):
+    kube.start()
+    assert kube.wait_synced(10)
+    node = kube.list_nodes()[0]["metadata"]["name"]
+    mark = kube.pod_event_mark()
+    submit(emu, model_pod("waiting", gpus=16))
+    bound = model_pod("bound", gpus=0, duration=None)
+    bound["spec"]["nodeName"] = node
+    submit(emu, bound)
+    wait_until(
+        lambda: (
+            {"research/bound"} <= {f"research/{p['metadata']['name']}" for p in kube.pods_seen_on(node, mark)}
+        )
+    )
+    assert kube.pods_seen_on(node, kube.pod_event_mark()) == []
+    assert [p["metadata"]["name"] for p in kube.read_pending_pods()] == ["waiting"]
 
 
 def test_evictions_respect_disruption_budgets(kube, emu):
