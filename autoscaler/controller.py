@@ -235,7 +235,10 @@ class Controller:
         # what our own writes left, for listings that do not show them yet (AWS is eventually consistent):
         # group -> (desired the listing showed before our writes, desired after them, when)
         self._writes: dict[str, tuple[int, int, datetime]] = {}
-        self._removing: dict[str, dict] = {}  # instance -> {group, node, at, terminated}: being removed by us
+        # instance -> {group, node, at, terminated}: being removed by us. cluster-autoscaler keeps its deletions in
+        # progress in memory (NodeDeletionTracker, core/scaledown/deletiontracker) and registers each finished one
+        # with its cluster state for MaxCloudProviderNodeDeletionTime; ours is persisted in the state ConfigMap
+        self._removing: dict[str, dict] = {}
         self._shortfall: dict[str, datetime] = {}  # group -> since when desired exceeds its instances
         self._persisted = (
             False  # the last pass wrote the state ConfigMap (else it is read back, e.g. a takeover)
