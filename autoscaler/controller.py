@@ -906,7 +906,7 @@ class Controller:
                                             "terminated": False}  # fmt: skip
                 # recorded before the Node goes: a crash or a takeover right after the deletion finishes the removal
                 # instead of finding an instance without a Node (which would look like one that never registered)
-                if not self._call(result, "record removal", self._record_removal):
+                if not self._may_act() or not self._call(result, "record removal", self._record_removal):
                     self._removing.pop(instance, None)
                     result.errors.append(
                         f"terminate {name}: the removal could not be recorded; left for next pass"
