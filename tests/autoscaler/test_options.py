@@ -62,7 +62,10 @@ def test_the_options_of_issue_28():
     opts = resolve(args(confirm_scale_up_above="$25/h"), COMMON + RUN,
                    environ={**base, "AUTOSCALER_NEW_POD_SCALE_UP_DELAY": "5s"})  # fmt: skip
     assert opts["confirm_scale_up_above"] == 25 and opts["new_pod_scale_up_delay"] == 5
-    assert resolve(args(confirm_scale_up_above="off"), COMMON + RUN, environ=base)["confirm_scale_up_above"] is None
+    assert (
+        resolve(args(confirm_scale_up_above="off"), COMMON + RUN, environ=base)["confirm_scale_up_above"]
+        is None
+    )
     with pytest.raises(UsageError) as e:
         resolve(args(confirm_scale_up_above="-1", takeover_write_delay="soon"), COMMON + RUN, environ=base)
     assert e.value.lines == [
