@@ -190,7 +190,7 @@ class KubeApi:
             if method == "PATCH":
                 return Reply(200, self._patch(res, namespace, name, content_type, payload))
             if method == "DELETE":
-                return Reply(200, self._delete(res, namespace, name))
+                return Reply(200, self._delete(res, namespace, name, payload))
         raise MethodNotAllowed(f"{method} is not supported")
 
     def as_table(self, reply: Reply, accept: str) -> Reply:
@@ -375,10 +375,20 @@ class KubeApi:
         meta["resourceVersion"] = current["metadata"]["resourceVersion"]
         return self._out(res, self.model.replace(res.store, patched, check_version=False))
 
-    def _delete(self, res: R.Resource, namespace: str | None, name: str) -> dict:
+    def _delete(self, res: R.Resource, namespace: str | None, name: str, options: dict | None = None) -> dict:
         if "delete" not in res.verbs:
             raise MethodNotAllowed(f"delete is not supported on {res.plural}")
-        self._get(res, namespace, name)
+        current = self._get(res, namespace, name)
+        # DeleteOptions.preconditions, as the registry's store checks them (apiserver Store.Delete ->
+        # Preconditions.Check): 409 Conflict when the object's uid or resourceVersion is not the one given
+        pre = (options or {}).get("preconditions") if isinstance(options, dict) else None
+        for key in ("uid", "resourceVersion") if isinstance(pre, dict) else ():
+            want, have = pre.get(key), current["metadata"].get(key)
+            if want is not None and want != have:
+                raise Conflict(
+                    f'Operation cannot be fulfilled on {res.plural} "{name}": Precondition failed: {key} in '
+                    f"precondition: {want}, {key} in object meta: {have}"
+                )
         shown = self._out(res, self.model.delete(res.store, namespace, name))
         return shown
 
