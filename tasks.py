@@ -200,7 +200,16 @@ def up(c, region=None, all=False, spec=None, out=None, state_bucket=None, plugin
         print(line)
 
 
-@task(help=_TF_HELP | {"dry_run": "only plan the destruction and print what would go"})
+@task(
+    help=_TF_HELP
+    | {
+        "dry_run": "only plan the destruction and print what would go",
+        "wait": "wait this long for running jobs on the nodes going (e.g. 2h; default: show them and ask)",
+        "kill_jobs": "with --yes: destroy even though jobs still run",
+        "delete_data": "with --yes: empty the buckets, image repositories and backup vaults that go",
+        "kubeconfig": "the admin's kubeconfig (default: KUBECONFIG, else ~/.kube/config)",
+    }
+)
 @user_errors
 def down(
     c,
@@ -212,12 +221,25 @@ def down(
     plugin_dir=None,
     yes=False,
     dry_run=False,
+    wait=None,
+    kill_jobs=False,
+    delete_data=False,
+    kubeconfig=None,
 ):
-    """Destroy Terraform roots after showing the destroy plan and asking for the cluster's name."""
+    """Destroy Terraform roots: shows the destroy plan, the running jobs and the data that would go, asks for the
+    cluster's name (and once more for data), cordons the nodes and waits for or asks about running jobs, removes
+    scale-in protection only then, empties buckets and repositories, and removes the scripts' SSM parameters."""
+    import boto3
+
+    from autoscaler.options import parse_duration
+    from provision.operations.teardown import Teardown, connect
     from provision.terraform import commands
 
     cluster, names, out = _tf_args(spec, region, all, out)
-    commands.down(cluster, names, out, state_bucket, plugin_dir, yes=yes, dry_run=dry_run)
+    teardown = Teardown(cluster, names, connect(kubeconfig), boto3.Session(region_name=cluster.primary_region),
+                        yes=yes, wait_s=parse_duration(wait) if wait else 0, kill_jobs=kill_jobs,
+                        delete_data=delete_data)  # fmt: skip
+    commands.down(cluster, names, out, state_bucket, plugin_dir, yes=yes, dry_run=dry_run, teardown=teardown)
 
 
 @task(name="bootstrap-state", help={k: _TF_HELP[k] for k in ("spec", "state_bucket")})
@@ -655,3 +677,278 @@ def deploy_pod_identity(c, kubeconfig=None, home=None, out="build/deploy/storage
     print(
         f"Secret kube-system/pod-identity-webhook-tls is in place; apply the webhook: kubectl apply -f {path}"
     )
+
+
+# --- operations (issue 29; docs/operations.md) -------------------------------------------------------------------
+@task(
+    name="demo-upgrade",
+    help={"spec": "path of the cluster spec (default: cluster.yaml)", "out": "logs (build/demo-upgrade)"},
+)
+@user_errors
+def demo_upgrade(c, spec=None, out=None):
+    """A node-group upgrade on the local stack (moto, the emulator, autoscaler run) that kills no job."""
+    from autoscaler.demo.upgrade import main
+
+    main(spec, out)
+
+
+@task(
+    name="etcd-backup",
+    help={
+        "list": "list the snapshots in the bucket instead (newest first)",
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+    },
+)
+@user_errors
+def etcd_backup(c, list=False, spec=None):
+    """Take an etcd snapshot now (the leader uploads it to S3 under the cluster key), or list the snapshots."""
+    from clusterspec.loader import load_spec
+    from provision.operations import etcd
+    from provision.operations.ssm import SsmRunner, control_plane_members
+
+    cluster = load_spec(spec)
+    bucket = etcd.bucket_name(cluster)
+    if list:
+        for s in etcd.list_snapshots(cluster, bucket):
+            print(f"{s.time:%Y-%m-%d %H:%M:%S} UTC  {s.size / 1e6:8.1f} MB  s3://{bucket}/{s.key}")
+        return
+    members = control_plane_members(cluster)
+    print(f"snapshot from {len(members)} control-plane members (the etcd leader takes it) to s3://{bucket}")
+    print(etcd.backup(cluster, SsmRunner(cluster.primary_region), members, bucket, etcd.cluster_key(cluster)))
+
+
+@task(
+    name="etcd-restore",
+    help={
+        "snapshot": "a key in the bucket (snapshots/...), or latest",
+        "dry_run": "show what would be done and stop",
+        "start": "only put etcd and kube-apiserver back on every member (after a failed stop)",
+        "yes": "do not ask for confirmation (automation)",
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+    },
+)
+@user_errors
+def etcd_restore(c, snapshot="latest", dry_run=False, start=False, yes=False, spec=None):
+    """Restore every control-plane member's etcd from one snapshot (docs/operations.md, "etcd")."""
+    import sys
+
+    from clusterspec.errors import UserError
+    from clusterspec.loader import load_spec
+    from provision.operations import etcd
+    from provision.operations.ssm import SsmRunner, control_plane_members
+
+    cluster = load_spec(spec)
+    members = control_plane_members(cluster)
+    runner = SsmRunner(cluster.primary_region)
+    if start:
+        etcd.start(runner, members)
+        print(f"etcd answers on {len(members)} members")
+        return
+    bucket = etcd.bucket_name(cluster)
+    if snapshot == "latest":
+        found = etcd.list_snapshots(cluster, bucket)
+        if not found:
+            raise UserError(f"no snapshot in s3://{bucket}/snapshots/ (invoke etcd-backup takes one)")
+        snapshot = found[0].key
+    print("\n".join(f"  {line}" for line in etcd.restore_plan(cluster, members, bucket, snapshot)))
+    if dry_run:
+        print("dry run: nothing changed")
+        return
+    if not yes:
+        if not sys.stdin.isatty():
+            raise UserError("etcd-restore: no terminal to confirm on; pass --yes to proceed unattended")
+        if input(f"type the cluster name ({cluster.name}) to restore: ").strip() != cluster.name:
+            raise UserError("not confirmed; nothing was changed")
+    etcd.restore(cluster, runner, members, bucket, snapshot, etcd.cluster_key(cluster))
+
+
+@task(
+    name="etcd-verify",
+    help={
+        "snapshot": "a snapshot file, or s3://bucket/key (downloaded, its sha256 checked)",
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+    },
+)
+@user_errors
+def etcd_verify(c, snapshot, spec=None):
+    """Restore a snapshot on this machine with a real etcd on loopback and count what it holds (a restore drill)."""
+    import tempfile
+    from pathlib import Path
+
+    from clusterspec.loader import load_spec
+    from provision.operations import etcd
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = etcd.fetch(snapshot, Path(tmp), load_spec(spec))
+        got = etcd.verify(path)
+    kinds = ", ".join(f"{k} {n}" for k, n in got.by_resource.most_common(12))
+    print(f"ok: revision {got.revision}, {got.keys} keys ({kinds})")
+
+
+@task(
+    name="deploy-monitoring",
+    help={
+        "topic_arn": "the alert topic (default: the global Terraform root's alerts_topic_arn output)",
+        "dry_run": "only render build/deploy/monitoring/monitoring.yaml and print its path",
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+    },
+)
+@user_errors
+def deploy_monitoring(c, topic_arn=None, dry_run=False, spec=None):
+    """Prometheus (with the project's alert rules), Alertmanager (to the alert topic), kube-state-metrics and the
+    certificate exporters (docs/operations.md, "Alerts")."""
+    from clusterspec.loader import load_spec
+    from provision.monitoring import deploy
+
+    path = deploy(load_spec(spec), topic_arn, dry_run)
+    print(f"{'rendered' if dry_run else 'applied'} {path}")
+
+
+@task(
+    help={
+        "home": "where the admin's CAs and the researchers' certificates live (default: ~/.local/share/research-cluster)",
+        "aws": "also read what AWS holds: the Client VPN's ACM certificates, the sites' CA (default: on)",
+        "publish": "put the public certificates and the revocation list's next update into Prometheus "
+        "(the ConfigMap watched-certificates and a rule file), through invoke deploy-monitoring",
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+    }
+)
+@user_errors
+def certificates(c, home=None, aws=True, publish=False, spec=None):
+    """Every certificate and revocation list the cluster depends on, soonest expiry first, with how to renew it
+    (exit 1 when one is within operations.certificate_warn_days)."""
+    from invoke.exceptions import Exit
+
+    from clusterspec.loader import load_spec
+    from provision import monitoring
+    from provision.operations import certificates as certs
+
+    cluster = load_spec(spec)
+    entries = certs.local_entries(cluster, home) + (certs.aws_entries(cluster) if aws else [])
+    lines, code = certs.report(entries, cluster.operations.certificate_warn_days)
+    print("\n".join(lines) or "no certificate found (nothing in the admin's folder; --aws for AWS's)")
+    print("kubeadm's own (on the control plane): invoke rotate-certificates --kubeadm --check")
+    if publish:
+        folder, rules = certs.publish_files(entries)
+        print(f"published {len(list(folder.glob('*.pem')))} certificates ({folder}) and {rules}")
+        print(f"applied {monitoring.deploy(cluster)}")
+    if code:
+        raise Exit(code=code)
+
+
+@task(
+    name="rotate-certificates",
+    help={
+        "kubeadm": "kubeadm certs renew all on every control-plane member, one at a time (with --check: only list)",
+        "check": "with --kubeadm: kubeadm certs check-expiration on every member, change nothing",
+        "vpn_user": "a new Client VPN certificate for this researcher",
+        "vpn_server": "a new Client VPN server certificate from the VPN CA, re-imported into ACM at its ARN",
+        "crl": "re-sign the Client VPN revocation list and import it into the endpoint",
+        "home": "the admin's folder (default: ~/.local/share/research-cluster)",
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+    },
+)
+@user_errors
+def rotate_certificates(c, kubeadm=False, check=False, vpn_user=None, vpn_server=False, crl=False, home=None,
+                        spec=None):  # fmt: skip
+    """Renew certificates where the tool supports it (docs/operations.md, "Certificates")."""
+    from clusterspec.errors import UserError
+    from clusterspec.loader import load_spec
+    from provision.operations import certificates as certs
+    from provision.operations.ssm import SsmRunner, control_plane_members
+
+    cluster = load_spec(spec)
+    if not (kubeadm or vpn_user or vpn_server or crl):
+        raise UserError("rotate-certificates: give --kubeadm, --vpn-user NAME, --vpn-server or --crl")
+    if kubeadm:
+        members = control_plane_members(cluster)
+        runner = SsmRunner(cluster.primary_region)
+        if check:
+            for iid, r in runner.run(
+                [m.instance_id for m in members], "kubeadm certs check-expiration", 120
+            ).items():
+                print(f"--- {iid} ({r.status})\n{r.stdout.strip()}")
+        else:
+            certs.renew_kubeadm(runner, members)
+            print("renewed on every member; fetch the new admin kubeconfig (its certificate changed too)")
+    if vpn_user:
+        crt, key = certs.renew_vpn_user(cluster, vpn_user, home)
+        print(f"{vpn_user}: new VPN certificate {crt} and key {key}; hand them over privately")
+    if vpn_server:
+        print(f"re-imported a new server certificate at {certs.renew_vpn_server(cluster, home)}")
+    if crl:
+        path, endpoint = certs.renew_crl(cluster, home)
+        print(
+            f"re-signed {path}"
+            + (f"; imported into {endpoint}" if endpoint else "; no endpoint found to import into")
+        )
+
+
+@task(
+    name="ssh-start",
+    help={
+        "name": "the SSH machine, as lab ssh-config names it (gpu-1, cpu-2)",
+        "no_wait": "do not wait until it runs",
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+    },
+)
+@user_errors
+def ssh_start(c, name, no_wait=False, spec=None):
+    """Start an SSH machine that stopped itself while idle (operations.ssh_idle_stop_min)."""
+    from clusterspec.loader import load_spec
+    from provision.operations.cost import ssh_start as start
+
+    m = start(load_spec(spec), name, wait=not no_wait)
+    print(
+        f"{m.name} ({m.instance_id}) is {m.state}: ssh to {m.dns} once sshd is up (about a minute after boot)"
+    )
+
+
+@task(help={"spec": "path of the cluster spec (default: cluster.yaml)"})
+@user_errors
+def cost(c, spec=None):
+    """The month's budget (actual and forecast spend) and which SSH machines run now, at what hourly cost."""
+    from clusterspec.loader import load_spec
+    from provision.operations.cost import report
+
+    print("\n".join(report(load_spec(spec))))
+
+
+@task(
+    help={
+        "dry_run": "read the versions and show the plan; change nothing",
+        "yes": "do not ask for confirmation (automation)",
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+    }
+)
+@user_errors
+def upgrade(c, dry_run=False, yes=False, spec=None):
+    """Upgrade the control plane to the spec's kubernetes.version, one member at a time (kubeadm upgrade apply on
+    the first, kubeadm upgrade node on the others, then each kubelet); nodes follow through drift."""
+    import sys
+
+    from clusterspec.errors import UserError
+    from clusterspec.loader import load_spec
+    from provision.operations import upgrade as up
+    from provision.operations.ssm import SsmRunner, control_plane_members
+
+    cluster = load_spec(spec)
+    members = control_plane_members(cluster)
+    runner = SsmRunner(cluster.primary_region)
+    server, kubelets = up.status(runner, members)
+    problems = up.check(cluster.kubernetes.version, server, kubelets)
+    if problems:
+        raise UserError(problems)
+    print("\n".join(f"  {line}" for line in up.plan_lines(cluster, members, server, kubelets)))
+    if dry_run:
+        print("dry run: nothing changed")
+        return
+    if server.lstrip("v") == cluster.kubernetes.version:
+        print(f"the control plane already runs {server}")
+        return
+    if not yes:
+        if not sys.stdin.isatty():
+            raise UserError("upgrade: no terminal to confirm on; pass --yes to proceed unattended")
+        if input(f"type the cluster name ({cluster.name}) to upgrade: ").strip() != cluster.name:
+            raise UserError("not confirmed; nothing was changed")
+    up.upgrade(cluster, runner, members)

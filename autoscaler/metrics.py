@@ -50,6 +50,14 @@ FAILED_SCALE_UPS = Counter(
     namespace=_NS,
     registry=REGISTRY,
 )
+DRIFTED_NODES = Gauge(
+    "drifted_nodes",
+    "nodes launched from an older launch template version or image than their group's (overdue: still busy past "
+    "the drift deadline)",
+    ["group", "overdue"],
+    namespace=_NS,
+    registry=REGISTRY,
+)
 BACKOFF = Gauge(
     "group_backoff",
     "1 while a group is backed off after a failed scale-up",
@@ -89,6 +97,21 @@ ABORTED_TERMINATIONS = Counter(
     "aborted_terminations",
     "Terminations called off because a fresh read did not prove the node empty, by group",
     ["group"],
+    namespace=_NS,
+    registry=REGISTRY,
+)
+UNPARSED_PODS = Gauge(
+    "unparsed_pods",
+    "Pods the snapshot parser rejected at the last loop (left out; a node they are bound to is never tainted)",
+    namespace=_NS,
+    registry=REGISTRY,
+)
+REMOVAL_BLOCKERS = Counter(
+    "removal_blocking_pods",
+    "Pods that stopped a node's removal, by cause: bound (found bound by a read or the pods watch after the taint: "
+    "the removal was called off), unparsed (a pod the parser rejects on an otherwise idle node: never tainted), "
+    "lost (bound between the last read and the Node's deletion)",
+    ["cause"],
     namespace=_NS,
     registry=REGISTRY,
 )

@@ -35,6 +35,7 @@ def check(cluster: Cluster) -> list[Problem]:
         _versions,
         _storage,
         _vpn,
+        _operations,
     ):
         out.extend(rule(cluster))
     return out
@@ -285,3 +286,33 @@ def _vpn(c: Cluster) -> Iterator[Problem]:
     gcm = [e for e in t.ike_encryption + t.esp_encryption if "GCM" in e]
     if gcm and t.esp_integrity and all("GCM" in e for e in t.esp_encryption):
         yield "vpn.tunnel.esp_integrity", "GCM ciphers carry their own integrity; leave esp_integrity empty"
+
+
+def _operations(c: Cluster) -> Iterator[Problem]:
+    ops = c.operations
+    if ops.alerts is not None and (ops.alerts.email is None) == (ops.alerts.webhook is None):
+        yield "operations.alerts", "give exactly one of email or webhook (the one place every alert goes)"
+    if ops.budget is not None:
+        n = len(ops.budget.forecast_alert_percent) + len(ops.budget.actual_alert_percent)
+        if n > 10:
+            yield (
+                "operations.budget",
+                f"{n} notifications; an AWS budget has at most 10 (forecast and actual together)",
+            )
+        for what in ("forecast_alert_percent", "actual_alert_percent"):
+            yield from _duplicates(
+                [str(v) for v in getattr(ops.budget, what)], f"operations.budget.{what}[{{i}}]"
+            )
+    copy = ops.backups.copy_region
+    if copy is not None:
+        if copy not in aws_regions():
+            yield "operations.backups.copy_region", f"unknown AWS region {copy!r} (e.g. us-east-1)"
+        elif copy == c.primary_region:
+            yield (
+                "operations.backups.copy_region",
+                f"{copy} is the primary region; copies must go to another region (e.g. {c.spill_over_order[-1]})"
+                if len(c.spill_over_order) > 1
+                else f"{copy} is the primary region; copies must go to another region (e.g. us-east-1)",
+            )
+    elif len(c.spill_over_order) < 2:
+        yield "operations.backups.copy_region", "is required with one region: name where backups are copied"

@@ -63,6 +63,7 @@ class LabSettings:
     users: dict[str, int]
     ssh_machines: tuple[tuple[str, str], ...]  # (alias, DNS name)
     efa_env: dict[str, str] = field(default_factory=dict)
+    ssh_idle_stop_min: int = 0  # the SSH machines stop after this many idle minutes (0: never; issue 29)
 
     @property
     def places(self) -> list[str]:
@@ -129,6 +130,7 @@ def from_spec(cluster: Cluster, *, registry: str | None = None, code_bucket: str
         "users": users,
         "ssh_machines": [list(x) for x in ssh],
         "efa_env": standard_image.efa_env(),
+        "ssh_idle_stop_min": cluster.operations.ssh_idle_stop_min or 0,
     }
 
 
@@ -187,4 +189,6 @@ def parse(data) -> LabSettings:
         node_types=tuple(types), users=dict(users),
         ssh_machines=tuple((str(a), str(h)) for a, h in (_need(data, "ssh_machines", list) or ())),
         efa_env={str(k): str(v) for k, v in (_need(data, "efa_env", dict) or {}).items()},
+        # optional: a cluster that published its settings before issue 29 names no idle stop
+        ssh_idle_stop_min=(_need(data, "ssh_idle_stop_min", int) or 0) if "ssh_idle_stop_min" in data else 0,
     )  # fmt: skip

@@ -33,12 +33,24 @@ SCALE_DOWN_DISABLED_ANNOTATION = "cluster-autoscaler.kubernetes.io/scale-down-di
 # by an older version are finished or released.
 TO_BE_DELETED_TAINT = "ToBeDeletedByClusterAutoscaler"
 TO_BE_DELETED_TAINTS = (TO_BE_DELETED_TAINT, "research.cluster/to-be-deleted")
+# PreferNoSchedule taint on a busy node launched from an older launch template or image than its group's (value:
+# the group's version): kube-scheduler's TaintToleration score (weight 3) sends new pods elsewhere when they fit
+# elsewhere, so the node empties as its jobs end and is replaced; nothing is evicted (docs/planner.md, "Drift").
+DRIFTED_TAINT = "research.cluster/drifted"
 
 # --- the baked image ---------------------------------------------------------------------------------------------
 # The GPU worker image's root volume, hence its root snapshot (packer/gpu-worker.pkr.hcl gets it through the var
 # file, provision/packer/variables.py); every instance or launch template booting the image needs at least this
 # much (RunInstances refuses a root volume smaller than the snapshot; `invoke check-terraform` checks it).
 IMAGE_ROOT_GIB = 40
+# Set with the taint when the autoscaler cordons a node it removes (cluster-autoscaler's
+# --cordon-node-before-terminating): only a node it cordoned is uncordoned when the removal is called off.
+CORDONED_BY_AUTOSCALER_ANNOTATION = "research.cluster/cordoned-by-autoscaler"  # "true"
+# When a fresh read called a node's removal off, and the pod that stopped it ("<RFC 3339 time>; <reason>"): the node
+# is not tainted again before --unremovable-node-recheck-timeout (cluster-autoscaler's unremovable-node recheck).
+SCALE_DOWN_ABORTED_ANNOTATION = "research.cluster/scale-down-aborted"
+# On a pod: a longer --new-pod-scale-up-delay for it (a Go duration), cluster-autoscaler's annotation
+POD_SCALE_UP_DELAY_ANNOTATION = "cluster-autoscaler.kubernetes.io/pod-scale-up-delay"
 
 # --- extended resources ----------------------------------------------------------------------------------------
 GPU_RESOURCE = "nvidia.com/gpu"  # the NVIDIA device plugin's resource
@@ -81,3 +93,9 @@ MEMORY_GIB_PER_GPU = 12
 LAB_SETTINGS_NAMESPACE = "kube-public"
 LAB_SETTINGS_CONFIGMAP = "research-lab-settings"
 LAB_SETTINGS_KEY = "settings.yaml"
+
+# --- monitoring (issue 29, docs/operations.md): Prometheus and Alertmanager deployed with the cluster -------------
+MONITORING_NAMESPACE = "monitoring"
+ALERTMANAGER_SERVICE_ACCOUNT = (
+    "alertmanager"  # its IAM role (terraform/modules/alert_topic) trusts exactly this
+)

@@ -261,6 +261,62 @@ class Researchers(Strict):
         return f"{self.namespace_prefix}{user}"
 
 
+class Alerts(Strict):
+    """Where every alert goes (docs/operations.md, "Alerts"): one email address or one HTTPS webhook. Prometheus'
+    Alertmanager, the CloudWatch alarms, the budget and AWS Backup all publish to the cluster's SNS topics, which
+    deliver there."""
+
+    email: Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")] | None = Field(
+        None, description="e.g. ops@lab.example.org (SNS asks it to confirm the subscription once per topic)"
+    )
+    webhook: Annotated[str, Field(pattern=r"^https://[^\s/]+(/\S*)?$")] | None = Field(
+        None, description="an HTTPS endpoint that accepts SNS notifications (it confirms the subscription)"
+    )
+
+
+class Budget(Strict):
+    """A monthly AWS cost budget with notifications on the forecast and on actual spend."""
+
+    monthly_usd: float = Field(gt=0, description="the month's limit in US dollars")
+    forecast_alert_percent: list[Annotated[int, Field(ge=1, le=1000)]] = Field(
+        [80, 100], description="notify when the month's forecast passes these shares of the limit"
+    )
+    actual_alert_percent: list[Annotated[int, Field(ge=1, le=1000)]] = Field(
+        [100], description="notify when actual spend passes these shares of the limit"
+    )
+
+
+class Backups(Strict):
+    """etcd snapshots and their copies in a second region (docs/operations.md, "Backups")."""
+
+    etcd_every_h: int = Field(6, ge=1, le=24, description="hours between etcd snapshots")
+    keep_days: int = Field(30, ge=1, le=3650, description="how long snapshots and backups are kept")
+    copy_region: str | None = Field(
+        None, description="AWS Backup copies EFS and the etcd snapshots here (default: the second region)"
+    )
+
+
+class Operations(Strict):
+    """The first month of operations: alerts, budget, backups, idle SSH machines, node drift, certificates."""
+
+    alerts: Alerts | None = None
+    budget: Budget | None = None
+    backups: Backups = Backups()
+    ssh_idle_stop_min: int = Field(
+        60,
+        ge=0,
+        le=10080,
+        description="an SSH machine with no session and no GPU use this long stops (0: never)",
+    )
+    drift_deadline_h: float = Field(
+        72, ge=0, description="nodes on an old image or launch template this long after a new one: the operator "
+        "is told which jobs hold them (0: never)"
+    )  # fmt: skip
+    certificate_warn_days: int = Field(
+        30, ge=1, le=365, description="alert this long before a certificate expires"
+    )
+
+
 class Cluster(Strict):
     name: DnsLabel
     domain: str = Field("research.internal", pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
@@ -274,6 +330,7 @@ class Cluster(Strict):
     autoscaler: AutoscalerSettings = AutoscalerSettings()
     users: list[User] = []
     researchers: Researchers = Researchers()
+    operations: Operations = Operations()
 
     # -- derived views: every generator reads these rather than re-deriving them -----------------
     @cached_property
@@ -284,6 +341,12 @@ class Cluster(Strict):
     def primary_region(self) -> str:
         """The region that hosts the control plane: the first in spill-over order."""
         return self.spill_over_order[0]
+
+    @property
+    def backup_copy_region(self) -> str | None:
+        """Where AWS Backup copies the primary region's backups: the spec's, else the second region."""
+        order = self.spill_over_order
+        return self.operations.backups.copy_region or (order[1] if len(order) > 1 else None)
 
     def region(self, name: str) -> Region:
         for r in self.regions:

@@ -301,6 +301,8 @@ def run(argv: list[str]) -> int:
             user = args.user or _identity(kube, args)
             path = sshconfig.write(settings.data, user, Path(args.ssh_dir), args.identity)
             print(f"wrote {path} for {user}; try: ssh {settings.data.ssh_machines[0][0]} (on the VPN)")
+            if hint := sshconfig.idle_hint(settings.data):
+                print(hint)
             return 0
         namespace = args.namespace or kube.default_namespace
         if args.cmd == "status":

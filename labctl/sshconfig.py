@@ -23,12 +23,28 @@ def host_names(settings: LabSettings) -> list[tuple[str, str]]:
     return list(settings.ssh_machines)
 
 
+def idle_hint(settings: LabSettings) -> str | None:
+    """What a researcher needs to know when a machine does not answer: it stopped itself while idle (issue 29,
+    docs/operations.md "Cost"), and how it starts again."""
+    minutes = settings.ssh_idle_stop_min
+    if not minutes:
+        return None
+    return (
+        f"The machines stop after {minutes} minutes with no SSH session and no GPU or CPU use; a stopped one does "
+        "not answer: start it with `invoke ssh-start <group>-<n>` (an admin, or anyone allowed ec2:StartInstances "
+        "on it), about a minute."
+    )
+
+
 def entries(settings: LabSettings, user: str, identity: str | None = None) -> str:
-    lines = [
-        f"# Written by `lab ssh-config` for cluster {settings.cluster}; rewritten whole on each run.",
-        "",
-    ]
+    lines = [f"# Written by `lab ssh-config` for cluster {settings.cluster}; rewritten whole on each run."]
+    if hint := idle_hint(settings):
+        lines.append(f"# {hint}")
+    lines.append("")
     for alias, dns in host_names(settings):
+        name = dns.split(".ssh.", 1)[0]
+        if hint:
+            lines.append(f"# stopped? invoke ssh-start {name}")
         lines += [f"Host {alias}", f"  HostName {dns}", f"  User {user}", "  ForwardAgent no"]
         if identity:
             lines.append(f"  IdentityFile {identity}")

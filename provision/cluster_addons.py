@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from clusterspec.spec import Cluster
-from provision import addons, kubectl, scheduler
+from provision import addons, kubectl, monitoring, scheduler
 
 
 def deploy_scheduler(cluster: Cluster, kubectl_path: str | None = None) -> list[str]:
@@ -46,8 +46,18 @@ def after_up(cluster: Cluster, roots: list[str], kubectl_path: str | None = None
     if not kubectl.reachable(kubectl_path):
         return [
             "the Kubernetes API does not answer yet (the control plane forms after the apply: "
-            "`invoke control-plane-status`); once it does, run `invoke deploy-addons` and `invoke deploy-scheduler`"
+            "`invoke control-plane-status`); once it does, run `invoke deploy-addons`, `invoke deploy-scheduler` and `invoke deploy-monitoring`"
         ]
     path = addons.deploy_addons(cluster, kubectl=kubectl_path)
-    return [f"applied the GPU add-ons ({path})", *deploy_scheduler(cluster, kubectl_path),
-            *deploy_lab_settings(cluster, kubectl_path)]  # fmt: skip
+    lines = [f"applied the GPU add-ons ({path})", *deploy_scheduler(cluster, kubectl_path),
+             *deploy_lab_settings(cluster, kubectl_path)]  # fmt: skip
+    # Prometheus and Alertmanager (issue 29, provision/monitoring.py), once the global root has the alert topic
+    if monitoring.GLOBAL_OUTPUTS.exists():
+        lines.append(
+            f"applied Prometheus and Alertmanager ({monitoring.deploy(cluster, kubectl=kubectl_path)})"
+        )
+    else:
+        lines.append(
+            "no alert topic yet (the global root's outputs): run `invoke deploy-monitoring` after it"
+        )
+    return lines

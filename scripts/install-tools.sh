@@ -7,8 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-apt_tools=(packer ruby rubocop npm promtool)
-declare -A apt_package=([promtool]=prometheus)
+apt_tools=(packer ruby rubocop npm promtool amtool)
+declare -A apt_package=([promtool]=prometheus [amtool]=prometheus-alertmanager)  # amtool: issue 29, Alertmanager config
 missing=()
 for t in "${apt_tools[@]}"; do command -v "$t" >/dev/null || missing+=("${apt_package[$t]:-$t}"); done
 if ((${#missing[@]})); then
@@ -59,7 +59,7 @@ if [[ ! -s $schema || $(cat "$schema.package" 2>/dev/null) != "$stamp" ]]; then
   echo "$stamp" >"$schema.package"
 fi
 
-for t in packer ruby rubocop promtool bird nft .checkov-venv/bin/checkov; do
+for t in packer ruby rubocop promtool amtool bird nft etcd .checkov-venv/bin/checkov; do
   printf '%-26s %s\n' "$t" "$(command -v "$t" >/dev/null && "$t" --version 2>&1 | head -n 1 || echo missing)"
 done
 printf '%-26s %s\n' "$schema" "$(cat "$schema.package" 2>/dev/null || echo missing)"

@@ -79,6 +79,17 @@ class _Known:
     instances: set[str] = field(default_factory=set)
 
 
+def _launch_template(version: object, image: object) -> dict:
+    """The snapshot's ``launch_template`` (docs/snapshot.md) from what AWS reports; an image that is no AMI id (a
+    ``resolve:ssm:`` alias AWS did not resolve) is left out, so it never makes a node look drifted."""
+    out = {}
+    if isinstance(version, str | int) and str(version) and not str(version).startswith("$"):
+        out["version"] = str(version)
+    if isinstance(image, str) and image.startswith("ami-"):
+        out["image"] = image
+    return {"launch_template": out} if out else {}
+
+
 class AwsCloud:
     def __init__(
         self,
@@ -124,6 +135,8 @@ class AwsCloud:
         self._capacity: dict[tuple[str, str], catalog.InstanceType | None] = {}
         self._templates: dict[tuple, tuple[float, dict]] = {}
         self._launched: dict[str, dict[str, datetime]] = {}  # region -> instance id -> launch time
+        self._current_templates: dict[str, tuple] = {}  # group -> (version, image) new instances get
+        self._images: dict[str, str] = {}  # instance id -> the AMI it runs (drift: autoscaler/core/drift.py)
 
     # -- clients ------------------------------------------------------------------------------------------
     def client(self, service: str, region: str):
@@ -254,10 +267,16 @@ class AwsCloud:
                     "state": i.get("LifecycleState", "InService"),  # as Auto Scaling reports it
                     "zone": i.get("AvailabilityZone"),
                     "launched_at": show_time(launched.get(i["InstanceId"])),
+                    **_launch_template(
+                        (i.get("LaunchTemplate") or {}).get("Version"), self._images.get(i["InstanceId"])
+                    ),
                 }
                 for i in g.get("Instances", [])
             ],
         }
+        current = self._current_templates.get(name)
+        if current is not None:
+            group.update(_launch_template(*current))
         if allocatable:
             group["allocatable"] = allocatable
         price = capacity.price_in(region) if capacity else None
@@ -278,9 +297,14 @@ class AwsCloud:
                         for inst in res["Instances"]:
                             if inst.get("LaunchTime"):
                                 known[inst["InstanceId"]] = inst["LaunchTime"]
+                            if inst.get("ImageId"):
+                                self._images[inst["InstanceId"]] = inst["ImageId"]
             except AWS_ERRORS as e:  # launch times only refine boot timeouts; the groups stay usable
                 self._error(region, "DescribeInstances", e)
         self._launched[region] = {i: known[i] for i in ids if i in known}  # forget instances that are gone
+        if len(self._images) > 2 * max(1, sum(len(v) for v in self._launched.values())):
+            live = {i for v in self._launched.values() for i in v}
+            self._images = {i: a for i, a in self._images.items() if i in live}
         return self._launched[region]
 
     # -- instance types --------------------------------------------------------------------------------------
@@ -290,10 +314,14 @@ class AwsCloud:
             lt = mixed["LaunchTemplate"]
             for override in lt.get("Overrides") or []:
                 if override.get("InstanceType"):
+                    # the type comes from the override, so the template is not read: drift by the version the
+                    # group names (terraform/modules/node_group names a number), not by image
+                    version = lt["LaunchTemplateSpecification"].get("Version")
+                    self._current_templates[g["AutoScalingGroupName"]] = (version, None)
                     return override["InstanceType"]
-            return self._template_type(region, lt["LaunchTemplateSpecification"])
+            return self._template_type(region, lt["LaunchTemplateSpecification"], g["AutoScalingGroupName"])
         if g.get("LaunchTemplate"):
-            return self._template_type(region, g["LaunchTemplate"])
+            return self._template_type(region, g["LaunchTemplate"], g["AutoScalingGroupName"])
         if g.get("LaunchConfigurationName"):
             asg = self.client("autoscaling", region)
             found = asg.describe_launch_configurations(
@@ -303,7 +331,16 @@ class AwsCloud:
                 return lc["InstanceType"]
         raise CloudError(f"group {g['AutoScalingGroupName']} has no launch template or configuration")
 
-    def _template_type(self, region: str, spec: dict) -> str:
+    def _template_type(self, region: str, spec: dict, group: str | None = None) -> str:
+        data = self._template_data(region, spec, group)
+        if not data.get("InstanceType"):
+            ref = spec.get("LaunchTemplateId") or spec.get("LaunchTemplateName")
+            raise CloudError(f"launch template {ref} names no instance type")
+        return data["InstanceType"]
+
+    def _template_data(self, region: str, spec: dict, group: str | None = None) -> dict:
+        """The launch template version's data (cached a while); records the version number and image the
+        group's new instances get."""
         version = spec.get("Version") or "$Default"
         ref = {"LaunchTemplateId": spec["LaunchTemplateId"]} if spec.get("LaunchTemplateId") else {}
         if not ref:
@@ -314,14 +351,20 @@ class AwsCloud:
             data = cached[1]
         else:
             ec2 = self.client("ec2", region)
-            found = ec2.describe_launch_template_versions(**ref, Versions=[version])["LaunchTemplateVersions"]
+            # ResolveAlias: an image given as resolve:ssm:<parameter> is shown as the AMI it resolves to now, so
+            # a new image published to the parameter (invoke bake-ami) is drift too (EC2 API reference,
+            # DescribeLaunchTemplateVersions)
+            found = ec2.describe_launch_template_versions(**ref, Versions=[version], ResolveAlias=True)[
+                "LaunchTemplateVersions"
+            ]
             if not found:
                 raise CloudError(f"launch template {next(iter(ref.values()))} version {version} not found")
-            data = found[0].get("LaunchTemplateData", {})
+            data = dict(found[0].get("LaunchTemplateData", {}))
+            data["x-version"] = str(found[0].get("VersionNumber") or "")
             self._templates[key] = (time.monotonic(), data)
-        if not data.get("InstanceType"):
-            raise CloudError(f"launch template {next(iter(ref.values()))} names no instance type")
-        return data["InstanceType"]
+        if group is not None:
+            self._current_templates[group] = (data.get("x-version"), data.get("ImageId"))
+        return data
 
     def _instance_capacity(self, region: str, itype: str) -> catalog.InstanceType | None:
         """From DescribeInstanceTypes (cached for the process), else the bundled table, else None."""

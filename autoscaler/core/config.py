@@ -23,6 +23,9 @@ class PlannerConfig:
     backoff_base_s: float = 60  # first back-off after a failed scaling activity
     backoff_max_s: float = 1800  # back-off doubles per consecutive failure up to this
     max_events: int = 100_000  # cap on pod events in one plan (the rest are counted, not listed)
+    drift_deadline_s: float = (
+        0  # drifted nodes still busy this long: reported overdue (0: never; core/drift.py)
+    )
 
     @classmethod
     def from_dict(cls, data: dict, where: str = "config") -> PlannerConfig:
@@ -63,4 +66,7 @@ class PlannerConfig:
                 if group.get("warm_pool"):
                     warm[f"{spec.get('name')}-{region.get('name')}-{group.get('name')}"] = group["warm_pool"]
         section["warm_pool"] = warm
+        deadline_h = (spec.get("operations") or {}).get("drift_deadline_h")
+        if isinstance(deadline_h, int | float) and not isinstance(deadline_h, bool):
+            section["drift_deadline_s"] = deadline_h * 3600
         return cls.from_dict(section, "autoscaler")

@@ -11,10 +11,19 @@ LONG_TERMINATING_EXTRA_S = 30
 
 
 @dataclass(frozen=True, slots=True)
+class LaunchTemplate:
+    """A launch template version and its image: the group's current one, or the one an instance came from."""
+
+    version: str | None = None  # the version number, as Auto Scaling reports it
+    image: str | None = None  # the AMI id
+
+
+@dataclass(frozen=True, slots=True)
 class Instance:
     id: str
     state: str  # e.g. Pending, InService, Terminating (as the Cloud reports it)
     launched_at: datetime | None
+    template: LaunchTemplate | None = None  # what it was launched from (drift: autoscaler/core/drift.py)
 
 
 @dataclass(slots=True)
@@ -38,6 +47,7 @@ class Group:
     # requests and ports are already out of ``allocatable`` and in ``ports``, their labels and anti-affinity
     # count on the node as any pod's (daemonsets.py)
     daemonsets: tuple = ()
+    template: LaunchTemplate | None = None  # the version new instances get (drift: autoscaler/core/drift.py)
 
 
 @dataclass(slots=True)

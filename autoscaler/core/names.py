@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from clusterspec.names import (  # noqa: F401  (re-exported for the core's modules)
+    CORDONED_BY_AUTOSCALER_ANNOTATION,
+    DRIFTED_TAINT,
     GANG_ANNOTATION,
     HOSTNAME_KEY,
     INSTANCE_TYPE_KEY,
@@ -11,8 +13,10 @@ from clusterspec.names import (  # noqa: F401  (re-exported for the core's modul
     NODE_GROUP_LABEL,
     POD_GROUP_LABEL,
     POD_GROUP_SIZE_ANNOTATION,
+    POD_SCALE_UP_DELAY_ANNOTATION,
     REGION_KEY,
     SAFE_TO_EVICT_ANNOTATION,
+    SCALE_DOWN_ABORTED_ANNOTATION,
     SCALE_DOWN_DISABLED_ANNOTATION,
     TO_BE_DELETED_TAINT,
     TO_BE_DELETED_TAINTS,
@@ -22,6 +26,7 @@ from clusterspec.names import (  # noqa: F401  (re-exported for the core's modul
 # Node annotations the plan asks the controller to set (docs/planner.md, "Idle time" and "Removal").
 IDLE_SINCE_ANNOTATION = "research.cluster/idle-since"  # ISO-8601: when the node last ran a non-DaemonSet pod
 TO_BE_DELETED_SINCE_ANNOTATION = "research.cluster/to-be-deleted-since"  # ISO-8601: when it was tainted
+DRIFTED_SINCE_ANNOTATION = "research.cluster/drifted-since"  # ISO-8601: when the plan first saw it drifted
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 DO_NOT_DISRUPT_ANNOTATION = "karpenter.sh/do-not-disrupt"  # on pods: "true" blocks the node's removal

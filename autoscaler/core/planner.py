@@ -96,6 +96,8 @@ def _plan(snapshot: Snapshot, config: PlannerConfig) -> Plan:
     out.annotations = down.annotations
     out.placements = up.placements
     out.events = _events(snapshot, up, statuses, new_nodes, config.max_events)
+    out.events.extend(down.events[: max(0, config.max_events - len(out.events))])
+    out.drift = down.drift
     out.stats = {
         "pending_pods": up.pending,
         "pod_classes": up.classes,

@@ -20,6 +20,9 @@ class Plan:
     annotations: dict[str, dict[str, str | None]] = field(default_factory=dict)  # node -> {key: value | None}
     placements: dict[str, str] = field(default_factory=dict)  # pod -> node / upcoming:<g>:<i> / new:<g>:<i>
     stats: dict[str, int] = field(default_factory=dict)
+    drift: dict[str, dict] = field(
+        default_factory=dict
+    )  # drifted node -> {group, reason, since, overdue, pods}
 
     def state_counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -43,4 +46,6 @@ class Plan:
         }
         if placements:
             out["placements"] = dict(self.placements)
+        if self.drift:
+            out["drift"] = dict(self.drift)
         return out

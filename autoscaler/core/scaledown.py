@@ -12,12 +12,18 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from autoscaler.core.config import PlannerConfig
+from autoscaler.core.drift import drifted
 from autoscaler.core.failures import GroupStatus
 from autoscaler.core.model import Snapshot
-from autoscaler.core.names import IDLE_SINCE_ANNOTATION, TO_BE_DELETED_SINCE_ANNOTATION
+from autoscaler.core.names import (
+    DRIFTED_SINCE_ANNOTATION,
+    DRIFTED_TAINT,
+    IDLE_SINCE_ANNOTATION,
+    TO_BE_DELETED_SINCE_ANNOTATION,
+)
 from autoscaler.core.nodestate import NodeFacts, idle_since, node_state, tainted_since
 from autoscaler.core.scaleup import ScaleUp
-from autoscaler.core.timeutil import show_time
+from autoscaler.core.timeutil import parse_time, show_time
 
 EMPTY_STATES = ("idle", "removable", "draining")
 
@@ -29,6 +35,10 @@ class ScaleDown:
     reasons: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, dict[str, str | None]] = field(default_factory=dict)
     empty: dict[str, int] = field(default_factory=dict)  # group -> empty ready nodes kept after this plan
+    drift: dict[str, dict] = field(
+        default_factory=dict
+    )  # drifted node -> {group, reason, since, overdue, pods}
+    events: list[dict] = field(default_factory=list)  # {pod, reason, message}: pods holding overdue nodes
 
 
 def gather(snap: Snapshot) -> dict[str, NodeFacts]:
@@ -73,13 +83,17 @@ def scale_down(
     now = snap.now
     facts = gather(snap)
     reused = set(up.reused)
+    drift = drifted(snap)
     candidates: dict[str, list[tuple[datetime, int, NodeFacts]]] = {}
     for name, f in facts.items():
         f.planned = name in up.placed_on
         f.life = up.lifecycle.get(name)
         state, reason = node_state(f, now, config)
+        if name in drift and state in ("idle", "removable"):
+            state, reason = "removable", f"drifted: {drift[name][0]}"
         out.states[name], out.reasons[name] = state, reason
         n = f.node
+        _drift(out, f, drift.get(name), state, now, config)
         if state == "dead" and n.group is not None:
             out.actions.append(_action(n, "terminate", reason))
             removed[n.group] = removed.get(n.group, 0) + 1
@@ -96,8 +110,53 @@ def scale_down(
             order = 0 if state == "draining" else 1 if state == "removable" else 2
             when = (tainted_since(n) or now) if state == "draining" else idle_since(f, now)
             candidates.setdefault(n.group, []).append((when, order, f))
-    _remove(out, snap, config, statuses, candidates, removed)
+    _remove(out, snap, config, statuses, candidates, removed, drift)
     return out
+
+
+def _drift(out: ScaleDown, f: NodeFacts, drift: tuple[str, str] | None, state: str, now, config) -> None:
+    """The drift marks of one node (autoscaler/core/drift.py): its drifted-since annotation, the soft taint on a
+    busy drifted node (removed from a node that is no longer drifted), and the deadline's report."""
+    n = f.node
+    soft = any(t[0] == DRIFTED_TAINT for t in n.taints)
+    if drift is None:
+        if n.annotations.get(DRIFTED_SINCE_ANNOTATION) is not None:
+            _annotate(out, n, DRIFTED_SINCE_ANNOTATION, None)
+        if soft:
+            out.actions.append(_action(n, "unmark-drifted", "no longer drifted"))
+        return
+    why, version = drift
+    since = parse_time(n.annotations.get(DRIFTED_SINCE_ANNOTATION), "", []) or now
+    _annotate(out, n, DRIFTED_SINCE_ANNOTATION, show_time(since))
+    if state in ("busy", "protected") and not soft:
+        out.actions.append({**_action(n, "mark-drifted", why), "version": version})
+    pods = sorted(p.key for p in f.workload(now))
+    age = (now - since).total_seconds()
+    overdue = bool(config.drift_deadline_s) and age >= config.drift_deadline_s and bool(pods)
+    out.drift[n.name] = {
+        "group": n.group,
+        "reason": why,
+        "since": show_time(since),
+        "overdue": overdue,
+        "pods": pods,
+    }
+    if overdue:
+        for key in pods:
+            out.events.append(
+                {
+                    "pod": key,
+                    "reason": "NodeDriftOverdue",
+                    "message": f"node {n.name} is drifted ({why}) for {_span(age)}, past the deadline of "
+                    f"{_span(config.drift_deadline_s)}; this pod keeps it. It is replaced once empty; nothing "
+                    "is evicted",
+                }
+            )
+
+
+def _span(seconds: float) -> str:
+    if seconds >= 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
 def _annotate(out: ScaleDown, node, key: str, value: str | None) -> None:
@@ -105,16 +164,24 @@ def _annotate(out: ScaleDown, node, key: str, value: str | None) -> None:
         out.annotations.setdefault(node.name, {})[key] = value
 
 
-def _remove(out: ScaleDown, snap: Snapshot, config: PlannerConfig, statuses, candidates, removed) -> None:
+def _remove(
+    out: ScaleDown, snap: Snapshot, config: PlannerConfig, statuses, candidates, removed, drift=None
+) -> None:
     now = snap.now
     cap = max(1, math.floor(config.max_scale_in_fraction * len(snap.nodes)))
     groups = {g.name: g for g in snap.groups}
+    drift = drift or {}
     to_taint = []
     for gname, items in candidates.items():
         g = groups[gname]
-        items.sort(key=lambda t: (t[1], t[0], t[2].node.name))
+        # drifted nodes first: neither the minimum nor the warm pool keeps them (the minimum is refilled below
+        # by raising desired capacity for each one terminated, with a node on the group's current version)
+        items.sort(key=lambda t: (t[2].node.name not in drift, t[1], t[0], t[2].node.name))
         warm = config.warm_pool.get(gname, 0)
-        allowed = min(statuses[gname].desired - g.min - removed.get(gname, 0), len(items) - warm)
+        n_drift = sum(1 for t in items if t[2].node.name in drift)
+        kept = len(items) - n_drift
+        allowed = n_drift + max(0, min(statuses[gname].desired - g.min - removed.get(gname, 0) - n_drift,
+                                       kept - warm))  # fmt: skip
         out.empty[gname] = len(items)
         for i, (when, _order, f) in enumerate(items):
             n = f.node
@@ -140,6 +207,8 @@ def _remove(out: ScaleDown, snap: Snapshot, config: PlannerConfig, statuses, can
                         _action(n, "terminate", f"still empty on re-check (tainted {show_time(since)})")
                     )
                     out.empty[gname] -= 1
+                    if n.name in drift:  # replaced: a group at its minimum is raised for it (planner)
+                        removed[gname] = removed.get(gname, 0) + 1
             elif state == "removable":
                 to_taint.append((when, f))
     to_taint.sort(key=lambda t: (t[0], t[1].node.name))

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from autoscaler.core.daemonsets import with_daemonset_overhead
 from autoscaler.core.errors import SnapshotError
 from autoscaler.core.gcpause import gc_paused
-from autoscaler.core.model import Failure, Group, GroupState, Instance, Node, Pod, Snapshot
+from autoscaler.core.model import Failure, Group, GroupState, Instance, LaunchTemplate, Node, Pod, Snapshot
 from autoscaler.core.names import (
     DO_NOT_DISRUPT_ANNOTATION,
     GANG_ANNOTATION,
@@ -315,7 +315,9 @@ def _group(g: dict, name: str, w: str, errors: list[str]) -> Group | None:
             errors.append(f"{w}.instances[{j}]: expected {{id, state, launched_at}} with a string id")
             continue
         launched = parse_time(inst.get("launched_at"), f"{w}.instances[{j}].launched_at", errors)
-        instances.append(Instance(inst["id"], str(inst.get("state") or "InService"), launched))
+        template = _template(inst.get("launch_template"), f"{w}.instances[{j}].launch_template", errors)
+        instances.append(Instance(inst["id"], str(inst.get("state") or "InService"), launched, template))
+    launch_template = _template(g.get("launch_template"), f"{w}.launch_template", errors)
     if len(errors) > n_err:
         return None
     template = {str(k): str(v) for k, v in labels.items()}
@@ -340,7 +342,26 @@ def _group(g: dict, name: str, w: str, errors: list[str]) -> Group | None:
         priority,
         None if price is None else float(price),
         tuple(instances),
+        template=launch_template,
     )
+
+
+def _template(raw: object, where: str, errors: list[str]) -> LaunchTemplate | None:
+    """``{"version": "7", "image": "ami-..."}`` (either may be left out): a launch template version and its
+    image, of a group (what new instances get) or of an instance (what it came from)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or not set(raw) <= {"version", "image"}:
+        errors.append(f'{where}: expected {{"version": "7", "image": "ami-..."}} (either may be left out)')
+        return None
+    values = []
+    for key in ("version", "image"):
+        v = raw.get(key)
+        if v is not None and (not isinstance(v, str | int) or isinstance(v, bool) or str(v) == ""):
+            errors.append(f"{where}.{key}: expected a string, got {v!r}")
+            return None
+        values.append(None if v is None else str(v))
+    return LaunchTemplate(*values) if any(values) else None
 
 
 def _regions(raw: object, groups: list[Group], errors: list[str]) -> list[str]:

@@ -162,9 +162,12 @@ def down(
     yes: bool = False,
     dry_run: bool = False,
     ask: Confirm = input,
+    teardown=None,
 ) -> None:
     """Destroy roots in reverse apply order: plan every destruction first, show the count, ask once (typing
-    the cluster's name), then apply the saved destroy plans."""
+    the cluster's name), then apply the saved destroy plans. ``teardown`` (provision/operations/teardown.py,
+    issue 29) shows what goes besides resources before the question, and runs its steps (cordon, the jobs,
+    protection off, data) between the question and the destroy and its clean-up after."""
     ordered = list(reversed(names))
     runners = _prepare(cluster, ordered, out, state_bucket, plugin_dir)
     plans = {}
@@ -172,6 +175,9 @@ def down(
         plans[name] = runner.plan(destroy=True)
         print(f"[{name}] {plans[name].summary()}")
     total = sum(len(c.delete) for c in plans.values())
+    if teardown is not None:
+        for line in teardown.show():
+            print(f"  {line}")
     if dry_run or total == 0:
         print(f"{'dry run: ' if dry_run else ''}{total} resources would be destroyed; nothing was changed")
         return
@@ -181,6 +187,10 @@ def down(
         yes,
         ask,
     )
+    if teardown is not None:
+        teardown.before()
     for name, runner in runners.items():
         runner.apply(destroy=True)
         print(f"[{name}] destroyed")
+    if teardown is not None:
+        teardown.after()

@@ -11,6 +11,7 @@ from clusterspec.errors import UserError
 from clusterspec.names import AUTOSCALER_IRSA_SUBJECT
 from clusterspec.spec import Cluster, Region
 from provision import mtu, scheduler, tunnels
+from provision.operations_tf import operations_context
 from provision.researchers_tf import researchers_context
 from provision.terraform.settings import AMI_DIR, AWS_PROVIDER_VERSION, GLOBAL, MODULES, Backend
 
@@ -102,6 +103,7 @@ def global_context(cluster: Cluster, backend: Backend, out_dir: Path) -> dict:
         "site_names": [s.name for s in cluster.sites],
         "join_parameters": [f"/{cluster.name}/kubeadm/join-token", f"/{cluster.name}/kubeadm/ca-cert-hash"],
         "psk_ssm_prefix": cluster.vpn.psk_ssm_prefix,
+        "operations": operations_context(cluster),  # issue 29: roots/global/operations.tf.j2
     }
 
 
@@ -188,4 +190,5 @@ def region_context(
             "hosts": {v.name: v.ip for s in cluster.sites for v in s.servers},
         }
     ctx["researchers"] = researchers_context(cluster, region_name)  # issue 15: roots/region/researchers.tf.j2
+    ctx["operations"] = operations_context(cluster)  # issue 29: roots/region/operations.tf.j2
     return ctx

@@ -249,3 +249,16 @@ def test_gang_without_the_podgroup_kind_rolls_back(emu, lab_env, project, capsys
         "lab: the cluster refused part of job 'g' (nothing is left): the cluster has no PodGroup kind "
         "(scheduler-plugins' coscheduling is not installed); submit with --no-gang\n"
     )
+
+
+def test_ssh_config_says_how_to_start_a_machine_that_stopped_while_idle(emu, tmp_path, capsys) -> None:
+    """Issue 29: the SSH machines stop when idle (operations.ssh_idle_stop_min, published in the cluster's
+    settings); the entries and the command's output say how to start one again."""
+    kubeconfig = emu.write_kubeconfig(tmp_path / "alice", user="alice", groups=("research:users",))
+    code, out, err = _run(
+        capsys, "--kubeconfig", str(kubeconfig), "ssh-config", "--ssh-dir", str(tmp_path / "ssh")
+    )
+    assert code == 0, err
+    assert "invoke ssh-start <group>-<n>" in out and "60 minutes" in out
+    inc = (tmp_path / "ssh" / "lab_config").read_text()
+    assert "# stopped? invoke ssh-start gpu-1\nHost dlr-gpu-1\n" in inc

@@ -26,7 +26,25 @@ def test_after_the_primary_region_is_up_the_addons_and_the_gang_scheduler_are_ap
         str(scheduler.OUT / "gang-scheduler.yaml"),
         "build/deploy/lab-settings.yaml",  # what `lab` reads from the cluster (provision/lab_settings.py)
     ]
-    assert all("--server-side" in a for a in applied) and len(lines) == 4
+    assert all("--server-side" in a for a in applied) and len(lines) == 5
+    assert "invoke deploy-monitoring" in lines[-1], "no alert topic yet: the command to run later"
+
+
+def test_with_the_alert_topic_prometheus_and_alertmanager_follow(spec, tmp_path, monkeypatch):
+    """Issue 29: once the global root has its outputs, `invoke up` deploys the monitoring stack too."""
+    import json
+
+    from provision import monitoring
+
+    outputs = tmp_path / "outputs.json"
+    outputs.write_text(json.dumps({"alerts_topic_arn": {"value": "arn:aws:sns:us-west-2:123456789012:dlr-alerts"},
+                                   "alertmanager_role_arn": {"value": None}}))  # fmt: skip
+    monkeypatch.setattr(monitoring, "GLOBAL_OUTPUTS", outputs)
+    monkeypatch.setattr(monitoring, "OUT", tmp_path / "monitoring")
+    kubectl, log = fake_kubectl(tmp_path)
+    lines = cluster_addons.after_up(spec, ["global", spec.primary_region], kubectl)
+    assert applies(log)[-1].endswith(str(tmp_path / "monitoring" / "monitoring.yaml"))
+    assert lines[-1].startswith("applied Prometheus and Alertmanager")
 
 
 def test_before_the_api_answers_it_says_what_to_run_later_and_applies_nothing(spec, tmp_path):

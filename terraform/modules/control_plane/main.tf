@@ -102,6 +102,8 @@ resource "aws_instance" "member" {
     service_account_issuer = var.service_account_issuer
     target_group_arn       = aws_lb_target_group.api.arn
     bootstrap              = file("${path.module}/scripts/bootstrap.sh")
+    etcd_script            = file("${path.module}/scripts/etcd.sh")
+    etcd_backup            = var.etcd_backup
   }))
 
   metadata_options {

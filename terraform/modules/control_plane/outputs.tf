@@ -27,3 +27,13 @@ output "init_parameter" {
   description = "SSM parameter holding the control plane's kubeadm init state (pending or initialized)."
   value       = aws_ssm_parameter.init.name
 }
+
+output "lb_arn_suffix" {
+  description = "The API load balancer's ARN suffix (the LoadBalancer dimension of its CloudWatch metrics, ../alarms)."
+  value       = aws_lb.api.arn_suffix
+}
+
+output "target_group_arn_suffix" {
+  description = "The API target group's ARN suffix (the TargetGroup dimension, ../alarms)."
+  value       = aws_lb_target_group.api.arn_suffix
+}

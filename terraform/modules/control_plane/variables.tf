@@ -130,3 +130,14 @@ variable "service_account_issuer" {
   type        = string
   default     = ""
 }
+
+variable "etcd_backup" {
+  description = "etcd snapshots (../etcd_backup, docs/operations.md \"etcd\"): bucket, hours between snapshots, the SSM record and the CloudWatch namespace; an empty bucket: no snapshots"
+  type = object({
+    bucket           = string
+    every_h          = number
+    status_parameter = string
+    metric_namespace = string
+  })
+  default = { bucket = "", every_h = 6, status_parameter = "", metric_namespace = "" }
+}

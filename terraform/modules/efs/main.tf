@@ -7,6 +7,7 @@ locals {
 }
 
 resource "aws_efs_file_system" "this" {
+  #checkov:skip=CKV2_AWS_18:automatic backups in every region (aws_efs_backup_policy below); the primary's file system is also in ../backup's plan, copied to a second region
   creation_token  = local.name
   encrypted       = true
   kms_key_id      = var.kms_key_arn

@@ -21,6 +21,8 @@ locals {
     efs_mount             = var.efs_mount
     efs_utils_version     = var.efs_utils_version
     users                 = var.users
+    idle_stop_min         = var.idle_stop_min
+    idle_stop_script      = file("${path.module}/scripts/idle_stop.sh")
   }))
 }
 
@@ -150,6 +152,8 @@ resource "aws_instance" "machine" {
   iam_instance_profile   = aws_iam_instance_profile.machine.name
   monitoring             = true
   ebs_optimized          = true
+  # the machine powers itself off when idle (scripts/idle_stop.sh): that stops it, keeping its volume
+  instance_initiated_shutdown_behavior = "stop"
 
   # gzip: EC2 takes at most 16 KB of user data and every researcher adds lines (keys, mounts); cloud-init
   # recognises gzip-compressed user data and decompresses it.

@@ -124,3 +124,14 @@ variable "efs_mount" {
   type        = string
   default     = "/mnt/efs"
 }
+
+variable "idle_stop_min" {
+  description = "A machine with no SSH session, no GPU and no CPU use this many minutes powers itself off (stops; cluster.yaml operations.ssh_idle_stop_min); 0: never."
+  type        = number
+  default     = 0
+
+  validation {
+    condition     = var.idle_stop_min >= 0
+    error_message = "idle_stop_min must be 0 (never) or a number of minutes."
+  }
+}

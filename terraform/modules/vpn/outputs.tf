@@ -27,3 +27,8 @@ output "amazon_side_asn" {
   description = "BGP ASN of the virtual private gateway (the site's BGP peer)."
   value       = tonumber(aws_vpn_gateway.this.amazon_side_asn)
 }
+
+output "connection_ids" {
+  description = "Site => the VPN connection's id (CloudWatch alarms on its tunnels, ../alarms)."
+  value       = { for site, c in aws_vpn_connection.site : site => c.id }
+}

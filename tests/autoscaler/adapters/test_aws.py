@@ -198,3 +198,39 @@ def test_launch_times_are_looked_up_once_per_instance(cloud):
     again = {g["name"]: g for g in cloud.list_groups()}
     assert first >= 1 and len(calls) == first, "no new instance: no DescribeInstances"
     assert again["dlr-us-east-2-cpu"]["instances"][0]["launched_at"].endswith("Z")
+
+
+def test_a_new_launch_template_version_shows_which_instances_are_drifted(cloud, groups_url):
+    """Drift (autoscaler/core/drift.py): the group reports the version and image new instances get, each instance
+    what it runs. As Terraform does (update_default_version), the new version becomes the default; moto then
+    reports every instance at the default version, so the image tells the old instance from the new one. The
+    group names the version by number, as terraform/modules/node_group does."""
+    from autoscaler.core.drift import reason
+    from autoscaler.core.model import LaunchTemplate
+
+    name, region = "dlr-us-east-2-gpu-a100x8", "us-east-2"
+    asg = _asg(groups_url, region)
+    ec2 = SESSION.client("ec2", region_name=region, endpoint_url=groups_url)
+    asg.set_desired_capacity(AutoScalingGroupName=name, DesiredCapacity=1)
+    template = asg.describe_auto_scaling_groups(AutoScalingGroupNames=[name])["AutoScalingGroups"][0]
+    lt_id = template["LaunchTemplate"]["LaunchTemplateId"]
+    before = {g["name"]: g for g in cloud.list_groups()}[name]
+    assert before["launch_template"] == {"version": "1", "image": "ami-12c6146b"}
+    new = ec2.create_launch_template_version(
+        LaunchTemplateId=lt_id, SourceVersion="1", LaunchTemplateData={"ImageId": "ami-0a1b2c3d4e5f60718"}
+    )["LaunchTemplateVersion"]["VersionNumber"]
+    ec2.modify_launch_template(LaunchTemplateId=lt_id, DefaultVersion=str(new))
+    # terraform/modules/node_group names the template's latest version, a number
+    asg.update_auto_scaling_group(
+        AutoScalingGroupName=name, LaunchTemplate={"LaunchTemplateId": lt_id, "Version": str(new)}
+    )
+    asg.set_desired_capacity(AutoScalingGroupName=name, DesiredCapacity=2)
+    group = {g["name"]: g for g in cloud.list_groups()}[name]
+    assert group["launch_template"] == {"version": "2", "image": "ami-0a1b2c3d4e5f60718"}
+    images = {i["id"]: i["launch_template"]["image"] for i in group["instances"]}
+    old = next(i for i in before["instances"])["id"]
+    assert images[old] == "ami-12c6146b"
+    assert sorted(images.values()) == ["ami-0a1b2c3d4e5f60718", "ami-12c6146b"]
+    want = LaunchTemplate(**group["launch_template"])
+    drifted = {i["id"] for i in group["instances"] if reason(LaunchTemplate(**i["launch_template"]), want)}
+    assert drifted == {old}

@@ -92,3 +92,40 @@ def test_up_yes_refuses_a_plan_that_destroys_more_than_the_cap(cluster, fake, tm
     with pytest.raises(UserError, match="destroys 6 resources, more than --yes may"):
         commands.up(cluster, ["us-east-1"], out=tmp_path / "out", yes=True)
     assert "apply" not in fake.commands()
+
+
+class _Teardown:
+    """Records when down calls the teardown's steps (provision/operations/teardown.py, issue 29)."""
+
+    def __init__(self, fake, fail=False):
+        self.fake, self.fail, self.steps = fake, fail, []
+
+    def show(self):
+        self.steps.append(("show", len(self.fake.calls)))
+        return ["1 nodes to cordon (us-east-2)"]
+
+    def before(self):
+        self.steps.append(("before", "apply" in self.fake.commands()))
+        if self.fail:
+            raise UserError("1 pods still run; nothing was destroyed")
+
+    def after(self):
+        self.steps.append(("after", "apply" in self.fake.commands()))
+
+
+def test_down_shows_the_teardown_before_asking_runs_it_before_the_destroy_and_cleans_up_after(cluster, fake, tmp_path,
+                                                                                                capfd):  # fmt: skip
+    t = _Teardown(fake)
+    asked = []
+    commands.down(cluster, ["us-east-2"], out=tmp_path / "out", teardown=t,
+                  ask=lambda p: asked.append(len(t.steps)) or cluster.name)  # fmt: skip
+    assert [s for s, _ in t.steps] == ["show", "before", "after"] and asked == [1]
+    assert t.steps[1] == ("before", False) and t.steps[2] == ("after", True)
+    assert "  1 nodes to cordon (us-east-2)" in capfd.readouterr().out
+
+
+def test_a_teardown_that_refuses_stops_the_destroy(cluster, fake, tmp_path):
+    with pytest.raises(UserError, match="nothing was destroyed"):
+        commands.down(cluster, ["us-east-2"], out=tmp_path / "out", teardown=_Teardown(fake, fail=True),
+                      ask=lambda p: cluster.name)  # fmt: skip
+    assert "apply" not in fake.commands()

@@ -24,6 +24,12 @@ USER_DATA_LIMIT = 16 * 1024  # EC2 user data, before base64 (the module sends it
 ISSUER = "https://dlr-oidc-0123.s3.us-west-2.amazonaws.com"  # global output service_account_issuer_url
 TARGET_GROUP = "arn:aws:elasticloadbalancing:us-west-2:123456789012:targetgroup/dlr-api/0123456789abcdef"
 SCHEDULER = scheduler.control_plane_files()  # what the region root passes (provision/terraform/context.py)
+ETCD_BACKUP = {  # ../etcd_backup's outputs, as the primary region's root passes them (issue 29)
+    "bucket": "dlr-etcd-backups-123456789012",
+    "every_h": 6,
+    "status_parameter": "/dlr/etcd/last-backup",
+    "metric_namespace": "dlr/etcd",
+}
 
 
 def render(member: int, cwd) -> str:
@@ -48,12 +54,15 @@ def render(member: int, cwd) -> str:
         "scheduler_file": SCHEDULER["config_file"],
         "scheduler_kubeadm": SCHEDULER["kubeadm"],
         "service_account_issuer": ISSUER,
+        "etcd_backup": ETCD_BACKUP,
         "target_group_arn": TARGET_GROUP,
     }
     template = inline(str(MODULES / "control_plane/templates/control_plane.sh.tftpl"))
     bootstrap = inline(str(MODULES / "control_plane/scripts/bootstrap.sh"))
+    etcd = inline(str(MODULES / "control_plane/scripts/etcd.sh"))
     expression = (
-        f"jsonencode(templatefile({template}, merge({inline(values)}, {{bootstrap = file({bootstrap})}})))"
+        f"jsonencode(templatefile({template}, merge({inline(values)}, "
+        f"{{bootstrap = file({bootstrap}), etcd_script = file({etcd})}})))"
     )
     result = subprocess.run(
         [terraform, "console"], input=expression, cwd=cwd, capture_output=True, text=True, timeout=60
