@@ -9,7 +9,7 @@ exit-code annotations are not used for it); any other pod stays simulated. What 
 |---|---|
 | image ENTRYPOINT/CMD, overridden by ``command``/``args`` (kuberuntime: ``kubecontainer.ExpandContainerCommandAndArgs``, ``$(VAR)`` expanded) | :data:`IMAGES` holds each image's config as its Dockerfile sets it |
 | env: the image's, then service links (``kubelet_pods.go: getServiceEnvVarMap``, ``enableServiceLinks`` default true), then ``envFrom`` and ``env`` with ``valueFrom`` (downward API ``fieldRef``, ``resourceFieldRef``, ``configMapKeyRef``, ``secretKeyRef``) | same order; ``KUBERNETES_SERVICE_HOST/PORT`` name the emulator's secure port, since no cluster IP routes here |
-| ``workingDir``, ``runAsUser``/``runAsGroup`` (container over pod, else the image's USER) | ``cwd``; the uid/gid are applied when the emulator runs as root, otherwise recorded in the pod's folder (``user``) |
+| ``workingDir``, ``runAsUser``/``runAsGroup`` (container over pod, else the image's USER) | ``cwd``; the uid/gid are applied when the emulator runs as root (the standard image's venv is :data:`STANDARD_VENV`, which every uid can run; ``DIR`` must be reachable by every uid), otherwise recorded in the pod's folder (``user``) |
 | one directory per volume under ``/var/lib/kubelet/pods/<uid>/volumes`` (emptyDir, configMap, secret, projected with the bound ServiceAccount token, downwardAPI, hostPath, PVC) | ``DIR/<namespace>_<name>_<uid>/volumes/<volume>``; a ``mountPath`` at the start of a command word, env value or ``workingDir`` is rewritten to that folder (a process shares this host's file system) |
 | stdout/stderr to the container log (``pods/{name}/log``) | logs.py |
 | restartPolicy: Always restarts, OnFailure restarts a non-zero exit, Never ends the pod Succeeded/Failed with the exit code | same; ``restartCount`` counted, a 1 s back-off |
@@ -33,6 +33,27 @@ from pathlib import Path
 
 _VENV_BIN = str(Path(sys.executable).parent)
 
+# The standard image's /opt/venv on this host: a virtual environment of the image's pinned packages built from the
+# system's Python (scripts/install-tools.sh), so that every uid can run it, as every uid can run the image's. The
+# interpreter of a development checkout is often out of other uids' reach (pyenv under /root, mode 0700), and a job
+# run as root would hide exactly what its uid may not do. Without it, this interpreter's venv stands in.
+STANDARD_VENV = Path(os.environ.get("LAB_STANDARD_VENV", "/opt/lab/standard-venv"))
+
+
+def closed_folder(path: Path) -> Path | None:
+    """The first of ``path``'s folders (itself or a parent) that other users may not enter (no ``o+x``), or None:
+    a pod run as its own uid must reach its folder here, as a container reaches its volumes through its mounts."""
+    path = Path(path).resolve()
+    for p in [path, *path.parents]:
+        if p.exists() and not p.stat().st_mode & 0o001:
+            return p
+    return None
+
+
+def standard_bin() -> str:
+    """The standard image's venv bin folder on this host (:data:`STANDARD_VENV`, else this interpreter's)."""
+    return str(STANDARD_VENV / "bin") if (STANDARD_VENV / "bin" / "python").exists() else _VENV_BIN
+
 
 @dataclass(frozen=True)
 class ImageConfig:
@@ -42,6 +63,7 @@ class ImageConfig:
     cmd: tuple[str, ...]
     env: dict = field(default_factory=dict)
     user: tuple[int, int] | None = None
+    venv_bin: str | None = None  # the image's venv on this host, first on PATH (None: this interpreter's)
 
 
 # deploy/Dockerfile: the autoscaler image (python:3.11 slim, /opt/autoscaler venv, USER 10001:10001); here its
@@ -57,7 +79,7 @@ IMAGES: dict[str, ImageConfig] = {
 
 
 # deploy/standard-image/Dockerfile: the lab's standard image under any registry (``<registry>/<cluster>/standard``):
-# no ENTRYPOINT or CMD, its /opt/venv (torch, numpy, boto3, ...) is this interpreter's, no USER (jobs set theirs).
+# no ENTRYPOINT or CMD, its /opt/venv (torch, numpy, boto3, ...) is :func:`standard_bin`, no USER (jobs set theirs).
 STANDARD = ImageConfig(entrypoint=(), cmd=(), env={"PYTHONUNBUFFERED": "1"})
 
 
@@ -68,7 +90,7 @@ def image_config(image: str) -> ImageConfig | None:
     if ":" in repo.rsplit("/", 1)[-1]:
         repo = repo.rsplit(":", 1)[0]
     if repo.endswith("/" + standard_image.repository()):
-        return STANDARD
+        return ImageConfig(STANDARD.entrypoint, STANDARD.cmd, STANDARD.env, STANDARD.user, standard_bin())
     return IMAGES.get(repo)
 
 
@@ -146,6 +168,11 @@ class ProcessRuntime:
         self.model = api.model
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
+        if os.geteuid() == 0 and (closed := closed_folder(self.root)) is not None:
+            raise PermissionError(
+                f"--run-pods {root}: {closed} is closed to other users (mode {closed.stat().st_mode & 0o777:04o}), so "
+                "pods that run as their own uid could not reach their folders; choose a folder every user can enter"
+            )
         self._pods: dict[str, _Pod] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True, name="kubelet-runtime")
@@ -245,7 +272,9 @@ class ProcessRuntime:
     def _container(self, pod: dict, c: dict, folder: Path, mounts: dict, services: dict) -> _Container:
         cfg = image_config(c["image"])
         assert cfg is not None
-        env = {"PATH": f"{_VENV_BIN}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+        env = {
+            "PATH": f"{cfg.venv_bin or _VENV_BIN}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+        }
         env.update(cfg.env)
         env["HOSTNAME"] = pod["metadata"]["name"]
         if pod["spec"].get("enableServiceLinks", True) is not False:
@@ -359,10 +388,19 @@ class ProcessRuntime:
         """One folder per volume, filled as the kubelet's volume plugins fill theirs."""
         out: dict[str, str] = {}
         ns = pod["metadata"]["namespace"]
+        sc = pod["spec"].get("securityContext") or {}
+        owner = (
+            (int(sc["runAsUser"]), int(sc.get("runAsGroup", sc["runAsUser"]))) if "runAsUser" in sc else None
+        )
         for v in pod["spec"].get("volumes") or ():
             d = root / v["name"]
             if "persistentVolumeClaim" in v:  # a claim's volume is shared by every pod that mounts it
                 d = self.root / "claims" / f"{ns}_{v['persistentVolumeClaim']['claimName']}"
+                if not d.exists() and owner is not None and os.geteuid() == 0:
+                    # a researcher's claims are EFS access points whose root directory is created for the
+                    # namespace's uid (terraform/modules/efs: root_directory.creation_info): the first pod's
+                    d.mkdir(parents=True)
+                    os.chown(d, *owner)
             d.mkdir(parents=True, exist_ok=True)
             out[v["name"]] = str(d)
             if "configMap" in v:

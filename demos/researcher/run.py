@@ -16,8 +16,10 @@ Fails (exit status 1) when the job's pods are not all running within the deadlin
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -62,6 +64,21 @@ def _say(text: str) -> None:
     print(text, flush=True)
 
 
+def _pods_folder(out: Path, say) -> Path:
+    """``out/pods``, unless a folder above it is closed to other users: the pods run as their researchers' uids,
+    which must reach their folders (kubelet.py ``closed_folder``); then a folder of its own under the temp dir."""
+    from autoscaler.emulator.kubelet import closed_folder
+
+    pods = (out / "pods").resolve()
+    pods.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() == 0 and (closed := closed_folder(pods)) is not None:
+        pods = Path(tempfile.mkdtemp(prefix="lab-pods-"))
+        pods.chmod(0o711)
+        atexit.register(shutil.rmtree, pods, True)
+        say(f"the pods' folders are in {pods} ({closed} is closed to the researchers' uids)")
+    return pods
+
+
 @contextlib.contextmanager
 def local_cluster(spec, out: Path, secrets_dir: Path, say=_say, run_pods: bool = False):
     """The local cluster of ``make demo`` with a researcher: moto (EC2, Auto Scaling and the results bucket), the
@@ -82,7 +99,7 @@ def local_cluster(spec, out: Path, secrets_dir: Path, say=_say, run_pods: bool =
             "demos.researcher.emulator", url, spec.name, regions, admin, out, env, day_one=True
         )
         if run_pods:  # the standard image's pods run the code as processes (autoscaler/emulator/kubelet.py)
-            child.argv += ["--run-pods", str((out / "pods").resolve())]
+            child.argv += ["--run-pods", str(_pods_folder(out, say))]
         emulator = children.start(child)
         emulator.ready_line(60)
         autoscaler_kubeconfig = day_one(spec, admin, out, say)  # what `invoke up` deploys, with kubectl

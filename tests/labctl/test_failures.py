@@ -72,10 +72,12 @@ def test_a_lost_node_is_retried_and_the_retries_are_bounded(emu, lab_env, projec
     assert conds["Failed"]["reason"] == "BackoffLimitExceeded"
 
 
-def test_an_application_error_fails_the_job_at_once(s3_url, tmp_path, monkeypatch, capsys) -> None:
+def test_an_application_error_fails_the_job_at_once(
+    s3_url, tmp_path, monkeypatch, capsys, kubelet_root
+) -> None:
     make_bucket(s3_url)
     model = ClusterModel(VirtualClock(start=1_767_225_600.0), groups_from_spec(SPEC_DATA))
-    with Emulator(model, run_pods=tmp_path / "kubelet") as emu:
+    with Emulator(model, run_pods=kubelet_root) as emu:
         publish_settings(emu, s3_url, tmp_path / "admin")
         emu.create_namespace("u-alice")
         kubeconfig = emu.write_kubeconfig(tmp_path / "kc")
