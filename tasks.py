@@ -454,6 +454,40 @@ def add_user(c, name, kubeconfig=None, home=None, role_arn=None, spec=None):
 
 
 @task(
+    name="lab-settings",
+    help={
+        "kubeconfig": "the admin's kubeconfig (default: KUBECONFIG, else ~/.kube/config)",
+        "out": "write the settings document to this file instead (for `lab --settings FILE`)",
+        "registry": "the registry host (default: researchers.registry; Terraform output registry_host)",
+        "code_bucket": "where `lab` uploads code (default: the global root's bucket_names.results)",
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+    },
+)
+@user_errors
+def lab_settings(c, kubeconfig=None, out=None, registry=None, code_bucket=None, spec=None):
+    """Publish what `lab` reads from the cluster: ConfigMap kube-public/research-lab-settings, readable by researchers."""
+    from pathlib import Path
+
+    from clusterspec.loader import load_spec
+    from provision import lab_settings as ls
+
+    cluster = load_spec(spec)
+    bucket = code_bucket or ls.results_bucket(cluster)
+    if out:
+        Path(out).write_text(ls.document(cluster, registry, bucket))
+        print(f"wrote {out}; researchers use it with `lab --settings {out}` (or LAB_SETTINGS)")
+        return
+    from kubernetes import config
+
+    api = config.new_client_from_config(config_file=kubeconfig)
+    try:
+        for line in ls.apply(api, cluster, registry, bucket):
+            print(line)
+    finally:
+        api.close()
+
+
+@task(
     name="remove-user",
     help={
         "name": "the user",
@@ -491,6 +525,33 @@ def remove_user(c, name, kubeconfig=None, home=None, vpn_endpoint=None, region=N
             raise UserError("not confirmed; nothing was changed")
     for line in remove(cluster, name, kubeconfig, home, vpn_endpoint, region):
         print(line)
+
+
+@task(
+    name="bench-iteration",
+    help={"compression": "model seconds per wall second (default 10)", "json": "print the figures as JSON"},
+)
+@user_errors
+def bench_iteration(c, compression=10.0, json=False):
+    """Code edit to every pod Running in the local stack, warm node and new node, image pulls from real layer sizes."""
+    from demos.bench_iteration import main
+
+    main(float(compression), json)
+
+
+@task(
+    name="local-cluster",
+    help={
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+        "out": "logs and alice's kubeconfig (build/local-cluster)",
+    },
+)
+@user_errors
+def local_cluster(c, spec=None, out=None):
+    """A local cluster to try `lab` on your own code: moto, the emulator, the autoscaler, alice; until Ctrl-C."""
+    from demos.local_cluster import main
+
+    main(spec, out)
 
 
 @task(

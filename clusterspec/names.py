@@ -88,6 +88,12 @@ IRSA_TOKEN_DIR = "/var/run/secrets/eks.amazonaws.com/serviceaccount"
 CPU_PER_GPU = 3
 MEMORY_GIB_PER_GPU = 12
 
+# --- what `lab` reads from the cluster (provision writes it; clusterspec/lab_settings.py is its schema) -----------
+# In kube-public, readable by every researcher through a Role of its own (provision/lab_settings.py).
+LAB_SETTINGS_NAMESPACE = "kube-public"
+LAB_SETTINGS_CONFIGMAP = "research-lab-settings"
+LAB_SETTINGS_KEY = "settings.yaml"
+
 # --- monitoring (issue 29, docs/operations.md): Prometheus and Alertmanager deployed with the cluster -------------
 MONITORING_NAMESPACE = "monitoring"
 ALERTMANAGER_SERVICE_ACCOUNT = (

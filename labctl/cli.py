@@ -1,12 +1,14 @@
-"""``lab``: build the standard image from the code here, submit it as a job, follow it (docs/researchers.md).
+"""``lab``: run the code here on the cluster's GPUs, follow it (docs/researchers.md).
 
+    lab submit --gpus N [--gpu-type A100] [--spot] [--nodes M] [--no-gang] [--region-pref R,...] [--name NAME]
+               [--env K=V ...] [--retries N] [--max-file-mb MB] [--path PATH] [--dry-run] -- COMMAND...
     lab image build [PATH] [--push]
-    lab submit --gpus N [--nodes M] [--gang] [--region-pref R,...] [--name NAME] [PATH options] -- COMMAND...
-    lab status | lab logs JOB [-f] [--index I] | lab cancel JOB
+    lab status | lab logs JOB [-f] [--index I | --all] | lab cancel JOB
     lab tensorboard JOB
-    lab ssh-config [--user NAME]
+    lab ssh-config
 
-Bad input is one line on stderr and exit status 2; nothing is created.
+The cluster's settings come from the cluster itself (ConfigMap kube-public/research-lab-settings), read with your
+kubeconfig; bad input is one line on stderr and exit status 2, and nothing is created.
 """
 
 from __future__ import annotations
@@ -17,133 +19,232 @@ import os
 import sys
 from pathlib import Path
 
-from labctl import engine, jobs
-from labctl.context import build_context
+from labctl import deps, engine, jobs, snapshot
+from labctl.context import DEFAULT_MAX_FILE_MB, build_snapshot
 from labctl.errors import LabError
 from labctl.settings import Settings
 
 
+def _gpus(value: str) -> tuple[str | None, int]:
+    """``8`` or SkyPilot's ``A100:8``."""
+    kind, _, count = value.rpartition(":")
+    try:
+        return (kind or None), int(count)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{value!r}: give a number of GPUs per node, or TYPE:N (A100:8)"
+        ) from None
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="lab",
-        description="Build the standard image of your code, run it on the cluster's GPUs, follow it.",
+    p = argparse.ArgumentParser(prog="lab", description="Run the code here on the cluster's GPUs, follow it.")
+    p.add_argument(
+        "--settings", help="the cluster's settings from a file (default: LAB_SETTINGS, else the cluster's)"
     )
-    p.add_argument("--spec", help="the cluster spec (default: LAB_SPEC, else the repository's cluster.yaml)")
     p.add_argument("--kubeconfig", help="default: KUBECONFIG, else ~/.kube/config")
     p.add_argument("--context", help="kubeconfig context (default: the current one)")
     p.add_argument("-n", "--namespace", help="default: the context's namespace (yours: u-<you>)")
     sub = p.add_subparsers(dest="cmd", required=True)
 
-    image = sub.add_parser("image", help="the standard image of your code").add_subparsers(
+    image = sub.add_parser("image", help="the image of your requirements").add_subparsers(
         dest="image_cmd", required=True
     )
-    b = image.add_parser("build", help="snapshot PATH into a deterministic context and build it")
+    b = image.add_parser(
+        "build", help="build the image of PATH's requirements (only when the standard one lacks them)"
+    )
     b.add_argument("path", nargs="?", default=".")
     b.add_argument("--push", action="store_true", help="push to the cluster's registry (ECR)")
 
     s = sub.add_parser("submit", help="run a command on GPUs: lab submit --gpus 8 -- python train.py")
-    s.add_argument("--gpus", type=int, required=True, help="GPUs per node")
+    s.add_argument("--gpus", type=_gpus, required=True, help="GPUs per node (8), or TYPE:N (A100:8)")
+    s.add_argument("--gpu-type", help="A100, V100, T4, Titan X, ... (the cluster's GPU models)")
+    s.add_argument(
+        "--spot", action="store_true", help="run on spot capacity (cheaper, may be reclaimed: retried)"
+    )
     s.add_argument("--nodes", type=int, default=1, help="nodes, one pod each (default 1)")
-    s.add_argument("--gang", action="store_true", help="all nodes start together or none does")
+    g = s.add_mutually_exclusive_group()
+    g.add_argument(
+        "--gang",
+        dest="gang",
+        action="store_true",
+        default=None,
+        help="all nodes start together (default for --nodes > 1)",
+    )
+    g.add_argument("--no-gang", dest="gang", action="store_false", help="start nodes one by one")
     s.add_argument(
         "--region-pref",
         default="",
         help="comma-separated regions or sites the job may use, most preferred first",
     )
-    s.add_argument("--name", help="job name (default: the folder's name and the image hash)")
+    s.add_argument(
+        "--name", help="job name (default: the folder's name, the code's hash and a random suffix)"
+    )
     s.add_argument("--path", default=".", help="the code to run (default: .)")
-    s.add_argument("--no-build", action="store_true", help="the image of this code is already pushed")
-    s.add_argument("--dry-run", action="store_true", help="print the objects as YAML, create nothing")
+    s.add_argument(
+        "--env", action="append", default=[], metavar="K=V", help="an environment variable (repeatable)"
+    )
+    s.add_argument(
+        "--retries",
+        type=int,
+        default=jobs.DEFAULT_RETRIES,
+        help=f"times a node lost to a disruption is replaced (default {jobs.DEFAULT_RETRIES}); errors never are",
+    )
+    s.add_argument(
+        "--max-file-mb",
+        type=float,
+        default=DEFAULT_MAX_FILE_MB,
+        help=f"files over this size stay out of the snapshot (default {DEFAULT_MAX_FILE_MB}; 0: no limit)",
+    )
+    s.add_argument("--no-build", action="store_true", help="the image of your requirements is already pushed")
+    s.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="the objects as the API server would create them (server-side dry run), nothing uploaded or created",
+    )
     s.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command")
 
     sub.add_parser("status", help="your jobs and their pods")
-    lg = sub.add_parser("logs", help="a job's output (index 0 unless --index)")
+    lg = sub.add_parser("logs", help="a job's output: rank 0's unless --index or --all")
     lg.add_argument("job")
     lg.add_argument("-f", "--follow", action="store_true")
-    lg.add_argument("--index", type=int, default=0)
+    which = lg.add_mutually_exclusive_group()
+    which.add_argument("--index", type=int, default=None, help="node N's pod")
+    which.add_argument("--all", action="store_true", help="every pod, each line prefixed with its node")
     c = sub.add_parser("cancel", help="delete a job with its pods")
     c.add_argument("job")
     t = sub.add_parser("tensorboard", help="TensorBoard on a job's LOG_DIR; prints its URL (on the VPN)")
     t.add_argument("job")
     t.add_argument("--timeout", type=float, default=300)
     sc = sub.add_parser("ssh-config", help="write ~/.ssh entries for the SSH machines")
-    sc.add_argument("--user", default=None, help="your cluster user name (default: your login)")
+    sc.add_argument(
+        "--user", default=None, help="your cluster user name (default: your kubeconfig's identity)"
+    )
     sc.add_argument("--identity", default=None, help="IdentityFile for the entries")
     sc.add_argument("--ssh-dir", default=str(Path.home() / ".ssh"))
-    return p
+    return p  # fmt: skip
 
 
-def _user() -> str:
-    return os.environ.get("LAB_USER") or getpass.getuser()
+def _identity(kube, args) -> str:
+    """Who the kubeconfig is: the API server's answer, else the client certificate's CN, else LAB_USER or the login."""
+    from labctl import sshconfig
+
+    return (
+        (kube.whoami() if kube is not None else None)
+        or sshconfig.certificate_user(args.kubeconfig, args.context)
+        or os.environ.get("LAB_USER")
+        or getpass.getuser()
+    )
 
 
-def _image(
-    settings: Settings, path: str, push: bool, build: bool, region: str | None = None
-) -> tuple[str, str]:
-    """(image reference, content tag): built and pushed when an engine works, else reused or explained."""
-    ctx = build_context(path, settings.base_image, settings.python)
-    ref = settings.image_ref(ctx.tag, region)
-    print(f"context: {len(ctx.files)} files, sha256 {ctx.digest[:16]}, image {ref}")
+def _where(kube, args, settings: Settings, user: str) -> tuple[str, str]:
+    """(namespace, researcher): the namespace names the researcher (u-alice is alice's), whatever the login."""
+    namespace = args.namespace or (kube.default_namespace if kube else settings.namespace(user))
+    prefix = settings.namespace_prefix
+    if namespace.startswith(prefix) and settings.uid(namespace[len(prefix) :]) is not None:
+        user = namespace[len(prefix) :]
+    return namespace, user
+
+
+def _image(settings: Settings, snap, push: bool, build: bool, region: str | None, say=print,
+           at_start: bool = False) -> tuple[str, tuple[str, ...]]:  # fmt: skip
+    """(the job's image, pip arguments to install at start): the standard image when it has the requirements; else
+    the requirements' own image (built once, with docker or buildah); else, with ``at_start`` and no engine, the
+    standard image with the missing requirements installed when the job starts."""
+    d = deps.resolve(snap, settings.data.standard_packages)
+    standard = settings.standard_ref(region)
+    if d.standard:
+        if d.source:
+            say(f"{d.source}: the standard image has all {len(d.lines)} requirements; no image to build")
+        return standard, ()
+    ref = settings.image_ref(d.tag(settings.standard_image), region)
+    missing = f"{', '.join(d.missing[:3])}{' ...' if len(d.missing) > 3 else ''}"
+    eng = engine.find_engine() if build or at_start else None  # `docker info`: no side effect
+    if at_start and eng is None:
+        install = ("-r", d.source) if d.source == "requirements.txt" else tuple(d.lines)
+        say(f"{d.source}: {len(d.missing)} not in the standard image ({missing}); no container engine here: the job "
+            "installs them when it starts (pip's cache on your home volume; an image is faster: lab image build --push)")  # fmt: skip
+        return standard, install
+    say(f"{d.source}: {len(d.missing)} not in the standard image ({missing}): image {ref}")
     if not build:
-        return ref, ctx.tag
-    eng = engine.find_engine()
+        return ref, ()
+    data = deps.build_context(standard, d)
     if eng is None:
-        out = engine.write_context(ctx)
-        hint = f"no working docker or buildah here; the context is {out}. Build it with: {engine.how_to_build(out, ref)}"
-        if push:
-            raise LabError(hint + ", push it, then rerun with --no-build")
-        print(hint)
-        return ref, ctx.tag
+        out = engine.write_context(d.tag(settings.standard_image), data)
+        raise LabError(
+            f"no working docker or buildah here to build {ref}; build it anywhere with: "
+            f"{engine.how_to_build(out, ref)}, push it, then rerun with --no-build"
+        )
     if engine.image_exists(eng, ref):
-        print(f"reusing {ref} (same content hash)")
+        say(f"reusing {ref} (same requirements)")
     else:
-        engine.build(eng, ctx, ref)
+        engine.build(eng, d.tag(settings.standard_image), data, ref)
     if push:
         if settings.registry(region) is None:
-            raise LabError(
-                "no registry: set researchers.registry in the spec or LAB_REGISTRY (your ECR host)"
-            )
+            raise LabError("no registry: the cluster's settings name none; set LAB_REGISTRY (your ECR host)")
         engine.push(eng, ref)
-        print(f"pushed {ref}")
-    return ref, ctx.tag
+        say(f"pushed {ref}")
+    return ref, ()
 
 
-def _submit(args, settings: Settings) -> None:
-    from labctl.kube import Kube
-
+def _submit(args, kube, settings: Settings) -> None:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    gpu_type, gpus = args.gpus
+    gpu_type = args.gpu_type or gpu_type
+    nodes = args.nodes
+    gang = args.gang if args.gang is not None else nodes > 1
     prefs = [r.strip() for r in args.region_pref.split(",") if r.strip()]
-    user = _user()
-    # refuse what could never run before building or creating anything
-    probe = jobs.JobRequest(args.name or "probe", "x", "x", command, args.gpus, args.nodes, args.gang, prefs)
-    jobs.check_request(probe, settings)
-    region = prefs[0] if prefs and prefs[0] in {r.name for r in settings.spec.regions} else None
-    ref, tag = _image(settings, args.path, push=not args.no_build, build=not args.no_build, region=region)
-    name = args.name or jobs.default_name(Path(args.path).resolve().name, tag)
-    kube = None if args.dry_run else Kube(args.kubeconfig, args.context)
-    namespace = args.namespace or (kube.default_namespace if kube else settings.namespace(user))
-    prefix = settings.spec.researchers.namespace_prefix
-    if namespace.startswith(prefix) and namespace[len(prefix) :] in {u.name for u in settings.spec.users}:
-        user = namespace[len(prefix) :]  # the namespace names the researcher, whatever the laptop's login
-    req = jobs.JobRequest(name, namespace, ref, command, args.gpus, args.nodes, args.gang, prefs, user, tag)
+    env = jobs.parse_env(args.env)
+    user = _identity(kube, args)
+    namespace, user = _where(kube, args, settings, user)
+    probe = jobs.JobRequest(args.name or "probe", namespace, "x", command, gpus, nodes, gang, prefs, user,
+                            gpu_type=gpu_type, spot=args.spot, env=env, retries=args.retries)  # fmt: skip
+    jobs.check_request(probe, settings)  # refuse what could never run before reading or uploading anything
+    if settings.uid(user) is None:
+        raise LabError(
+            f"user {user!r} has no uid in the cluster's settings; ask your admin to run `invoke add-user {user}`"
+        )
+    region = prefs[0] if prefs and prefs[0] in settings.regions else None
+    snap = build_snapshot(args.path, args.max_file_mb)
+    print(f"code: {len(snap.files)} files, sha256 {snap.tag}" + (f", git {snap.git}" if snap.git else ""))
+    for note in snap.notes:
+        print(f"  {note}")
+    image, install = _image(settings, snap, push=not args.no_build and not args.dry_run,
+                            build=not args.no_build and not args.dry_run, region=region,
+                            at_start=not args.no_build)  # fmt: skip
+    bucket = settings.data.code_bucket
+    if not bucket:
+        raise LabError(f"the cluster's settings name no code bucket ({settings.source}: code_bucket); "
+                       "ask your admin to run `invoke lab-settings` after `invoke up`")  # fmt: skip
+    code_url = snapshot.url(bucket, user, snap.digest)
+    if args.dry_run:
+        there = snapshot.exists(bucket, user, snap, settings.data.code_region, settings.data.s3_endpoint)
+        print(f"dry run: would {'reuse' if there else 'upload'} {code_url}")
+    else:
+        stored = snapshot.upload(bucket, user, snap, settings.data.code_region, settings.data.s3_endpoint)
+        print(f"uploaded {stored.size} bytes to {stored.url}" if stored.uploaded else f"reusing {stored.url}")
+    name = args.name or jobs.default_name(Path(args.path).resolve().name, snap.tag, nodes)
+    req = jobs.JobRequest(name, namespace, image, command, gpus, nodes, gang, prefs, user, code_tag=snap.tag,
+                          code_url=code_url, code_sha256=snap.digest, gpu_type=gpu_type, spot=args.spot, env=env,
+                          retries=args.retries, git=snap.git, s3_endpoint=settings.data.s3_endpoint,
+                          install=install, python=settings.python)  # fmt: skip
     jobs.check_request(req, settings)
+    from labctl import launchers
+
+    for note in launchers.adapt(command, name, nodes, gpus).notes:
+        print(f"  {note}")
+    docs = jobs.manifests(req, settings)
+    made = kube.submit(req, docs, dry_run=args.dry_run)
     if args.dry_run:
         import yaml
 
-        docs = [jobs.job_manifest(req, settings)]
-        if req.nodes > 1:
-            docs.append(jobs.service_manifest(req))
-        if req.gang:
-            docs.append(jobs.podgroup_manifest(req))
-        print(yaml.safe_dump_all(docs, sort_keys=False), end="")
+        print(f"dry run: the API server admitted these in {namespace} as {user}; nothing was created")
+        if len(made) > 1:
+            print(
+                "(the Job is created suspended and resumed once its other objects exist: no pod starts before them)"
+            )
+        print(yaml.safe_dump_all(made, sort_keys=False), end="")
         return
-    try:
-        kube.submit(req, settings)
-    finally:
-        kube.close()
-    shape = f"{req.nodes} node{'s' if req.nodes > 1 else ''} x {req.gpus} GPUs" + (
-        ", gang" if req.gang else ""
-    )
+    shape = f"{nodes} node{'s' if nodes > 1 else ''} x {gpus} GPUs" + (", gang" if gang else "")
     print(f"submitted job {name} in {namespace}: {shape}")
     print(f"follow it:  lab status   lab logs {name} -f   lab tensorboard {name}   lab cancel {name}")
 
@@ -175,32 +276,41 @@ def _status(kube, namespace: str) -> None:
 
 def run(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
-    settings = Settings.load(args.spec)
-    if args.cmd == "image":
-        _image(settings, args.path, push=args.push, build=True)
-        return 0
-    if args.cmd == "submit":
-        _submit(args, settings)
-        return 0
-    if args.cmd == "ssh-config":
-        from labctl import sshconfig
-
-        if not settings.spec.researchers.ssh_machines:
-            raise LabError("the cluster spec lists no researchers.ssh_machines")
-        path = sshconfig.write(settings.spec, args.user or _user(), Path(args.ssh_dir), args.identity)
-        print(f"wrote {path}; try: ssh {sshconfig.host_names(settings.spec)[0][0]} (on the VPN)")
-        if hint := sshconfig.idle_hint(settings.spec):
-            print(hint)
-        return 0
     from labctl.kube import Kube
 
+    settings_file = args.settings or os.environ.get("LAB_SETTINGS") or None
+    if args.cmd == "image":
+        settings = Settings.load(
+            None if settings_file else Kube(args.kubeconfig, args.context), settings_file
+        )
+        snap = build_snapshot(args.path)
+        _image(settings, snap, push=args.push, build=True, region=None)  # image build builds or says why not
+        return 0
     kube = Kube(args.kubeconfig, args.context)
-    namespace = args.namespace or kube.default_namespace
     try:
+        if args.cmd in ("submit", "ssh-config", "tensorboard"):
+            settings = Settings.load(kube, settings_file)
+        if args.cmd == "submit":
+            _submit(args, kube, settings)
+            return 0
+        if args.cmd == "ssh-config":
+            from labctl import sshconfig
+
+            if not settings.data.ssh_machines:
+                raise LabError("the cluster has no SSH machines (researchers.ssh_machines)")
+            user = args.user or _identity(kube, args)
+            path = sshconfig.write(settings.data, user, Path(args.ssh_dir), args.identity)
+            print(f"wrote {path} for {user}; try: ssh {settings.data.ssh_machines[0][0]} (on the VPN)")
+            if hint := sshconfig.idle_hint(settings.data):
+                print(hint)
+            return 0
+        namespace = args.namespace or kube.default_namespace
         if args.cmd == "status":
             _status(kube, namespace)
         elif args.cmd == "logs":
-            for chunk in kube.logs(namespace, args.job, args.index, args.follow):
+            chunks = (kube.all_logs(namespace, args.job, args.follow) if args.all
+                      else kube.logs(namespace, args.job, args.index, args.follow))  # fmt: skip
+            for chunk in chunks:
                 sys.stdout.write(chunk)
                 sys.stdout.flush()
         elif args.cmd == "cancel":
@@ -208,8 +318,9 @@ def run(argv: list[str]) -> int:
             gone = kube.cancel(namespace, args.job)
             print(f"cancelled {args.job}: deleted {', '.join(gone)} and its pods")
         elif args.cmd == "tensorboard":
+            _, user = _where(kube, args, settings, _identity(kube, args))
             url = kube.tensorboard(
-                namespace, args.job, settings.spec.researchers.tensorboard_image, args.timeout
+                namespace, args.job, settings.tensorboard_image, args.timeout, settings.uid(user)
             )
             print(f"TensorBoard for {args.job}: {url}  (opens on the VPN; stops with lab cancel {args.job})")
     finally:

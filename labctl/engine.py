@@ -1,7 +1,9 @@
-"""Building and pushing the context with whichever container engine works here: docker, else buildah.
+"""Building and pushing a job's dependency image (labctl/deps.py) with whichever container engine works here: docker,
+else buildah.
 
 An engine "works" when it answers (``docker info``, ``buildah version``); a docker client without a daemon does
-not count. Without one, the context is written to the cache and ``lab`` prints the command that builds it.
+not count. Without one, the context is written to the cache and ``lab`` prints the command that builds it. Only a
+change of the requirements needs a build: the code travels as its snapshot (labctl/snapshot.py).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from labctl.context import DOCKERFILE, Context
+from labctl.deps import DOCKERFILE
 from labctl.errors import LabError
 
 
@@ -41,10 +43,10 @@ def find_engine() -> str | None:
     return None
 
 
-def write_context(ctx: Context) -> Path:
-    out = cache_dir() / "contexts" / f"{ctx.tag}.tar"
+def write_context(tag: str, data: bytes) -> Path:
+    out = cache_dir() / "contexts" / f"{tag}.tar"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_bytes(ctx.data)
+    out.write_bytes(data)
     return out
 
 
@@ -57,14 +59,12 @@ def image_exists(engine: str, ref: str) -> bool:
     return subprocess.run(argv, capture_output=True, check=False).returncode == 0
 
 
-def build(engine: str, ctx: Context, ref: str) -> None:
+def build(engine: str, tag: str, data: bytes, ref: str) -> None:
     if engine == "docker":
-        proc = subprocess.run(
-            ["docker", "build", "-f", DOCKERFILE, "-t", ref, "-"], input=ctx.data, check=False
-        )
+        proc = subprocess.run(["docker", "build", "-f", DOCKERFILE, "-t", ref, "-"], input=data, check=False)
     else:
         with tempfile.TemporaryDirectory(prefix="lab-context-") as tmp:
-            with tarfile.open(write_context(ctx)) as tar:
+            with tarfile.open(write_context(tag, data)) as tar:
                 tar.extractall(tmp, filter="data")
             proc = subprocess.run(["buildah", "build", "-f", DOCKERFILE, "-t", ref, tmp], check=False)
     if proc.returncode != 0:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import queue
+import re
+import threading
 import time
 from collections.abc import Iterator
 
@@ -9,11 +12,14 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
-from clusterspec.names import JOB_NAME_LABEL
+from clusterspec.names import JOB_NAME_LABEL, LAB_SETTINGS_CONFIGMAP, LAB_SETTINGS_KEY, LAB_SETTINGS_NAMESPACE
+from clusterspec.scheduler import POD_GROUP_API
 from labctl import jobs
 from labctl.errors import LabError
 
 TENSORBOARD_PORT = 6006
+_RANK_PREFIX = re.compile(r"^\[rank(\d+)\]:", re.M)
+_GROUP, _VERSION = POD_GROUP_API.split("/")
 
 
 def _reason(e: ApiException) -> str:
@@ -43,6 +49,7 @@ class Kube:
             contexts, _ = config.list_kube_config_contexts(config_file=kubeconfig)
             active = next(c for c in contexts if c["name"] == context)
         self.default_namespace = (active.get("context") or {}).get("namespace") or "default"
+        self.kubeconfig, self.context = kubeconfig, context
         self.batch = client.BatchV1Api(self.api_client)
         self.core = client.CoreV1Api(self.api_client)
         self.custom = client.CustomObjectsApi(self.api_client)
@@ -50,37 +57,84 @@ class Kube:
     def close(self) -> None:
         self.api_client.close()
 
+    # --- the cluster's settings and who we are --------------------------------------------------------------
+    def settings_text(self) -> str:
+        where = f"ConfigMap {LAB_SETTINGS_NAMESPACE}/{LAB_SETTINGS_CONFIGMAP}"
+        try:
+            cm = self.core.read_namespaced_config_map(LAB_SETTINGS_CONFIGMAP, LAB_SETTINGS_NAMESPACE)
+        except ApiException as e:
+            if e.status == 404:
+                raise LabError(
+                    f"the cluster publishes no lab settings ({where}); your admin writes them with "
+                    "`invoke lab-settings` (invoke up and add-user do too), or give --settings FILE"
+                ) from None
+            raise LabError(f"reading the cluster's settings ({where}): {_reason(e)}") from None
+        except Exception as e:  # noqa: BLE001 - no route, refused connection, TLS: one line, not a traceback
+            raise LabError(
+                f"the cluster does not answer ({type(e).__name__}); is the VPN connected?"
+            ) from None
+        text = (cm.data or {}).get(LAB_SETTINGS_KEY)
+        if not text:
+            raise LabError(f"{where} has no {LAB_SETTINGS_KEY}; ask your admin to run `invoke lab-settings`")
+        return text
+
+    def whoami(self) -> str | None:
+        """The user name the API server sees for this kubeconfig (SelfSubjectReview, `kubectl auth whoami`)."""
+        try:
+            review = client.AuthenticationV1Api(self.api_client).create_self_subject_review(
+                {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+            )
+            return review.status.user_info.username
+        except Exception:  # noqa: BLE001 - an older server without the API: the certificate says it too
+            return None
+
     # --- submit ----------------------------------------------------------------------------------------
-    def submit(self, req: jobs.JobRequest, settings) -> dict:
-        """Create the Job, then its Service and PodGroup owned by it; on any failure delete what was made."""
+    def submit(self, req: jobs.JobRequest, docs: list[dict], dry_run: bool = False) -> list[dict]:
+        """Create the Job, then its other objects owned by it; on any failure delete what was made. With
+        ``dry_run`` the API server admits and defaults every object but stores none (``dryRun=All``)."""
+        kw = {"dry_run": "All"} if dry_run else {}
+        first = docs[0]
+        if len(docs) > 1:  # no pod before its Service (rank 0's name) and PodGroup exist: created suspended
+            first = {**first, "spec": {**first["spec"], "suspend": True}}
         try:
             job = self.api_client.sanitize_for_serialization(
-                self.batch.create_namespaced_job(req.namespace, jobs.job_manifest(req, settings))
+                self.batch.create_namespaced_job(req.namespace, first, **kw)
             )
         except ApiException as e:
             raise LabError(f"the cluster refused job {req.name!r}: {_reason(e)}") from None
+        job["metadata"].setdefault("uid", "00000000-0000-0000-0000-000000000000")  # a dry run may have none
         ref = jobs.owner(job)
+        made = [job]
         try:
-            if req.nodes > 1:
-                self.core.create_namespaced_service(req.namespace, jobs.service_manifest(req, ref))
-            if req.gang:
-                self.custom.create_namespaced_custom_object(
-                    "scheduling.x-k8s.io",
-                    "v1alpha1",
-                    req.namespace,
-                    "podgroups",
-                    jobs.podgroup_manifest(req, ref),
+            for doc in docs[1:]:
+                doc = {**doc, "metadata": {**doc["metadata"], "ownerReferences": [ref]}}
+                if doc["kind"] == "Service":
+                    obj = self.core.create_namespaced_service(req.namespace, doc, **kw)
+                elif doc["kind"] == "ConfigMap":
+                    obj = self.core.create_namespaced_config_map(req.namespace, doc, **kw)
+                else:
+                    obj = self.custom.create_namespaced_custom_object(
+                        _GROUP, _VERSION, req.namespace, "podgroups", doc, **kw
+                    )
+                made.append(self.api_client.sanitize_for_serialization(obj))
+            if (
+                len(docs) > 1 and not dry_run
+            ):  # a dry run's Job does not exist to resume: it shows suspend: true
+                resumed = self.batch.patch_namespaced_job(
+                    req.name, req.namespace, {"spec": {"suspend": False}}
                 )
+                made[0] = self.api_client.sanitize_for_serialization(resumed)
         except ApiException as e:
-            self.cancel(req.namespace, req.name)
+            if not dry_run:
+                self.cancel(req.namespace, req.name)
             why = _reason(e)
-            if e.status == 404 and req.gang:
+            if e.status == 404 and len(made) < len(docs) and docs[len(made)]["kind"] == "PodGroup":
                 why = (
                     "the cluster has no PodGroup kind (scheduler-plugins' coscheduling is not installed); "
-                    "submit without --gang"
+                    "submit with --no-gang"
                 )
             raise LabError(f"the cluster refused part of job {req.name!r} (nothing is left): {why}") from None
-        return job
+        return made
 
     # --- follow ----------------------------------------------------------------------------------------
     def jobs(self, namespace: str) -> list:
@@ -100,13 +154,40 @@ class Kube:
                 ) from None
             raise LabError(f"reading job {name!r}: {_reason(e)}") from None
 
-    def logs(self, namespace: str, job: str, index: int, follow: bool) -> Iterator[str]:
-        """The output of the job's pod ``index`` (its ``main`` container); with ``follow`` until it exits."""
+    def _log(self, namespace: str, pod: str, job: str, **kw) -> str:
+        try:
+            return self.core.read_namespaced_pod_log(pod, namespace, container="main", **kw)
+        except ApiException as e:
+            # a container still starting: 'container "main" ... is waiting to start: ...'
+            raise LabError(f"job {job!r}: {_reason(e)}") from None
+
+    def rank0_pod(self, namespace: str, job: str):
+        """The pod holding global rank 0: the one whose output has torchrun's ``[rank0]:`` lines (under c10d the
+        rendezvous assigns node ranks), else node index 0 (lab's static rendezvous makes the index the node rank)."""
+        pods = [p for p in self.pods(namespace, job) if p.spec.node_name]
+        if len(pods) > 1:
+            for pod in pods:
+                try:
+                    text = self._log(namespace, pod.metadata.name, job, limit_bytes=1 << 20)
+                except LabError:
+                    continue
+                if any(int(m) == 0 for m in _RANK_PREFIX.findall(text)):
+                    return pod
+        return None
+
+    def logs(self, namespace: str, job: str, index: int | None, follow: bool) -> Iterator[str]:
+        """The output of the job's rank-0 pod (or node ``index``'s), its ``main`` container; with ``follow`` until
+        it exits."""
         self.get_job(namespace, job)
-        pods = [p for p in self.pods(namespace, job) if self._index(p) == index]
-        if not pods:
-            raise LabError(f"job {job!r} has no pod of index {index} yet; `lab status` shows where it is")
-        pod = pods[-1]
+        pod = None
+        if index is None:
+            pod = self.rank0_pod(namespace, job)
+            index = 0
+        if pod is None:
+            pods = [p for p in self.pods(namespace, job) if self._index(p) == index]
+            if not pods:
+                raise LabError(f"job {job!r} has no pod of index {index} yet; `lab status` shows where it is")
+            pod = pods[-1]
         name = pod.metadata.name
         if (
             not pod.spec.node_name
@@ -114,22 +195,72 @@ class Kube:
             raise LabError(
                 f"job {job!r}: pod {name} is not on a node yet, so it has no output; `lab status` shows why"
             )
+        if not follow:
+            yield self._log(namespace, name, job)
+            return
         try:
-            if not follow:
-                yield self.core.read_namespaced_pod_log(name, namespace, container="main")
-                return
             resp = self.core.read_namespaced_pod_log(
                 name, namespace, container="main", follow=True, _preload_content=False
             )
-        except (
-            ApiException
-        ) as e:  # a container still starting: 'container "main" ... is waiting to start: ...'
+        except ApiException as e:
             raise LabError(f"job {job!r}: {_reason(e)}") from None
         try:
             for chunk in resp.stream():
                 yield chunk.decode(errors="replace")
         finally:
             resp.release_conn()
+
+    def all_logs(self, namespace: str, job: str, follow: bool) -> Iterator[str]:
+        """Every pod's output, each line prefixed with its node rank (``[node 1]``; torchrun's own ``[rankN]:`` stays
+        on its workers' lines), in time order (the kubelet's timestamps); with ``follow`` until every pod exits."""
+        self.get_job(namespace, job)
+        pods = [p for p in self.pods(namespace, job) if p.spec.node_name]
+        if not pods:
+            raise LabError(
+                f"job {job!r} has no pod on a node yet, so no output; `lab status` shows where it is"
+            )
+        if not follow:
+            lines = []
+            for pod in pods:
+                text = self._log(namespace, pod.metadata.name, job, timestamps=True)
+                for ln in text.splitlines(keepends=True):
+                    stamp, _, rest = ln.partition(" ")
+                    lines.append((stamp, self._index(pod), rest))
+            for _, i, rest in sorted(lines, key=lambda x: (x[0], x[1])):
+                yield f"[node {i}] {rest}"
+            return
+        q: queue.Queue = queue.Queue()
+
+        def pump(pod) -> None:
+            i = self._index(pod)
+            try:
+                resp = self.core.read_namespaced_pod_log(
+                    pod.metadata.name, namespace, container="main", follow=True, _preload_content=False
+                )
+                rest = ""
+                for chunk in resp.stream():
+                    rest += chunk.decode(errors="replace")
+                    *full, rest = rest.split("\n")
+                    for ln in full:
+                        q.put(f"[node {i}] {ln}\n")
+                if rest:
+                    q.put(f"[node {i}] {rest}\n")
+                resp.release_conn()
+            except ApiException as e:
+                q.put(f"[node {i}] lab: {_reason(e)}\n")
+            finally:
+                q.put(None)
+
+        threads = [threading.Thread(target=pump, args=(p,), daemon=True) for p in pods]
+        for th in threads:
+            th.start()
+        done = 0
+        while done < len(threads):
+            item = q.get()
+            if item is None:
+                done += 1
+            else:
+                yield item
 
     @staticmethod
     def _index(pod) -> int:
@@ -147,9 +278,10 @@ class Kube:
             (
                 "podgroup",
                 lambda: self.custom.delete_namespaced_custom_object(
-                    "scheduling.x-k8s.io", "v1alpha1", namespace, "podgroups", name
+                    _GROUP, _VERSION, namespace, "podgroups", name
                 ),
             ),
+            ("hostfile", lambda: self.core.delete_namespaced_config_map(jobs.hostfile_name(name), namespace)),
             ("tensorboard", lambda: self.core.delete_namespaced_pod(tensorboard_name(name), namespace)),
         ]
         for what, call in calls:
@@ -168,7 +300,9 @@ class Kube:
         return gone
 
     # --- tensorboard -----------------------------------------------------------------------------------
-    def tensorboard(self, namespace: str, job: str, image: str, timeout_s: float = 300) -> str:
+    def tensorboard(
+        self, namespace: str, job: str, image: str, timeout_s: float = 300, uid: int | None = None
+    ) -> str:
         owner = self.api_client.sanitize_for_serialization(self.get_job(namespace, job))
         name = tensorboard_name(job)
         try:
@@ -177,7 +311,7 @@ class Kube:
             if e.status != 404:
                 raise LabError(f"reading pod {name}: {_reason(e)}") from None
             pod = self.core.create_namespaced_pod(
-                namespace, tensorboard_pod(namespace, job, image, jobs.owner(owner))
+                namespace, tensorboard_pod(namespace, job, image, jobs.owner(owner), uid)
             )
         deadline = time.monotonic() + timeout_s
         while not (pod.status and pod.status.pod_ip):
@@ -194,7 +328,7 @@ def tensorboard_name(job: str) -> str:
     return f"tb-{job}"[:63].rstrip("-")
 
 
-def tensorboard_pod(namespace: str, job: str, image: str, owner_ref: dict) -> dict:
+def tensorboard_pod(namespace: str, job: str, image: str, owner_ref: dict, uid: int | None = None) -> dict:
     """TensorBoard on the job's LOG_DIR, read-only from the results volume, on a CPU node.
 
     It binds all addresses: the pod network is routed to the VPN (docs/architecture.md), so the pod's own
@@ -225,8 +359,16 @@ def tensorboard_pod(namespace: str, job: str, image: str, owner_ref: dict) -> di
                     "volumeMounts": [
                         {"name": "results", "mountPath": jobs.MOUNTS["results"], "readOnly": True}
                     ],
+                    "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
                 }
             ],
+            # restricted Pod Security, as the job's own pods (labctl/jobs.py)
+            "securityContext": {
+                "runAsUser": uid or 65534,
+                "runAsGroup": uid or 65534,
+                "runAsNonRoot": True,
+                "seccompProfile": {"type": "RuntimeDefault"},
+            },
             "volumes": [
                 {"name": "results", "persistentVolumeClaim": {"claimName": "results", "readOnly": True}}
             ],

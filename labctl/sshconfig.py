@@ -4,31 +4,29 @@ The entries go to ``~/.ssh/lab_config`` (rewritten whole each time); ``~/.ssh/co
 ``Include lab_config`` line at its top, added once and never anything else (OpenSSH reads the first value of
 each option, so an Include at the top lets the user's own Host blocks keep working as before).
 The machines are reached by their private DNS names in the cluster's zone (``<group>-<n>.ssh.<domain>``,
-Terraform module ssh_machines), only over the Client VPN.
+Terraform module ssh_machines), only over the Client VPN; their list comes from the cluster's settings
+(clusterspec/lab_settings.py) and the user name from the kubeconfig's identity (the API server's SelfSubjectReview,
+else the client certificate's CN), which is the researcher's login on the machines.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from clusterspec.spec import Cluster
+from clusterspec.lab_settings import LabSettings
 
 INCLUDE = "Include lab_config"
 
 
-def host_names(spec: Cluster) -> list[tuple[str, str]]:
+def host_names(settings: LabSettings) -> list[tuple[str, str]]:
     """(alias, DNS name) of each SSH machine."""
-    out = []
-    for g in spec.researchers.ssh_machines:
-        for i in range(1, g.count + 1):
-            out.append((f"{spec.name}-{g.name}-{i}", f"{g.name}-{i}.ssh.{spec.domain}"))
-    return out
+    return list(settings.ssh_machines)
 
 
-def idle_hint(spec: Cluster) -> str | None:
+def idle_hint(settings: LabSettings) -> str | None:
     """What a researcher needs to know when a machine does not answer: it stopped itself while idle (issue 29,
     docs/operations.md "Cost"), and how it starts again."""
-    minutes = spec.operations.ssh_idle_stop_min
+    minutes = settings.ssh_idle_stop_min
     if not minutes:
         return None
     return (
@@ -38,12 +36,12 @@ def idle_hint(spec: Cluster) -> str | None:
     )
 
 
-def entries(spec: Cluster, user: str, identity: str | None = None) -> str:
-    lines = [f"# Written by `lab ssh-config` for cluster {spec.name}; rewritten whole on each run."]
-    if hint := idle_hint(spec):
+def entries(settings: LabSettings, user: str, identity: str | None = None) -> str:
+    lines = [f"# Written by `lab ssh-config` for cluster {settings.cluster}; rewritten whole on each run."]
+    if hint := idle_hint(settings):
         lines.append(f"# {hint}")
     lines.append("")
-    for alias, dns in host_names(spec):
+    for alias, dns in host_names(settings):
         name = dns.split(".ssh.", 1)[0]
         if hint:
             lines.append(f"# stopped? invoke ssh-start {name}")
@@ -54,10 +52,10 @@ def entries(spec: Cluster, user: str, identity: str | None = None) -> str:
     return "\n".join(lines)
 
 
-def write(spec: Cluster, user: str, ssh_dir: Path, identity: str | None = None) -> Path:
+def write(settings: LabSettings, user: str, ssh_dir: Path, identity: str | None = None) -> Path:
     ssh_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     include = ssh_dir / "lab_config"
-    include.write_text(entries(spec, user, identity))
+    include.write_text(entries(settings, user, identity))
     include.chmod(0o600)
     main = ssh_dir / "config"
     text = main.read_text() if main.exists() else ""
@@ -65,3 +63,34 @@ def write(spec: Cluster, user: str, ssh_dir: Path, identity: str | None = None) 
         main.write_text(f"{INCLUDE}\n\n{text}" if text else f"{INCLUDE}\n")
         main.chmod(0o600)
     return include
+
+
+def certificate_user(kubeconfig: str | None, context: str | None = None) -> str | None:
+    """The CN of the kubeconfig's client certificate (the user the API server authenticates), read locally."""
+    import base64
+    import os
+
+    import yaml
+    from cryptography import x509
+    from cryptography.x509.oid import NameOID
+
+    path = Path(kubeconfig or os.environ.get("KUBECONFIG") or Path.home() / ".kube" / "config")
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError):
+        return None
+    name = context or data.get("current-context")
+    ctx = next((c.get("context") or {} for c in data.get("contexts") or () if c.get("name") == name), {})
+    user = next(
+        (u.get("user") or {} for u in data.get("users") or () if u.get("name") == ctx.get("user")), {}
+    )
+    pem = None
+    if user.get("client-certificate-data"):
+        pem = base64.b64decode(user["client-certificate-data"])
+    elif user.get("client-certificate"):
+        pem = Path(user["client-certificate"]).read_bytes()
+    if not pem:
+        return None
+    cert = x509.load_pem_x509_certificate(pem)
+    cns = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+    return str(cns[0].value) if cns else None

@@ -20,6 +20,7 @@ locals {
     "NVIDIA_CONTAINER_TOOLKIT_VERSION=${var.nvidia_container_toolkit_version}",
     "KUBERNETES_VERSION=${var.kubernetes_version}",
     "KUBERNETES_MINOR=${var.kubernetes_minor}",
+    "STANDARD_IMAGE=${var.standard_image}",
     "DEBIAN_FRONTEND=noninteractive",
   ]
   tags = {
@@ -109,6 +110,7 @@ build {
       "${path.root}/scripts/cuda.sh",
       "${path.root}/scripts/containerd.sh",
       "${path.root}/scripts/kubernetes.sh",
+      "${path.root}/scripts/prepull-images.sh",
       "${path.root}/scripts/flannel-prereqs.sh",
       "${path.root}/scripts/storage-client.sh",
       "${path.root}/scripts/check.sh",

@@ -132,3 +132,9 @@ variable "kubernetes_minor" {
   type    = string
   default = "1.35"
 }
+
+variable "standard_image" {
+  type        = string
+  description = "The lab's standard image, pre-pulled and pinned (clusterspec/data/standard_image.yaml); empty: none."
+  default     = ""
+}

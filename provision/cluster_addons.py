@@ -5,6 +5,8 @@ that succeeded."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from clusterspec.spec import Cluster
 from provision import addons, kubectl, monitoring, scheduler
 
@@ -20,6 +22,22 @@ def deploy_scheduler(cluster: Cluster, kubectl_path: str | None = None) -> list[
     return [f"applied the PodGroup CRD ({crd})", f"applied {manifests}"]
 
 
+def deploy_lab_settings(
+    cluster: Cluster, kubectl_path: str | None = None, out: Path | None = None
+) -> list[str]:
+    """The settings `lab` reads from the cluster (provision/lab_settings.py), applied with kubectl."""
+    import yaml
+
+    from provision import lab_settings
+
+    path = out or Path("build/deploy/lab-settings.yaml")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    docs = lab_settings.objects(cluster, code_bucket=lab_settings.results_bucket(cluster))
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    kubectl.apply(kubectl.ready(path, kubectl_path), path, field_manager="research-cluster-lab")
+    return [f"applied the lab settings ({path})"]
+
+
 def after_up(cluster: Cluster, roots: list[str], kubectl_path: str | None = None) -> list[str]:
     """After `invoke up` applied ROOTS: deploy the add-ons and the gang scheduler when the primary region was
     among them and the API answers; otherwise the lines that say what to run once it does."""
@@ -31,7 +49,8 @@ def after_up(cluster: Cluster, roots: list[str], kubectl_path: str | None = None
             "`invoke control-plane-status`); once it does, run `invoke deploy-addons`, `invoke deploy-scheduler` and `invoke deploy-monitoring`"
         ]
     path = addons.deploy_addons(cluster, kubectl=kubectl_path)
-    lines = [f"applied the GPU add-ons ({path})", *deploy_scheduler(cluster, kubectl_path)]
+    lines = [f"applied the GPU add-ons ({path})", *deploy_scheduler(cluster, kubectl_path),
+             *deploy_lab_settings(cluster, kubectl_path)]  # fmt: skip
     # Prometheus and Alertmanager (issue 29, provision/monitoring.py), once the global root has the alert topic
     if monitoring.GLOBAL_OUTPUTS.exists():
         lines.append(

@@ -404,6 +404,9 @@ def add_user(spec: Cluster, user: str, admin_kubeconfig: str | None = None, home
         if role_arn:
             annotate_service_account(api_client, spec.researchers.namespace(user), role_arn)
             created.append(f"S3 role {role_arn} on ServiceAccount default")
+        from provision import lab_settings  # the new uid in the settings `lab` reads (docs/researchers.md)
+
+        lab_settings.apply(api_client, spec, code_bucket=lab_settings.results_bucket(spec))
         key, cert, _ = request_client_certificate(api_client, user, timeout_s)
     finally:
         api_client.close()

@@ -11,6 +11,8 @@ apt_tools=(packer ruby rubocop npm promtool amtool)
 declare -A apt_package=([promtool]=prometheus [amtool]=prometheus-alertmanager)  # amtool: issue 29, Alertmanager config
 missing=()
 for t in "${apt_tools[@]}"; do command -v "$t" >/dev/null || missing+=("${apt_package[$t]:-$t}"); done
+# the system's Python with venv, for the standard image's venv below
+/usr/bin/python3.11 -c 'import ensurepip' 2>/dev/null || missing+=(python3.11-venv)
 if ((${#missing[@]})); then
   if [[ $(id -u) -eq 0 ]]; then
     apt-get update -qq
@@ -39,6 +41,27 @@ if [[ ! -x .checkov-venv/bin/checkov ]]; then
   "${PYTHON:-python3}" -m venv .checkov-venv
   .checkov-venv/bin/pip install -q --disable-pip-version-check checkov
 fi
+# PyTorch's CPU build in the project's environment, for the researcher's sample project that the tests run as local
+# processes (tests/labctl/test_sample_project.py; it skips with its reason without torch). setuptools stays below 81,
+# whose removal of pkg_resources would break parliament (tests/provision/terraform/test_efs.py).
+make --no-print-directory venv >/dev/null
+if ! .venv/bin/python -c "import torch" 2>/dev/null; then
+  .venv/bin/pip install -q --disable-pip-version-check "torch==2.13.0" "setuptools<81"
+fi
+# The standard image's /opt/venv on this host (autoscaler/emulator/kubelet.py STANDARD_VENV): its pinned packages
+# (clusterspec/data/standard_image.yaml) in a venv of the system's Python, which every uid can run, so the emulator
+# runs a job's pods as the Job's uid (a pyenv interpreter under /root is out of their reach). Without deepspeed
+# (built against CUDA), tensorboard and accelerate: no process the tests run imports them.
+standard_venv=${LAB_STANDARD_VENV:-/opt/lab/standard-venv}
+mapfile -t pins < <(.venv/bin/python -c 'from clusterspec import standard_image as s
+print("\n".join(f"{n}=={v}" for n, v in s.packages().items() if n not in ("deepspeed", "tensorboard", "accelerate")))')
+if [[ $(cat "$standard_venv/pins" 2>/dev/null) != "${pins[*]}" ]]; then
+  rm -rf "$standard_venv"
+  /usr/bin/python3.11 -m venv "$standard_venv"
+  "$standard_venv/bin/pip" install -q --disable-pip-version-check "${pins[@]}"
+  chmod -R a+rX "$standard_venv"
+  echo "${pins[*]}" >"$standard_venv/pins"
+fi
 cdktf_package="@cdktf/provider-aws@21.22.1" # binds hashicorp/aws 6.25.0 (terraform/modules/*/versions.tf)
 schema=.cache/provider-aws/schema.json.gz
 # Re-extracted when the package or the extractor changes.
@@ -56,3 +79,5 @@ for t in packer ruby rubocop promtool amtool bird nft etcd .checkov-venv/bin/che
   printf '%-26s %s\n' "$t" "$(command -v "$t" >/dev/null && "$t" --version 2>&1 | head -n 1 || echo missing)"
 done
 printf '%-26s %s\n' "$schema" "$(cat "$schema.package" 2>/dev/null || echo missing)"
+printf '%-26s %s\n' "$standard_venv" "$(cat "$standard_venv/pins" 2>/dev/null || echo missing)"
+printf '%-26s %s\n' "torch (.venv)" "$(.venv/bin/python -c 'import torch; print(torch.__version__)' 2>/dev/null || echo missing)"

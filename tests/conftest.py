@@ -29,3 +29,17 @@ for key, value in {
 @pytest.fixture
 def root() -> Path:
     return ROOT
+
+
+@pytest.fixture
+def kubelet_root():
+    """A folder for the emulator's pods-as-processes (autoscaler/emulator/kubelet.py) that the pods' uids can reach,
+    as /var/lib/kubelet's pod folders are reached through their mounts: pytest's tmp_path sits under a folder only
+    its owner may enter (/tmp/pytest-of-<user>, mode 0700), where a pod run as its own uid could not start."""
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="kubelet-"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)

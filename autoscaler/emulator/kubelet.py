@@ -9,7 +9,7 @@ exit-code annotations are not used for it); any other pod stays simulated. What 
 |---|---|
 | image ENTRYPOINT/CMD, overridden by ``command``/``args`` (kuberuntime: ``kubecontainer.ExpandContainerCommandAndArgs``, ``$(VAR)`` expanded) | :data:`IMAGES` holds each image's config as its Dockerfile sets it |
 | env: the image's, then service links (``kubelet_pods.go: getServiceEnvVarMap``, ``enableServiceLinks`` default true), then ``envFrom`` and ``env`` with ``valueFrom`` (downward API ``fieldRef``, ``resourceFieldRef``, ``configMapKeyRef``, ``secretKeyRef``) | same order; ``KUBERNETES_SERVICE_HOST/PORT`` name the emulator's secure port, since no cluster IP routes here |
-| ``workingDir``, ``runAsUser``/``runAsGroup`` (container over pod, else the image's USER) | ``cwd``; the uid/gid are applied when the emulator runs as root, otherwise recorded in the pod's folder (``user``) |
+| ``workingDir``, ``runAsUser``/``runAsGroup`` (container over pod, else the image's USER) | ``cwd``; the uid/gid are applied when the emulator runs as root (the standard image's venv is :data:`STANDARD_VENV`, which every uid can run; ``DIR`` must be reachable by every uid), otherwise recorded in the pod's folder (``user``) |
 | one directory per volume under ``/var/lib/kubelet/pods/<uid>/volumes`` (emptyDir, configMap, secret, projected with the bound ServiceAccount token, downwardAPI, hostPath, PVC) | ``DIR/<namespace>_<name>_<uid>/volumes/<volume>``; a ``mountPath`` at the start of a command word, env value or ``workingDir`` is rewritten to that folder (a process shares this host's file system) |
 | stdout/stderr to the container log (``pods/{name}/log``) | logs.py |
 | restartPolicy: Always restarts, OnFailure restarts a non-zero exit, Never ends the pod Succeeded/Failed with the exit code | same; ``restartCount`` counted, a 1 s back-off |
@@ -19,6 +19,7 @@ exit-code annotations are not used for it); any other pod stays simulated. What 
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import re
 import shutil
@@ -32,6 +33,27 @@ from pathlib import Path
 
 _VENV_BIN = str(Path(sys.executable).parent)
 
+# The standard image's /opt/venv on this host: a virtual environment of the image's pinned packages built from the
+# system's Python (scripts/install-tools.sh), so that every uid can run it, as every uid can run the image's. The
+# interpreter of a development checkout is often out of other uids' reach (pyenv under /root, mode 0700), and a job
+# run as root would hide exactly what its uid may not do. Without it, this interpreter's venv stands in.
+STANDARD_VENV = Path(os.environ.get("LAB_STANDARD_VENV", "/opt/lab/standard-venv"))
+
+
+def closed_folder(path: Path) -> Path | None:
+    """The first of ``path``'s folders (itself or a parent) that other users may not enter (no ``o+x``), or None:
+    a pod run as its own uid must reach its folder here, as a container reaches its volumes through its mounts."""
+    path = Path(path).resolve()
+    for p in [path, *path.parents]:
+        if p.exists() and not p.stat().st_mode & 0o001:
+            return p
+    return None
+
+
+def standard_bin() -> str:
+    """The standard image's venv bin folder on this host (:data:`STANDARD_VENV`, else this interpreter's)."""
+    return str(STANDARD_VENV / "bin") if (STANDARD_VENV / "bin" / "python").exists() else _VENV_BIN
+
 
 @dataclass(frozen=True)
 class ImageConfig:
@@ -41,6 +63,7 @@ class ImageConfig:
     cmd: tuple[str, ...]
     env: dict = field(default_factory=dict)
     user: tuple[int, int] | None = None
+    venv_bin: str | None = None  # the image's venv on this host, first on PATH (None: this interpreter's)
 
 
 # deploy/Dockerfile: the autoscaler image (python:3.11 slim, /opt/autoscaler venv, USER 10001:10001); here its
@@ -55,10 +78,19 @@ IMAGES: dict[str, ImageConfig] = {
 }
 
 
+# deploy/standard-image/Dockerfile: the lab's standard image under any registry (``<registry>/<cluster>/standard``):
+# no ENTRYPOINT or CMD, its /opt/venv (torch, numpy, boto3, ...) is :func:`standard_bin`, no USER (jobs set theirs).
+STANDARD = ImageConfig(entrypoint=(), cmd=(), env={"PYTHONUNBUFFERED": "1"})
+
+
 def image_config(image: str) -> ImageConfig | None:
+    from clusterspec import standard_image
+
     repo = image.split("@", 1)[0]
     if ":" in repo.rsplit("/", 1)[-1]:
         repo = repo.rsplit(":", 1)[0]
+    if repo.endswith("/" + standard_image.repository()):
+        return ImageConfig(STANDARD.entrypoint, STANDARD.cmd, STANDARD.env, STANDARD.user, standard_bin())
     return IMAGES.get(repo)
 
 
@@ -123,6 +155,10 @@ class _Pod:
     containers: list[_Container]
     stopping_until: float | None = None
     done: bool = False
+    inits: list[_Container] = field(
+        default_factory=list
+    )  # run one by one, each to success, before containers
+    started: bool = False  # the containers (after every init container)
 
 
 class ProcessRuntime:
@@ -132,6 +168,11 @@ class ProcessRuntime:
         self.model = api.model
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
+        if os.geteuid() == 0 and (closed := closed_folder(self.root)) is not None:
+            raise PermissionError(
+                f"--run-pods {root}: {closed} is closed to other users (mode {closed.stat().st_mode & 0o777:04o}), so "
+                "pods that run as their own uid could not reach their folders; choose a folder every user can enter"
+            )
         self._pods: dict[str, _Pod] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True, name="kubelet-runtime")
@@ -140,7 +181,8 @@ class ProcessRuntime:
     # --- the model's hooks (called under the model's lock) ------------------------------------------------
     def start_pod(self, pod: dict) -> bool:
         containers = pod["spec"].get("containers") or ()
-        if not containers or any(image_config(c.get("image", "")) is None for c in containers):
+        inits = pod["spec"].get("initContainers") or ()
+        if not containers or any(image_config(c.get("image", "")) is None for c in [*inits, *containers]):
             return False
         meta = pod["metadata"]
         folder = self.root / f"{meta['namespace']}_{meta['name']}_{meta['uid']}"
@@ -149,10 +191,57 @@ class ProcessRuntime:
         run = _Pod(pod, folder, [])
         for c in containers:
             run.containers.append(self._container(pod, c, folder, mounts, services))
+        for c in inits:
+            run.inits.append(self._container(pod, c, folder, mounts, services))
+            run.inits[-1].restart = "Never" if pod["spec"].get("restartPolicy") == "Never" else "OnFailure"
         self._pods[meta["uid"]] = run
+        if run.inits:  # kuberuntime SyncPod: init containers in order, each to success, then the containers
+            self._initializing(run)
+            self._spawn(run, run.inits[0])
+        else:
+            self._start_containers(run)
+        return True
+
+    def _start_containers(self, run: _Pod) -> None:
+        run.started = True
         for c in run.containers:
             self._spawn(run, c)
-        return True
+
+    def _initializing(self, run: _Pod) -> None:
+        """The pod's status while its init containers run: Pending, Initialized False, PodInitializing."""
+        pod, t = run.pod, _now_iso()
+        status = pod["status"]
+        status["phase"] = "Pending"
+        for cond in status.get("conditions") or ():
+            if cond["type"] in ("Initialized", "ContainersReady", "Ready"):
+                cond.update(status="False", reason="PodInitializing" if cond["type"] == "Initialized" else
+                            "ContainersNotInitialized", lastTransitionTime=t)  # fmt: skip
+        status["initContainerStatuses"] = [
+            {"name": c.name, "image": next(x["image"] for x in pod["spec"]["initContainers"] if x["name"] == c.name),
+             "imageID": "", "ready": False, "restartCount": 0,
+             "state": ({"terminated": {"exitCode": c.exit_code, "reason": "Completed" if c.exit_code == 0 else "Error",
+                                       "finishedAt": t}} if c.exit_code is not None
+                       else {"running": {"startedAt": t}} if c.proc is not None else {"waiting": {"reason": "PodInitializing"}})}
+            for c in run.inits
+        ]  # fmt: skip
+        for cs in status.get("containerStatuses") or ():
+            cs.update(ready=False, started=False, state={"waiting": {"reason": "PodInitializing"}})
+        self.model.store.modified("pods", pod)
+
+    def _initialized(self, run: _Pod) -> None:
+        from autoscaler.model import objects as O
+
+        pod = run.pod
+        node = self.model.store.find("nodes", None, pod["spec"].get("nodeName", ""))
+        inits = pod["status"].get("initContainerStatuses")
+        started = pod["status"].get("startTime")
+        pod["status"] = O.running_status(pod, node, _now_iso())
+        pod["status"]["startTime"] = started or pod["status"]["startTime"]
+        if inits:
+            for s in inits:
+                s["state"] = {"terminated": {"exitCode": 0, "reason": "Completed", "finishedAt": _now_iso()}}
+            pod["status"]["initContainerStatuses"] = inits
+        self.model.store.modified("pods", pod)
 
     def stop_pod(self, pod: dict, grace: int | None) -> bool:
         run = self._pods.get(pod["metadata"]["uid"])
@@ -183,7 +272,9 @@ class ProcessRuntime:
     def _container(self, pod: dict, c: dict, folder: Path, mounts: dict, services: dict) -> _Container:
         cfg = image_config(c["image"])
         assert cfg is not None
-        env = {"PATH": f"{_VENV_BIN}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+        env = {
+            "PATH": f"{cfg.venv_bin or _VENV_BIN}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+        }
         env.update(cfg.env)
         env["HOSTNAME"] = pod["metadata"]["name"]
         if pod["spec"].get("enableServiceLinks", True) is not False:
@@ -203,10 +294,11 @@ class ProcessRuntime:
             m["mountPath"]: mounts[m["name"]] for m in c.get("volumeMounts") or () if m.get("name") in mounts
         }
         spec_env = {e["name"] for e in c.get("env") or ()}  # only what the pod spec writes is remapped
-        env = {k: (_remap(v, own) if k in spec_env else v) for k, v in env.items()}
+        names = self._dns_names(ns)
+        env = {k: (_resolve(_remap(v, own), names) if k in spec_env else v) for k, v in env.items()}
         words = [*(c.get("command") or cfg.entrypoint)]
         words += list(c.get("args") or (() if c.get("command") else cfg.cmd))
-        argv = [_remap(expand(w, env), own) for w in words]
+        argv = [_resolve(_remap(expand(w, env), own), names) for w in words]
         if argv and "/" not in argv[0]:
             argv[0] = shutil.which(argv[0], path=env["PATH"]) or argv[0]
         cwd = _remap(c.get("workingDir") or "", own)
@@ -222,6 +314,18 @@ class ProcessRuntime:
             user = (int(uid), int(gid if gid is not None else (user[1] if user else uid)))
         restart = pod["spec"].get("restartPolicy", "Always")
         return _Container(c["name"], argv, env, cwd, user, restart)
+
+    def _dns_names(self, ns: str) -> re.Pattern | None:
+        """The cluster DNS names of pods under the namespace's Services (``<hostname>.<svc>``, with or without
+        ``.<ns>.svc.cluster.local``, kube-dns's pod records for ``spec.hostname``/``spec.subdomain``): every pod here
+        is a process of this host, so they are its loopback address, where the cluster's DNS would give each pod's
+        own (such a name inside an env value or an argument is rewritten, as mount paths are)."""
+        svcs = [s["metadata"]["name"] for s in self.model.store.list("services", ns)]
+        if not svcs:
+            return None
+        alt = "|".join(re.escape(s) for s in sorted(svcs, key=len, reverse=True))
+        suffix = rf"(?:\.{re.escape(ns)}(?:\.svc(?:\.cluster\.local)?)?)?"
+        return re.compile(rf"(?<![\w./-])[a-z0-9](?:[-a-z0-9]*[a-z0-9])?\.(?:{alt}){suffix}(?![\w.-])")
 
     def _source(self, ns: str, src: dict) -> dict:
         if "configMapRef" in src:
@@ -284,8 +388,19 @@ class ProcessRuntime:
         """One folder per volume, filled as the kubelet's volume plugins fill theirs."""
         out: dict[str, str] = {}
         ns = pod["metadata"]["namespace"]
+        sc = pod["spec"].get("securityContext") or {}
+        owner = (
+            (int(sc["runAsUser"]), int(sc.get("runAsGroup", sc["runAsUser"]))) if "runAsUser" in sc else None
+        )
         for v in pod["spec"].get("volumes") or ():
             d = root / v["name"]
+            if "persistentVolumeClaim" in v:  # a claim's volume is shared by every pod that mounts it
+                d = self.root / "claims" / f"{ns}_{v['persistentVolumeClaim']['claimName']}"
+                if not d.exists() and owner is not None and os.geteuid() == 0:
+                    # a researcher's claims are EFS access points whose root directory is created for the
+                    # namespace's uid (terraform/modules/efs: root_directory.creation_info): the first pod's
+                    d.mkdir(parents=True)
+                    os.chown(d, *owner)
             d.mkdir(parents=True, exist_ok=True)
             out[v["name"]] = str(d)
             if "configMap" in v:
@@ -372,6 +487,10 @@ class ProcessRuntime:
     def _step(self, uid: str, run: _Pod, offsets: dict) -> None:
         meta = run.pod["metadata"]
         now = time.monotonic()
+        if not run.started and run.stopping_until is None:
+            self._step_init(run, offsets, uid, now)
+            if not run.started:
+                return
         for c in run.containers:
             path = run.folder / "containers" / f"{c.name}.log"
             key = (uid, c.name)
@@ -418,11 +537,64 @@ class ProcessRuntime:
             else:
                 self.model._finish(run.pod, "Failed", "Error", "", exit_code=next(x for x in codes if x))
 
+    def _step_init(self, run: _Pod, offsets: dict, uid: str, now: float) -> None:
+        meta = run.pod["metadata"]
+        for i, c in enumerate(run.inits):
+            if c.exit_code == 0 and c.proc is not None:
+                continue
+            self._copy_log(run, c, offsets, uid)
+            if c.proc is None and c.exit_code is None:
+                return  # not started yet (its turn comes)
+            if c.exit_code is None:
+                code = c.proc.poll() if c.proc is not None else 128
+                if code is None:
+                    return
+                c.exit_code = 128 - code if code < 0 else code
+                self._copy_log(run, c, offsets, uid)
+            if c.exit_code != 0:
+                if c.restart == "OnFailure":
+                    c.restarts += 1
+                    c.exit_code = None
+                    self._spawn(run, c)
+                    return
+                run.done = True  # restartPolicy Never: an init container's failure fails the pod
+                self._initializing(run)
+                if self.model.store.find("pods", meta["namespace"], meta["name"]) is run.pod:
+                    self.model._finish(run.pod, "Failed", "Error", "", exit_code=c.exit_code)
+                    for s in run.pod["status"].get("initContainerStatuses") or ():
+                        if s["name"] == c.name:
+                            s["state"] = {"terminated": {"exitCode": c.exit_code, "reason": "Error",
+                                                         "finishedAt": _now_iso()}}  # fmt: skip
+                    self.model.store.modified("pods", run.pod)
+                return
+            if i + 1 < len(run.inits):
+                self._spawn(run, run.inits[i + 1])
+                self._initializing(run)
+                return
+        self._initialized(run)
+        self._start_containers(run)
+
+    def _copy_log(self, run: _Pod, c: _Container, offsets: dict, uid: str) -> None:
+        path = run.folder / "containers" / f"{c.name}.log"
+        key = (uid, c.name)
+        if path.exists():
+            data = path.read_bytes()[offsets.get(key, 0) :]
+            if data:
+                offsets[key] = offsets.get(key, 0) + len(data)
+                meta = run.pod["metadata"]
+                with contextlib.suppress(ValueError):  # the pod has terminated
+                    self.api.logs.write(self.api, meta["namespace"], meta["name"], c.name,
+                                        data.decode(errors="replace"))  # fmt: skip
+
     def _set_restarts(self, pod: dict, c: _Container) -> None:
         for s in pod["status"].get("containerStatuses") or ():
             if s.get("name") == c.name:
                 s["restartCount"] = c.restarts
         self.model.store.modified("pods", pod)
+
+
+def _resolve(text: str, names: re.Pattern | None) -> str:
+    return text if names is None else names.sub("127.0.0.1", text)
 
 
 def _remap(text: str, mounts: dict[str, str]) -> str:

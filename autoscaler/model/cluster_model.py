@@ -287,6 +287,7 @@ class ClusterModel:
         self.store.create("leases", O.node_lease(node, now))
         inst.node_name = name
         self._node_instance[name] = inst
+        self._node_images[name] = I.NodeImages(layers=I.baked(group.spec))  # what the node's image pre-pulled
         self.scheduler.add_node(node)
         self.stats.nodes_registered += 1
         self._model_event(node, "RegisteredNode", f"Node {name} event: Registered Node {name} in Controller")
@@ -591,9 +592,13 @@ class ClusterModel:
         cache = self._node_images.setdefault(name, I.NodeImages())
         now = self.clock.now()
         done_at = now
+        planned: set[str] = set()
         for c in [*(pod["spec"].get("initContainers") or ()), *(pod["spec"].get("containers") or ())]:
             image = c.get("image", "")
             policy = c.get("imagePullPolicy") or "IfNotPresent"
+            if image in planned and policy != "Always":
+                continue  # the kubelet pulls an init container's image before the next container asks for it
+            planned.add(image)
             seconds, start, size = I.pull_plan(cache, image, policy, now, self.clock.scale)
             if seconds <= 0:
                 self._model_event(pod, "Pulled", f'Container image "{image}" already present on machine')

@@ -5,7 +5,13 @@ overhead plus its missing layers' size over the node's pull rate (data/images.ya
 time (KubeletConfiguration ``serializeImagePulls: true``, the default). Meanwhile the container waits in
 ``ContainerCreating``. Events as the kubelet's: ``Pulling`` 'Pulling image "x"', ``Pulled`` 'Successfully pulled
 image "x" in 9.1s (12.3s including waiting). Image size: 123456 bytes.' or 'Container image "x" already present on
-machine'. Off in the simulator (its node delays include the pulls); the emulator turns it on."""
+machine'. Off in the simulator (its node delays include the pulls); the emulator turns it on.
+
+The lab's standard image (clusterspec/data/standard_image.yaml: its layers and their sizes) is known under any
+registry (``<registry>/<cluster>/standard``), an image ``lab`` builds from a job's requirements
+(``.../<repository>:deps-<hash>``) is the standard image's layers plus one of its own, and a GPU node booted from the
+lab's GPU image starts with the standard image's layers already on disk (packer/scripts/prepull-images.sh): a new
+node pulls only what changed since the bake."""
 
 from __future__ import annotations
 
@@ -14,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+
+from clusterspec import standard_image
 
 DATA = Path(__file__).with_name("data") / "images.yaml"
 
@@ -33,10 +41,22 @@ def repository(image: str) -> str:
 def layers(image: str) -> dict[str, float]:
     """The image's layers (name -> MB); unknown images are one layer of their own."""
     cat = catalog()
-    entry = (cat.get("images") or {}).get(repository(image))
+    repo = repository(image)
+    entry = (cat.get("images") or {}).get(repo)
+    if entry is None and repo.endswith("/" + standard_image.repository()):
+        return standard_image.layers()
+    if entry is None and image.rsplit(":", 1)[-1].startswith("deps-"):  # lab's requirements image
+        return {**standard_image.layers(), f"layer-of:{image}": float(cat["default_mb"])}
     if entry is None:
         return {f"layer-of:{image}": float(cat["default_mb"])}
     return {str(k): float(v) for k, v in (entry.get("layers") or {}).items()}
+
+
+def baked(group_spec: dict) -> set[str]:
+    """The layers a new node of the group has on disk at boot: the standard image's on GPU nodes (the lab's GPU
+    image pre-pulls it), nothing elsewhere."""
+    gpus = str((group_spec.get("allocatable") or {}).get("nvidia.com/gpu", "0"))
+    return set(standard_image.layers()) if gpus not in ("", "0") else set()
 
 
 @dataclass

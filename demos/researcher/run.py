@@ -3,9 +3,11 @@
 
 1. ``invoke add-user alice``'s code: namespace, RBAC, claims, a kubeconfig through the CSR API, a VPN certificate
    (keys in a temporary folder outside the repository, removed at the end);
-2. ``lab image build``: the deterministic context of a small training project and its content hash (no container
-   engine here: the context is written and the build command printed);
-3. ``lab submit --gpus 8 --nodes 2 --gang`` with alice's kubeconfig: an Indexed Job of two 8-GPU pods;
+2. the cluster's settings for ``lab`` published (what ``invoke up`` does: ConfigMap kube-public/research-lab-settings,
+   the results bucket a moto S3 bucket here);
+3. ``lab submit --gpus 8 --nodes 2`` with alice's kubeconfig and no container engine: the code's snapshot uploaded
+   by its content hash, the standard image (it has the project's requirements), an Indexed Job of two 8-GPU pods
+   that name the gang scheduler;
 4. the autoscaler scales a GPU group up (each decision shown as it logs it), the nodes boot, both pods run;
 5. ``lab tensorboard``: the URL, then ``lab status`` and ``lab cancel``.
 
@@ -14,7 +16,10 @@ Fails (exit status 1) when the job's pods are not all running within the deadlin
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -35,6 +40,7 @@ from autoscaler.demo.watch import Watcher
 from clusterspec.loader import load_spec
 from demos.day_one import day_one
 from labctl.cli import run as lab
+from provision import lab_settings
 from provision.users import add_user
 
 JOB = "resnet-demo"
@@ -48,7 +54,7 @@ def _project(root: Path) -> Path:
     proj = root / "resnet"
     proj.mkdir(parents=True, exist_ok=True)
     (proj / "train.py").write_text(TRAIN)
-    (proj / "requirements.txt").write_text("torch==2.5.1\ntensorboard==2.18.0\n")
+    (proj / "requirements.txt").write_text("torch>=2.3\ntensorboard\n")  # the standard image has both
     (proj / ".dockerignore").write_text("*.ckpt\n")
     (proj / "old.ckpt").write_bytes(b"\0" * 1024)
     return proj
@@ -58,56 +64,108 @@ def _say(text: str) -> None:
     print(text, flush=True)
 
 
-def main(spec_path: str | None = None, out_dir: str | Path | None = None, deadline_s: float = 90.0) -> dict:
-    spec = load_spec(spec_path)
+def _pods_folder(out: Path, say) -> Path:
+    """``out/pods``, unless a folder above it is closed to other users: the pods run as their researchers' uids,
+    which must reach their folders (kubelet.py ``closed_folder``); then a folder of its own under the temp dir."""
+    from autoscaler.emulator.kubelet import closed_folder
+
+    pods = (out / "pods").resolve()
+    pods.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() == 0 and (closed := closed_folder(pods)) is not None:
+        pods = Path(tempfile.mkdtemp(prefix="lab-pods-"))
+        pods.chmod(0o711)
+        atexit.register(shutil.rmtree, pods, True)
+        say(f"the pods' folders are in {pods} ({closed} is closed to the researchers' uids)")
+    return pods
+
+
+@contextlib.contextmanager
+def local_cluster(spec, out: Path, secrets_dir: Path, say=_say, run_pods: bool = False):
+    """The local cluster of ``make demo`` with a researcher: moto (EC2, Auto Scaling and the results bucket), the
+    emulator following it, what ``invoke up`` deploys applied with kubectl, the real ``autoscaler run``, ``invoke
+    add-user alice`` and the lab settings published; with ``run_pods`` the jobs' pods run as local processes.
+    Yields (alice's AddedUser, the moto URL, the admin kubeconfig)."""
     regions = list(spec.spill_over_order)
-    out = Path(out_dir or "build/demo-researcher")
     out.mkdir(parents=True, exist_ok=True)
     env = _child_env()
     os.environ.update({k: v for k, v in env.items() if k in ("NO_PROXY", "no_proxy")})
     py = sys.executable
-    started = time.monotonic()
-    with Children() as children, tempfile.TemporaryDirectory(prefix="lab-demo-") as secrets_dir:
+    with Children() as children:
         aws = children.start(Child("aws", [py, "-m", "autoscaler.demo.aws_server"], out, env))
         url = aws.ready_line(60)["url"]
         create_groups(spec, url, regions)
         admin = out / "admin.kubeconfig"
-        emulator = children.start(
-            emulator_child(
-                "demos.researcher.emulator", url, spec.name, regions, admin, out, env, day_one=True
-            )
+        child = emulator_child(
+            "demos.researcher.emulator", url, spec.name, regions, admin, out, env, day_one=True
         )
+        if run_pods:  # the standard image's pods run the code as processes (autoscaler/emulator/kubelet.py)
+            child.argv += ["--run-pods", str(_pods_folder(out, say))]
+        emulator = children.start(child)
         emulator.ready_line(60)
-        autoscaler_kubeconfig = day_one(spec, admin, out, _say)  # what `invoke up` deploys, with kubectl
+        autoscaler_kubeconfig = day_one(spec, admin, out, say)  # what `invoke up` deploys, with kubectl
         autoscaler = children.start(
             autoscaler_child(url, spec.name, regions, autoscaler_kubeconfig, out, env)
         )
         _wait_for_log(autoscaler, "running", 60)
-        _say(f"local cluster up: moto {url}, the emulator, autoscaler run (logs in {out})")
+        say(f"local cluster up: moto {url}, the emulator, autoscaler run (logs in {out})")
 
-        added = add_user(spec, "alice", str(admin), Path(secrets_dir), timeout_s=10)
-        _say(f"$ invoke add-user alice\n  namespace {added.namespace}: {', '.join(added.created)}")
-        _say(
+        added = add_user(spec, "alice", str(admin), secrets_dir, timeout_s=10)
+        say(f"$ invoke add-user alice\n  namespace {added.namespace}: {', '.join(added.created)}")
+        say(
             "  kubeconfig with a client certificate from the CSR API; a Client VPN certificate from the local CA"
         )
 
+        import boto3
+        from kubernetes import config as kconfig
+
+        bucket = f"{spec.name}-results-123456789012"
+        boto3.client("s3", endpoint_url=url, region_name=regions[0], aws_access_key_id="demo",
+                     aws_secret_access_key="demo").create_bucket(
+            Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": regions[0]})  # fmt: skip
+        admin_api = kconfig.new_client_from_config(config_file=str(admin))
+        for line in lab_settings.apply(admin_api, spec, registry="123456789012.dkr.ecr.us-west-2.amazonaws.com",
+                                       code_bucket=bucket, s3_endpoint=url):  # fmt: skip
+            say(f"  {line}")
+        admin_api.close()
+        yield added, url, admin
+
+
+def main(spec_path: str | None = None, out_dir: str | Path | None = None, deadline_s: float = 90.0) -> dict:
+    spec = load_spec(spec_path)
+    regions = list(spec.spill_over_order)
+    out = Path(out_dir or "build/demo-researcher")
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="lab-demo-") as secrets_dir, \
+            local_cluster(spec, out, Path(secrets_dir)) as (added, url, admin):  # fmt: skip
+        autoscaler_log = out / "autoscaler.log"
         os.environ.update(
-            KUBECONFIG=str(added.kubeconfig), LAB_ENGINE="", LAB_USER="alice", XDG_CACHE_HOME=str(Path(secrets_dir) / "cache"),
-            LAB_REGISTRY=os.environ.get("LAB_REGISTRY", "123456789012.dkr.ecr.us-west-2.amazonaws.com"),
+            KUBECONFIG=str(added.kubeconfig), LAB_ENGINE="", XDG_CACHE_HOME=str(Path(secrets_dir) / "cache"),
         )  # fmt: skip
         proj = _project(Path(secrets_dir))
-        _say(f"$ lab image build {proj.name}")
-        lab(["image", "build", str(proj)])
-        _say(f"$ lab submit --gpus 8 --nodes 2 --gang --name {JOB} -- python train.py")
-        lab(["submit", "--gpus", "8", "--nodes", "2", "--gang", "--name", JOB, "--path", str(proj), "--no-build",
-             "--", "python", "train.py"])  # fmt: skip
+        _say(f"$ lab submit --gpus 8 --nodes 2 --name {JOB} -- python train.py")
+        lab(
+            [
+                "submit",
+                "--gpus",
+                "8",
+                "--nodes",
+                "2",
+                "--name",
+                JOB,
+                "--path",
+                str(proj),
+                "--",
+                "python",
+                "train.py",
+            ]
+        )
         submitted = time.monotonic()
 
         from kubernetes import client, config
 
         api = config.new_client_from_config(config_file=str(added.kubeconfig))
         core = client.CoreV1Api(api)
-        watcher = Watcher(core, url, regions, autoscaler.log_path)
+        watcher = Watcher(core, url, regions, autoscaler_log)
         running_at = None
         while time.monotonic() - submitted < deadline_s:
             for d in watcher.new_decisions():

@@ -6,7 +6,7 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-from clusterspec import catalog, drivers
+from clusterspec import catalog, drivers, standard_image
 from clusterspec.errors import UserError
 from clusterspec.names import IMAGE_ROOT_GIB
 from clusterspec.spec import Cluster
@@ -84,6 +84,12 @@ def packer_variables(
         "nvidia_container_toolkit_version": sw.nvidia_container_toolkit,
         "kubernetes_version": cluster.kubernetes.version,
         "kubernetes_minor": cluster.kubernetes.minor,
+        # pre-pulled and pinned by prepull-images.sh: a new node pulls only what a job adds to it
+        "standard_image": standard_image.reference(
+            cluster.researchers.registry, cluster.name, sw.cuda, cluster.researchers.python
+        )
+        if cluster.researchers.registry
+        else "",
     }
 
 

@@ -1,25 +1,63 @@
-"""An emulator serving the researcher's kinds over the spec's node groups, and a kubeconfig for it."""
+"""An emulator over the spec's node groups with the cluster's lab settings published (as `invoke up` publishes
+them), a moto S3 server on loopback as the cluster's bucket, and a kubeconfig for alice's namespace."""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
+import boto3
 import pytest
 import yaml
+from kubernetes import config
 
 from autoscaler.emulator import Emulator
 from autoscaler.model import ClusterModel, VirtualClock
 from autoscaler.model.spec_groups import groups_from_spec
-from clusterspec.loader import DEFAULT_SPEC
+from clusterspec.loader import DEFAULT_SPEC, load_spec
+from provision import lab_settings
 
 SPEC_DATA = yaml.safe_load(Path(DEFAULT_SPEC).read_text())
+BUCKET = "dlr-results-123456789012"
+
+
+@pytest.fixture(scope="session")
+def s3_url():
+    """A moto server on loopback: the cluster's results bucket."""
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+def make_bucket(s3_url: str) -> None:
+    """The bucket, again if an in-process ``mock_aws`` (same backend as the server) reset it."""
+    s3 = boto3.client("s3", endpoint_url=s3_url, region_name="us-west-2", aws_access_key_id="x",
+                      aws_secret_access_key="x")  # fmt: skip
+    with contextlib.suppress(s3.exceptions.BucketAlreadyOwnedByYou):
+        s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
+
+
+def publish_settings(emu, s3_url: str, path: Path) -> None:
+    admin = emu.write_kubeconfig(path)
+    api = config.new_client_from_config(config_file=str(admin))
+    try:
+        lab_settings.apply(api, load_spec(), registry="123456789012.dkr.ecr.us-west-2.amazonaws.com",
+                           code_bucket=BUCKET, s3_endpoint=s3_url)  # fmt: skip
+    finally:
+        api.close()
 
 
 @pytest.fixture
-def emu():
+def emu(s3_url, tmp_path: Path):
+    make_bucket(s3_url)
     model = ClusterModel(VirtualClock(start=1_767_225_600.0), groups_from_spec(SPEC_DATA))
     with Emulator(model) as e:
         e.install_podgroup_crd()  # `invoke deploy-scheduler` applies it on a real cluster
+        publish_settings(e, s3_url, tmp_path / "admin.kubeconfig")  # `invoke up` publishes them
         yield e
 
 
@@ -48,6 +86,8 @@ def lab_env(monkeypatch, tmp_path: Path, kubeconfig: str):
     monkeypatch.setenv("LAB_ENGINE", "")  # no container engine: write the context, build nothing
     monkeypatch.setenv("LAB_USER", "alice")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setenv("LAB_REGISTRY", "123456789012.dkr.ecr.us-west-2.amazonaws.com")
-    monkeypatch.delenv("LAB_SPEC", raising=False)
+    for k in ("LAB_SETTINGS", "LAB_REGISTRY", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
     return kubeconfig

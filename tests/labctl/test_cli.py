@@ -1,10 +1,14 @@
-"""`lab` end to end against the local Kubernetes API emulator, through the official client."""
+"""`lab` end to end against the local Kubernetes API emulator and a moto S3 server, through the official client:
+the settings read from the cluster, the code uploaded once by content, the objects the API server admits."""
 
 from __future__ import annotations
 
+import boto3
 import pytest
+import yaml
 
 from labctl.cli import main
+from tests.labctl.conftest import BUCKET
 
 
 def _run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -15,9 +19,10 @@ def _run(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def _submit(capsys, kubeconfig: str, project, *options: str, command=("true",)) -> tuple[int, str, str]:
-    """``lab submit --no-build OPTIONS --path PROJECT -- COMMAND`` against the emulator."""
-    return _run(capsys, "--kubeconfig", kubeconfig, "submit", "--no-build", *options, "--path", str(project), "--",
-                *command)  # fmt: skip
+    """``lab submit OPTIONS --path PROJECT -- COMMAND`` against the emulator."""
+    return _run(
+        capsys, "--kubeconfig", kubeconfig, "submit", *options, "--path", str(project), "--", *command
+    )
 
 
 def _objects(emu) -> dict[str, int]:
@@ -26,108 +31,142 @@ def _objects(emu) -> dict[str, int]:
     with emu.model.lock:
         return {
             k: sum(o["metadata"].get("namespace") == "u-alice" for o in store.list(k))
-            for k in ("jobs", "pods", "services", "podgroups.scheduling.x-k8s.io")
+            for k in ("jobs", "pods", "services", "configmaps", "podgroups.scheduling.x-k8s.io")
         }
 
 
-def test_submit_creates_an_indexed_gang_job_the_emulator_accepts(emu, lab_env, project, capsys) -> None:
-    code, out, err = _run(capsys, "--kubeconfig", lab_env, "submit", "--no-build", "--gpus", "8", "--nodes", "2", "--gang",
-                          "--name", "resnet", "--path", str(project), "--", "torchrun", "train.py")  # fmt: skip
+def _keys(s3_url: str) -> list[str]:
+    s3 = boto3.client("s3", endpoint_url=s3_url, region_name="us-west-2", aws_access_key_id="x",
+                      aws_secret_access_key="x")  # fmt: skip
+    return sorted(o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET).get("Contents") or ())
+
+
+def test_submit_creates_an_indexed_gang_job_the_emulator_accepts(
+    emu, lab_env, project, capsys, s3_url
+) -> None:
+    code, out, err = _submit(capsys, lab_env, project, "--gpus", "8", "--nodes", "2", "--name", "resnet",
+                             command=("torchrun", "train.py"))  # fmt: skip
     assert (code, err) == (0, "")
-    assert "submitted job resnet in u-alice: 2 nodes x 8 GPUs, gang" in out
+    assert "submitted job resnet in u-alice: 2 nodes x 8 GPUs, gang" in out  # a gang by default for 2 nodes
+    assert "requirements.txt: the standard image has all 1 requirements; no image to build" in out
     assert "lab logs resnet -f" in out
     with emu.model.lock:
         job = emu.model.store.get("jobs", "u-alice", "resnet")
         pods = sorted(emu.model.store.list("pods", "u-alice"), key=lambda p: p["metadata"]["name"])
         svc = emu.model.store.get("services", "u-alice", "resnet")
         pg = emu.model.store.get("podgroups.scheduling.x-k8s.io", "u-alice", "resnet")
-    image = job["spec"]["template"]["spec"]["containers"][0]["image"]
-    assert image.startswith("123456789012.dkr.ecr.us-west-2.amazonaws.com/dlr/research:")
+    spec = job["spec"]["template"]["spec"]
+    assert (
+        spec["containers"][0]["image"]
+        == "123456789012.dkr.ecr.us-west-2.amazonaws.com/dlr/standard:1-cuda12.9-py3.11"
+    )
+    assert spec["schedulerName"] == "research-gang-scheduler"
+    code_url = next(e["value"] for e in spec["initContainers"][0]["env"] if e["name"] == "LAB_CODE_URL")
+    assert code_url.startswith(f"s3://{BUCKET}/alice/.lab/code/") and code_url.split("/", 3)[3] in _keys(
+        s3_url
+    )
     assert [p["spec"]["hostname"] for p in pods] == ["resnet-0", "resnet-1"]
-    assert [p["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"] for p in pods] == [
-        "0",
-        "1",
-    ]
     assert all(p["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] == "resnet" for p in pods)
+    assert all(p["status"]["phase"] == "Pending" and not p["spec"].get("nodeName") for p in pods)
     assert svc["metadata"]["ownerReferences"][0]["uid"] == job["metadata"]["uid"]
     assert pg["spec"]["minMember"] == 2
-    assert pods[0]["spec"]["securityContext"]["runAsUser"] == 2001  # alice, named by her namespace
+    assert spec["securityContext"]["runAsUser"] == 2001  # alice, named by her namespace
 
     code, out, _ = _run(capsys, "--kubeconfig", lab_env, "status")
     assert code == 0 and "resnet" in out and "Pending@-" in out
 
     code, out, _ = _run(capsys, "--kubeconfig", lab_env, "cancel", "resnet")
-    # the garbage collector takes the Service and PodGroup (owned by the Job) with it at once here
     assert code == 0 and out.startswith("cancelled resnet: deleted job")
-    assert _objects(emu) == {"jobs": 0, "pods": 0, "services": 0, "podgroups.scheduling.x-k8s.io": 0}
+    assert _objects(emu) == {"jobs": 0, "pods": 0, "services": 0, "configmaps": _objects(emu)["configmaps"],
+                             "podgroups.scheduling.x-k8s.io": 0}  # fmt: skip
 
 
-def test_same_code_same_image_tag(emu, lab_env, project, capsys) -> None:
-    images = []
-    for name in ("a1", "a2"):
-        _submit(
-            capsys,
-            lab_env,
-            project,
-            "--gpus",
-            "1",
-            "--name",
-            name,
-            command=("python", "train.py"),
-        )
-        with emu.model.lock:
-            images.append(
-                emu.model.store.get("jobs", "u-alice", name)["spec"]["template"]["spec"]["containers"][0][
-                    "image"
-                ]
-            )
-    assert images[0] == images[1]
-    (project / "train.py").write_text("print('changed')\n")
+def test_gang_pods_wait_for_the_gang_scheduler(emu, lab_env, project, capsys) -> None:
+    """Gang pods name the gang scheduler: where it does not run, the default scheduler leaves them Pending even
+    with room for them, as a real cluster does (the researcher demo runs them with the gang scheduler deployed)."""
+    from autoscaler.model.adapters import ModelCloud
+
     _submit(
-        capsys,
-        lab_env,
-        project,
-        "--gpus",
-        "1",
-        "--name",
-        "a3",
-        command=("python", "train.py"),
+        capsys, lab_env, project, "--gpus", "8", "--nodes", "2", "--name", "g2", command=("torchrun", "t.py")
     )
+    _submit(capsys, lab_env, project, "--gpus", "8", "--nodes", "2", "--no-gang", "--name", "s2",
+            command=("torchrun", "t.py"))  # fmt: skip
     with emu.model.lock:
-        assert (
-            emu.model.store.get("jobs", "u-alice", "a3")["spec"]["template"]["spec"]["containers"][0]["image"]
-            != images[0]
-        )
+        ModelCloud(emu.model).set_desired("dlr-us-west-2-gpu-v100x8", 4)
+        emu.model.advance(emu.model.now() + 1200)
+        phases = {
+            p["metadata"]["name"].rsplit("-", 2)[0]: p["status"]["phase"]
+            for p in emu.model.store.list("pods", "u-alice")
+        }
+    assert phases == {"g2": "Pending", "s2": "Running"}
+
+
+def test_same_code_is_uploaded_once_and_a_change_is_a_new_snapshot(
+    emu, lab_env, project, capsys, s3_url
+) -> None:
+    (project / "train.py").write_text(f"print('hello')  # {id(capsys)}\n")  # a snapshot no test uploaded
+    before = len(_keys(s3_url))
+    outs = [_submit(capsys, lab_env, project, "--gpus", "1", "--name", n, command=("python", "train.py"))[1]
+            for n in ("a1", "a2")]  # fmt: skip
+    assert "uploaded " in outs[0] and "reusing s3://" in outs[1]
+    assert len(_keys(s3_url)) == before + 1
+    (project / "train.py").write_text("print('changed')\n")
+    code, out, _ = _submit(
+        capsys, lab_env, project, "--gpus", "1", "--name", "a3", command=("python", "train.py")
+    )
+    assert code == 0 and "uploaded " in out and len(_keys(s3_url)) == before + 2
+
+
+def test_default_names_are_unique_per_submission(emu, lab_env, project, capsys) -> None:
+    names = []
+    for _ in range(2):
+        code, out, _ = _submit(capsys, lab_env, project, "--gpus", "1", command=("python", "train.py"))
+        assert code == 0
+        names.append(next(ln.split()[2] for ln in out.splitlines() if ln.startswith("submitted job ")))
+    assert names[0] != names[1] and all(n.startswith("resnet-") for n in names)
+
+
+def test_dry_run_shows_what_the_server_admits_and_creates_nothing(
+    emu, lab_env, project, capsys, s3_url
+) -> None:
+    before, keys = _objects(emu), _keys(s3_url)
+    code, out, err = _submit(capsys, lab_env, project, "--gpus", "8", "--nodes", "2", "--name", "dry",
+                             "--env", "LR=3e-4", "--dry-run", command=("torchrun", "train.py"))  # fmt: skip
+    assert code == 0, err
+    assert _objects(emu) == before and _keys(s3_url) == keys  # nothing created, nothing uploaded
+    assert "dry run: would upload s3://" in out or "dry run: would reuse s3://" in out
+    assert "dry run: the API server admitted these in u-alice as alice; nothing was created" in out
+    docs = list(yaml.safe_load_all(out[out.index("apiVersion") :]))
+    assert [d["kind"] for d in docs] == ["Job", "Service", "PodGroup"]
+    assert {d["metadata"]["namespace"] for d in docs} == {"u-alice"}  # the namespace the real one uses
+    pod = docs[0]["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsUser"] == 2001
+    assert {"name": "LR", "value": "3e-4"} in pod["containers"][0]["env"]
+    # the same objects, created for real
+    code, _, _ = _submit(capsys, lab_env, project, "--gpus", "8", "--nodes", "2", "--name", "dry",
+                         "--env", "LR=3e-4", command=("torchrun", "train.py"))  # fmt: skip
+    with emu.model.lock:
+        real = emu.model.store.get("jobs", "u-alice", "dry")["spec"]["template"]["spec"]
+    assert real["containers"] == pod["containers"] and real["initContainers"] == pod["initContainers"]
 
 
 @pytest.mark.parametrize(
     "args,reason",
     [
-        (
-            ["--gpus", "16"],
-            "lab: --gpus 16: no node type has more than 8 GPUs; ask for at most 8 per node and more --nodes",
-        ),
-        (
-            ["--gpus", "1", "--region-pref", "mars-1"],
-            "lab: --region-pref: unknown region 'mars-1'; the cluster has us-west-2, us-east-1, us-east-2, lab",
-        ),
-        (
-            ["--gpus", "1", "--name", "My_Job"],
-            "lab: --name 'My_Job': Kubernetes needs lowercase letters, digits and '-', starting with a letter and ending with a letter or digit (e.g. resnet-lr3)",
-        ),
+        (["--gpus", "16"], "lab: --gpus 16: no node type has more than 8 GPUs; ask for at most 8 per node and more --nodes"),
+        (["--gpus", "1", "--region-pref", "mars-1"],
+         "lab: --region-pref: unknown region 'mars-1'; the cluster has us-west-2, us-east-1, us-east-2, lab"),
+        (["--gpus", "1", "--name", "My_Job"],
+         "lab: --name 'My_Job': Kubernetes needs lowercase letters, digits and '-', starting with a letter and ending with a letter or digit (e.g. resnet-lr3)"),
+        (["--gpus", "A100:2", "--spot"], "lab: --spot: no spot nodes with A100 GPUs; drop --spot"),
+        (["--gpus", "1", "--env", "NOEQUALS"], "lab: --env 'NOEQUALS': give KEY=VALUE, e.g. --env LR=3e-4"),
     ],
-)
-def test_bad_input_one_line_nothing_created(emu, lab_env, project, capsys, args, reason) -> None:
-    before = _objects(emu)
-    code, out, err = _submit(
-        capsys,
-        lab_env,
-        project,
-        *args,
-        command=("python", "train.py"),
-    )
+)  # fmt: skip
+def test_bad_input_one_line_nothing_created(emu, lab_env, project, capsys, s3_url, args, reason) -> None:
+    before, keys = _objects(emu), _keys(s3_url)
+    code, out, err = _submit(capsys, lab_env, project, *args, command=("python", "train.py"))
     assert code == 2 and err == reason + "\n" and out == ""
-    assert _objects(emu) == before
+    assert _objects(emu) == before and _keys(s3_url) == keys
 
 
 def test_the_api_servers_refusal_is_one_line_and_leaves_nothing(emu, lab_env, project, capsys) -> None:
@@ -138,17 +177,26 @@ def test_the_api_servers_refusal_is_one_line_and_leaves_nothing(emu, lab_env, pr
     assert _objects(emu) == before
 
 
-def test_no_engine_writes_the_context_and_says_how_to_build(lab_env, project, capsys, tmp_path) -> None:
-    code, out, _ = _run(capsys, "image", "build", str(project))
-    assert code == 0
-    assert "no working docker or buildah here; the context is " in out
-    tar = next((tmp_path / "cache" / "lab" / "contexts").glob("*.tar"))
-    assert (
-        f"docker build -f .lab/Dockerfile -t 123456789012.dkr.ecr.us-west-2.amazonaws.com/dlr/research:{tar.stem} - < {tar}"
-        in out
-    )
-    code, _, err = _run(capsys, "image", "build", str(project), "--push")
-    assert code == 2 and "rerun with --no-build" in err
+def test_jobs_are_admitted_where_pod_security_enforces_restricted(emu, lab_env, project, capsys) -> None:
+    with emu.model.lock:
+        ns = emu.model.store.get("namespaces", None, "u-alice")
+        ns["metadata"].setdefault("labels", {})["pod-security.kubernetes.io/enforce"] = "restricted"
+        emu.model.store.modified("namespaces", ns)
+    code, _, err = _submit(capsys, lab_env, project, "--gpus", "8", "--nodes", "2", "--name", "psa",
+                           command=("torchrun", "train.py"))  # fmt: skip
+    assert code == 0, err
+    with emu.model.lock:
+        emu.model.advance(emu.model.now() + 5)
+        pods = emu.model.store.list("pods", "u-alice")
+    assert len(pods) == 2  # the Job controller's pods passed admission
+
+
+def test_settings_missing_from_the_cluster_is_one_line(emu, lab_env, project, capsys) -> None:
+    with emu.model.lock:
+        emu.model.store.delete("configmaps", "kube-public", "research-lab-settings")
+    code, out, err = _submit(capsys, lab_env, project, "--gpus", "1")
+    assert code == 2 and err.startswith("lab: the cluster publishes no lab settings (ConfigMap kube-public/")
+    assert err.count("\n") == 1
 
 
 def test_tensorboard_prints_the_pod_address(emu, lab_env, project, capsys) -> None:
@@ -162,15 +210,19 @@ def test_tensorboard_prints_the_pod_address(emu, lab_env, project, capsys) -> No
     assert out.startswith(f"TensorBoard for tb: http://{pod['status']['podIP']}:6006/")
     assert pod["spec"]["volumes"][0]["persistentVolumeClaim"] == {"claimName": "results", "readOnly": True}
     assert "--logdir=/results/tb" in pod["spec"]["containers"][0]["command"]
+    assert pod["spec"]["securityContext"]["runAsUser"] == 2001
 
 
-def test_ssh_config_is_an_include_that_never_clobbers(tmp_path, lab_env, capsys) -> None:
+def test_ssh_config_is_an_include_that_never_clobbers(emu, tmp_path, capsys) -> None:
+    """The user is the kubeconfig's identity (alice's client certificate), the machines the cluster's settings."""
+    kubeconfig = emu.write_kubeconfig(tmp_path / "alice", user="alice", groups=("research:users",))
     ssh = tmp_path / "ssh"
     ssh.mkdir()
     (ssh / "config").write_text("Host mine\n  HostName example.org\n")
     for _ in range(2):
-        code, out, _ = _run(capsys, "ssh-config", "--ssh-dir", str(ssh))
-        assert code == 0
+        code, out, err = _run(capsys, "--kubeconfig", str(kubeconfig), "ssh-config", "--ssh-dir", str(ssh))
+        assert code == 0, err
+    assert "for alice" in out
     text = (ssh / "config").read_text()
     assert text.count("Include lab_config") == 1 and text.endswith("Host mine\n  HostName example.org\n")
     inc = (ssh / "lab_config").read_text()
@@ -191,20 +243,22 @@ def test_gang_without_the_podgroup_kind_rolls_back(emu, lab_env, project, capsys
         return inner(method, path, query, content_type, body)
 
     emu.api.handle = no_podgroups
-    code, _, err = _run(capsys, "--kubeconfig", lab_env, "submit", "--no-build", "--gpus", "8", "--nodes", "2",
-                        "--gang", "--name", "g", "--path", str(project), "--", "true")  # fmt: skip
+    code, _, err = _submit(capsys, lab_env, project, "--gpus", "8", "--nodes", "2", "--name", "g")
     assert code == 2
     assert err == (
         "lab: the cluster refused part of job 'g' (nothing is left): the cluster has no PodGroup kind "
-        "(scheduler-plugins' coscheduling is not installed); submit without --gang\n"
+        "(scheduler-plugins' coscheduling is not installed); submit with --no-gang\n"
     )
-    assert _objects(emu) == {"jobs": 0, "pods": 0, "services": 0, "podgroups.scheduling.x-k8s.io": 0}
 
 
-def test_ssh_config_says_how_to_start_a_machine_that_stopped_while_idle(tmp_path, lab_env, capsys) -> None:
-    """Issue 29: the SSH machines stop when idle (operations.ssh_idle_stop_min); the entries and the command's
-    output say how to start one again."""
-    code, out, _ = _run(capsys, "ssh-config", "--ssh-dir", str(tmp_path / "ssh"))
-    assert code == 0 and "invoke ssh-start <group>-<n>" in out and "60 minutes" in out
+def test_ssh_config_says_how_to_start_a_machine_that_stopped_while_idle(emu, tmp_path, capsys) -> None:
+    """Issue 29: the SSH machines stop when idle (operations.ssh_idle_stop_min, published in the cluster's
+    settings); the entries and the command's output say how to start one again."""
+    kubeconfig = emu.write_kubeconfig(tmp_path / "alice", user="alice", groups=("research:users",))
+    code, out, err = _run(
+        capsys, "--kubeconfig", str(kubeconfig), "ssh-config", "--ssh-dir", str(tmp_path / "ssh")
+    )
+    assert code == 0, err
+    assert "invoke ssh-start <group>-<n>" in out and "60 minutes" in out
     inc = (tmp_path / "ssh" / "lab_config").read_text()
     assert "# stopped? invoke ssh-start gpu-1\nHost dlr-gpu-1\n" in inc

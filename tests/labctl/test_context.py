@@ -1,4 +1,4 @@
-"""The build context: same tree -> same bytes; a tracked change changes it; ignored files never enter."""
+"""The code snapshot: same tree -> same bytes; a tracked change changes it; what is left out is said in one line."""
 
 from __future__ import annotations
 
@@ -10,10 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from labctl.context import DOCKERFILE, build_context
-from labctl.settings import Settings
+from labctl.context import build_snapshot
+from tests.labctl.settings import SETTINGS, SETTINGS_TEXT
 
-BASE, PY = "nvidia/cuda:12.8.0-cudnn-runtime-ubuntu22.04", "3.11"
+
+def build_context(root, *_):
+    return build_snapshot(root)
+
+
+BASE = PY = None
 
 
 def _git(root: Path, *args: str) -> None:
@@ -86,13 +91,18 @@ def test_never_git_venvs_data_or_dockerignored(project: Path) -> None:
     (project / "KEEP.md").write_text("kept by the ! exception\n")
     (project / "src" / "__pycache__").mkdir()
     (project / "src" / "__pycache__" / "train.cpython-311.pyc").write_bytes(b"\0")
-    _git(project, "add", "-f", "data/imagenet.tar")  # even a tracked data folder stays out
-    names = _names(build_context(project, BASE, PY).data)
-    assert not [
-        n for n in names if n.startswith((".git/", "env311/", "data/", "notes/")) or n.endswith(".pyc")
-    ]
+    (project / "data" / "prepare.py").write_text("print('prepare')\n")
+    _git(project, "add", "data/prepare.py")  # tracked code in a data folder travels (nanoGPT's prepare.py)
+    snap = build_context(project, BASE, PY)
+    names = _names(snap.data)
+    assert not [n for n in names if n.startswith((".git/", "env311/", "notes/")) or n.endswith(".pyc")]
+    assert "data/prepare.py" in names and "data/imagenet.tar" not in names
     assert "README.md" not in names and "KEEP.md" in names
-    assert {"src/train.py", "run.sh", "requirements.txt", ".dockerignore", DOCKERFILE} <= set(names)
+    assert {"src/train.py", "run.sh", "requirements.txt", ".dockerignore"} <= set(names)
+    assert (
+        "left out 1 untracked file in data/ (data travels on /datasets or in git, not with the code)"
+        in snap.notes
+    )
 
 
 def test_a_deleted_tracked_file_leaves_the_context(project: Path) -> None:
@@ -104,21 +114,10 @@ def test_entries_are_normalised(project: Path) -> None:
     ctx = build_context(project, BASE, PY)
     with tarfile.open(fileobj=io.BytesIO(ctx.data)) as tar:
         members = tar.getmembers()
-    assert [m.name for m in members[:-1]] == sorted(m.name for m in members[:-1])
+    assert [m.name for m in members] == sorted(m.name for m in members)
     assert {(m.mtime, m.uid, m.gid, m.uname, m.gname) for m in members} == {(0, 0, 0, "", "")}
     modes = {m.name: m.mode for m in members}
     assert modes["run.sh"] == 0o755 and modes["src/train.py"] == 0o644
-
-
-def test_dockerfile_uses_the_spec_base_and_a_requirements_layer(project: Path) -> None:
-    text = build_context(project, BASE, PY).dockerfile
-    lines = text.splitlines()
-    assert f"FROM {BASE}" in lines
-    assert "--python 3.11" in text
-    req = next(i for i, ln in enumerate(lines) if ln.startswith("COPY requirements.txt"))
-    code = lines.index("COPY . /workspace")
-    assert req < code  # the requirements layer is cached across code changes
-    assert build_context(project, "other/base:1", PY).digest != build_context(project, BASE, PY).digest
 
 
 def test_outside_git_every_file_but_the_excluded(tmp_path: Path) -> None:
@@ -126,7 +125,7 @@ def test_outside_git_every_file_but_the_excluded(tmp_path: Path) -> None:
     (tmp_path / ".venv" / "bin").mkdir(parents=True)
     (tmp_path / ".venv" / "bin" / "python").write_text("")
     names = _names(build_context(tmp_path, BASE, PY).data)
-    assert names == ["a.py", DOCKERFILE]
+    assert names == ["a.py"]
 
 
 def test_push_skips_a_tag_the_registry_already_holds(monkeypatch) -> None:
@@ -152,12 +151,15 @@ def test_push_skips_a_tag_the_registry_already_holds(monkeypatch) -> None:
 
 
 def test_build_and_push_with_a_docker_engine(project: Path, tmp_path: Path, monkeypatch, capsys) -> None:
-    """A stand-in docker on the PATH records what lab asks of it: the context on stdin, the tag, the push."""
+    """A stand-in docker on the PATH records what lab asks of it: the requirements' context on stdin, the tag, the
+    push; requirements the standard image lacks are the only reason to build."""
     import boto3
     from moto import mock_aws
 
+    from labctl import deps
     from labctl.cli import main
 
+    (project / "requirements.txt").write_text("torch\ntransformers==4.57.0\n")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     log = tmp_path / "docker.log"
@@ -171,6 +173,8 @@ def test_build_and_push_with_a_docker_engine(project: Path, tmp_path: Path, monk
         "exit 0\n"
     )
     (bin_dir / "docker").chmod(0o755)
+    settings_file = tmp_path / "settings.yaml"
+    settings_file.write_text(SETTINGS_TEXT)
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     monkeypatch.delenv("LAB_ENGINE", raising=False)
     monkeypatch.setenv("LAB_REGISTRY", "123456789012.dkr.ecr.us-west-2.amazonaws.com")
@@ -179,18 +183,79 @@ def test_build_and_push_with_a_docker_engine(project: Path, tmp_path: Path, monk
     with mock_aws():
         boto3.client("ecr", region_name="us-west-2").create_repository(repositoryName="dlr/research")
         with pytest.raises(SystemExit) as e:
-            main(["image", "build", str(project), "--push"])
-    assert e.value.code == 0, capsys.readouterr().err
-    settings = (
-        Settings.load()
-    )  # the spec's standard image: CUDA and Ubuntu from software, Python from researchers
-    tag = build_context(project, settings.base_image, settings.python).tag
-    ref = f"123456789012.dkr.ecr.us-west-2.amazonaws.com/dlr/research:{tag}"
+            main(["--settings", str(settings_file), "image", "build", str(project), "--push"])
+    out, err = capsys.readouterr()
+    assert e.value.code == 0, err
+    d = deps.resolve(build_snapshot(project), SETTINGS.data.standard_packages)
+    assert d.missing == ("transformers==4.57.0",)
+    ref = f"123456789012.dkr.ecr.us-west-2.amazonaws.com/dlr/research:{d.tag(SETTINGS.standard_image)}"
     calls = log.read_text().splitlines()
     assert calls[0] == "info"
-    assert f"build -f .lab/Dockerfile -t {ref} -" in calls
+    assert f"build -f Dockerfile -t {ref} -" in calls
     assert calls[-1] == f"push {ref}"
     assert any(c.startswith("login --username AWS --password-stdin 123456789012.dkr.ecr") for c in calls)
-    assert (tmp_path / "stdin.tar").read_bytes() == build_context(
-        project, settings.base_image, settings.python
-    ).data
+    with tarfile.open(tmp_path / "stdin.tar") as tar:
+        assert tar.getnames() == ["Dockerfile", "requirements.txt"]  # no code in the image
+        assert f"FROM {SETTINGS.standard_image}" in tar.extractfile("Dockerfile").read().decode()
+
+
+def test_the_standard_image_needs_no_build(project: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+    from labctl.cli import main
+
+    settings_file = tmp_path / "settings.yaml"
+    settings_file.write_text(SETTINGS_TEXT)
+    monkeypatch.setenv("LAB_ENGINE", "")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    (project / "requirements.txt").write_text("torch>=2.3  # the GPU build\nnumpy\n")
+    with pytest.raises(SystemExit) as e:
+        main(["--settings", str(settings_file), "image", "build", str(project)])
+    assert e.value.code == 0
+    assert (
+        "requirements.txt: the standard image has all 2 requirements; no image to build"
+        in capsys.readouterr().out
+    )
+    (project / "requirements.txt").write_text("torch==2.5.1\n")  # an older pin: only an image has it
+    with pytest.raises(SystemExit) as e:
+        main(["--settings", str(settings_file), "image", "build", str(project)])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.startswith("lab: no working docker or buildah here to build ")
+    assert err.count("\n") == 1
+
+
+def test_each_thing_left_out_is_one_line(project: Path) -> None:
+    (project / "big.bin").write_bytes(b"\0" * 3_000_000)
+    (project / "notes.md").write_text("x\n")
+    _git(project, "add", "notes.md")
+    (project / "src" / "train.py").write_text("print('changed')\n")
+    snap = build_snapshot(project, max_file_mb=2)
+    assert "big.bin" not in snap.files
+    assert any(n.startswith("left out 1 file over 2 MB: big.bin (3 MB)") for n in snap.notes)
+    assert "left out 1 tracked file that .dockerignore excludes: notes.md" in snap.notes
+    dirty = [n for n in snap.notes if n.startswith("uncommitted changes in 2 files (notes.md, src/train.py)")]
+    assert dirty and snap.git.endswith("+dirty")
+    assert "big.bin" in build_snapshot(project, max_file_mb=0).files  # 0: no limit
+    (project / "requirements.txt").unlink()
+    assert "no requirements.txt or pyproject.toml: the job gets the standard image's packages only" in (
+        build_snapshot(project).notes
+    )
+
+
+def test_a_large_file_is_never_read(project: Path, monkeypatch) -> None:
+    """The size is checked before a file is opened: a 2 GB checkpoint costs a stat, not 2 GB of memory."""
+    big = project / "model.ckpt.bin"
+    with big.open("wb") as f:
+        f.truncate(2_000_000_000)  # sparse
+    opened = []
+    real = Path.open
+
+    def spy(self, *a, **k):
+        opened.append(self.name)
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(Path, "open", spy)
+    snap = build_snapshot(project)
+    assert "model.ckpt.bin" not in opened and "model.ckpt.bin" not in snap.files
+
+
+def test_deterministic_gzip(project: Path) -> None:
+    assert build_snapshot(project).gzipped() == build_snapshot(project).gzipped()

@@ -89,3 +89,47 @@ def test_logs_of_a_container_still_starting_is_one_line(emu, lab_env, project, c
     assert (
         err == f'lab: job \'slow\': container "main" in pod "{name}" is waiting to start: ContainerCreating\n'
     )
+
+
+def _two_nodes(emu, lab_env, project, name: str, *command: str) -> list[dict]:
+    # --no-gang: no gang scheduler runs in this emulator, and pods naming it stay Pending (test_cli.py)
+    assert _lab(lab_env, "submit", "--gpus", "8", "--nodes", "2", "--no-gang", "--name", name, "--path",
+                str(project), "--", *command) == 0  # fmt: skip
+    with emu.model.lock:
+        ModelCloud(emu.model).set_desired(GROUP, 2)
+        emu.model.advance(emu.model.now() + 1200)
+        pods = sorted((p for p in emu.model.store.list("pods", "u-alice")
+                       if p["metadata"]["name"].startswith(name)),
+                      key=lambda p: p["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"])  # fmt: skip
+    assert [p["status"]["phase"] for p in pods] == ["Running", "Running"]
+    return pods
+
+
+def test_rank_0_is_the_pod_that_holds_rank_0_under_c10d(emu, lab_env, project, capsys):
+    """Under c10d the rendezvous assigns node ranks: node index 1 may hold ranks 0-7. torchrun's [rankN]: prefixes
+    (lab sets PET_TEE and the prefix template) say which pod that is."""
+    pods = _two_nodes(emu, lab_env, project, "elastic", "torchrun", "--rdzv-backend=c10d", "train.py")
+    emu.api.logs.write(emu.api, "u-alice", pods[0]["metadata"]["name"], "main", "[rank8]:step 1 loss 2.0")
+    emu.api.logs.write(emu.api, "u-alice", pods[1]["metadata"]["name"], "main", "[rank0]:step 1 loss 1.9")
+    capsys.readouterr()
+    assert _lab(lab_env, "logs", "elastic") == 0
+    assert capsys.readouterr().out == "[rank0]:step 1 loss 1.9\n"
+    assert _lab(lab_env, "logs", "elastic", "--index", "0") == 0
+    assert capsys.readouterr().out == "[rank8]:step 1 loss 2.0\n"
+
+
+def test_all_prefixes_every_line_with_its_node_in_time_order(emu, lab_env, project, capsys):
+    pods = _two_nodes(emu, lab_env, project, "both", "torchrun", "train.py")
+    a, b = (p["metadata"]["name"] for p in pods)
+    emu.api.logs.write(emu.api, "u-alice", a, "main", "[rank0]:first")
+    with emu.model.lock:
+        emu.model.advance(emu.model.now() + 1)
+    emu.api.logs.write(emu.api, "u-alice", b, "main", "[rank8]:second")
+    with emu.model.lock:
+        emu.model.advance(emu.model.now() + 1)
+    emu.api.logs.write(emu.api, "u-alice", a, "main", "[rank0]:third")
+    capsys.readouterr()
+    assert _lab(lab_env, "logs", "both", "--all") == 0
+    assert (
+        capsys.readouterr().out == "[node 0] [rank0]:first\n[node 1] [rank8]:second\n[node 0] [rank0]:third\n"
+    )

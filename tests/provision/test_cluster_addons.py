@@ -24,8 +24,9 @@ def test_after_the_primary_region_is_up_the_addons_and_the_gang_scheduler_are_ap
         str(addons.OUT),
         scheduler.podgroup_crd_url(spec),  # the CRD before the scheduler that reads PodGroups
         str(scheduler.OUT / "gang-scheduler.yaml"),
+        "build/deploy/lab-settings.yaml",  # what `lab` reads from the cluster (provision/lab_settings.py)
     ]
-    assert all("--server-side" in a for a in applied) and len(lines) == 4
+    assert all("--server-side" in a for a in applied) and len(lines) == 5
     assert "invoke deploy-monitoring" in lines[-1], "no alert topic yet: the command to run later"
 
 

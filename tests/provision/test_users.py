@@ -17,7 +17,7 @@ from kubernetes import client, config
 from clusterspec.errors import UserError
 from clusterspec.loader import load_spec
 from provision import users
-from tests.labctl.conftest import emu  # noqa: F401 - fixture
+from tests.labctl.conftest import emu, s3_url  # noqa: F401 - fixtures
 
 SPEC = load_spec()
 

@@ -34,9 +34,9 @@ sys.exit(int(os.environ.get("CODE", "0")))
 
 
 @pytest.fixture
-def emu(tmp_path):
+def emu(kubelet_root):
     model = ClusterModel(VirtualClock(start=1_767_225_600.0), [group(desired=1)])
-    with Emulator(model, namespaces=("lab",), run_pods=tmp_path / "pods") as e:
+    with Emulator(model, namespaces=("lab",), run_pods=kubelet_root) as e:
         yield e
 
 
@@ -87,7 +87,7 @@ def test_a_pod_runs_as_a_process_with_env_args_volumes_and_token(emu, tmp_path) 
     assert f"pod p0 lab node {node}" in out.stdout
     assert f"api 127.0.0.1 {emu.secure_port}" in out.stdout
     assert "greeting hello" in out.stdout and "token 2" in out.stdout and "cwd True" in out.stdout
-    written = list((tmp_path / "pods").glob("lab_p0_*/volumes/work/out.txt"))
+    written = list(emu.model.runtime.root.glob("lab_p0_*/volumes/work/out.txt"))
     assert [f.read_text() for f in written] == ["written"]
 
 

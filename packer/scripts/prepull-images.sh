@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The lab's standard image (deploy/standard-image, clusterspec/data/standard_image.yaml) pulled into containerd's
+# k8s.io namespace at bake time and pinned, so that a job on a new node pulls only what changed since the bake (its
+# requirements' layer, if any) and the kubelet's image garbage collection never removes it (CRI "pinned" images:
+# containerd's io.cri-containerd.pinned label). The reference and its layers are recorded in
+# /etc/research-cluster/prepulled-images for the package lock and for operators.
+set -euo pipefail
+: "${STANDARD_IMAGE?empty: the spec names no registry, nothing to pre-pull}"
+
+if [[ -z "$STANDARD_IMAGE" ]]; then
+  echo "prepull: no registry in cluster.yaml (researchers.registry); the standard image is pulled at first use"
+  exit 0
+fi
+host=${STANDARD_IMAGE%%/*}
+args=(--platform linux/amd64)
+if [[ "$host" == *.dkr.ecr.*.amazonaws.com ]]; then
+  # The bake instance's role reads the repository (ecr:GetAuthorizationToken, BatchGetImage, GetDownloadUrlForLayer).
+  region=$(cut -d. -f4 <<<"$host")
+  if ! password=$(aws ecr get-login-password --region "$region" 2>/dev/null); then
+    # a machine without the role (a lab server Chef runs this on): the image comes at its first job instead
+    echo "prepull: no ECR credentials here for $host; the standard image is pulled at first use"
+    exit 0
+  fi
+  args+=(--user "AWS:$password")
+fi
+systemctl start containerd
+ctr -n k8s.io images pull "${args[@]}" "$STANDARD_IMAGE" >/dev/null
+ctr -n k8s.io images label "$STANDARD_IMAGE" io.cri-containerd.pinned=pinned >/dev/null
+install -d -m 0755 /etc/research-cluster
+{
+  echo "$STANDARD_IMAGE"
+  ctr -n k8s.io content ls | awk 'NR > 1 {print "  " $1 " " $2}'
+} >/etc/research-cluster/prepulled-images
+echo "prepull: $STANDARD_IMAGE pulled and pinned ($(wc -l </etc/research-cluster/prepulled-images) lines recorded)"

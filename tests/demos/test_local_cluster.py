@@ -1,0 +1,38 @@
+"""`invoke local-cluster` comes up as a cluster `lab` can use with the kubeconfig it prints (alice's, from the CSR
+API): the settings are readable and a submitted job is created; then it stops with everything it started."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from clusterspec.loader import load_spec
+from demos.researcher.run import local_cluster
+from labctl.cli import main as lab
+
+
+def test_lab_works_against_the_local_cluster(tmp_path, monkeypatch, capsys) -> None:
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "train.py").write_text("print('hi')\n")
+    cluster = local_cluster(
+        load_spec(), tmp_path / "out", tmp_path / "secrets", say=lambda s: None, run_pods=True
+    )
+    with cluster as (added, _, _):
+        monkeypatch.setenv("KUBECONFIG", str(added.kubeconfig))
+        monkeypatch.setenv("LAB_ENGINE", "")
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+        with pytest.raises(SystemExit) as e:
+            lab(["submit", "--gpus", "1", "--name", "mine", "--path", str(proj), "--", "python", "train.py"])
+        out, err = capsys.readouterr()
+        assert e.value.code == 0, err
+        assert "submitted job mine in u-alice: 1 node x 1 GPUs" in out
+        deadline = time.monotonic() + 90  # a T4 node boots (compressed), the code runs as a process
+        text = ""
+        while time.monotonic() < deadline and "hi" not in text:
+            time.sleep(1)
+            with pytest.raises(SystemExit):
+                lab(["logs", "mine"])
+            text = capsys.readouterr().out
+        assert "hi\n" in text
