@@ -33,7 +33,7 @@ def plan_addresses(c, spec=None):
 @user_errors
 def demo(c, spec=None, out=None):
     """The real autoscaler on an embedded AWS (moto) and a local Kubernetes API, a bursty workload (docs/demo.md)."""
-    from autoscaler.demo.run import main
+    from demos.cluster import main
 
     main(spec, out)
 

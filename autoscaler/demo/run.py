@@ -35,6 +35,7 @@ from autoscaler.demo.workload import Wave, wave_pods, waves
 from autoscaler.sim.workload import NAMESPACE
 from clusterspec.errors import UserError
 from clusterspec.loader import load_spec
+from clusterspec.names import AUTOSCALER_NAMESPACE
 from clusterspec.spec import Cluster as Spec
 
 COMPRESSION = 60.0  # model seconds per real second: a 4.5-minute GPU boot takes 4.5 s
@@ -149,13 +150,19 @@ def plan_lines(plan: list[Wave], compression: float = COMPRESSION) -> list[str]:
 
 
 def emulator_child(
-    module: str, aws_url: str, cluster: str, regions: list[str], kubeconfig: Path, out: Path, env: dict
-) -> Child:
+    module: str, aws_url: str, cluster: str, regions: list[str], kubeconfig: Path, out: Path, env: dict,
+    day_one: bool = False,
+) -> Child:  # fmt: skip
     """The Kubernetes API emulator (``module``: autoscaler.emulator or a wrapper of it) following the moto server,
-    at the demo's compression."""
+    at the demo's compression. ``day_one``: a bare cluster as kubeadm leaves it (a control-plane node, the system
+    namespaces, no device plugins until the add-ons are applied); otherwise the demo's namespaces are made at start."""
     argv = [sys.executable, "-m", module, "--follow-aws", aws_url, "--cluster-name", cluster,
             "--regions", ",".join(regions), "--compression", str(COMPRESSION), "--follow-interval", "0.5",
             "--kubeconfig", str(kubeconfig)]  # fmt: skip
+    if day_one:
+        argv += ["--control-plane-nodes", "1", "--no-model-device-plugins", "--no-cloud-controller"]
+    else:
+        argv += ["--namespace", NAMESPACE, "--namespace", AUTOSCALER_NAMESPACE]
     return Child("emulator", argv, out, env)
 
 
@@ -170,9 +177,12 @@ def autoscaler_child(
 
 
 def run_demo(
-    spec_path: str | None = None, out_dir: str | Path = "build/demo", deadline_s: float = 75.0
+    spec_path: str | None = None, out_dir: str | Path = "build/demo", deadline_s: float = 75.0, deploy=None
 ) -> dict:
-    """Run the demo; returns its summary. Raises DemoFailed (exit 1) when capacity never came."""
+    """Run the demo; returns its summary. Raises DemoFailed (exit 1) when capacity never came.
+
+    ``deploy(spec, admin_kubeconfig, out, say)`` (demos/day_one.py) applies what `invoke up` deploys and returns the
+    kubeconfig the autoscaler runs with (its ServiceAccount's); without it the autoscaler uses the admin's."""
     spec = load_spec(spec_path)
     regions = list(spec.spill_over_order)
     out = Path(out_dir)
@@ -208,13 +218,22 @@ def run_demo(
         )
         kubeconfig = out / "kubeconfig"
         emulator = children.start(
-            emulator_child("autoscaler.emulator", url, spec.name, regions, kubeconfig, out, env)
+            emulator_child(
+                "autoscaler.emulator", url, spec.name, regions, kubeconfig, out, env, deploy is not None
+            )
         )
         api_url = emulator.ready_line(60)["url"]
         console.print(
             f"Kubernetes API emulator at {api_url} (model time x{COMPRESSION:g}), kubeconfig {kubeconfig}"
         )
-        autoscaler = children.start(autoscaler_child(url, spec.name, regions, kubeconfig, out, env))
+        autoscaler_kubeconfig = kubeconfig
+        if deploy is not None:
+            autoscaler_kubeconfig = deploy(
+                spec, kubeconfig, out, lambda line: console.print(line, markup=False)
+            )
+        autoscaler = children.start(
+            autoscaler_child(url, spec.name, regions, autoscaler_kubeconfig, out, env)
+        )
         _wait_for_log(autoscaler, "running", 60)
         console.print(f"autoscaler run: pid {autoscaler.proc.pid}, log {autoscaler.log_path}")
         console.print(compression_note(COMPRESSION, SCAN_INTERVAL_S))
@@ -331,8 +350,8 @@ def _print_summary(console: Console, summary: dict, compression: float = COMPRES
     console.print(f"timeline plot: {summary['timeline']}")
 
 
-def main(spec: str | None = None, out: str | None = None) -> None:
+def main(spec: str | None = None, out: str | None = None, deploy=None) -> None:
     try:
-        run_demo(spec, out or "build/demo")
+        run_demo(spec, out or "build/demo", deploy=deploy)
     except ChildError as e:
         raise DemoFailed(str(e)) from None

@@ -7,7 +7,9 @@ endpoint (a moto server), as ``make demo`` needs; groups then come from AWS.
 and etcd round trip do; reads and watches are not delayed.
 
 ``--spec-groups`` takes a cluster spec (``cluster.yaml``) or a JSON/YAML list of groups in the snapshot format.
-Prints one JSON line ``{"url", "kubeconfig"}`` when ready and serves until interrupted.
+Serves HTTPS on the secure port (authentication and RBAC; ``--kubeconfig`` gets the admin's kubeconfig, a client
+certificate in ``system:masters``); ``--insecure-port`` adds plain HTTP as ``system:masters``. Prints one JSON line
+``{"url", "kubeconfig"}`` when ready and serves until interrupted.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import yaml
 
 from autoscaler.emulator.server import Emulator
 from autoscaler.model import ClusterModel, WallClock, groups_from_spec
+from autoscaler.model.boot import NodeLifecycle
 
 
 def load_groups(path: str) -> list[dict]:
@@ -61,7 +64,15 @@ def local_endpoint_credentials(url: str, environ=os.environ) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m autoscaler.emulator", description=__doc__.splitlines()[0])
-    ap.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: a free one)")
+    ap.add_argument("--port", type=int, default=0, help="the secure port on 127.0.0.1 (0: a free one)")
+    ap.add_argument(
+        "--insecure-port", type=int, default=None, metavar="PORT",
+        help="also serve plain HTTP as system:masters on this port (kube-apiserver's former --insecure-port; 0: a free one)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--namespace", action="append", default=[], metavar="NAME",
+        help="create this namespace at start (as the cluster's bootstrap would); repeatable",
+    )  # fmt: skip
     ap.add_argument("--kubeconfig", help="write a kubeconfig for the emulator here")
     ap.add_argument("--spec-groups", help="cluster.yaml or a groups file; nodes follow these groups")
     ap.add_argument("--compression", type=float, default=1.0, help="model seconds per real second")
@@ -86,6 +97,19 @@ def main(argv: list[str] | None = None) -> int:
         default=0.0,
         help="delay every POST, PUT, PATCH and DELETE by this many milliseconds (a real API server's write path)",
     )
+    ap.add_argument(
+        "--control-plane-nodes", type=int, default=0, metavar="N",
+        help="register N control-plane nodes as kubeadm does (label and NoSchedule taint node-role.kubernetes.io/control-plane)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--no-model-device-plugins", action="store_true",
+        help="no built-in device plugin DaemonSets: GPUs are advertised by the add-ons applied to the cluster",
+    )  # fmt: skip
+    ap.add_argument(
+        "--no-cloud-controller", action="store_true",
+        help="nodes join as the rendered join has them (terraform/modules/node_join: --provider-id from IMDS, no "
+        "--cloud-provider=external): no uninitialized taint, no cloud controller manager",
+    )  # fmt: skip
     args = ap.parse_args(argv)
     if args.write_latency_ms < 0:
         ap.error(f"--write-latency-ms {args.write_latency_ms:g}: expected 0 or more milliseconds")
@@ -95,10 +119,25 @@ def main(argv: list[str] | None = None) -> int:
         capacity={k: int(v) for k, v in _pairs(args.capacity, "capacity").items()},
         record_model_events=True,
         node_gc_delay_s=args.node_gc_delay,
+        lifecycle=NodeLifecycle(
+            device_plugins=not args.no_model_device_plugins, cloud_controller=not args.no_cloud_controller
+        ),
     )
     for g in load_groups(args.spec_groups) if args.spec_groups else []:
         model.cloud.add_group(g, external=args.external_groups or bool(args.follow_aws))
-    emu = Emulator(model, port=args.port, write_latency_s=args.write_latency_ms / 1000).start()
+    primary = args.regions.split(",")[0]
+    for i in range(args.control_plane_nodes):
+        with model.lock:
+            model.register_control_plane(f"ip-10-0-0-{10 + i}.{primary}.compute.internal", f"10.0.0.{10 + i}", primary,
+                                         f"{primary}a", {"cpu": "4", "memory": "16Gi", "pods": "110"})  # fmt: skip
+    emu = Emulator(
+        model,
+        port=args.insecure_port or 0,
+        secure_port=args.port,
+        insecure=args.insecure_port is not None,
+        namespaces=tuple(args.namespace),
+        write_latency_s=args.write_latency_ms / 1000,
+    ).start()
     follower = None
     if args.follow_aws:
         from autoscaler.adapters.aws import AwsCloud  # boto3 only when following AWS
@@ -108,7 +147,10 @@ def main(argv: list[str] | None = None) -> int:
         cloud = AwsCloud(args.cluster_name, args.regions.split(","), endpoint_url=args.follow_aws)
         follower = AwsFollower(model, cloud, args.follow_interval).start()
     kubeconfig = str(emu.write_kubeconfig(args.kubeconfig)) if args.kubeconfig else None
-    print(json.dumps({"url": emu.url, "kubeconfig": kubeconfig}), flush=True)
+    ready = {"url": emu.secure_url, "kubeconfig": kubeconfig}
+    if args.insecure_port is not None:
+        ready["insecure_url"] = emu.url
+    print(json.dumps(ready), flush=True)
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())

@@ -18,12 +18,29 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from autoscaler.model import daemons as D
+from autoscaler.model import images as I
 from autoscaler.model import objects as O
 from autoscaler.model import pods as P
 from autoscaler.model import taints as T
 from autoscaler.model.boot import NodeLifecycle
 from autoscaler.model.clock import VirtualClock, WallClock, iso
 from autoscaler.model.cloud import CloudModel, Instance
+from autoscaler.model.controllers import Controllers
+from autoscaler.model.controllers.certificates import CsrSigner
+from autoscaler.model.controllers.clusterroles import ClusterRoleAggregation
+from autoscaler.model.controllers.common import suffix
+from autoscaler.model.controllers.deployments import DeploymentController
+from autoscaler.model.controllers.endpoints import EndpointsController
+from autoscaler.model.controllers.gc import GarbageCollector
+from autoscaler.model.controllers.jobs import JobController
+from autoscaler.model.controllers.namespaces import NamespaceController
+from autoscaler.model.controllers.quota import QuotaController
+from autoscaler.model.controllers.replicasets import ReplicaSetController
+from autoscaler.model.controllers.schedulers import DeployedSchedulers
+from autoscaler.model.controllers.serviceaccounts import ServiceAccountController
+from autoscaler.model.controllers.statefulsets import StatefulSetController
+from autoscaler.model.controllers.ttl import TtlAfterFinished
+from autoscaler.model.controllers.volumes import VolumeController
 from autoscaler.model.disruption import budget_status, refusing_budget
 from autoscaler.model.event_queue import EventQueue
 from autoscaler.model.scheduler import Scheduler
@@ -110,6 +127,32 @@ class ClusterModel:
         self._terminated: deque[tuple[float, dict]] = deque()
         self._events: deque[tuple[float, dict]] = deque()
         self._restarts = 0
+        self._flushing = False
+        self.image_pulls = False  # the kubelet's image pulls (images.py): the emulator turns them on
+        self._node_images: dict[str, I.NodeImages] = {}
+        self.runtime = None  # the kubelet's container runtime for pods run as processes (emulator/kubelet)
+        # what an emulator serving the model plugs in (None in the simulator): creates and deletes through the
+        # API server (admission), the cluster CA, the ServiceAccount token and CSR signers
+        self.api_create = None
+        self.api_delete = None
+        self.cluster_ca_pem: bytes | None = None
+        self.legacy_token = None
+        self.sign_csr = None
+        self._last_events: dict = {}
+        self._terminating_namespaces: set[str] = set()
+        self._services_by_ns: dict[str, set[str]] = {}
+        self._quota_namespaces: set[str] = set()
+        self.gc = GarbageCollector(self)
+        self.namespaces = NamespaceController(self)
+        self.controllers = Controllers(self, [
+            self.gc, self.namespaces, ServiceAccountController(self), JobController(self), DeploymentController(self),
+            ReplicaSetController(self), StatefulSetController(self), EndpointsController(self), QuotaController(self),
+            VolumeController(self), ClusterRoleAggregation(self), TtlAfterFinished(self), CsrSigner(self),
+            DeployedSchedulers(self),
+        ])  # fmt: skip
+        self.deployed_schedulers = False  # second schedulers run only while their pods do (schedulers.py)
+        self.scheduler.pod_group_size = self._pod_group_size
+        self.store.listeners.append(self.controllers.listener)
         self.cloud = CloudModel(
             self.clock.now,
             self.queue,
@@ -159,8 +202,16 @@ class ClusterModel:
         self._flush()
 
     def _flush(self) -> None:
-        while self.scheduler.dirty:
-            self.scheduler.run()
+        if self._flushing:  # a controller's write: the outer pass goes on until nothing is left
+            return
+        self._flushing = True
+        try:
+            while self.scheduler.dirty or self.controllers.dirty:
+                self.controllers.run()
+                while self.scheduler.dirty:
+                    self.scheduler.run()
+        finally:
+            self._flushing = False
 
     settle = _flush  # schedule what changed at this instant (reads and actions do it by themselves)
 
@@ -309,8 +360,18 @@ class ClusterModel:
             if not D.admits(((ds.get("spec") or {}).get("template") or {}).get("spec") or {}, node):
                 continue
             pod = O.daemon_pod(ds, node)
-            self._daemon_pods[key] = pod
-            self.submit_pod(pod)
+            if self.api_create is not None:
+                try:
+                    made = self.api_create("pods", pod)
+                except Exception as e:  # noqa: BLE001 - a refused daemon pod is the DaemonSet's FailedCreate
+                    from autoscaler.model.controllers.common import event
+
+                    event(self, ds, "FailedCreate", f"Error creating: {e}", "Warning", "daemonset-controller")
+                    continue
+            else:
+                pod["metadata"]["name"] = f"{pod['metadata'].pop('generateName')}{suffix()}"
+                made = self.submit_pod(pod)
+            self._daemon_pods[key] = made
 
     def _taints_changed(self, node: dict) -> None:
         """The taint eviction controller: when a node's NoExecute taints change, each pod on it that does not
@@ -481,7 +542,8 @@ class ClusterModel:
         if not spec.get("containers"):
             raise Invalid("spec.containers: Required value")
         T.add_default_tolerations(spec, self.lifecycle.toleration_s)  # DefaultTolerationSeconds admission
-        pod["status"] = {"phase": "Pending", "qosClass": "Burstable"}
+        qos = (pod.get("status") or {}).get("qosClass") or "Burstable"
+        pod["status"] = {"phase": "Pending", "qosClass": qos}
         self.store.create("pods", pod)
         meta = pod["metadata"]
         now = self.clock.now()
@@ -520,6 +582,54 @@ class ClusterModel:
         self._start(pod, node)
 
     def _start(self, pod: dict, node: dict | None) -> None:
+        """The kubelet pulls the pod's images (when the model does pulls: images.py), then starts its containers."""
+        if not self.image_pulls or node is None:
+            self._run_containers(pod, node)
+            return
+        name = node["metadata"]["name"]
+        cache = self._node_images.setdefault(name, I.NodeImages())
+        now = self.clock.now()
+        done_at = now
+        for c in [*(pod["spec"].get("initContainers") or ()), *(pod["spec"].get("containers") or ())]:
+            image = c.get("image", "")
+            policy = c.get("imagePullPolicy") or "IfNotPresent"
+            seconds, start, size = I.pull_plan(cache, image, policy, now, self.clock.scale)
+            if seconds <= 0:
+                self._model_event(pod, "Pulled", f'Container image "{image}" already present on machine')
+                continue
+            end = start + self.clock.scale(seconds)
+            done_at = max(done_at, end)
+            waited = (start - now) / self.clock.scale(1.0) + seconds  # model seconds, queueing included
+            self.queue.push(start, self._pulling, pod, image)
+            self.queue.push(end, self._pulled, pod, name, image, seconds, waited, size)
+        if done_at <= now:
+            self._run_containers(pod, node)
+            return
+        pod["status"] = O.creating_status(pod, node, iso(now))
+        self.store.modified("pods", pod)
+        self.queue.push(done_at, self._images_ready, pod, name)
+
+    def _pulling(self, pod: dict, image: str) -> None:
+        if not P.is_terminal(pod):
+            self._model_event(pod, "Pulling", f'Pulling image "{image}"')
+
+    def _pulled(self, pod, node_name, image, seconds, waited, size) -> None:
+        cache = self._node_images.setdefault(node_name, I.NodeImages())
+        cache.images.add(image)
+        cache.layers.update(I.layers(image))
+        self._model_event(pod, "Pulled", f'Successfully pulled image "{image}" in {seconds:.3g}s ({waited:.3g}s '
+                          f"including waiting). Image size: {int(size)} bytes.")  # fmt: skip
+
+    def _images_ready(self, pod: dict, node_name: str) -> None:
+        meta = pod["metadata"]
+        if self.store.find("pods", meta["namespace"], meta["name"]) is not pod or P.is_terminal(pod):
+            return
+        node = self._live_node(node_name, self.store.find("nodes", None, node_name) or {"spec": {}})
+        if node is None:
+            return
+        self._run_containers(pod, node)
+
+    def _run_containers(self, pod: dict, node: dict | None) -> None:
         """The kubelet starts the pod's containers."""
         now = self.clock.now()
         node_name = pod["spec"]["nodeName"]
@@ -549,8 +659,15 @@ class ClusterModel:
             self._node_modified(node)
 
     def _complete(self, pod: dict) -> None:
-        if self._running.get(pod["metadata"]["uid"]) is pod:
+        """The containers exit after the pod's duration: with its exit code (annotation, default 0), the pod
+        Succeeded or, non-zero and restartPolicy Never, Failed (reason Error), as the kubelet reports it."""
+        if self._running.get(pod["metadata"]["uid"]) is not pod:
+            return
+        code = P.exit_code(pod)
+        if code == 0:
             self._finish(pod, "Succeeded", "Completed", "")
+        else:
+            self._finish(pod, "Failed", "Error", "", exit_code=code)
 
     def _unschedulable(self, pod: dict, why: str) -> None:
         status = pod["status"]
@@ -561,14 +678,14 @@ class ClusterModel:
         self.store.modified("pods", pod)
         self._model_event(pod, "FailedScheduling", status["conditions"][0]["message"], "Warning")
 
-    def _finish(self, pod: dict, phase: str, reason: str, message: str) -> None:
+    def _finish(self, pod: dict, phase: str, reason: str, message: str, exit_code: int | None = None) -> None:
         """Move a pod to Succeeded or Failed and free its room."""
         now = self.clock.now()
         t = iso(now)
         uid = pod["metadata"]["uid"]
         self._running.pop(uid, None)
         self.scheduler.forget(pod)
-        O.finish_status(pod["status"], phase, reason, message, t)
+        O.finish_status(pod["status"], phase, reason, message, t, exit_code)
         self.store.modified("pods", pod)
         rec = self.records.get(uid)
         if rec is not None:
@@ -605,9 +722,17 @@ class ClusterModel:
                     )
 
     def _restart(self, pod: dict) -> None:
-        """As a Job controller does: a replacement for a Job pod that was killed or evicted."""
+        """As a Job controller does: a replacement for a Job pod that was killed or evicted (pods of a Job object
+        the store holds are its Job controller's to replace, controllers/jobs.py)."""
         if not (self.restart_jobs and P.is_job_pod(pod)):
             return
+        owner = next(
+            (r for r in pod["metadata"].get("ownerReferences") or () if r.get("kind") == "Job"), None
+        )
+        if owner is not None:
+            job = self.store.find("jobs", pod["metadata"]["namespace"], owner.get("name", ""))
+            if job is not None and job["metadata"].get("uid") == owner.get("uid"):
+                return
         self._restarts += 1
         old = pod["metadata"]
         base = re.sub(r"-r\d+$", "", old["name"])
@@ -701,17 +826,116 @@ class ClusterModel:
             cm["data"] = dict(data)
             self.store.modified("configmaps", cm)
 
-    def create(self, kind: str, obj: dict) -> dict:
-        """Create a plain object (configmaps, leases, poddisruptionbudgets, events, daemonsets)."""
+    def create(self, kind: str, obj: dict, uid: str | None = None) -> dict:
+        """Create an object (pods are submitted to the scheduler, nodes join it, events expire)."""
         if kind == "pods":
+            if uid:
+                obj.setdefault("metadata", {})["uid"] = uid
             return self.submit_pod(obj)
         if kind == "events":
             return self.add_event(obj)
-        obj = self.store.create(kind, obj)
+        obj = self.store.create(kind, obj, uid)
+        if kind == "nodes":
+            self.scheduler.add_node(obj)
+            self._sync_daemons(obj)
         if kind == "daemonsets":
             for node in self.store.list("nodes"):
                 self._sync_daemons(node)
         return obj
+
+    def register_control_plane(self, name: str, address: str, region: str, zone: str,
+                               allocatable: dict[str, str]) -> dict:  # fmt: skip
+        """A control-plane member as ``kubeadm init``/``join --control-plane`` registers it: Ready, labelled
+        ``node-role.kubernetes.io/control-plane`` and tainted ``node-role.kubernetes.io/control-plane:NoSchedule``
+        (kubeadm's ``nodeRegistration`` defaults), no providerID (no cloud controller manager sets one)."""
+        t = iso(self.clock.now())
+        node = {
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {
+                "kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+                "node-role.kubernetes.io/control-plane": "", "node.kubernetes.io/exclude-from-external-load-balancers": "",
+                "topology.kubernetes.io/region": region, "topology.kubernetes.io/zone": zone}},
+            "spec": {"taints": [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]},
+            "status": {"capacity": dict(allocatable), "allocatable": dict(allocatable),
+                       "conditions": O.node_conditions(True, t),
+                       "addresses": [{"type": "InternalIP", "address": address}, {"type": "Hostname", "address": name}],
+                       "nodeInfo": {"kubeletVersion": O.KUBELET_VERSION, "containerRuntimeVersion": "containerd://2.2.6",
+                                    "operatingSystem": "linux", "architecture": "amd64",
+                                    "osImage": "Ubuntu 24.04.3 LTS", "kernelVersion": "6.8.0-1019-aws"}},
+        }  # fmt: skip
+        node = self.store.create("nodes", node)
+        self.store.create("leases", O.node_lease(node, self.clock.now()))
+        self.scheduler.add_node(node)
+        self._network_up.add(name)
+        self._sync_daemons(node)
+        self._flush()
+        return node
+
+    def _pod_group_size(self, namespace: str, name: str) -> int | None:
+        """A PodGroup's ``minMember`` (scheduler-plugins Coscheduling reads it from the PodGroup object)."""
+        pg = self.store.find("podgroups.scheduling.x-k8s.io", namespace, name)
+        value = ((pg or {}).get("spec") or {}).get("minMember")
+        return int(value) if value else None
+
+    def remove_finalizer(self, kind: str, obj: dict, finalizer: str) -> None:
+        """Take ``finalizer`` off ``obj``; one being deleted goes once none is left."""
+        meta = obj["metadata"]
+        meta["finalizers"] = [f for f in meta.get("finalizers") or () if f != finalizer]
+        if not meta["finalizers"]:
+            del meta["finalizers"]
+        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+            if self.store.find(kind, meta.get("namespace"), meta["name"]) is obj:
+                self.delete(kind, meta.get("namespace"), meta["name"])
+            return
+        self.store.modified(kind, obj)
+
+    def update_pod(self, current: dict, new: dict) -> dict:
+        """An update of a pod through the API (validated): metadata and the mutable spec fields change in place,
+        so that the scheduler and kubelet keep following the same object."""
+        meta, nmeta = current["metadata"], new.get("metadata") or {}
+        for k in ("labels", "annotations", "ownerReferences", "finalizers"):
+            if nmeta.get(k):
+                meta[k] = copy.deepcopy(nmeta[k])
+            else:
+                meta.pop(k, None)
+        spec, nspec = current["spec"], new.get("spec") or {}
+        for key in ("containers", "initContainers"):
+            for c, n in zip(spec.get(key) or (), nspec.get(key) or (), strict=False):
+                c["image"] = n.get("image", c.get("image"))
+        for k in ("activeDeadlineSeconds", "tolerations"):
+            if k in nspec:
+                spec[k] = copy.deepcopy(nspec[k])
+        if "schedulingGates" in spec and not nspec.get("schedulingGates"):
+            spec.pop("schedulingGates", None)
+            self.scheduler._capacity_changed = True
+        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+            self.delete_pod(meta["namespace"], meta["name"])
+            return current
+        self.store.modified("pods", current)
+        return current
+
+    def update_pod_status(self, current: dict, status: dict) -> dict:
+        """A write of a pod's /status (a controller's condition, say): the status is replaced in place."""
+        current["status"] = copy.deepcopy(status)
+        self.store.modified("pods", current)
+        return current
+
+    def delete_pod_gracefully(self, namespace: str, name: str, grace: int | None = None) -> bool:
+        """DELETE of a pod: a pod whose containers run as processes is stopped first (``deletionTimestamp``, the
+        grace period, then SIGKILL: runtime.py) and goes when they have exited; any other one goes now (its
+        simulated containers stop at once). Whether it is gone."""
+        pod = self.store.get("pods", namespace, name)
+        runtime = self.runtime
+        if runtime is not None and runtime.stop_pod(pod, grace):
+            return False
+        if pod["metadata"].get("finalizers"):
+            if not pod["metadata"].get("deletionTimestamp"):
+                pod["metadata"]["deletionTimestamp"] = iso(self.clock.now())
+                pod["metadata"]["deletionGracePeriodSeconds"] = int(grace if grace is not None else 30)
+                self.store.modified("pods", pod)
+            return False
+        self.delete_pod(namespace, name)
+        return True
 
     def replace(self, kind: str, obj: dict, check_version: bool = True) -> dict:
         if kind == "nodes":

@@ -94,10 +94,22 @@ def admits(template_spec: dict, node: dict) -> bool:
     return untolerated(pod_tolerations(template_spec), taints) is None
 
 
+# device plugin images and what their pods register with the kubelet (the add-ons `invoke up` deploys:
+# deploy/addons/*.yaml.j2)
+PLUGIN_IMAGES = {"nvcr.io/nvidia/k8s-device-plugin": GPU, "eks/aws-efa-k8s-device-plugin": EFA}
+
+
 def advertised_by(ds: dict) -> tuple[str, ...]:
-    """Resources the model's device plugin DaemonSet ``ds`` advertises (empty for other DaemonSets)."""
+    """Resources a device plugin DaemonSet ``ds`` advertises: the model's own (by annotation) or one of the real
+    plugins by its image (empty for other DaemonSets)."""
     value = (ds["metadata"].get("annotations") or {}).get(DEVICE_PLUGIN_ANNOTATION) or ""
-    return tuple(r for r in value.split(",") if r)
+    found = [r for r in value.split(",") if r]
+    for c in (((ds.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or ():
+        repo = (c.get("image") or "").split("@", 1)[0].rsplit(":", 1)[0]
+        for prefix, resource in PLUGIN_IMAGES.items():
+            if repo.endswith(prefix) and resource not in found:
+                found.append(resource)
+    return tuple(found)
 
 
 def _device_plugin(name: str, image: str, resource: str, affinity: dict | None) -> dict:

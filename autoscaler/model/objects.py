@@ -12,7 +12,7 @@ from autoscaler.model.taints import NOT_READY, UNINITIALIZED, UNREACHABLE
 from clusterspec.catalog import instance_types
 from clusterspec.names import NODE_GROUP_LABEL
 
-KUBELET_VERSION = "v1.31.4"  # the emulator's API server version (autoscaler/emulator/resources.py)
+KUBELET_VERSION = "v1.35.8"  # the emulator's API server version (autoscaler/emulator/resources.py)
 NETWORK_NOT_READY = (
     "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady "
     "message:Network plugin returns error: cni plugin not initialized"
@@ -247,7 +247,7 @@ def daemon_pod(ds: dict, node: dict) -> dict:
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
-            "name": f"{ds_meta['name']}-{node['metadata']['name'].split('.')[0]}",
+            "generateName": f"{ds_meta['name']}-",
             "namespace": ds_meta.get("namespace", "default"),
             "labels": dict(meta.get("labels") or {}),
             "annotations": dict(meta.get("annotations") or {}),
@@ -335,11 +335,14 @@ def unschedulable_condition(message: str, t: str) -> dict:
     }
 
 
-def finish_status(status: dict, phase: str, reason: str, message: str, t: str) -> None:
-    """Turn a pod's status into Succeeded or Failed (containers terminated at ``t``), in place."""
+def finish_status(
+    status: dict, phase: str, reason: str, message: str, t: str, exit_code: int | None = None
+) -> None:
+    """Turn a pod's status into Succeeded or Failed (containers terminated at ``t``), in place; ``exit_code``: the
+    containers exited by themselves with it (no DisruptionTarget condition), else a Failed pod was killed (137)."""
     started = status.get("startTime") or t
     status["phase"] = phase
-    if phase == "Failed":
+    if phase == "Failed" and exit_code is None:
         status["reason"], status["message"] = reason, message
         status.setdefault("conditions", []).append(
             {
@@ -353,7 +356,8 @@ def finish_status(status: dict, phase: str, reason: str, message: str, t: str) -
     for cond in status.get("conditions") or ():
         if cond["type"] in ("Ready", "ContainersReady"):
             cond.update(status="False", reason="PodCompleted", lastTransitionTime=t)
-    exit_code = 0 if phase == "Succeeded" else 137
+    if exit_code is None:
+        exit_code = 0 if phase == "Succeeded" else 137
     for cs in status.get("containerStatuses") or ():
         cs.update(ready=False, started=False)
         cs["state"] = {

@@ -6,6 +6,9 @@ from autoscaler.model.quantity import parse_quantity
 from clusterspec.names import POD_GROUP_LABEL, POD_GROUP_SIZE_ANNOTATION
 
 DURATION_ANNOTATION = "research.cluster/duration-s"  # seconds a pod runs once started; absent: until deleted
+EXIT_CODE_ANNOTATION = (
+    "research.cluster/exit-code"  # the simulated container's exit code when it ends (default 0)
+)
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 JOB_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 TERMINAL = frozenset({"Succeeded", "Failed"})
@@ -71,6 +74,14 @@ def job_key(pod: dict) -> tuple[str, str, str]:
     if labels.get(JOB_NAME_LABEL):
         return ("job", meta.get("namespace", "default"), labels[JOB_NAME_LABEL])
     return ("pod", meta.get("namespace", "default"), meta["name"])
+
+
+def exit_code(pod: dict) -> int:
+    value = (pod["metadata"].get("annotations") or {}).get(EXIT_CODE_ANNOTATION)
+    try:
+        return int(value) if value not in (None, "") else 0
+    except ValueError:
+        return 0
 
 
 def duration(pod: dict) -> float | None:

@@ -11,8 +11,14 @@ a request counts as 100m / 200 MB; an extended resource (GPUs) the pod does not 
 Without ``percentageOfNodesToScore`` (the default profile) the adaptive number of feasible nodes is searched
 from a rotating start (``numFeasibleNodesToFind``): every node below 100 nodes.
 
-Gangs (``pods.gang_key``) are placed tentatively and bound only when every member fits, and only when the profile
-has Coscheduling; the default profile binds every pod on its own.
+A pod is placed only by the scheduler it names (``spec.schedulerName``, default ``default-scheduler``), and only while
+that scheduler runs (``schedulers``: the control plane's ``default-scheduler`` always; the gang scheduler
+``research-gang-scheduler`` while its pods run, when an emulator serves the model): a pod naming any other scheduler
+stays Pending, untouched (no condition, no event), as no kube-scheduler picks it up. Gangs (``pods.gang_key``: the
+``scheduling.x-k8s.io/pod-group`` label) are placed tentatively and bound only when every member fits, and only by a
+scheduler with Coscheduling (the gang scheduler's profile); ``default-scheduler`` binds every pod on its own,
+whatever its labels. A gang's size is its PodGroup's ``minMember`` (``pod_group_size``), else the
+``research.cluster/pod-group-size`` annotation (the simulator's workload).
 
 A pass runs only when something changed (a pod arrived, capacity was freed or added, a node changed), and
 then only over the pods that could now fit: new pods when nothing was freed, every pending pod otherwise.
@@ -29,7 +35,7 @@ from autoscaler.core.errors import SnapshotError
 from autoscaler.core.fit import pod_fits_node
 from autoscaler.model import pods as P
 from autoscaler.model.quantity import parse_quantity
-from clusterspec.scheduler import BIN_PACKING, Profile
+from clusterspec.scheduler import BIN_PACKING, DEFAULT_SCHEDULER, GANG_SCHEDULER, Profile
 
 GPU = "nvidia.com/gpu"
 EPS = 1e-9
@@ -106,6 +112,9 @@ class Scheduler:
         profile: Profile | None = None,
         seed: int = 0,
     ) -> None:
+        self.schedulers: dict[str, bool] = {}  # running scheduler name -> whether it has Coscheduling
+        self.waiting: dict[str, dict] = {}  # uid -> pending pod naming a scheduler that does not run
+        self.pod_group_size: Callable[[str, str], int | None] = lambda ns, name: None
         self.profile = profile or deployed_profile()
         self.rng = random.Random(seed)
         self.next_start = 0  # where the next search for feasible nodes starts (sampling only)
@@ -174,12 +183,44 @@ class Scheduler:
         self._rebucket(ni)
 
     @property
+    def profile(self) -> Profile:
+        return self._profile
+
+    @profile.setter
+    def profile(self, profile: Profile) -> None:
+        """The scoring every scheduler uses (the gang scheduler's configuration copies the control plane's); the
+        control plane's ``default-scheduler`` never has Coscheduling, the gang scheduler has it when the profile does."""
+        self._profile = profile
+        self.schedulers = {DEFAULT_SCHEDULER: False, GANG_SCHEDULER: profile.coscheduling}
+
+    @property
     def gangs(self) -> bool:
         """Whether gangs bind all-or-nothing: only with Coscheduling in the profile."""
         return self.profile.coscheduling
 
+    @staticmethod
+    def scheduler_name(pod: dict) -> str:
+        return (pod.get("spec") or {}).get("schedulerName") or DEFAULT_SCHEDULER
+
     def gang_of(self, pod: dict) -> tuple | None:
-        return P.gang_key(pod) if self.profile.coscheduling else None
+        return P.gang_key(pod) if self.schedulers.get(self.scheduler_name(pod)) else None
+
+    def set_scheduler(self, name: str, running: bool, coscheduling: bool = False) -> None:
+        """A scheduler started (its pods run) or stopped; pods naming it are picked up or left alone."""
+        if running:
+            if self.schedulers.get(name) == coscheduling:
+                return
+            self.schedulers[name] = coscheduling
+            for uid, pod in list(self.waiting.items()):
+                if self.scheduler_name(pod) == name:
+                    del self.waiting[uid]
+                    self.add_pending(pod)
+        elif name in self.schedulers and name != DEFAULT_SCHEDULER:
+            del self.schedulers[name]
+            for uid, pod in list(self.pending.items()):
+                if self.scheduler_name(pod) == name:
+                    self._drop_pending(pod)
+                    self.waiting[uid] = pod
 
     def add_node(self, node: dict) -> None:
         ni = NodeInfo(node)
@@ -231,6 +272,9 @@ class Scheduler:
 
     def add_pending(self, pod: dict) -> None:
         uid = pod["metadata"]["uid"]
+        if self.scheduler_name(pod) not in self.schedulers:
+            self.waiting[uid] = pod
+            return
         self.pending[uid] = pod
         self._new.add(uid)
         key = self.gang_of(pod)
@@ -245,6 +289,7 @@ class Scheduler:
     def _drop_pending(self, pod: dict) -> bool:
         uid = pod["metadata"]["uid"]
         if self.pending.pop(uid, None) is None:
+            self.waiting.pop(uid, None)
             return False
         self._new.discard(uid)
         key = self.gang_of(pod)
@@ -428,7 +473,11 @@ class Scheduler:
                 continue
             seen_gangs.add(key)
             members = list(self._gang_pending.get(key, {}).values())
-            size = P.gang_size(pod) or (len(members) + self._gang_active.get(key, 0))
+            size = (
+                self.pod_group_size(key[1], key[2])
+                or P.gang_size(pod)
+                or (len(members) + self._gang_active.get(key, 0))
+            )
             if len(members) + self._gang_active.get(key, 0) < size:
                 for m in members:
                     self.on_unschedulable(m, f"waiting for the gang's other pods ({len(members)}/{size})")

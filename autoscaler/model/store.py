@@ -12,7 +12,18 @@ from collections.abc import Callable
 
 from autoscaler.model.clock import iso
 
-CLUSTER_SCOPED = frozenset({"nodes"})
+# The built-in cluster-scoped kinds (the emulator's resource table agrees: tests/autoscaler/emulator); custom
+# resources add theirs per store (``ObjectStore.cluster_scoped``).
+CLUSTER_SCOPED = frozenset(
+    {
+        "nodes", "namespaces", "persistentvolumes", "storageclasses", "csinodes", "csidrivers",
+        "volumeattachments", "volumeattributesclasses", "clusterroles", "clusterrolebindings",
+        "certificatesigningrequests", "tokenreviews", "selfsubjectreviews", "selfsubjectaccessreviews",
+        "selfsubjectrulesreviews", "subjectaccessreviews", "priorityclasses", "runtimeclasses", "ingressclasses",
+        "mutatingwebhookconfigurations", "validatingwebhookconfigurations", "validatingadmissionpolicies",
+        "validatingadmissionpolicybindings", "customresourcedefinitions", "deviceclasses", "resourceslices",
+    }
+)  # fmt: skip
 
 
 class StoreError(Exception):
@@ -39,6 +50,17 @@ class Invalid(StoreError):
 
 
 Listener = Callable[[str, str, dict], None]
+_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery utilrand: what generateName suffixes are made of
+
+
+def _suffix(n: int) -> str:
+    """Five characters of the generateName alphabet, from a counter (deterministic, distinct for 27**5 names)."""
+    out = []
+    n = (n * 2654435761) % (27**5)  # spread consecutive counters over the space
+    for _ in range(5):
+        n, r = divmod(n, 27)
+        out.append(_ALPHABET[r])
+    return "".join(out)
 
 
 class ObjectStore:
@@ -49,13 +71,14 @@ class ObjectStore:
         self._uids = itertools.count(1)
         self._names = itertools.count(1)
         self.listeners: list[Listener] = []
+        self.cluster_scoped: set[str] = set(CLUSTER_SCOPED)
 
     @property
     def resource_version(self) -> int:
         return self._rv
 
     def _key(self, kind: str, namespace: str | None, name: str) -> tuple[str, str]:
-        return ("" if kind in CLUSTER_SCOPED else (namespace or "default"), name)
+        return ("" if kind in self.cluster_scoped else (namespace or "default"), name)
 
     def _stamp(self, kind: str, event: str, obj: dict) -> None:
         self._rv += 1
@@ -81,13 +104,17 @@ class ObjectStore:
             return list(objs)
         return [o for o in objs if o["metadata"].get("namespace") == namespace]
 
-    def create(self, kind: str, obj: dict) -> dict:
+    def next_uid(self) -> str:
+        """A uid for an object about to be created (the Job strategy puts it in the selector first)."""
+        return f"{next(self._uids):08x}-6d6f-4465-8c00-000000000000"
+
+    def create(self, kind: str, obj: dict, uid: str | None = None) -> dict:
         meta = obj.setdefault("metadata", {})
         if not meta.get("name"):
             if not meta.get("generateName"):
                 raise Invalid(f"{kind}: metadata.name or metadata.generateName is required")
-            meta["name"] = f"{meta['generateName']}{next(self._names):05x}"
-        if kind not in CLUSTER_SCOPED:
+            meta["name"] = f"{meta['generateName']}{_suffix(next(self._names))}"
+        if kind not in self.cluster_scoped:
             meta["namespace"] = meta.get("namespace") or "default"
         else:
             meta.pop("namespace", None)
@@ -95,7 +122,7 @@ class ObjectStore:
         table = self.kind(kind)
         if key in table:
             raise AlreadyExists(f'{kind} "{meta["name"]}" already exists')
-        meta["uid"] = f"{next(self._uids):08x}-6d6f-4465-8c00-000000000000"
+        meta["uid"] = uid or self.next_uid()
         meta["creationTimestamp"] = iso(self._now())
         table[key] = obj
         self._stamp(kind, "ADDED", obj)

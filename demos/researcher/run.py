@@ -33,6 +33,7 @@ from autoscaler.demo.run import (
 )
 from autoscaler.demo.watch import Watcher
 from clusterspec.loader import load_spec
+from demos.day_one import day_one
 from labctl.cli import run as lab
 from provision.users import add_user
 
@@ -72,10 +73,15 @@ def main(spec_path: str | None = None, out_dir: str | Path | None = None, deadli
         create_groups(spec, url, regions)
         admin = out / "admin.kubeconfig"
         emulator = children.start(
-            emulator_child("demos.researcher.emulator", url, spec.name, regions, admin, out, env)
+            emulator_child(
+                "demos.researcher.emulator", url, spec.name, regions, admin, out, env, day_one=True
+            )
         )
         emulator.ready_line(60)
-        autoscaler = children.start(autoscaler_child(url, spec.name, regions, admin, out, env))
+        autoscaler_kubeconfig = day_one(spec, admin, out, _say)  # what `invoke up` deploys, with kubectl
+        autoscaler = children.start(
+            autoscaler_child(url, spec.name, regions, autoscaler_kubeconfig, out, env)
+        )
         _wait_for_log(autoscaler, "running", 60)
         _say(f"local cluster up: moto {url}, the emulator, autoscaler run (logs in {out})")
 

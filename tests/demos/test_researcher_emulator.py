@@ -4,6 +4,7 @@ kinds) serves Jobs, and is started and stopped by the demo's own process helper.
 from __future__ import annotations
 
 import sys
+import time
 
 from kubernetes import client, config
 
@@ -24,7 +25,11 @@ def test_the_demo_emulator_serves_jobs(tmp_path) -> None:
             "spec": {"template": {"spec": {"restartPolicy": "Never",
                                            "containers": [{"name": "main", "image": "busybox"}]}}},
         }  # fmt: skip
+        client.CoreV1Api(api).create_namespace(
+            {"metadata": {"name": "u-alice"}}
+        )  # add-user's, on a real cluster
         client.BatchV1Api(api).create_namespaced_job("u-alice", job)
+        time.sleep(0.5)  # the wall-clock model's controllers make the pod as soon as the write is through
         pods = client.CoreV1Api(api).list_namespaced_pod("u-alice").items
         assert [p.metadata.labels["batch.kubernetes.io/job-name"] for p in pods] == ["hello"]
         api.close()

@@ -8,7 +8,6 @@ import pytest
 import yaml
 
 from autoscaler.emulator import Emulator
-from autoscaler.emulator.researchers import install, unregister
 from autoscaler.model import ClusterModel, VirtualClock
 from autoscaler.model.spec_groups import groups_from_spec
 from clusterspec.loader import DEFAULT_SPEC
@@ -20,14 +19,13 @@ SPEC_DATA = yaml.safe_load(Path(DEFAULT_SPEC).read_text())
 def emu():
     model = ClusterModel(VirtualClock(start=1_767_225_600.0), groups_from_spec(SPEC_DATA))
     with Emulator(model) as e:
-        ext = install(e)
-        e.ext = ext
+        e.install_podgroup_crd()  # `invoke deploy-scheduler` applies it on a real cluster
         yield e
-    unregister()
 
 
 @pytest.fixture
 def kubeconfig(emu, tmp_path: Path) -> str:
+    emu.create_namespace("u-alice")  # `invoke add-user alice` creates it
     path = emu.write_kubeconfig(tmp_path / "kubeconfig")
     data = yaml.safe_load(path.read_text())
     for ctx in data["contexts"]:

@@ -22,6 +22,12 @@ from tests.labctl.conftest import emu  # noqa: F401 - fixture
 SPEC = load_spec()
 
 
+def _researcher_bindings(emu) -> list[dict]:  # noqa: F811 - the emulator, not the fixture
+    """ClusterRoleBindings beyond the API server's bootstrap policy (kubernetes.io/bootstrapping=rbac-defaults)."""
+    return [b for b in emu.model.store.list("clusterrolebindings")
+            if (b["metadata"].get("labels") or {}).get("kubernetes.io/bootstrapping") != "rbac-defaults"]  # fmt: skip
+
+
 @pytest.fixture
 def admin(emu, tmp_path: Path) -> str:  # noqa: F811
     return str(emu.write_kubeconfig(tmp_path / "admin.kubeconfig"))
@@ -41,7 +47,7 @@ def test_add_user_then_the_user_works_in_their_namespace(emu, admin, tmp_path: P
     with emu.model.lock:
         rb = emu.model.store.get("rolebindings", "u-alice", "alice-edit")
         crb = emu.model.store.get("clusterrolebindings", None, "research-view-alice")
-        pvc = emu.model.store.get("pvcs", "u-alice", "home")
+        pvc = emu.model.store.get("persistentvolumeclaims", "u-alice", "home")
     assert (rb["roleRef"]["name"], crb["roleRef"]["name"]) == ("edit", "view")
     assert rb["subjects"] == [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "alice"}]
     assert pvc["spec"]["volumeName"] == "u-alice-home" and pvc["spec"]["storageClassName"] == ""
@@ -55,8 +61,8 @@ def test_add_user_then_the_user_works_in_their_namespace(emu, admin, tmp_path: P
     )
     assert cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value == "alice"
     assert cert.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)[0].value == users.USERS_GROUP
-    assert cert.issuer == emu.ext.ca_cert.subject
-    cert.verify_directly_issued_by(emu.ext.ca_cert)
+    assert cert.issuer == emu.api.pki.ca_cert.subject
+    cert.verify_directly_issued_by(emu.api.pki.ca_cert)
     assert (
         ExtendedKeyUsageOID.CLIENT_AUTH
         in cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
@@ -100,7 +106,10 @@ def test_unknown_user_is_one_line_and_creates_nothing(emu, admin, tmp_path: Path
         "cluster.yaml: users: no user 'mallory' (listed: alice, bob); add them with their uid and ssh_keys first"
     ]
     with emu.model.lock:
-        assert emu.model.store.list("rolebindings") == [] and emu.model.store.list("csrs") == []
+        assert (
+            emu.model.store.list("rolebindings", "u-alice") == []
+            and emu.model.store.list("certificatesigningrequests") == []
+        )
 
 
 def test_remove_user_deletes_access_and_revokes_the_vpn_certificate(emu, admin, tmp_path: Path) -> None:  # noqa: F811
@@ -113,10 +122,11 @@ def test_remove_user_deletes_access_and_revokes_the_vpn_certificate(emu, admin, 
         "Namespace u-alice",
     ]
     with emu.model.lock:
+        assert emu.model.store.list("rolebindings", "u-alice") == [] and _researcher_bindings(emu) == []
         assert (
-            emu.model.store.list("rolebindings") == [] and emu.model.store.list("clusterrolebindings") == []
+            emu.model.store.list("persistentvolumeclaims") == []
+            and emu.model.store.list("certificatesigningrequests") == []
         )
-        assert emu.model.store.list("pvcs") == [] and emu.model.store.list("csrs") == []
     crl = x509.load_pem_x509_crl((tmp_path / "vpn-ca" / "crl.pem").read_bytes())
     assert crl.get_revoked_certificate_by_serial_number(serial) is not None
     ca = x509.load_pem_x509_certificate((tmp_path / "vpn-ca" / "ca.crt").read_bytes())
@@ -173,10 +183,10 @@ def test_remove_user_task_dry_run_and_confirmation(emu, admin, tmp_path: Path, c
         == "remove-user alice: no terminal to confirm on; pass --yes to proceed unattended\n"
     )
     with emu.model.lock:
-        assert len(emu.model.store.list("rolebindings")) == 1  # nothing removed
+        assert len(emu.model.store.list("rolebindings", "u-alice")) == 1  # nothing removed
     tasks.remove_user(Context(), "alice", kubeconfig=admin, home=str(tmp_path), yes=True)
     with emu.model.lock:
-        assert emu.model.store.list("rolebindings") == []
+        assert emu.model.store.list("rolebindings", "u-alice") == []
 
 
 def test_the_revocation_list_goes_to_the_client_vpn_endpoint(tmp_path: Path, monkeypatch) -> None:

@@ -118,6 +118,13 @@ def test_the_emulator_accepts_them(sized: dict) -> None:
         api = client.ApiClient(client.Configuration(host=emu.url))
         core = client.CoreV1Api(api)
         pods = [p for p in sized["pods"] if not p["spec"].get("nodeName")][:3]
+        for sa in {
+            (p["metadata"]["namespace"], p["spec"].get("serviceAccountName") or "default") for p in pods
+        }:
+            if (
+                sa[1] != "default"
+            ):  # the ServiceAccount admission plugin refuses a pod whose ServiceAccount is missing
+                core.create_namespaced_service_account(sa[0], {"metadata": {"name": sa[1]}})
         for p in pods:
             body = copy.deepcopy(p)
             for k in ("uid", "resourceVersion", "creationTimestamp"):

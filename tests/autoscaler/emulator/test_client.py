@@ -21,7 +21,7 @@ def _names(items) -> list[str]:
 
 
 def test_discovery_and_version(api_client):
-    assert client.VersionApi(api_client).get_code().git_version == "v1.31.4"
+    assert client.VersionApi(api_client).get_code().git_version == "v1.35.8"
     groups = {g.name for g in client.ApisApi(api_client).get_api_versions().groups}
     assert {"policy", "coordination.k8s.io", "events.k8s.io", "apps"} <= groups
     resources = {r.name for r in client.CoreV1Api(api_client).get_api_resources().resources}

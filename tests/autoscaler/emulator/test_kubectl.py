@@ -76,12 +76,13 @@ def test_drain_evicts_job_pods_and_leaves_daemonset_pods(kubectl, emu):
     out = kubectl("drain", node, "--ignore-daemonsets", "--timeout=20s")
     assert "evicting pod research/train" in out.stderr + out.stdout
     with emu.model.lock:
-        on_node = [p["metadata"]["name"] for p in emu.model.pods() if p["spec"].get("nodeName") == node]
+        on_node = [p for p in emu.model.pods() if p["spec"].get("nodeName") == node]
         replacement = emu.model.pod("research", "train-r1")
-    host = node.split(".")[0]
-    assert sorted(on_node) == [
-        f"agent-{host}",
-        f"nvidia-device-plugin-daemonset-{host}",
+    owners = sorted((p["metadata"]["ownerReferences"][0]["kind"], p["metadata"]["ownerReferences"][0]["name"])
+                    for p in on_node)  # fmt: skip
+    assert owners == [
+        ("DaemonSet", "agent"),
+        ("DaemonSet", "nvidia-device-plugin-daemonset"),
     ]  # DaemonSet pods stay
     assert replacement["spec"]["nodeName"] != node and replacement["status"]["phase"] == "Running"
     assert emu.model.stats.pods_evicted == 1 and emu.model.stats.jobs_killed == 0

@@ -55,12 +55,15 @@ def test_get_nodes_shows_not_ready_then_ready(booting):
 
 def test_the_device_plugin_pod_is_container_creating_until_the_node_is_ready(booting):
     emu, kubectl, name = booting
-    host = name.split(".")[0]
-    (row,) = [r for r in kubectl("get", "pods", "-n", "kube-system").splitlines() if host in r]
-    assert row.split()[1:3] == ["0/1", "ContainerCreating"]
+    on_node = ("get", "pods", "-n", "kube-system", f"--field-selector=spec.nodeName={name}")
+    (row,) = kubectl(*on_node).splitlines()[1:]
+    assert row.startswith("nvidia-device-plugin-daemonset-") and row.split()[1:3] == [
+        "0/1",
+        "ContainerCreating",
+    ]
     with emu.model.lock:
         emu.model.advance(T0 + 120)
-    (row,) = [r for r in kubectl("get", "pods", "-n", "kube-system").splitlines() if host in r]
+    (row,) = kubectl(*on_node).splitlines()[1:]
     assert row.split()[1:3] == ["1/1", "Running"]
 
 

@@ -49,5 +49,12 @@ def test_field_selector_on_pod_fields():
     }
     assert parse_field_selector("spec.nodeName=n1,status.phase!=Succeeded,metadata.namespace=ns")(pod)
     assert not parse_field_selector("metadata.name=q")(pod)
+    assert parse_field_selector("spec.schedulerName=default-scheduler")(
+        {**pod, "spec": {"schedulerName": "default-scheduler"}}
+    )
+    with pytest.raises(BadRequest, match="field label not supported: spec.priority"):
+        parse_field_selector(
+            "spec.priority=1"
+        )  # the pod registry's field labels (pod strategy ToSelectableFields)
     with pytest.raises(BadRequest, match="not supported"):
-        parse_field_selector("spec.schedulerName=x")
+        parse_field_selector("spec.nodeName=n1", "configmaps")

@@ -1,6 +1,6 @@
-"""The researcher's kinds in the emulator (autoscaler/emulator/researchers.py), through the official client:
-Job validation as the API server's (cases in researcher_job_cases.yaml), the Job controller's pods, status
-from the pods, cascade on delete, and the namespace lifecycle."""
+"""The kinds of the researcher's path, served as every other kind (no opt-in), through the official client: Job
+validation as the API server's (cases in researcher_job_cases.yaml), the Job controller's pods
+(autoscaler/model/controllers/jobs.py), status from the pods, cascade on delete, and the namespace lifecycle."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import yaml
 from kubernetes import client, config
 
 from autoscaler.emulator import Emulator
-from autoscaler.emulator.researchers import install, unregister
 from autoscaler.model import ClusterModel, VirtualClock
 from tests.autoscaler.model.builders import group
 
@@ -42,9 +41,8 @@ JOB = {
 def emu():
     model = ClusterModel(VirtualClock(start=1_767_225_600.0), [group(desired=2)])
     with Emulator(model) as e:
-        install(e)
+        e.create_namespace("lab")
         yield e
-    unregister()
 
 
 @pytest.fixture

@@ -55,7 +55,7 @@ def _workload(kube) -> set[str]:
 def test_the_caches_follow_a_restarted_server_with_fresh_resource_versions(tmp_path):
     old = _model(1_767_225_600.0, [f"old-{i}" for i in range(30)])  # many changes: a high resourceVersion
     emu = Emulator(old).start()
-    port = emu.port
+    port, secure_port, pki = emu.port, emu.secure_port, emu.api.pki
     kubeconfig = str(emu.write_kubeconfig(tmp_path / "kc"))
     kube = KubeCluster(api_client(kubeconfig), namespace="kube-system", watch_timeout_s=5, silence_s=8)
     kube.start()
@@ -63,7 +63,10 @@ def test_the_caches_follow_a_restarted_server_with_fresh_resource_versions(tmp_p
         assert kube.wait_synced(10)
         assert any(p["metadata"]["name"] == "old-0" for p in kube.list_pods())
         emu.stop()
-        new = Emulator(_model(1_767_225_600.0, ["new-0"]), port=port).start()  # same address, versions from 1
+        # the same address and cluster CA (a restarted API server keeps its PKI), versions from 1
+        new = Emulator(
+            _model(1_767_225_600.0, ["new-0"]), port=port, secure_port=secure_port, pki=pki
+        ).start()
         try:
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline:

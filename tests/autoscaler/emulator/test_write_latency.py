@@ -49,10 +49,10 @@ def test_no_latency_by_default(monkeypatch):
 
 
 def test_command_line_option_delays_writes():
-    proc = subprocess.Popen([sys.executable, "-m", "autoscaler.emulator", "--write-latency-ms", "300"],
-                            stdout=subprocess.PIPE, text=True, cwd=ROOT)  # fmt: skip
+    proc = subprocess.Popen([sys.executable, "-m", "autoscaler.emulator", "--write-latency-ms", "300",
+                             "--insecure-port", "0"], stdout=subprocess.PIPE, text=True, cwd=ROOT)  # fmt: skip
     try:
-        url = json.loads(proc.stdout.readline())["url"]
+        url = json.loads(proc.stdout.readline())["insecure_url"]
         t = time.monotonic()
         assert _call(f"{url}/api/v1/namespaces/default/configmaps", "POST", CM) == 201
         assert time.monotonic() - t >= 0.3  # a lower bound the sleep guarantees, not a speed figure

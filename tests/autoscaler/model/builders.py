@@ -56,12 +56,14 @@ def pod(
 
 
 def gang(job: str, size: int, gpus: int = 8, duration: float = 600) -> list[dict]:
-    """A declared gang: an Indexed Job's pods labelled with their PodGroup (scheduling.x-k8s.io/pod-group)."""
+    """A declared gang: an Indexed Job's pods labelled with their PodGroup (scheduling.x-k8s.io/pod-group) and naming
+    the gang scheduler (only it places a group whole)."""
     pods = []
     for i in range(size):
         p = pod(f"{job}-{i}", gpus=gpus, duration=duration, job=job)
         p["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"] = str(i)
         p["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] = job
+        p["spec"]["schedulerName"] = "research-gang-scheduler"
         pods.append(p)
     return pods
 

@@ -95,14 +95,14 @@ def test_the_device_plugin_pod_lands_at_registration_and_starts_when_the_network
     _launch(m)
     m.advance(100)
     node = _node(m)
-    host = node["metadata"]["name"].split(".")[0]
-    plugin = m.pod("kube-system", f"nvidia-device-plugin-daemonset-{host}")
+    (plugin,) = [p for p in m.pods() if p["spec"].get("nodeName") == node["metadata"]["name"]
+                 and p["metadata"]["name"].startswith("nvidia-device-plugin-daemonset-")]  # fmt: skip
     assert plugin["spec"]["nodeName"] == node["metadata"]["name"]
     assert plugin["status"]["phase"] == "Pending"
     assert plugin["status"]["containerStatuses"][0]["state"] == {"waiting": {"reason": "ContainerCreating"}}
     assert plugin["spec"]["priorityClassName"] == "system-node-critical"
     m.advance(120)
-    assert m.pod("kube-system", f"nvidia-device-plugin-daemonset-{host}")["status"]["phase"] == "Running"
+    assert m.pod("kube-system", plugin["metadata"]["name"])["status"]["phase"] == "Running"
     assert not any(p["metadata"]["name"].startswith("aws-efa") for p in m.pods()), "p3.16xlarge has no EFA"
 
 
@@ -166,7 +166,7 @@ def test_efa_is_advertised_by_its_own_plugin_on_efa_instance_types():
     m.advance(100)
     node = _node(m)
     assert EFA not in node["status"]["allocatable"] and GPU not in node["status"]["allocatable"]
-    assert sorted(n.split("-ip-")[0] for n in _pods_on(m, node)) == [
+    assert sorted(n.rsplit("-", 1)[0] for n in _pods_on(m, node)) == [
         "aws-efa-k8s-device-plugin-daemonset",
         "nvidia-device-plugin-daemonset",
     ]

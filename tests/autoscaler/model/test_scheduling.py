@@ -133,6 +133,8 @@ def test_pod_group_waits_for_its_declared_size():
         )
         for i in range(3)
     ]
+    for p in members:
+        p["spec"]["schedulerName"] = "research-gang-scheduler"  # only the gang scheduler places a group whole
     m.submit_pod(members[0])
     m.submit_pod(members[1])
     assert set(phases(m).values()) == {"Pending"}

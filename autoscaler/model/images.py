@@ -1,0 +1,62 @@
+"""The kubelet's image pulls (pkg/kubelet/images): before a container starts, its image is pulled unless the
+node has it (``imagePullPolicy: IfNotPresent``, the default for a tagged image) or pulled again (``Always``: the
+default for ``:latest`` or no tag; layers the node has are not downloaded again). A pull takes the image's request
+overhead plus its missing layers' size over the node's pull rate (data/images.yaml); pulls on a node are one at a
+time (KubeletConfiguration ``serializeImagePulls: true``, the default). Meanwhile the container waits in
+``ContainerCreating``. Events as the kubelet's: ``Pulling`` 'Pulling image "x"', ``Pulled`` 'Successfully pulled
+image "x" in 9.1s (12.3s including waiting). Image size: 123456 bytes.' or 'Container image "x" already present on
+machine'. Off in the simulator (its node delays include the pulls); the emulator turns it on."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+DATA = Path(__file__).with_name("data") / "images.yaml"
+
+
+@functools.lru_cache(maxsize=1)
+def catalog() -> dict:
+    return yaml.safe_load(DATA.read_text())
+
+
+def repository(image: str) -> str:
+    """The image without its tag or digest."""
+    name = image.split("@", 1)[0]
+    last = name.rsplit("/", 1)[-1]
+    return name[: len(name) - len(last)] + last.split(":", 1)[0]
+
+
+def layers(image: str) -> dict[str, float]:
+    """The image's layers (name -> MB); unknown images are one layer of their own."""
+    cat = catalog()
+    entry = (cat.get("images") or {}).get(repository(image))
+    if entry is None:
+        return {f"layer-of:{image}": float(cat["default_mb"])}
+    return {str(k): float(v) for k, v in (entry.get("layers") or {}).items()}
+
+
+@dataclass
+class NodeImages:
+    layers: set[str] = field(default_factory=set)
+    images: set[str] = field(default_factory=set)
+    busy_until: float = 0.0  # serialized pulls: when the last queued one is done
+
+
+def pull_plan(
+    node: NodeImages, image: str, policy: str, now: float, scale=lambda s: s
+) -> tuple[float, float, float]:
+    """(model seconds the pull itself takes, when it starts on the clock, size in bytes) for a pull on ``node``;
+    (0, now, 0) when the image is used as present. ``scale`` turns model seconds into clock seconds."""
+    if policy == "Never" or (policy != "Always" and image in node.images):
+        return 0.0, now, 0.0
+    cat = catalog()
+    missing = {k: v for k, v in layers(image).items() if k not in node.layers}
+    size_mb = sum(layers(image).values())
+    seconds = float(cat["per_image_s"]) + sum(missing.values()) / float(cat["bandwidth_mb_s"])
+    start = max(now, node.busy_until)
+    node.busy_until = start + scale(seconds)
+    return seconds, start, size_mb * 1_000_000
