@@ -356,6 +356,22 @@ def deploy_addons(c, spec=None, dry_run=False):
         print(f"applied {path}")
 
 
+@task(name="deploy-tenancy", help={"spec": "path of the cluster spec (default: cluster.yaml)",
+                                   "dry_run": "render and print; apply nothing"})  # fmt: skip
+@user_errors
+def deploy_tenancy(c, spec=None, dry_run=False):
+    """Apply what keeps researchers in their namespaces (issue 26, docs/researchers.md "Tenancy"): the admission
+    policy for their pods, kube-router's network policy controller, the pod gateways' identity pods."""
+    from clusterspec.loader import load_spec
+    from provision import tenancy
+
+    path = tenancy.deploy(load_spec(spec), dry_run=dry_run)
+    if dry_run:
+        print(path.read_text(), end="")
+    else:
+        print(f"applied {path}")
+
+
 # --- autoscaler planner (issue 3; docs/planner.md) ------------------------------------------------------------
 @task(
     help={

@@ -133,6 +133,7 @@ def _submit(args, settings: Settings) -> None:
         docs = [jobs.job_manifest(req, settings)]
         if req.nodes > 1:
             docs.append(jobs.service_manifest(req))
+            docs.append(jobs.network_policy_manifest(req))
         if req.gang:
             docs.append(jobs.podgroup_manifest(req))
         print(yaml.safe_dump_all(docs, sort_keys=False), end="")

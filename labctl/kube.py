@@ -63,6 +63,9 @@ class Kube:
         try:
             if req.nodes > 1:
                 self.core.create_namespaced_service(req.namespace, jobs.service_manifest(req, ref))
+                client.NetworkingV1Api(self.api_client).create_namespaced_network_policy(
+                    req.namespace, jobs.network_policy_manifest(req, ref)
+                )
             if req.gang:
                 self.custom.create_namespaced_custom_object(
                     "scheduling.x-k8s.io",

@@ -33,7 +33,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from clusterspec.errors import UserError
 from clusterspec.spec import Cluster
-from provision import checkout
+from provision import checkout, images
 
 EFS_DRIVER = "efs.csi.aws.com"
 SIZE = "1Ti"
@@ -210,7 +210,7 @@ def render_storage(spec: Cluster, efs: EfsVolumes) -> dict[str, list[dict]]:
     )  # noqa: S701 - YAML
     driver = env.get_template("efs-csi-node.yaml.j2").render(images=IMAGES, region=spec.primary_region)
     return {
-        "efs-csi-node.yaml": [d for d in yaml.safe_load_all(driver) if d],
+        "efs-csi-node.yaml": images.pin_docs([d for d in yaml.safe_load_all(driver) if d]),
         "volumes.yaml": [v for u in spec.users for v in volumes(spec, u.name, efs)],
         "lab-volumes.yaml": lab_volumes(spec),
     }

@@ -41,7 +41,7 @@ def test_every_manifest_passes_strict_validation(docs, spec):
     for doc in docs:
         kubernetes_validate.validate(doc, version, strict=True)  # raises on any problem
     assert [d["kind"] for d in docs] == ["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
-                                         "RoleBinding", "Deployment", "PodDisruptionBudget", "Service"]  # fmt: skip
+                                         "RoleBinding", "Deployment", "PodDisruptionBudget", "Service", "NetworkPolicy"]  # fmt: skip
 
 
 def test_the_written_file_passes_the_validator_cli(spec, tmp_path):
