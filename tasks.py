@@ -527,21 +527,24 @@ def demo_researcher(c, spec=None, out=None):
         "efs_id": "the primary region's EFS file system (fs-...; Terraform output efs_file_system_id)",
         "out": "output folder (default: build/deploy/storage)",
         "spec": "path of the cluster spec (default: cluster.yaml)",
+        "csi_role_arn": "the EFS CSI driver's role (default: the global root's output efs_csi_role_arn)",
     },
 )
 @user_errors
-def render_storage(c, efs_id, out="build/deploy/storage", spec=None):
+def render_storage(c, efs_id, out="build/deploy/storage", spec=None, csi_role_arn=None):
     """Render the EFS CSI node plugin and every researcher's volumes, each through its EFS access point
     (looked up with DescribeAccessPoints; deploy/storage/README.md)."""
     from pathlib import Path
 
     from clusterspec.loader import load_spec
+    from provision.storage import csi_role_arn as global_csi_role_arn
     from provision.storage import lookup_access_points, write_storage
     from provision.storage import render_storage as render
 
     cluster = load_spec(spec)
+    role = csi_role_arn or global_csi_role_arn()
     efs = lookup_access_points(cluster, efs_id, cluster.primary_region)
-    for path in write_storage(render(cluster, efs), Path(out)):
+    for path in write_storage(render(cluster, efs, role), Path(out)):
         print(f"wrote {path}")
 
 

@@ -98,10 +98,10 @@ def global_context(cluster: Cluster, backend: Backend, out_dir: Path) -> dict:
         and {"datasets", "results"} <= set(cluster.storage.s3.buckets),
         "autoscaler_subject": AUTOSCALER_IRSA_SUBJECT,
         "region": cluster.primary_region,
+        "regions": [r.name for r in cluster.regions],  # issue 26: the image builder's regions
         "bucket_purposes": list(cluster.storage.s3.buckets),
         "noncurrent_version_days": cluster.storage.s3.noncurrent_version_days,
         "site_names": [s.name for s in cluster.sites],
-        "join_parameters": [f"/{cluster.name}/kubeadm/join-token", f"/{cluster.name}/kubeadm/ca-cert-hash"],
         "psk_ssm_prefix": cluster.vpn.psk_ssm_prefix,
         "operations": operations_context(cluster),  # issue 29: roots/global/operations.tf.j2
     }
