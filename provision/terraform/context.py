@@ -173,6 +173,12 @@ def region_context(
         routes["pods"] = cluster.kubernetes.pod_cidr
         if not cluster.vpn.split_tunnel:
             routes["internet"] = "0.0.0.0/0"  # full tunnel: laptops reach the internet through the VPC's NAT
+        # what laptops may open beyond the VPC's API, SSH and DNS (terraform/modules/client_vpn, issue 26): every
+        # port of every pod; with a full tunnel HTTP(S) to the internet. Never a node's own ports.
+        egress = {"pods": {"cidr": cluster.kubernetes.pod_cidr, "proto": "-1", "from": None, "to": None}}
+        if not cluster.vpn.split_tunnel:
+            egress |= {f"internet-{n}": {"cidr": "0.0.0.0/0", "proto": "tcp", "from": p, "to": p}
+                       for n, p in (("https", 443), ("http", 80))}  # fmt: skip
         ctx |= {
             "control_plane": {"count": cp.count, "instance_type": cp.instance_type},
             "kubernetes": {
@@ -185,6 +191,7 @@ def region_context(
                 "client_cidr": cluster.vpn.client_cidr,
                 "split_tunnel": cluster.vpn.split_tunnel,
                 "routes": routes,
+                "egress": egress,
                 "zones": list(region.zones[:2]),
             },
             "hosts": {v.name: v.ip for s in cluster.sites for v in s.servers},

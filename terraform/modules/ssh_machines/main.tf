@@ -33,14 +33,16 @@ resource "aws_security_group" "ssh" {
   tags        = local.tags
 }
 
+# Laptops arrive with the address of the Client VPN endpoint's network interface (the endpoint translates
+# them: AWS Client VPN Administrator Guide, "Security groups"), never from the VPN pool: the rule names the
+# endpoint's security group (issue 26; a rule for the pool matched nothing).
 resource "aws_vpc_security_group_ingress_rule" "ssh" {
-  for_each          = toset(var.client_cidrs)
-  security_group_id = aws_security_group.ssh.id
-  description       = "SSH from laptops on the Client VPN"
-  cidr_ipv4         = each.value
-  ip_protocol       = "tcp"
-  from_port         = 22
-  to_port           = 22
+  security_group_id            = aws_security_group.ssh.id
+  description                  = "SSH from laptops on the Client VPN"
+  referenced_security_group_id = var.client_security_group_id
+  ip_protocol                  = "tcp"
+  from_port                    = 22
+  to_port                      = 22
 }
 
 resource "aws_vpc_security_group_egress_rule" "cluster" {

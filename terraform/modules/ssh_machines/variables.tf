@@ -23,9 +23,9 @@ variable "subnet_ids" {
   type        = map(string)
 }
 
-variable "client_cidrs" {
-  description = "Networks SSH is accepted from: the Client VPN pool."
-  type        = list(string)
+variable "client_security_group_id" {
+  description = "The Client VPN endpoint's security group (../client_vpn output security_group_id): laptops reach SSH from its interfaces."
+  type        = string
 }
 
 variable "groups" {
