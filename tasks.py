@@ -291,10 +291,11 @@ def control_plane_status(c, spec=None, kubeconfig=None):
         "region": "AWS region to bake in (default: the primary region)",
         "local": "bake against a moto server on 127.0.0.1: no AWS, no scripts run (docs/images.md)",
         "spec": "path of the cluster spec (default: cluster.yaml)",
+        "ssh_from": "where Packer's SSH to the build instance comes from (default: this machine's public address /32)",
     },
 )
 @user_errors
-def bake_ami(c, region=None, local=False, spec=None):
+def bake_ami(c, region=None, local=False, spec=None, ssh_from=None):
     """Bake the GPU worker AMI once, copy it to every region; record build/ami/<region>.json, SSM and the package lock."""
     from clusterspec.loader import load_spec
     from provision.packer.bake import bake
@@ -304,7 +305,7 @@ def bake_ami(c, region=None, local=False, spec=None):
     cluster = load_spec(spec)
     region = check_region(cluster, region or cluster.primary_region)
     with packer_progress(f"bake-ami {region}{' (local)' if local else ''}") as on_event:
-        done = bake(cluster, region, local=local, on_event=on_event)
+        done = bake(cluster, region, local=local, on_event=on_event, ssh_from=ssh_from)
     print(
         f"baked {done['ami_id']} ({done['name']}) from {done['source_ami']}, copied to "
         f"{', '.join(done['regions'])}: {done['file']}, SSM {done['ssm_parameter']}"
