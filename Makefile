@@ -36,7 +36,8 @@ unit: venv .terraformrc
 test: lint unit
 
 # The fault scenarios (tests/faults, docs/autoscaler.md "What it guarantees"): real `autoscaler run` processes
-# against moto and the emulator with injected faults; about 6 minutes on 2 cores, so not part of `make test`.
+# against moto and the emulator with injected faults (22 scenarios); about 11 minutes on 2 cores, so not part of
+# `make test`.
 faults: venv .terraformrc
 	FAULTS=1 $(BIN)/pytest tests/faults -p no:xdist -q
 

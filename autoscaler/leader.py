@@ -8,8 +8,13 @@ guarded by the Lease's resourceVersion: of two candidates writing at once, one g
 
 Fencing: the controller asks ``may_write(deadline)`` before every AWS write, and AWS writes carry their own
 deadline (autoscaler.adapters.aws, ``write_timeout_s`` 4 s) shorter than ``lease_duration_s - renew_deadline_s``
-(6 s): a write issued while this replica was leader ends before any other replica may act. Renewal runs on its
-own thread with its own API client, one request per renewal, each bounded by ``request_timeout_s``.
+(6 s): a write issued while this replica was leader ends, as its client sees it, before any other replica may act.
+A request its client abandoned may still reach AWS later (no AWS API takes a fencing token; a signed request is
+accepted for minutes): so a replica that takes the lease over from another holder writes nothing for
+``takeover_delay_s`` more (``acting()`` is False meanwhile), and a write of the old leader that arrives within
+``lease_duration_s - renew_deadline_s + takeover_delay_s`` of being sent lands before the new leader's first one.
+Renewal runs on its own thread with its own API client, one request per renewal, each bounded by
+``request_timeout_s``.
 
 Why not ``kubernetes.leaderelection`` (the official Python client's, issue 16): its leader runs the work in a
 callback thread and learns it lost the lease only when its renew loop gives up, ``renew_deadline`` after the
@@ -54,6 +59,7 @@ class LeaderElector:
         renew_deadline_s: float = 14.0,
         retry_period_s: float = 2.0,
         request_timeout_s: float | None = None,
+        takeover_delay_s: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
     ):
@@ -61,7 +67,8 @@ class LeaderElector:
         renewals never wait for a connection behind the passes' calls). ``clock`` measures durations
         (monotonic); ``wall`` only stamps the Lease's times for people to read. ``request_timeout_s`` (default
         ``(renew_deadline_s - retry_period_s) / 2``) bounds each Lease request: renewal keeps the lease while
-        requests take up to about half the renew deadline (a renewal counts from when it was SENT)."""
+        requests take up to about half the renew deadline (a renewal counts from when it was SENT).
+        ``takeover_delay_s``: after taking the lease over from a holder (not creating it), no write for that long."""
         if not renew_deadline_s < lease_duration_s:
             raise ValueError("the renew deadline must be shorter than the lease duration")
         self.api = coordination
@@ -78,6 +85,8 @@ class LeaderElector:
         self._observed: tuple | None = None
         self._observed_at = 0.0
         self._lease_cache: dict | None = None  # the Lease as our last write left it (its resourceVersion)
+        self.takeover_delay_s = takeover_delay_s
+        self._quiet_until: float | None = None  # after a takeover: no write before this (our clock)
         self._stop = threading.Event()
         metrics.LEADER.set_function(lambda: 1.0 if self.is_leader() else 0.0)
 
@@ -95,7 +104,15 @@ class LeaderElector:
         leadership check before every write (the fence). Another replica waits ``lease_duration_s`` after our
         last renewal; we act at most ``renew_deadline_s`` after it, so a write issued while leader that ends within
         ``lease_duration_s - renew_deadline_s`` always ends first."""
-        return self.is_leader() and deadline_s < self.lease_duration_s - self.renew_deadline_s
+        return self.acting() and deadline_s < self.lease_duration_s - self.renew_deadline_s
+
+    def acting(self) -> bool:
+        """Leader, and past the quiet time after a takeover: passes run and may write."""
+        return self.is_leader() and (self._quiet_until is None or self._clock() >= self._quiet_until)
+
+    def quiet_left(self) -> float:
+        """Seconds of the takeover's quiet time left (0 when none)."""
+        return 0.0 if self._quiet_until is None else max(0.0, self._quiet_until - self._clock())
 
     def _lease(self) -> dict | None:
         try:
@@ -156,8 +173,8 @@ class LeaderElector:
                         raise
                     self._lease_cache = None  # someone else wrote: read, then decide
             lease = self._lease()
-            if lease is None:
-                return self._won(self._write(self._body(self._renew_spec({}), None), True))
+            if lease is None:  # no one held it: nothing of a previous leader can still arrive
+                return self._won(self._write(self._body(self._renew_spec({}), None), True), takeover=False)
             now = (
                 self._clock()
             )  # the record was read by now: another's renewal counts from here at the earliest
@@ -185,9 +202,15 @@ class LeaderElector:
             log.warning("lease update failed", extra={"error": str(e)})
             return self.is_leader()
 
-    def _won(self, sent_at: float) -> bool:
+    def _won(self, sent_at: float, takeover: bool = True) -> bool:
         if not self.is_leader():
-            log.info("became leader", extra={"identity": self.identity})
+            # taken over from a holder (another replica, or this one before a restart, or one that released it):
+            # a write it abandoned may still arrive, so ours wait (the fence, may_write)
+            self._quiet_until = (
+                sent_at + self.takeover_delay_s if takeover and self.takeover_delay_s else None
+            )
+            log.info("became leader", extra={"identity": self.identity,
+                                             "first_write_in_s": self.takeover_delay_s if self._quiet_until else 0})  # fmt: skip
         self._renewed_at = max(sent_at, self._renewed_at or sent_at)
         return True
 

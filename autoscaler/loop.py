@@ -3,7 +3,9 @@
 A burst of pods arrives over a few seconds; planning after the first one would request capacity for a part of
 it. So a pending pod opens a batching window: the pass runs once no new pending pod has come for ``idle_s``
 (about 1 s), or ``max_wait_s`` (10 s) after the window opened, whichever is first; without events, every
-``scan_interval_s``. :class:`BatchWindow` is the pure timing rule; :class:`Runner` sleeps on it in a thread.
+``scan_interval_s``. While a window is open the periodic pass waits for it too (it would otherwise plan on the
+first part of a burst and buy for it, then again for the rest): the periodic pass is delayed by at most
+``max_wait_s``. :class:`BatchWindow` is the pure timing rule; :class:`Runner` sleeps on it in a thread.
 """
 
 from __future__ import annotations
@@ -38,10 +40,10 @@ class BatchWindow:
         """The time the next pass is due (the first pass is due at once)."""
         if self.last_pass is None:
             return float("-inf")
-        periodic = self.last_pass + self.scan_interval_s
         if self.first_event is None:
-            return periodic
-        return min(periodic, self.last_event + self.idle_s, self.first_event + self.max_wait_s)
+            return self.last_pass + self.scan_interval_s
+        # an open window is honoured by the periodic pass too: it closes after idle_s, at most max_wait_s
+        return min(self.last_event + self.idle_s, self.first_event + self.max_wait_s)
 
     def ran(self, t: float) -> None:
         """A pass started at ``t``: events before it are covered."""

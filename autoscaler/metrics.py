@@ -100,6 +100,21 @@ ABORTED_TERMINATIONS = Counter(
     namespace=_NS,
     registry=REGISTRY,
 )
+UNPARSED_PODS = Gauge(
+    "unparsed_pods",
+    "Pods the snapshot parser rejected at the last loop (left out; a node they are bound to is never tainted)",
+    namespace=_NS,
+    registry=REGISTRY,
+)
+REMOVAL_BLOCKERS = Counter(
+    "removal_blocking_pods",
+    "Pods that stopped a node's removal, by cause: bound (found bound by a read or the pods watch after the taint: "
+    "the removal was called off), unparsed (a pod the parser rejects on an otherwise idle node: never tainted), "
+    "lost (bound between the last read and the Node's deletion)",
+    ["cause"],
+    namespace=_NS,
+    registry=REGISTRY,
+)
 UNPARSED_NODES = Gauge(
     "unparsed_nodes",
     "Nodes the snapshot parser rejected at the last loop (kept, never scaled down)",

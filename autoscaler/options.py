@@ -114,6 +114,17 @@ def positive_count(text: str) -> int:
     return value
 
 
+def _dollars(text: str) -> float | None:
+    """Dollars an hour (``10``, ``$10``, ``10/h``), or ``off``."""
+    low = text.strip().lower()
+    if low in ("off", "never", "none"):
+        return None
+    value = float(low.removeprefix("$").removesuffix("/h"))
+    if value < 0:
+        raise ValueError(f"{text!r} is not a non-negative amount of dollars an hour (e.g. 10, or off)")
+    return value
+
+
 def _bool(text: str) -> bool:
     low = text.strip().lower()
     if low in ("1", "true", "yes", "on"):
@@ -191,6 +202,17 @@ RUN = [
            switch=True),
     Option("--aws-write-timeout", "deadline of each AWS write (one attempt); shorter than lease - renew deadline",
            _at_least(0.5, "a write needs a round trip"), "4s"),
+    Option("--takeover-write-delay", "with --leader-elect: after taking the lease over, no write for this long (an "
+           "old leader's abandoned write may still arrive)", parse_duration, "15s"),
+    Option("--node-delete-delay-after-taint", "a node is removed only once tainted and cordoned this long (default: "
+           "the scan interval, at least 5s)", parse_duration),
+    Option("--unremovable-node-recheck-timeout", "a node whose removal a fresh read called off is not tainted again "
+           "for this long", parse_duration, "5m"),
+    Option("--new-pod-scale-up-delay", "pending pods younger than this trigger no scale-up", parse_duration, "0s"),
+    Option("--confirm-scale-up-above", "a scale-up costing more dollars an hour than this is confirmed by a fresh "
+           "read of the pending pods (off: never)", _dollars, "10"),
+    Option("--aws-consistency-window", "a listing that still shows a group as before our write of less than this "
+           "ago is taken as stale", parse_duration, "30s"),
     Option("--log-level", "debug, info, warning or error", lambda s: _choice(s, "debug info warning error"),
            "info"),
 ]  # fmt: skip

@@ -93,14 +93,25 @@ def build(opts: dict, environ=os.environ) -> Service:
     )
     max_age = float(opts.get("max_cache_age") or 120.0)
     # a quiet watch is ended by the server every half of the bound; one silent for 3/4 of it is dropped and relisted
+    # failed lists are retried at most two scan intervals apart: while the API answers, no cache is older than that
+    scan = float(opts.get("scan_interval") or 10.0)
     cluster = KubeCluster(
-        api, namespace=ns, watch_timeout_s=max(5, int(max_age / 2)), silence_s=max_age * 0.75
+        api,
+        namespace=ns,
+        watch_timeout_s=max(5, int(max_age / 2)),
+        silence_s=max_age * 0.75,
+        max_backoff_s=min(30.0, max(2.0, 2 * scan)),
     )
     elector = None
     if opts.get("leader_elect"):
         identity = environ.get("POD_NAME") or f"{socket.gethostname()}-{uuid.uuid4().hex[:6]}"
         # a client of its own: renewals never wait for a connection behind the passes' requests
-        elector = LeaderElector(client.CoordinationV1Api(_api(opts, environ)), ns, identity)
+        elector = LeaderElector(
+            client.CoordinationV1Api(_api(opts, environ)),
+            ns,
+            identity,
+            takeover_delay_s=float(opts.get("takeover_write_delay", 15.0)),
+        )
         if (
             not elector.may_write(write_timeout)
             and write_timeout >= elector.lease_duration_s - elector.renew_deadline_s
@@ -115,11 +126,18 @@ def build(opts: dict, environ=os.environ) -> Service:
             notifier = SlackNotifier(environ[SLACK_ENV])
         except ValueError as e:
             raise UsageError(f"{SLACK_ENV}: {e}") from None
+    delay = opts.get("node_delete_delay_after_taint")
     config = ControllerConfig(
         planner=planner_config(opts),
         regions=opts["regions"],
         dry_run=bool(opts.get("dry_run")),
         max_cache_age_s=max_age,
+        # tainted and cordoned for a full pass at least (cluster-autoscaler waits 5 s)
+        delete_delay_after_taint_s=max(5.0, scan) if delay is None else float(delay),
+        unremovable_recheck_s=float(opts.get("unremovable_node_recheck_timeout", 300.0)),
+        new_pod_scale_up_delay_s=float(opts.get("new_pod_scale_up_delay") or 0.0),
+        confirm_scale_up_above=opts.get("confirm_scale_up_above", 10.0),
+        aws_consistency_window_s=float(opts.get("aws_consistency_window", 30.0)),
     )
     may_act = (lambda: elector.may_write(write_timeout)) if elector else None  # the fence before every write
     controller = Controller(cluster, cloud, config, time.time, may_act=may_act, notifier=notifier)
@@ -155,7 +173,7 @@ def serve(service: Service, metrics_port: int, ready_timeout_s: float = 120.0) -
     runner = Runner(
         service.controller.run_once,
         BatchWindow(scan),
-        may_run=service.elector.is_leader if service.elector else (lambda: True),
+        may_run=service.elector.acting if service.elector else (lambda: True),
         after_pass=after_pass,
     )
     service.cluster.on_pending_pod = lambda _pod: runner.trigger()

@@ -43,6 +43,14 @@ DRIFTED_TAINT = "research.cluster/drifted"
 # file, provision/packer/variables.py); every instance or launch template booting the image needs at least this
 # much (RunInstances refuses a root volume smaller than the snapshot; `invoke check-terraform` checks it).
 IMAGE_ROOT_GIB = 40
+# Set with the taint when the autoscaler cordons a node it removes (cluster-autoscaler's
+# --cordon-node-before-terminating): only a node it cordoned is uncordoned when the removal is called off.
+CORDONED_BY_AUTOSCALER_ANNOTATION = "research.cluster/cordoned-by-autoscaler"  # "true"
+# When a fresh read called a node's removal off, and the pod that stopped it ("<RFC 3339 time>; <reason>"): the node
+# is not tainted again before --unremovable-node-recheck-timeout (cluster-autoscaler's unremovable-node recheck).
+SCALE_DOWN_ABORTED_ANNOTATION = "research.cluster/scale-down-aborted"
+# On a pod: a longer --new-pod-scale-up-delay for it (a Go duration), cluster-autoscaler's annotation
+POD_SCALE_UP_DELAY_ANNOTATION = "cluster-autoscaler.kubernetes.io/pod-scale-up-delay"
 
 # --- extended resources ----------------------------------------------------------------------------------------
 GPU_RESOURCE = "nvidia.com/gpu"  # the NVIDIA device plugin's resource

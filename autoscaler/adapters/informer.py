@@ -9,7 +9,16 @@ Silence is bounded: the server is asked to end each watch after ``watch_timeout_
 ends cleanly and is renewed), and the socket read timeout is ``silence_s``: a watch that sends nothing (no event,
 no bookmark) for that long is dropped and the cache relisted. ``age()`` is how long ago the cache was last
 confirmed current (a list, an event, a bookmark, or a watch the server ended cleanly); the controller starts no
-scale-down and /readyz fails while it is above the bound. Objects are kept as plain dicts shaped as
+scale-down and /readyz fails while it is above the bound.
+
+Recovery: a watch that was established and then broke (a connection cut mid-stream, after it delivered an event or
+stayed open for a second) is resumed from the last resourceVersion at once, without a relist and without growing
+the back-off: the API answers, only the connection failed. The back-off (``backoff_s`` doubling to
+``max_backoff_s``) grows only over consecutive failed lists or very short watches (client-go's reflector calls a
+watch that lasted under a second with no event "very short", ``watchHandler``), and resets after a healthy watch, so
+a cache is never older than about ``max_backoff_s`` plus a list while the API answers. client-go resets
+its back-off only after two minutes without one (``NewExponentialBackoffManager(800ms, 30s, 2m, ...)`` in
+``NewReflectorWithOptions``), so watches cut every few seconds push it to 30 s; we deliberately differ. Objects are kept as plain dicts shaped as
 ``kubectl get -o json`` prints them (with ``kind`` and ``apiVersion`` filled in); for the kinds
 :mod:`autoscaler.core.lean` knows (Pod, Node, PodDisruptionBudget) only the fields something here reads are kept:
 list pages and watch lines are decoded straight into the lean form (:mod:`autoscaler.core.decode`, one pass
@@ -22,12 +31,14 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 import threading
 import time
 from collections.abc import Callable
 
 from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import ReadTimeoutError
 
 from autoscaler import metrics
 from autoscaler.core import decode, lean
@@ -63,6 +74,21 @@ class Gone(Exception):
     """The watch's resourceVersion is too old (HTTP 410): relist."""
 
 
+# a watch open this long, or that delivered anything, proves the API answers (client-go)
+HEALTHY_WATCH_S = 1.0
+
+
+def _silent(err: BaseException) -> bool:
+    """A read timeout: the watch sent nothing for ``silence_s`` (the server may be wedged): relist."""
+    seen: set[int] = set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        if isinstance(err, ReadTimeoutError | socket.timeout | TimeoutError):
+            return True
+        err = err.__cause__ or err.__context__
+    return False
+
+
 class Informer:
     def __init__(
         self,
@@ -78,12 +104,17 @@ class Informer:
         on_event: Callable[[str, dict], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
         lean_objects: bool = True,
+        backoff_s: float = 1.0,
+        max_backoff_s: float = 30.0,
     ):
         """``list_call``: the client's list function (e.g. ``CoreV1Api.list_pod_for_all_namespaces``);
         ``on_event(type, obj)`` hears every change after it is applied (ADDED, MODIFIED, DELETED);
         ``lean_objects``: keep only the fields read (:mod:`autoscaler.core.lean`) when the kind has a schema
-        there; False keeps whole objects."""
+        there; False keeps whole objects. ``backoff_s``/``max_backoff_s``: the wait after a failed list or a very
+        short watch, doubling up to the cap."""
         self.name = name
+        self.backoff_s = backoff_s
+        self.max_backoff_s = max(backoff_s, max_backoff_s)
         self._list = list_call
         self.kind = kind
         self.api_version = api_version
@@ -108,6 +139,9 @@ class Informer:
         self.pages = 0  # list requests so far
         self.watches = 0  # watch requests so far
         self.applied = 0  # watch events applied so far
+        self.received = 0  # watch lines received so far (events and bookmarks)
+        self.resumed = 0  # broken watches resumed without a relist
+        self.backoff = backoff_s  # the wait after the next failure
 
     # -- reading ----------------------------------------------------------------------------------------------
     def items(self) -> list[dict]:
@@ -205,6 +239,7 @@ class Informer:
 
     def _apply(self, kind: str, obj: dict, lean_already: bool = False) -> None:
         rv = (obj.get("metadata") or {}).get("resourceVersion")
+        self.received += 1
         self._confirmed()
         if kind == "BOOKMARK":
             self.resource_version = rv or self.resource_version
@@ -227,30 +262,52 @@ class Informer:
             self._on_event(kind, obj)
 
     # -- the loop -------------------------------------------------------------------------------------------------
-    def run(self, backoff_s: float = 1.0, max_backoff_s: float = 30.0) -> None:
-        """List, then watch, until ``stop()``; relist after 410 Gone or an error (with back-off)."""
-        delay = backoff_s
+    def run(self, backoff_s: float | None = None, max_backoff_s: float | None = None) -> None:
+        """List, then watch, until ``stop()``. A watch the server ends is renewed from its resourceVersion; one that
+        broke after it was established (an event, or a second open) is resumed from there at once; 410 Gone, a
+        silent watch (no line for ``silence_s``) or a failed list relists, after a back-off that doubles only while
+        lists fail or watches end at once, and resets after a healthy watch."""
+        if backoff_s is not None:
+            self.backoff_s = self.backoff = backoff_s
+        if max_backoff_s is not None:
+            self.max_backoff_s = max(self.backoff_s, max_backoff_s)
         need_list = not self.synced.is_set()
         while not self._stop.is_set():
+            started, received = self._clock(), self.received
             try:
                 if need_list:
                     self.sync()
                     need_list = False
-                started, applied = self._clock(), self.applied
+                started, received, applied = self._clock(), self.received, self.applied
                 self.watch_once()
                 if self.applied == applied and self._clock() - started < 1.0:
                     self._stop.wait(1.0)  # a watch ended at once with nothing: do not spin on it
-                delay = backoff_s
+                self.backoff = self.backoff_s
             except Gone:
                 log.info("watch expired; relisting", extra={"informer": self.name})
                 need_list = True
             except Exception as e:  # noqa: BLE001 - the cache keeps serving; retried after a back-off
                 metrics.API_ERRORS.labels("kubernetes", self.name, "watch").inc()
+                # established (it delivered something, or stayed open), then broke; an HTTP error answer is not
+                # a cut connection (a 504 "Too large resource version" after a server restart: relist)
+                healthy = (
+                    not need_list
+                    and not isinstance(e, ApiException)
+                    and (self.received > received or self._clock() - started >= HEALTHY_WATCH_S)
+                )
+                if healthy and not _silent(e):
+                    # established, then cut: the API answers; resume from the last version (410 relists)
+                    log.info("watch broke; resuming", extra={"informer": self.name, "error": str(e)})
+                    self.resumed += 1
+                    self.backoff = self.backoff_s
+                    continue
                 log.warning("list/watch failed", extra={"informer": self.name, "error": str(e)})
                 need_list = True  # a silent or broken watch: the list is the fresh truth (and resets the RV)
-                if self._stop.wait(delay):
+                if healthy:
+                    self.backoff = self.backoff_s  # silent after a healthy start: relist without waiting long
+                if self._stop.wait(self.backoff):
                     break
-                delay = min(delay * 2, max_backoff_s)
+                self.backoff = min(self.backoff * 2, self.max_backoff_s)
 
     def start(self) -> threading.Thread:
         thread = threading.Thread(target=self.run, name=f"informer-{self.name}", daemon=True)

@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
+from collections import deque
 from collections.abc import Callable
 
 from kubernetes import client, config
@@ -27,7 +29,12 @@ from autoscaler.adapters.events import EventNotFound, EventRejected, EventWriter
 from autoscaler.adapters.informer import Informer
 from clusterspec.names import AUTOSCALER_COMPONENT as COMPONENT
 from clusterspec.names import AUTOSCALER_NAMESPACE as DEFAULT_NAMESPACE
-from clusterspec.names import STATE_CONFIGMAP, STATUS_CONFIGMAP
+from clusterspec.names import (
+    CORDONED_BY_AUTOSCALER_ANNOTATION,
+    SCALE_DOWN_ABORTED_ANNOTATION,
+    STATE_CONFIGMAP,
+    STATUS_CONFIGMAP,
+)
 
 log = logging.getLogger("autoscaler.kubernetes")
 
@@ -58,6 +65,15 @@ def api_client(kubeconfig: str | None = None) -> client.ApiClient:
     return config.new_client_from_config()
 
 
+POD_EVENTS_KEPT = (
+    10_000  # pod events remembered for the check between a removal's reads and its Node deletion
+)
+
+
+class NodeChanged(RuntimeError):
+    """A Node deletion's precondition failed (HTTP 409): the Node changed since it was read."""
+
+
 def is_pending(pod: dict) -> bool:
     return (pod.get("status") or {}).get("phase", "Pending") == "Pending" and not (pod.get("spec") or {}).get(
         "nodeName"
@@ -76,9 +92,11 @@ class KubeCluster:
         silence_s: float = 90.0,
         request_timeout_s: float = 10.0,
         lean_objects: bool = True,
+        max_backoff_s: float = 30.0,
     ):
         """``on_pending_pod`` hears of every new or changed pending pod (the loop's batching window);
-        ``lean_objects``: the caches keep only the fields read (autoscaler/core/lean.py), False whole objects."""
+        ``lean_objects``: the caches keep only the fields read (autoscaler/core/lean.py), False whole objects;
+        ``max_backoff_s``: the caches' longest wait between failed lists (the live process: two scan intervals)."""
         self.api = api
         self.core = client.CoreV1Api(api)
         self.policy = client.PolicyV1Api(api)
@@ -87,7 +105,11 @@ class KubeCluster:
         self.request_timeout_s = request_timeout_s  # every read and write that is not a watch
         self._t = request_timeout_s
         kw = {"page_size": page_size, "watch_timeout_s": watch_timeout_s, "silence_s": silence_s,
-              "request_timeout_s": request_timeout_s, "lean_objects": lean_objects}  # fmt: skip
+              "request_timeout_s": request_timeout_s, "lean_objects": lean_objects,
+              "max_backoff_s": max_backoff_s}  # fmt: skip
+        self._events_lock = threading.Lock()
+        self._pod_seq = 0  # pod events applied so far
+        self._pod_events: deque = deque(maxlen=POD_EVENTS_KEPT)  # (seq, node, pod) of bound pods, newest last
         self.informers = {
             "pods": Informer(
                 "pods", self.core.list_pod_for_all_namespaces, "Pod", "v1", on_event=self._pod_event, **kw
@@ -128,8 +150,26 @@ class KubeCluster:
         return {name: i.age() for name, i in self.informers.items()}
 
     def _pod_event(self, kind: str, pod: dict) -> None:
+        node = (pod.get("spec") or {}).get("nodeName") if kind != "DELETED" else None
+        with self._events_lock:
+            self._pod_seq += 1
+            if node:
+                self._pod_events.append((self._pod_seq, node, pod))
         if kind != "DELETED" and self.on_pending_pod is not None and is_pending(pod):
             self.on_pending_pod(pod)
+
+    def pod_event_mark(self) -> int:
+        """A mark in the pods watch's stream of events (before a removal's fresh read)."""
+        with self._events_lock:
+            return self._pod_seq
+
+    def pods_seen_on(self, node: str, mark: int) -> list[dict] | None:
+        """The pods the watch showed bound to ``node`` (added or changed) since ``mark``; None when more events came
+        than are kept, so nothing can be said."""
+        with self._events_lock:
+            if self._pod_seq - mark > len(self._pod_events) and len(self._pod_events) == POD_EVENTS_KEPT:
+                return None
+            return [p for seq, n, p in self._pod_events if seq > mark and n == node]
 
     def list_pods(self) -> list[dict]:
         return self.informers["pods"].items()
@@ -171,6 +211,16 @@ class KubeCluster:
         )
         return body.get("items") or []
 
+    def read_pending_pods(self) -> list[dict]:
+        """The pods pending and bound to no node now (fieldSelector ``spec.nodeName=,status.phase=Pending``): what a
+        purchase is confirmed against."""
+        body = self._read(
+            "pending pods",
+            self.core.list_pod_for_all_namespaces,
+            field_selector="spec.nodeName=,status.phase=Pending",
+        )
+        return body.get("items") or []
+
     # -- writes ---------------------------------------------------------------------------------------------------
     def _count(self, where: str, operation: str, err: Exception) -> None:
         metrics.API_ERRORS.labels("kubernetes", where, operation).inc()
@@ -188,8 +238,9 @@ class KubeCluster:
             self._count(where, operation, e)
             raise RuntimeError(f"{operation} {where}: {e}") from None
 
-    def _set_taints(self, name: str, change: Callable[[list[dict]], list[dict] | None]) -> None:
-        """Read the node, change its taints, patch them guarded by resourceVersion (a conflict retries)."""
+    def _set_taints(self, name: str, change: Callable[[list[dict]], list[dict] | None], extra=None) -> None:
+        """Read the node, change its taints, patch them guarded by resourceVersion (a conflict retries).
+        ``extra(node)`` adds to the same patch (``{"spec": ..., "metadata": {"annotations": ...}}``), or None."""
 
         def attempt():
             node = json.loads(
@@ -197,15 +248,64 @@ class KubeCluster:
             )
             taints = (node.get("spec") or {}).get("taints") or []
             wanted = change(list(taints))
-            if wanted is None:
+            more = extra(node) if extra is not None else None
+            if wanted is None and not more:
                 return
-            body = {
-                "metadata": {"resourceVersion": node["metadata"]["resourceVersion"]},
-                "spec": {"taints": wanted},
-            }
+            body = {"metadata": {"resourceVersion": node["metadata"]["resourceVersion"]}, "spec": {}}
+            if wanted is not None:
+                body["spec"]["taints"] = wanted
+            for part, values in (more or {}).items():
+                body.setdefault(part, {}).update(values)
             self.core.patch_node(name, body, _request_timeout=self._t)
 
         self._call(name, "patch node taints", attempt)
+
+    def mark_for_removal(self, name: str, taint: dict) -> None:
+        """Taint the node and cordon it (spec.unschedulable, as cluster-autoscaler's
+        ``--cordon-node-before-terminating`` does in ``taints.MarkToBeDeleted``), in one patch guarded by its
+        resourceVersion; a node someone else cordoned stays theirs (no annotation, never uncordoned by us)."""
+
+        def add(taints):
+            if any(t.get("key") == taint["key"] and t.get("effect") == taint["effect"] for t in taints):
+                return None
+            return [*taints, {k: taint[k] for k in ("key", "value", "effect") if taint.get(k) is not None}]
+
+        def cordon(node):
+            annotations = (node.get("metadata") or {}).get("annotations") or {}
+            out: dict = {}
+            if SCALE_DOWN_ABORTED_ANNOTATION in annotations:
+                out["metadata"] = {"annotations": {SCALE_DOWN_ABORTED_ANNOTATION: None}}
+            if not (node.get("spec") or {}).get("unschedulable"):
+                out["spec"] = {"unschedulable": True}
+                out.setdefault("metadata", {"annotations": {}})["annotations"][
+                    CORDONED_BY_AUTOSCALER_ANNOTATION
+                ] = "true"
+            return out
+
+        self._set_taints(name, add, cordon)
+
+    def unmark(self, name: str, keys: list[str], annotations: dict[str, str | None] | None = None) -> None:
+        """Remove the to-be-deleted taints ``keys``, uncordon the node when we cordoned it, and merge
+        ``annotations`` (None removes a key), in one patch guarded by the node's resourceVersion."""
+
+        def remove(taints):
+            kept = [t for t in taints if t.get("key") not in keys]
+            return None if len(kept) == len(taints) else kept
+
+        def uncordon(node):
+            meta = node.get("metadata") or {}
+            wanted = {
+                k: v for k, v in (annotations or {}).items() if (meta.get("annotations") or {}).get(k) != v
+            }
+            out: dict = {}
+            if CORDONED_BY_AUTOSCALER_ANNOTATION in (meta.get("annotations") or {}):
+                out["spec"] = {"unschedulable": False}
+                wanted[CORDONED_BY_AUTOSCALER_ANNOTATION] = None
+            if wanted:
+                out["metadata"] = {"annotations": wanted}
+            return out
+
+        self._set_taints(name, remove, uncordon)
 
     def taint_node(self, name: str, taint: dict) -> None:
         def add(taints):
@@ -249,11 +349,23 @@ class KubeCluster:
             raise RuntimeError(f"evict {namespace}/{name}: HTTP {e.status} {e.reason}") from None
         return True
 
-    def delete_node(self, name: str) -> None:
+    def delete_node(self, name: str, uid: str | None = None, resource_version: str | None = None) -> None:
+        """Delete the Node (a 404 is success). With ``uid``/``resource_version``: only the Node as it was read
+        (DeleteOptions preconditions; HTTP 409 raises NodeChanged: it changed since, nothing is deleted)."""
+        body = None
+        if uid or resource_version:
+            body = client.V1DeleteOptions(
+                preconditions=client.V1Preconditions(uid=uid, resource_version=resource_version)
+            )
+
         def delete():
             try:
-                self.core.delete_node(name, _request_timeout=self._t)
+                self.core.delete_node(name, body=body, _request_timeout=self._t)
             except ApiException as e:
+                if e.status == 409 and body is not None:
+                    raise NodeChanged(
+                        f"delete node {name}: it changed since it was read ({e.reason})"
+                    ) from None
                 if e.status != 404:
                     raise
 
@@ -283,6 +395,13 @@ class KubeCluster:
         ref = {"apiVersion": "v1", "kind": "Pod", "name": meta.get("name"),
                "namespace": meta.get("namespace") or "default", "uid": meta.get("uid"),
                "resourceVersion": meta.get("resourceVersion")}  # fmt: skip
+        return self.events.submit(ref, reason, message, type)
+
+    def record_node_event(self, node: dict, reason: str, message: str, type: str = "Normal") -> bool:  # noqa: A002
+        """Queue an Event on a Node (``kubectl describe node`` shows it; cluster-autoscaler writes its scale-down
+        Events there too, e.g. ScaleDownFailed)."""
+        meta = node.get("metadata") or {}
+        ref = {"apiVersion": "v1", "kind": "Node", "name": meta.get("name"), "uid": meta.get("uid")}
         return self.events.submit(ref, reason, message, type)
 
     def record_status_event(self, reason: str, message: str, type: str = "Normal") -> bool:  # noqa: A002

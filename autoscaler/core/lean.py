@@ -17,7 +17,7 @@ kept as one shared dict (:func:`lean_pods`). From JSON, a pod is decoded as :dat
 with its spec leaves and owner references as JSON text, which is what the sharing goes by.
 
 Dropped, for the record (nothing reads them; add them above with their reader when something does):
-metadata.managedFields, generateName, creationTimestamp (pods), finalizers and every annotation not named below;
+metadata.managedFields, generateName, finalizers and every annotation not named below;
 containers' image, command, args, env, envFrom, volumeMounts, probes, lifecycle, securityContext; volumes other
 than hostPath and emptyDir (configMap, secret, projected, persistentVolumeClaim: the planner models no volume
 topology); priorityClassName and preemptionPolicy (the API server resolves the class into spec.priority, which is
@@ -35,14 +35,17 @@ import msgspec
 from msgspec import UNSET, Raw, Struct, UnsetType, field
 
 from autoscaler.core.names import (
+    CORDONED_BY_AUTOSCALER_ANNOTATION,
     DO_NOT_DISRUPT_ANNOTATION,
     DRIFTED_SINCE_ANNOTATION,
     GANG_ANNOTATION,
     IDLE_SINCE_ANNOTATION,
     MIRROR_ANNOTATION,
     POD_GROUP_SIZE_ANNOTATION,
+    POD_SCALE_UP_DELAY_ANNOTATION,
     SAFE_TO_EVICT_ANNOTATION,
     SAFE_TO_EVICT_LOCAL_VOLUMES_ANNOTATION,
+    SCALE_DOWN_ABORTED_ANNOTATION,
     SCALE_DOWN_DISABLED_ANNOTATION,
     TO_BE_DELETED_SINCE_ANNOTATION,
 )
@@ -66,6 +69,7 @@ class PodAnnotations(_Lean):
     group_size: Any = field(default=_, name=POD_GROUP_SIZE_ANNOTATION)  # PodGroup gang size
     gang: Any = field(default=_, name=GANG_ANNOTATION)  # a Job's pods as one gang
     do_not_disrupt: Any = field(default=_, name=DO_NOT_DISRUPT_ANNOTATION)  # scale-down: blocks removal
+    scale_up_delay: Any = field(default=_, name=POD_SCALE_UP_DELAY_ANNOTATION)  # controller: minimum pod age
 
 
 class OwnerReference(_Lean):
@@ -85,6 +89,7 @@ class PodMeta(_Lean):
     annotations: PodAnnotations | None | UnsetType = _
     ownerReferences: list[OwnerReference] | None | UnsetType = _
     deletionTimestamp: Any = _  # a pending pod being deleted is not demand; dead-node drain
+    creationTimestamp: Any = _  # controller: the minimum age before a pod triggers a scale-up
 
 
 class ContainerPort(_Lean):
@@ -159,6 +164,8 @@ class NodeAnnotations(_Lean):
     to_be_deleted_since: Any = field(default=_, name=TO_BE_DELETED_SINCE_ANNOTATION)
     scale_down_disabled: Any = field(default=_, name=SCALE_DOWN_DISABLED_ANNOTATION)
     drifted_since: Any = field(default=_, name=DRIFTED_SINCE_ANNOTATION)  # core/drift.py, the drift deadline
+    cordoned: Any = field(default=_, name=CORDONED_BY_AUTOSCALER_ANNOTATION)  # controller: our cordon
+    aborted: Any = field(default=_, name=SCALE_DOWN_ABORTED_ANNOTATION)  # controller: removal back-off
 
 
 class NodeMeta(_Lean):

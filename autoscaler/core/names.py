@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from clusterspec.names import (  # noqa: F401  (re-exported for the core's modules)
+    CORDONED_BY_AUTOSCALER_ANNOTATION,
     DRIFTED_TAINT,
     GANG_ANNOTATION,
     HOSTNAME_KEY,
@@ -12,8 +13,10 @@ from clusterspec.names import (  # noqa: F401  (re-exported for the core's modul
     NODE_GROUP_LABEL,
     POD_GROUP_LABEL,
     POD_GROUP_SIZE_ANNOTATION,
+    POD_SCALE_UP_DELAY_ANNOTATION,
     REGION_KEY,
     SAFE_TO_EVICT_ANNOTATION,
+    SCALE_DOWN_ABORTED_ANNOTATION,
     SCALE_DOWN_DISABLED_ANNOTATION,
     TO_BE_DELETED_TAINT,
     TO_BE_DELETED_TAINTS,

@@ -201,6 +201,7 @@ class Emulator:
         insecure: bool = True,
         namespaces: tuple[str, ...] = IN_PROCESS_NAMESPACES,
         pki=None,
+        run_pods: str | Path | None = None,
     ) -> None:
         if host not in LOOPBACK:
             raise ValueError(f"the emulator binds only to loopback, not {host!r}")
@@ -225,6 +226,10 @@ class Emulator:
             s.api = self.api  # type: ignore[attr-defined]
             s.write_latency_s = write_latency_s  # type: ignore[attr-defined]
         self.api.writes.set_endpoint(h if ":" not in h else "127.0.0.1", sp)
+        if run_pods is not None:  # pods of this repository's images as local processes (kubelet.py)
+            from autoscaler.emulator.kubelet import ProcessRuntime
+
+            self.model.runtime = ProcessRuntime(self.api, run_pods, (h if ":" not in h else "127.0.0.1", sp))
         for ns in namespaces:
             self.create_namespace(ns)
         self._threads: list[threading.Thread] = []

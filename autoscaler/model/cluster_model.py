@@ -29,6 +29,7 @@ from autoscaler.model.controllers import Controllers
 from autoscaler.model.controllers.certificates import CsrSigner
 from autoscaler.model.controllers.clusterroles import ClusterRoleAggregation
 from autoscaler.model.controllers.common import suffix
+from autoscaler.model.controllers.daemonsets import DaemonSetStatus
 from autoscaler.model.controllers.deployments import DeploymentController
 from autoscaler.model.controllers.endpoints import EndpointsController
 from autoscaler.model.controllers.gc import GarbageCollector
@@ -148,7 +149,7 @@ class ClusterModel:
             self.gc, self.namespaces, ServiceAccountController(self), JobController(self), DeploymentController(self),
             ReplicaSetController(self), StatefulSetController(self), EndpointsController(self), QuotaController(self),
             VolumeController(self), ClusterRoleAggregation(self), TtlAfterFinished(self), CsrSigner(self),
-            DeployedSchedulers(self),
+            DeployedSchedulers(self), DaemonSetStatus(self),
         ])  # fmt: skip
         self.deployed_schedulers = False  # second schedulers run only while their pods do (schedulers.py)
         self.scheduler.pod_group_size = self._pod_group_size
@@ -638,6 +639,8 @@ class ClusterModel:
         rec = self.records.get(pod["metadata"]["uid"])
         if rec is not None:
             rec.started, rec.node = now, node_name
+        if self.runtime is not None and self.runtime.start_pod(pod):
+            return  # its containers run as processes (emulator/kubelet.py); their exit ends the pod
         seconds = P.duration(pod)
         if seconds is not None:
             self._running[pod["metadata"]["uid"]] = pod

@@ -159,3 +159,27 @@ def test_the_gauge_and_the_fence_follow_the_renew_deadline(coordination):
     clock.t += e.renew_deadline_s  # no renewal since (partitioned): the gauge drops with no call made
     assert metrics.REGISTRY.get_sample_value("autoscaler_leader") == 0.0
     assert not e.may_write(0.1) and e.time_left() == 0.0
+
+
+def test_a_takeover_writes_nothing_until_an_old_leader_s_late_write_could_have_arrived(coordination):
+    """Issue 28: a replica that takes the lease over from another holder (not one that creates it) waits
+    ``takeover_delay_s`` before its first write: the passes do not run (``acting``) and the fence refuses."""
+    clock = Clock()
+    a, b = (LeaderElector(coordination, "kube-system", name, clock=clock, wall=lambda: 1.767e9 + clock(),
+                          takeover_delay_s=15) for name in ("replica-a", "replica-b"))  # fmt: skip
+    assert a.try_acquire_or_renew() and a.acting() and a.may_write(4), "a new Lease: nothing to wait out"
+    b.try_acquire_or_renew()
+    for _ in range(10):  # a goes silent; b takes over after 20 s of an unchanged record
+        clock.t += 2
+        b.try_acquire_or_renew()
+    assert b.is_leader() and not b.acting() and not b.may_write(4)
+    assert b.quiet_left() == pytest.approx(15)
+    for _ in range(7):  # renewing every 2 s meanwhile
+        clock.t += 2
+        assert b.try_acquire_or_renew() and not b.may_write(4)
+    clock.t += 1.1
+    assert b.acting() and b.may_write(4) and b.quiet_left() == 0
+    clock.t += 2
+    assert b.try_acquire_or_renew() and b.acting(), "renewals do not start another quiet time"
+    clock.t += 16  # b lapses (renew deadline passed): whatever it wrote may still arrive; a new quiet time
+    assert b.try_acquire_or_renew() and not b.acting()

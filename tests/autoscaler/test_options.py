@@ -50,3 +50,25 @@ def test_namespace():
     assert namespace("x", {"POD_NAMESPACE": "y"}) == "x"
     assert namespace(None, {"POD_NAMESPACE": "y"}) == "y"
     assert namespace(None, {}) == "research-autoscaler"
+
+
+def test_the_options_of_issue_28():
+    base = {"AUTOSCALER_CLUSTER_NAME": "dlr", "AUTOSCALER_REGIONS": "us-west-2"}
+    opts = resolve(args(), COMMON + RUN, environ=base)
+    assert opts["node_delete_delay_after_taint"] is None  # the service takes the scan interval, at least 5 s
+    assert opts["unremovable_node_recheck_timeout"] == 300 and opts["new_pod_scale_up_delay"] == 0
+    assert opts["confirm_scale_up_above"] == 10 and opts["aws_consistency_window"] == 30
+    assert opts["takeover_write_delay"] == 15
+    opts = resolve(args(confirm_scale_up_above="$25/h"), COMMON + RUN,
+                   environ={**base, "AUTOSCALER_NEW_POD_SCALE_UP_DELAY": "5s"})  # fmt: skip
+    assert opts["confirm_scale_up_above"] == 25 and opts["new_pod_scale_up_delay"] == 5
+    assert (
+        resolve(args(confirm_scale_up_above="off"), COMMON + RUN, environ=base)["confirm_scale_up_above"]
+        is None
+    )
+    with pytest.raises(UsageError) as e:
+        resolve(args(confirm_scale_up_above="-1", takeover_write_delay="soon"), COMMON + RUN, environ=base)
+    assert e.value.lines == [
+        "--takeover-write-delay: 'soon' is not a duration; use e.g. 10s, 10m, 1h30m",
+        "--confirm-scale-up-above: '-1' is not a non-negative amount of dollars an hour (e.g. 10, or off)",
+    ]

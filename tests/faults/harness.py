@@ -20,6 +20,7 @@ import io
 import json
 import os
 import queue
+import re
 import select
 import socket
 import subprocess
@@ -81,17 +82,25 @@ def _peer_closed(sock) -> bool:
 
 @dataclass
 class Door:
-    """One endpoint onto the shared moto backend; ``delay``/``fail`` per action (optionally per group)."""
+    """One endpoint onto the shared moto backend; ``delay``/``fail`` per action (optionally per group); ``late``
+    holds a request that long and then delivers it whatever its client did meanwhile (a request the network kept,
+    which AWS still accepts: a signed request is valid for minutes); ``stale`` answers a read as AWS answered it that
+    many seconds ago (a lagging replica of AWS's eventually consistent state)."""
 
     app: object
     name: str
     delay: dict[str, float] = field(default_factory=dict)
+    late: dict[str, float] = field(default_factory=dict)
+    stale: dict[str, float] = field(default_factory=dict)
     fail: dict[str, tuple[int, str, str | None]] = field(
         default_factory=dict
     )  # action -> (status, code, group)
     writes: list[dict] = field(default_factory=list)  # delivered to AWS: {action, group, at}
     dropped: list[dict] = field(default_factory=list)  # abandoned by their client before delivery
     calls: dict[str, int] = field(default_factory=dict)
+    _answers: dict[str, list] = field(
+        default_factory=dict
+    )  # read -> [(at, status, headers, body)], oldest first
 
     def __post_init__(self):
         self.server = make_server(
@@ -105,6 +114,12 @@ class Door:
         params = {k: v[0] for k, v in parse_qs(body.decode(errors="replace")).items()}
         action, group = params.get("Action", ""), params.get("AutoScalingGroupName")
         self.calls[action] = self.calls.get(action, 0) + 1
+        if self.late.get(action):
+            time.sleep(
+                self.late[action]
+            )  # in the network; the client gave up long ago, AWS gets it all the same
+        if self.stale.get(action):
+            return self._stale(environ, body, params, start_response, self.stale[action])
         delay = self.delay.get(action)
         if delay:
             sock, end = environ.get("werkzeug.socket"), time.monotonic() + delay
@@ -127,6 +142,28 @@ class Door:
             self.writes.append({"action": action, "group": group, "at": time.monotonic(), "params": params})
         return out
 
+    def _stale(self, environ, body: bytes, params: dict, start_response, lag_s: float):
+        """AWS's answer now is recorded; the one given is the newest recorded at least ``lag_s`` ago (else the oldest)."""
+        scope = re.search(r"Credential=[^/]*/[^/]*/([^/]*)/", environ.get("HTTP_AUTHORIZATION", ""))
+        key = (
+            (scope.group(1) if scope else "") + "?" + "&".join(f"{k}={v}" for k, v in sorted(params.items()))
+        )
+        got: dict = {}
+
+        def capture(status, headers, exc_info=None):
+            got["status"], got["headers"] = status, headers
+
+        environ["wsgi.input"] = io.BytesIO(body)
+        data = b"".join(self.app(environ, capture))
+        now = time.monotonic()
+        history = self._answers.setdefault(key, [])
+        history.append((now, got["status"], got["headers"], data))
+        old = [a for a in history if a[0] <= now - lag_s]
+        answer = old[-1] if old else history[0]
+        del history[: max(0, history.index(answer))]  # older than the answer given: never given again
+        start_response(answer[1], answer[2])
+        return [answer[3]]
+
     def stop(self):
         self.server.shutdown()
 
@@ -147,10 +184,25 @@ class Aws:
 
 
 # -- Kubernetes -------------------------------------------------------------------------------------------------------
+@dataclass
+class Request:
+    """One request the emulator answered (the harness's record of the API's view, for ordering checks)."""
+
+    at: float
+    method: str
+    path: str
+    query: dict
+    status: int | None  # None for a watch
+
+
 class KubeFaults:
     """Wraps ``KubeApi.handle`` (the emulator's one entry point). Pods watches go through a gate that holds their
     events while ``stall`` is on and delivers each ``lag_s`` after it happened; ``fail_pods`` answers every pods read
-    with 500; ``delay_s`` slows every request."""
+    with 500; ``delay_s`` slows every request; ``cut_watches_s`` breaks every watch (of any kind) that long after it
+    opened (the connection closes mid-stream, as a load balancer dropping long connections does);
+    ``fail_lease_writes_of`` answers 500 to Lease writes by those holders (a replica whose renewals fail while the
+    rest of its traffic passes); ``hooks`` run after each request (a binder that acts right after a read);
+    ``requests`` records what was answered."""
 
     def __init__(self, api):
         self.api = api
@@ -159,6 +211,11 @@ class KubeFaults:
         self.lag_s = 0.0
         self.fail_pods = False
         self.delay_s = 0.0
+        self.cut_watches_s = 0.0
+        self.fail_lease_writes_of: set[str] = set()
+        self.hooks: list = []  # fn(method, path, query) after the request was answered
+        self.requests: list[Request] = []
+        self.watch_cuts = 0
         api.handle = self.handle
 
     def handle(self, method, path, query, content_type, body):
@@ -167,12 +224,29 @@ class KubeFaults:
         pods = path.rstrip("/").endswith("/pods")
         if pods and method == "GET" and self.fail_pods:
             return Reply(500, status_body(500, "InternalError", "injected: etcd is unavailable"))
+        if "/leases" in path and method in ("PUT", "POST") and self.fail_lease_writes_of:
+            holder = (json.loads(body or b"{}").get("spec") or {}).get("holderIdentity")
+            if holder in self.fail_lease_writes_of:
+                return Reply(500, status_body(500, "InternalError", "injected: lease write refused"))
         result = self._handle(method, path, query, content_type, body)
-        if pods and isinstance(result, WatchStream):
-            return WatchStream(self._gate(result.events))
+        watching = isinstance(result, WatchStream)
+        self.requests.append(Request(time.monotonic(), method, path, dict(query),
+                                     None if watching else getattr(result, "status", None)))  # fmt: skip
+        for hook in list(self.hooks):
+            hook(method, path, query)
+        if watching and (pods or self.cut_watches_s):
+            end = time.monotonic() + self.cut_watches_s if self.cut_watches_s else None
+            return WatchStream(self._gate(result.events, pods, end))
         return result
 
-    def _gate(self, events):
+    def _cut(self, end: float | None) -> None:
+        """Past ``end``: a broken connection (the emulator's server closes it without the last chunk, so the client
+        sees the response end prematurely)."""
+        if end is not None and time.monotonic() >= end:
+            self.watch_cuts += 1
+            raise ConnectionResetError("injected: watch connection cut")
+
+    def _gate(self, events, pods: bool, end: float | None):
         q: queue.Queue = queue.Queue()
         done = object()
 
@@ -185,11 +259,13 @@ class KubeFaults:
 
         threading.Thread(target=pump, daemon=True).start()
         while not self.api.stopping:
+            self._cut(end)
             try:
                 at, ev = q.get(timeout=0.2)
             except queue.Empty:
                 continue
-            while not self.api.stopping and (self.stall or time.monotonic() < at + self.lag_s):
+            while pods and not self.api.stopping and (self.stall or time.monotonic() < at + self.lag_s):
+                self._cut(end)
                 time.sleep(0.05)
             if ev is done:
                 return

@@ -8,8 +8,13 @@ import time
 import pytest
 
 from autoscaler.adapters.informer import Gone
-from autoscaler.emulator.api import Reply, status_body
-from clusterspec.names import TO_BE_DELETED_TAINT
+from autoscaler.adapters.kubernetes import NodeChanged
+from autoscaler.emulator.api import Reply, WatchStream, status_body
+from clusterspec.names import (
+    CORDONED_BY_AUTOSCALER_ANNOTATION,
+    SCALE_DOWN_ABORTED_ANNOTATION,
+    TO_BE_DELETED_TAINT,
+)
 from tests.autoscaler.model.builders import pod as model_pod
 
 TAINT = {"key": TO_BE_DELETED_TAINT, "value": "1767225600", "effect": "NoSchedule"}
@@ -107,6 +112,77 @@ def test_a_failing_list_is_retried_after_a_back_off(kube, emu):
     assert seen["n"] == 2 and len(informer.items()) == 2
 
 
+def cut_watches(emu, after_s: float) -> dict:
+    """Every watch of the emulator breaks ``after_s`` after it opened (the connection closes mid-stream, no last
+    chunk: the client sees a broken response), as a load balancer that drops long connections does."""
+    real, seen = emu.api.handle, {"cut": 0}
+
+    def handle(m, path, query, *rest):
+        result = real(m, path, query, *rest)
+        if not isinstance(result, WatchStream):
+            return result
+
+        end = time.monotonic() + after_s
+
+        def events(inner=result.events):
+            for event in inner:  # bookmarks come every 0.2 s, so the cut is prompt
+                if time.monotonic() > end:
+                    seen["cut"] += 1
+                    raise ConnectionResetError("injected: watch cut")
+                yield event
+
+        return WatchStream(events())
+
+    emu.api.handle = handle
+    return seen
+
+
+def test_a_watch_cut_after_it_was_established_resumes_without_a_relist_or_a_longer_back_off(kube, emu):
+    informer = kube.informers["pods"]
+    seen = cut_watches(emu, 1.2)  # open over a second: established, then cut
+    informer.start()
+    assert informer.synced.wait(10)
+    wait_until(lambda: seen["cut"] >= 2 and informer.resumed >= 2)
+    submit(emu, model_pod("during-cuts", gpus=16))
+    wait_until(lambda: names(informer.items()) == ["during-cuts"])
+    assert informer.relists == 1, "a cut watch resumes from its resourceVersion"
+    assert informer.backoff == informer.backoff_s
+    assert informer.age() < 2
+
+
+def test_the_back_off_grows_over_failed_lists_and_resets_after_a_healthy_watch(kube, emu):
+    seen = fail_requests(emu, "GET", "/api/v1/nodes", times=4)
+    informer = kube.informers["nodes"]
+    informer.watch_timeout_s = 1
+    threading.Thread(
+        target=informer.run, kwargs={"backoff_s": 0.05, "max_backoff_s": 0.2}, daemon=True
+    ).start()
+    assert informer.synced.wait(10)
+    assert seen["n"] == 4
+    assert informer.max_backoff_s == 0.2  # capped: 0.05, 0.1, 0.2, 0.2
+    wait_until(lambda: informer.backoff == 0.05)  # the watch after the list ran (and ended) normally
+
+
+def test_very_short_watches_back_off(kube, emu):
+    informer = kube.informers["pods"]
+    informer.backoff_s, informer.max_backoff_s = 0.05, 0.4
+    informer.watch_timeout_s = 1  # the healthy watch after the fault ends (and resets the back-off) sooner
+    informer.sync()
+    real = emu.api.handle
+
+    def handle(m, path, query, *rest):
+        if query.get("watch") in ("1", "true"):
+            return Reply(500, status_body(500, "InternalError", "injected"))
+        return real(m, path, query, *rest)
+
+    emu.api.handle = handle
+    threading.Thread(target=informer.run, daemon=True).start()
+    # each watch fails at once (not established): the back-off grows although every relist succeeds
+    wait_until(lambda: informer.backoff == 0.4)
+    emu.api.handle = real
+    wait_until(lambda: informer.backoff == 0.05)
+
+
 def test_taints_and_annotations(kube, emu):
     kube.sync()
     name = kube.list_nodes()[0]["metadata"]["name"]
@@ -169,6 +245,72 @@ def test_delete_node(kube, emu):
     kube.delete_node(name)
     kube.delete_node(name)  # already gone: fine
     assert name not in {n["metadata"]["name"] for n in emu.model.nodes()}
+
+
+def test_marking_for_removal_taints_and_cordons_in_one_write_and_unmarking_takes_both_back(kube, emu):
+    kube.sync()
+    name = kube.list_nodes()[0]["metadata"]["name"]
+    kube.annotate_node(name, {SCALE_DOWN_ABORTED_ANNOTATION: "2026-01-01T00:00:00Z; pod research/x"})
+    kube.mark_for_removal(name, TAINT)
+    n = emu.model.node(name)
+    assert (
+        TO_BE_DELETED_TAINT in [t["key"] for t in n["spec"]["taints"]] and n["spec"]["unschedulable"] is True
+    )
+    assert n["metadata"]["annotations"][CORDONED_BY_AUTOSCALER_ANNOTATION] == "true"
+    assert SCALE_DOWN_ABORTED_ANNOTATION not in n["metadata"]["annotations"], "a new removal starts afresh"
+    kube.unmark(
+        name, [TO_BE_DELETED_TAINT], {SCALE_DOWN_ABORTED_ANNOTATION: "2026-01-01T00:01:00Z; pod research/y"}
+    )
+    n = emu.model.node(name)
+    assert TO_BE_DELETED_TAINT not in [t["key"] for t in n["spec"].get("taints") or []]
+    assert (
+        not n["spec"].get("unschedulable")
+        and CORDONED_BY_AUTOSCALER_ANNOTATION not in n["metadata"]["annotations"]
+    )
+    assert n["metadata"]["annotations"][SCALE_DOWN_ABORTED_ANNOTATION].endswith("pod research/y")
+
+
+def test_a_node_someone_else_cordoned_stays_cordoned(kube, emu):
+    kube.sync()
+    name = kube.list_nodes()[0]["metadata"]["name"]
+    kube.core.patch_node(name, {"spec": {"unschedulable": True}})  # an operator's kubectl cordon
+    kube.mark_for_removal(name, TAINT)
+    assert CORDONED_BY_AUTOSCALER_ANNOTATION not in (
+        emu.model.node(name)["metadata"].get("annotations") or {}
+    )
+    kube.unmark(name, [TO_BE_DELETED_TAINT])
+    assert emu.model.node(name)["spec"]["unschedulable"] is True
+
+
+def test_a_node_deletion_with_preconditions_refuses_a_node_that_changed(kube, emu):
+    kube.sync()
+    name = kube.list_nodes()[0]["metadata"]["name"]
+    read = kube.read_node(name)
+    kube.annotate_node(name, {"changed": "since the read"})
+    with pytest.raises(NodeChanged, match="changed since it was read"):
+        kube.delete_node(name, read["metadata"]["uid"], read["metadata"]["resourceVersion"])
+    assert name in {n["metadata"]["name"] for n in emu.model.nodes()}
+    read = kube.read_node(name)
+    kube.delete_node(name, read["metadata"]["uid"], read["metadata"]["resourceVersion"])
+    assert name not in {n["metadata"]["name"] for n in emu.model.nodes()}
+
+
+def test_the_fresh_read_of_pending_pods_and_the_pods_watch_since_a_mark(kube, emu):
+    kube.start()
+    assert kube.wait_synced(10)
+    node = kube.list_nodes()[0]["metadata"]["name"]
+    mark = kube.pod_event_mark()
+    submit(emu, model_pod("waiting", gpus=16))
+    bound = model_pod("bound", gpus=0, duration=None)
+    bound["spec"]["nodeName"] = node
+    submit(emu, bound)
+    wait_until(
+        lambda: (
+            {"research/bound"} <= {f"research/{p['metadata']['name']}" for p in kube.pods_seen_on(node, mark)}
+        )
+    )
+    assert kube.pods_seen_on(node, kube.pod_event_mark()) == []
+    assert [p["metadata"]["name"] for p in kube.read_pending_pods()] == ["waiting"]
 
 
 def test_evictions_respect_disruption_budgets(kube, emu):

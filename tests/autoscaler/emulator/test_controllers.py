@@ -216,3 +216,14 @@ def test_image_pulls_take_time_and_are_skipped_when_present(emu) -> None:
         ]
     assert any(m.startswith('Successfully pulled image "busybox:1.36" in ') for m in messages)
     assert 'Container image "busybox:1.36" already present on machine' in messages
+
+
+def test_daemonset_status_counts_its_pods(emu) -> None:
+    """kubectl rollout status daemonset reads these (pkg/controller/daemon updateDaemonSetStatus)."""
+    ds = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent2"},
+          "spec": {"selector": {"matchLabels": {"app": "a2"}}, "template": {"metadata": {"labels": {"app": "a2"}},
+                   "spec": {"tolerations": [{"operator": "Exists"}], "containers": [{"name": "c", "image": "busybox:1.36"}]}}}}  # fmt: skip
+    assert call(emu, "POST", "/apis/apps/v1/namespaces/lab/daemonsets", ds)[0] == 201
+    _, got = call(emu, "GET", "/apis/apps/v1/namespaces/lab/daemonsets/agent2")
+    s = got["status"]
+    assert (s["desiredNumberScheduled"], s["currentNumberScheduled"], s["numberReady"]) == (2, 2, 2)

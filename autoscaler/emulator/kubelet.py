@@ -1,0 +1,453 @@
+"""The kubelet's container runtime for images this repository builds: each container runs as a local process.
+
+Opt-in (``Emulator(run_pods=DIR)``, ``python -m autoscaler.emulator --run-pods DIR``). When a pod bound to a node
+has pulled its images (model/images.py), ``ClusterModel._run_containers`` hands it here; a pod whose containers all
+use an image of :data:`IMAGES` runs them as processes and its phase follows their exit (the model's duration and
+exit-code annotations are not used for it); any other pod stays simulated. What the kubelet does, and how here:
+
+| kubelet (pkg/kubelet) | here |
+|---|---|
+| image ENTRYPOINT/CMD, overridden by ``command``/``args`` (kuberuntime: ``kubecontainer.ExpandContainerCommandAndArgs``, ``$(VAR)`` expanded) | :data:`IMAGES` holds each image's config as its Dockerfile sets it |
+| env: the image's, then service links (``kubelet_pods.go: getServiceEnvVarMap``, ``enableServiceLinks`` default true), then ``envFrom`` and ``env`` with ``valueFrom`` (downward API ``fieldRef``, ``resourceFieldRef``, ``configMapKeyRef``, ``secretKeyRef``) | same order; ``KUBERNETES_SERVICE_HOST/PORT`` name the emulator's secure port, since no cluster IP routes here |
+| ``workingDir``, ``runAsUser``/``runAsGroup`` (container over pod, else the image's USER) | ``cwd``; the uid/gid are applied when the emulator runs as root, otherwise recorded in the pod's folder (``user``) |
+| one directory per volume under ``/var/lib/kubelet/pods/<uid>/volumes`` (emptyDir, configMap, secret, projected with the bound ServiceAccount token, downwardAPI, hostPath, PVC) | ``DIR/<namespace>_<name>_<uid>/volumes/<volume>``; a ``mountPath`` at the start of a command word, env value or ``workingDir`` is rewritten to that folder (a process shares this host's file system) |
+| stdout/stderr to the container log (``pods/{name}/log``) | logs.py |
+| restartPolicy: Always restarts, OnFailure restarts a non-zero exit, Never ends the pod Succeeded/Failed with the exit code | same; ``restartCount`` counted, a 1 s back-off |
+| DELETE: SIGTERM, ``terminationGracePeriodSeconds``, SIGKILL (kuberuntime_container.go: ``killContainer``) | same |
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+_VENV_BIN = str(Path(sys.executable).parent)
+
+
+@dataclass(frozen=True)
+class ImageConfig:
+    """An image's config (its Dockerfile's ENTRYPOINT, CMD, ENV, USER), with its install prefix mapped to here."""
+
+    entrypoint: tuple[str, ...]
+    cmd: tuple[str, ...]
+    env: dict = field(default_factory=dict)
+    user: tuple[int, int] | None = None
+
+
+# deploy/Dockerfile: the autoscaler image (python:3.11 slim, /opt/autoscaler venv, USER 10001:10001); here its
+# venv is this interpreter's.
+IMAGES: dict[str, ImageConfig] = {
+    "ghcr.io/research-cluster/autoscaler": ImageConfig(
+        entrypoint=("autoscaler",),
+        cmd=("run", "--help"),
+        env={"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "HOME": "/tmp", "TMPDIR": "/tmp"},
+        user=(10001, 10001),
+    ),
+}
+
+
+def image_config(image: str) -> ImageConfig | None:
+    repo = image.split("@", 1)[0]
+    if ":" in repo.rsplit("/", 1)[-1]:
+        repo = repo.rsplit(":", 1)[0]
+    return IMAGES.get(repo)
+
+
+_VAR = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)|\$\$")
+
+
+def expand(text: str, env: dict) -> str:
+    """``$(VAR)`` from the container's env, ``$$`` to ``$``; an unknown ``$(VAR)`` stays as written
+    (third_party/forked/golang/expansion: ``Expand``)."""
+
+    def sub(m: re.Match) -> str:
+        if m.group(0) == "$$":
+            return "$"
+        return env.get(m.group(1), m.group(0))
+
+    return _VAR.sub(sub, text)
+
+
+def _field(pod: dict, path: str) -> str:
+    """A downward API ``fieldRef`` (pkg/api/v1/pod: ``ConvertDownwardAPIFieldLabel``, kubelet ``podFieldSelectorRuntimeValue``)."""
+    meta, spec, status = pod["metadata"], pod["spec"], pod.get("status", {})
+    m = re.fullmatch(r"metadata\.(labels|annotations)\['(.+)'\]", path)
+    if m:
+        return str((meta.get(m.group(1)) or {}).get(m.group(2), ""))
+    if path in ("metadata.labels", "metadata.annotations"):
+        items = sorted((meta.get(path.split(".")[1]) or {}).items())
+        return "\n".join(f'{k}="{v}"' for k, v in items)
+    return str(
+        {
+            "metadata.name": meta.get("name"),
+            "metadata.namespace": meta.get("namespace"),
+            "metadata.uid": meta.get("uid"),
+            "spec.nodeName": spec.get("nodeName"),
+            "spec.serviceAccountName": spec.get("serviceAccountName"),
+            "status.hostIP": status.get("hostIP"),
+            "status.podIP": status.get("podIP"),
+            "status.hostIPs": status.get("hostIP"),
+            "status.podIPs": status.get("podIP"),
+        }.get(path)
+        or ""
+    )
+
+
+@dataclass
+class _Container:
+    name: str
+    argv: list[str]
+    env: dict
+    cwd: str
+    user: tuple[int, int] | None
+    restart: str
+    proc: subprocess.Popen | None = None
+    restarts: int = 0
+    restart_at: float | None = None
+    exit_code: int | None = None
+
+
+@dataclass
+class _Pod:
+    pod: dict
+    folder: Path
+    containers: list[_Container]
+    stopping_until: float | None = None
+    done: bool = False
+
+
+class ProcessRuntime:
+    def __init__(self, api, root: str | Path, endpoint: tuple[str, int] = ("127.0.0.1", 443)) -> None:
+        self.api = api
+        self.endpoint = endpoint  # the API server's secure address, for KUBERNETES_SERVICE_HOST/PORT
+        self.model = api.model
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._pods: dict[str, _Pod] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True, name="kubelet-runtime")
+        self._thread.start()
+
+    # --- the model's hooks (called under the model's lock) ------------------------------------------------
+    def start_pod(self, pod: dict) -> bool:
+        containers = pod["spec"].get("containers") or ()
+        if not containers or any(image_config(c.get("image", "")) is None for c in containers):
+            return False
+        meta = pod["metadata"]
+        folder = self.root / f"{meta['namespace']}_{meta['name']}_{meta['uid']}"
+        mounts = self._volumes(pod, folder / "volumes")
+        services = self._service_env(pod)
+        run = _Pod(pod, folder, [])
+        for c in containers:
+            run.containers.append(self._container(pod, c, folder, mounts, services))
+        self._pods[meta["uid"]] = run
+        for c in run.containers:
+            self._spawn(run, c)
+        return True
+
+    def stop_pod(self, pod: dict, grace: int | None) -> bool:
+        run = self._pods.get(pod["metadata"]["uid"])
+        if run is None or run.done:
+            return False
+        if grace is None:
+            grace = int(pod["spec"].get("terminationGracePeriodSeconds", 30))
+        if run.stopping_until is None:
+            run.stopping_until = time.monotonic() + grace
+            pod["metadata"]["deletionTimestamp"] = pod["metadata"].get("deletionTimestamp") or _now_iso()
+            pod["metadata"]["deletionGracePeriodSeconds"] = grace
+            self.model.store.modified("pods", pod)
+            for c in run.containers:
+                if c.proc is not None and c.proc.poll() is None:
+                    c.proc.send_signal(signal.SIGTERM)
+        return True
+
+    def close(self) -> None:
+        self._stop.set()
+        for run in list(self._pods.values()):
+            for c in run.containers:
+                if c.proc is not None and c.proc.poll() is None:
+                    c.proc.kill()
+                    c.proc.wait(timeout=5)
+        self._thread.join(timeout=5)
+
+    # --- building a container ----------------------------------------------------------------------------
+    def _container(self, pod: dict, c: dict, folder: Path, mounts: dict, services: dict) -> _Container:
+        cfg = image_config(c["image"])
+        assert cfg is not None
+        env = {"PATH": f"{_VENV_BIN}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+        env.update(cfg.env)
+        env["HOSTNAME"] = pod["metadata"]["name"]
+        if pod["spec"].get("enableServiceLinks", True) is not False:
+            env.update(services)
+        else:
+            env.update({k: v for k, v in services.items() if k.startswith("KUBERNETES_")})
+        ns = pod["metadata"]["namespace"]
+        for src in c.get("envFrom") or ():
+            data = self._source(ns, src)
+            env.update({f"{src.get('prefix', '')}{k}": v for k, v in data.items()})
+        for e in c.get("env") or ():
+            if "valueFrom" in e:
+                env[e["name"]] = self._value_from(pod, c, e["valueFrom"])
+            else:
+                env[e["name"]] = expand(str(e.get("value", "")), env)
+        own = {
+            m["mountPath"]: mounts[m["name"]] for m in c.get("volumeMounts") or () if m.get("name") in mounts
+        }
+        spec_env = {e["name"] for e in c.get("env") or ()}  # only what the pod spec writes is remapped
+        env = {k: (_remap(v, own) if k in spec_env else v) for k, v in env.items()}
+        words = [*(c.get("command") or cfg.entrypoint)]
+        words += list(c.get("args") or (() if c.get("command") else cfg.cmd))
+        argv = [_remap(expand(w, env), own) for w in words]
+        if argv and "/" not in argv[0]:
+            argv[0] = shutil.which(argv[0], path=env["PATH"]) or argv[0]
+        cwd = _remap(c.get("workingDir") or "", own)
+        if not cwd:
+            cwd = str(folder / "containers" / c["name"])
+        Path(cwd).mkdir(parents=True, exist_ok=True)
+        sc_pod = pod["spec"].get("securityContext") or {}
+        sc = c.get("securityContext") or {}
+        uid = sc.get("runAsUser", sc_pod.get("runAsUser"))
+        gid = sc.get("runAsGroup", sc_pod.get("runAsGroup"))
+        user = cfg.user
+        if uid is not None:
+            user = (int(uid), int(gid if gid is not None else (user[1] if user else uid)))
+        restart = pod["spec"].get("restartPolicy", "Always")
+        return _Container(c["name"], argv, env, cwd, user, restart)
+
+    def _source(self, ns: str, src: dict) -> dict:
+        if "configMapRef" in src:
+            obj = self.model.store.find("configmaps", ns, src["configMapRef"]["name"]) or {}
+            return dict(obj.get("data") or {})
+        if "secretRef" in src:
+            obj = self.model.store.find("secrets", ns, src["secretRef"]["name"]) or {}
+            return {k: base64.b64decode(v).decode() for k, v in (obj.get("data") or {}).items()}
+        return {}
+
+    def _value_from(self, pod: dict, c: dict, ref: dict) -> str:
+        ns = pod["metadata"]["namespace"]
+        if "fieldRef" in ref:
+            return _field(pod, ref["fieldRef"]["fieldPath"])
+        if "resourceFieldRef" in ref:
+            r = ref["resourceFieldRef"]
+            kind, _, res = r["resource"].partition(".")
+            value = ((c.get("resources") or {}).get(kind) or {}).get(res, "")
+            return str(value)
+        if "configMapKeyRef" in ref:
+            obj = self.model.store.find("configmaps", ns, ref["configMapKeyRef"]["name"]) or {}
+            return str((obj.get("data") or {}).get(ref["configMapKeyRef"]["key"], ""))
+        if "secretKeyRef" in ref:
+            obj = self.model.store.find("secrets", ns, ref["secretKeyRef"]["name"]) or {}
+            raw = (obj.get("data") or {}).get(ref["secretKeyRef"]["key"], "")
+            return base64.b64decode(raw).decode() if raw else ""
+        return ""
+
+    def _service_env(self, pod: dict) -> dict:
+        """Docker-links style variables for the namespace's services and ``kubernetes`` (kubelet_pods.go:
+        ``getServiceEnvVarMap``, pkg/kubelet/envvars: ``FromServices``)."""
+        host, port = self.endpoint
+        env = {
+            "KUBERNETES_SERVICE_HOST": str(host),
+            "KUBERNETES_SERVICE_PORT": str(port),
+            "KUBERNETES_SERVICE_PORT_HTTPS": str(port),
+            "KUBERNETES_PORT": f"tcp://{host}:{port}",
+            f"KUBERNETES_PORT_{port}_TCP": f"tcp://{host}:{port}",
+        }
+        for svc in self.model.store.list("services", pod["metadata"]["namespace"]):
+            ip = svc["spec"].get("clusterIP")
+            name = svc["metadata"]["name"]
+            if not ip or ip == "None" or name == "kubernetes":
+                continue
+            prefix = name.upper().replace("-", "_")
+            ports = svc["spec"].get("ports") or ()
+            if not ports:
+                continue
+            env[f"{prefix}_SERVICE_HOST"] = ip
+            env[f"{prefix}_SERVICE_PORT"] = str(ports[0]["port"])
+            for p in ports:
+                if p.get("name"):
+                    env[f"{prefix}_SERVICE_PORT_{p['name'].upper().replace('-', '_')}"] = str(p["port"])
+                proto = p.get("protocol", "TCP")
+                env[f"{prefix}_PORT_{p['port']}_{proto}"] = f"{proto.lower()}://{ip}:{p['port']}"
+            env[f"{prefix}_PORT"] = f"{ports[0].get('protocol', 'TCP').lower()}://{ip}:{ports[0]['port']}"
+        return env
+
+    def _volumes(self, pod: dict, root: Path) -> dict[str, str]:
+        """One folder per volume, filled as the kubelet's volume plugins fill theirs."""
+        out: dict[str, str] = {}
+        ns = pod["metadata"]["namespace"]
+        for v in pod["spec"].get("volumes") or ():
+            d = root / v["name"]
+            d.mkdir(parents=True, exist_ok=True)
+            out[v["name"]] = str(d)
+            if "configMap" in v:
+                obj = self.model.store.find("configmaps", ns, v["configMap"]["name"]) or {}
+                _write_items(d, obj.get("data") or {}, v["configMap"].get("items"), binary=False)
+            elif "secret" in v:
+                obj = self.model.store.find("secrets", ns, v["secret"]["secretName"]) or {}
+                _write_items(d, obj.get("data") or {}, v["secret"].get("items"), binary=True)
+            elif "downwardAPI" in v:
+                for item in v["downwardAPI"].get("items") or ():
+                    if "fieldRef" in item:
+                        _write(d / item["path"], _field(pod, item["fieldRef"]["fieldPath"]).encode())
+            elif "projected" in v:
+                for src in v["projected"].get("sources") or ():
+                    if "serviceAccountToken" in src:
+                        t = src["serviceAccountToken"]
+                        sa_name = pod["spec"].get("serviceAccountName") or "default"
+                        sa = self.model.store.find("serviceaccounts", ns, sa_name)
+                        if sa is not None:
+                            aud = [t["audience"]] if t.get("audience") else None
+                            token, _ = self.api.tokens.request(
+                                sa, aud, t.get("expirationSeconds", 3607), bound=pod
+                            )
+                            _write(d / t["path"], token.encode())
+                    elif "configMap" in src:
+                        obj = self.model.store.find("configmaps", ns, src["configMap"]["name"]) or {}
+                        _write_items(d, obj.get("data") or {}, src["configMap"].get("items"), binary=False)
+                    elif "secret" in src:
+                        obj = self.model.store.find("secrets", ns, src["secret"]["name"]) or {}
+                        _write_items(d, obj.get("data") or {}, src["secret"].get("items"), binary=True)
+                    elif "downwardAPI" in src:
+                        for item in src["downwardAPI"].get("items") or ():
+                            if "fieldRef" in item:
+                                _write(d / item["path"], _field(pod, item["fieldRef"]["fieldPath"]).encode())
+        return out
+
+    # --- processes ---------------------------------------------------------------------------------------
+    def _spawn(self, run: _Pod, c: _Container) -> None:
+        log = run.folder / "containers" / f"{c.name}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        kwargs: dict = {}
+        if c.user is not None and os.geteuid() == 0:
+            kwargs.update(user=c.user[0], group=c.user[1], extra_groups=[])
+            for p in run.folder.rglob("*"):
+                os.chown(p, c.user[0], c.user[1])
+            os.chown(run.folder, c.user[0], c.user[1])
+        elif c.user is not None:
+            (run.folder / "user").write_text(f"{c.name} {c.user[0]}:{c.user[1]}\n")
+        out = open(log, "ab")  # noqa: SIM115 (the process keeps it)
+        try:
+            try:
+                c.proc = subprocess.Popen(
+                    c.argv, env=c.env, cwd=c.cwd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                    start_new_session=True, **kwargs,
+                )  # fmt: skip
+            except PermissionError:
+                if not kwargs:
+                    raise
+                # this host's interpreter is out of that uid's reach (under /root, say): run as ours, and say so
+                (run.folder / "user").write_text(
+                    f"{c.name} {c.user[0]}:{c.user[1]} (ran as {os.geteuid()})\n"
+                )
+                c.proc = subprocess.Popen(
+                    c.argv, env=c.env, cwd=c.cwd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )  # fmt: skip
+        except OSError as e:
+            out.write(f"{e}\n".encode())
+            c.proc = None
+            c.exit_code = 128
+        finally:
+            out.close()
+        c.restart_at = None
+
+    def _watch(self) -> None:
+        offsets: dict[tuple[str, str], int] = {}
+        while not self._stop.wait(0.2):
+            with self.model.lock:
+                for uid, run in list(self._pods.items()):
+                    if run.done:
+                        continue
+                    self._step(uid, run, offsets)
+
+    def _step(self, uid: str, run: _Pod, offsets: dict) -> None:
+        meta = run.pod["metadata"]
+        now = time.monotonic()
+        for c in run.containers:
+            path = run.folder / "containers" / f"{c.name}.log"
+            key = (uid, c.name)
+            if path.exists():
+                data = path.read_bytes()[offsets.get(key, 0) :]
+                if data:
+                    offsets[key] = offsets.get(key, 0) + len(data)
+                    self.api.logs.write(
+                        self.api, meta["namespace"], meta["name"], c.name, data.decode(errors="replace")
+                    )
+            if c.proc is not None and c.exit_code is None:
+                code = c.proc.poll()
+                if code is None:
+                    continue
+                c.exit_code = (
+                    128 - code if code < 0 else code
+                )  # killed by signal n: 128+n, as the runtime reports
+            if run.stopping_until is None and c.restart_at is None and c.exit_code is not None:
+                again = c.restart == "Always" or (c.restart == "OnFailure" and c.exit_code != 0)
+                if again:
+                    c.restart_at = now + 1.0
+            if c.restart_at is not None and now >= c.restart_at and run.stopping_until is None:
+                c.restarts += 1
+                c.exit_code = None
+                self._spawn(run, c)
+                self._set_restarts(run.pod, c)
+        if run.stopping_until is not None:
+            alive = [c for c in run.containers if c.proc is not None and c.proc.poll() is None]
+            if alive and now >= run.stopping_until:
+                for c in alive:
+                    c.proc.kill()
+                return
+            if not alive:
+                run.done = True
+                self.model.delete_pod(meta["namespace"], meta["name"])
+            return
+        if all(c.exit_code is not None and c.restart_at is None for c in run.containers):
+            run.done = True
+            codes = [c.exit_code or 0 for c in run.containers]
+            if self.model.store.find("pods", meta["namespace"], meta["name"]) is not run.pod:
+                return
+            if all(x == 0 for x in codes):
+                self.model._finish(run.pod, "Succeeded", "Completed", "")
+            else:
+                self.model._finish(run.pod, "Failed", "Error", "", exit_code=next(x for x in codes if x))
+
+    def _set_restarts(self, pod: dict, c: _Container) -> None:
+        for s in pod["status"].get("containerStatuses") or ():
+            if s.get("name") == c.name:
+                s["restartCount"] = c.restarts
+        self.model.store.modified("pods", pod)
+
+
+def _remap(text: str, mounts: dict[str, str]) -> str:
+    for path in sorted(mounts, key=len, reverse=True):
+        if text == path or text.startswith(path.rstrip("/") + "/"):
+            return mounts[path] + text[len(path.rstrip("/")) :]
+        head, sep, tail = text.partition("=")  # --flag=/mount/path
+        if sep and (tail == path or tail.startswith(path.rstrip("/") + "/")):
+            return head + sep + mounts[path] + tail[len(path.rstrip("/")) :]
+    return text
+
+
+def _write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+
+
+def _write_items(d: Path, data: dict, items: list | None, binary: bool) -> None:
+    keys = [(i["key"], i.get("path", i["key"])) for i in items] if items else [(k, k) for k in data]
+    for key, path in keys:
+        if key not in data:
+            continue
+        raw = base64.b64decode(data[key]) if binary else str(data[key]).encode()
+        _write(d / path, raw)
+
+
+def _now_iso() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
