@@ -20,6 +20,9 @@ locals {
     datasets_access_point = var.efs_datasets_access_point
     efs_mount             = var.efs_mount
     efs_utils_version     = var.efs_utils_version
+    efs_utils_commit      = var.efs_utils_commit
+    efs_utils_sha256      = var.efs_utils_sha256
+    efs_utils_script      = file("${path.module}/scripts/efs_utils.sh")
     users                 = var.users
     idle_stop_min         = var.idle_stop_min
     idle_stop_script      = file("${path.module}/scripts/idle_stop.sh")
