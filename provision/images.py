@@ -78,9 +78,10 @@ def unpinned(text: str) -> list[str]:
 BY_TAG_ENV = "RESEARCH_CLUSTER_LOCAL_IMAGES_BY_TAG"
 
 
-def check_pinned(path: Path) -> None:
-    """What a deploy task runs before applying ``path``: every image by digest, or one line and nothing applied."""
-    missing = unpinned(Path(path).read_text())
+def check_pinned(path: Path, text: str | None = None) -> None:
+    """What a deploy task runs before applying ``path``: every image by digest, or one line and nothing applied.
+    ``text``: the manifest itself where it is not a file of its own (flannel's, inside the control plane's root)."""
+    missing = unpinned(Path(path).read_text() if text is None else text)
     if missing and os.environ.get(BY_TAG_ENV) == "1":
         print(f"warning: {path}: {len(missing)} image(s) by tag, not digest ({BY_TAG_ENV}=1: the local stack)",
               file=sys.stderr)  # fmt: skip

@@ -10,7 +10,7 @@ from clusterspec import catalog, kubelet_reserved
 from clusterspec.errors import UserError
 from clusterspec.names import AUTOSCALER_IRSA_SUBJECT
 from clusterspec.spec import Cluster, Region
-from provision import mtu, scheduler, tunnels
+from provision import flannel, mtu, scheduler, tunnels
 from provision.operations_tf import operations_context
 from provision.researchers_tf import researchers_context
 from provision.terraform.settings import AMI_DIR, AWS_PROVIDER_VERSION, GLOBAL, MODULES, Backend
@@ -128,6 +128,7 @@ def region_context(
         "ami_ssm_parameter": f"/{cluster.name}/ami/gpu-worker",
         "kubeadm_prefix": f"/{cluster.name}/kubeadm",
         "scheduler": scheduler.control_plane_files(),
+        "flannel_manifest": flannel.manifest(cluster),  # issue 26: kept in the repository, images by digest
         "api_dns_name": f"api.{cluster.domain}",
         "domain": cluster.domain,
         "node_groups": [_node_group(cluster, region, g) for g in region.node_groups],

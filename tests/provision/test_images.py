@@ -9,7 +9,7 @@ import yaml
 
 from clusterspec.errors import UserError
 from clusterspec.loader import load_spec
-from provision import addons, deploy, images, irsa, monitoring, scheduler, storage, tenancy
+from provision import addons, deploy, flannel, images, irsa, monitoring, scheduler, storage, tenancy
 
 SPEC = load_spec()
 
@@ -37,7 +37,7 @@ def _rendered() -> set[str]:
                                                       for u in SPEC.users}, "fsap-0123456789abcdef3")  # fmt: skip
     docs = [addons.render(SPEC), scheduler.render_manifests(SPEC), deploy.render(SPEC, "arn:aws:iam::1:role/a"),
             monitoring.render(SPEC, "arn:aws:sns:us-west-2:1:t", None), tenancy.cluster_objects(SPEC),
-            storage.render_storage(SPEC, efs, "arn:aws:iam::123456789012:role/dlr-efs-csi-node")["efs-csi-node.yaml"], irsa.webhook_manifests(SPEC, b"ca")]  # fmt: skip
+            storage.render_storage(SPEC, efs, "arn:aws:iam::123456789012:role/dlr-efs-csi-node")["efs-csi-node.yaml"], irsa.webhook_manifests(SPEC, b"ca"), flannel.render(SPEC)]  # fmt: skip
     return _images(docs)
 
 

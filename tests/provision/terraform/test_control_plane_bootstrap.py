@@ -12,7 +12,8 @@ import time
 import pytest
 import yaml
 
-from provision import scheduler
+from clusterspec.loader import load_spec
+from provision import flannel, scheduler
 from provision.terraform.hcl import inline
 from tests.provision.terraform.tf_files import MODULES
 from tests.support import ROOT, require_tool
@@ -45,12 +46,11 @@ def render(member: int, cwd) -> str:
         "kubernetes_version": "1.35.0",
         "pod_cidr": "10.128.0.0/14",
         "service_cidr": "10.96.0.0/16",
-        "pod_mtu": 1372,
         "join_prefix": "/dlr/kubeadm",
         "status_prefix": "/dlr/control-plane/status",
         "init_parameter": "/dlr/control-plane/init",
         "kms_key_arn": "arn:aws:kms:us-west-2:123456789012:key/abc",
-        "flannel_manifest": "https://github.com/flannel-io/flannel/releases/download/v0.26.1/kube-flannel.yml",
+        "flannel_manifest": flannel.manifest(load_spec()),  # kept in the repository (issue 26)
         "scheduler_config": SCHEDULER["config"],
         "scheduler_file": SCHEDULER["config_file"],
         "scheduler_kubeadm": SCHEDULER["kubeadm"],

@@ -12,7 +12,7 @@
 # The worker join token lives 2 hours and a new one is published every hour.
 #
 # Configuration (set by the template): CLUSTER REGION MEMBER ENDPOINT API_HOST LB_DNS_NAME KUBERNETES_VERSION
-# POD_CIDR SERVICE_CIDR POD_MTU JOIN_PREFIX STATUS_PREFIX INIT_PARAMETER KMS_KEY_ARN FLANNEL_MANIFEST
+# POD_CIDR SERVICE_CIDR JOIN_PREFIX STATUS_PREFIX INIT_PARAMETER KMS_KEY_ARN FLANNEL_MANIFEST
 # TARGET_GROUP_ARN.
 # Tunables (environment; the tests shorten them): CP_ROOT prefixes every path written, CP_WAIT_S bounds each
 # wait (DNS, member 0's init), CP_ATTEMPTS bounds init/join attempts, CP_BACKOFF_MAX_S caps the back-off.
@@ -212,15 +212,10 @@ publish_operator_access() {
       --name "/$CLUSTER/control-plane/sa-pub" --value "file://$pki/sa.pub" >/dev/null
 }
 
+# flannel's objects as provision/flannel.py rendered them into this script (the pod network, the MTU, images by
+# digest): kept in the repository, nothing downloaded here (issue 26).
 apply_flannel() {
-  local manifest
-  manifest=$(curl -fsSL --retry 5 "$FLANNEL_MANIFEST") || return 1
-  # The pod network and one MTU that fits the smallest path (VXLAN inside the site's IPsec tunnels): the flannel
-  # CNI plugin keeps a delegate's "mtu" and only fills in subnet.env's FLANNEL_MTU when there is none.
-  manifest=$(sed -e "s|10.244.0.0/16|$POD_CIDR|" \
-    -e "s|\"hairpinMode\": true,|\"hairpinMode\": true, \"mtu\": $POD_MTU,|" <<<"$manifest")
-  grep -q "\"mtu\": $POD_MTU" <<<"$manifest" || { log "flannel manifest has no cni-conf delegate to set the MTU in"; return 1; }
-  kubectl --kubeconfig "$root/etc/kubernetes/admin.conf" apply -f - <<<"$manifest"
+  kubectl --kubeconfig "$root/etc/kubernetes/admin.conf" apply -f - <<<"$FLANNEL_MANIFEST"
 }
 
 init_cluster() {
@@ -243,7 +238,7 @@ init_cluster() {
   wait_until "the publication of the join parameters" publish_join_parameters \
     || fail "cannot publish the join token and CA hash to $JOIN_PREFIX"
   wait_until "the API through $ENDPOINT" api_up || fail "the API does not answer through $ENDPOINT"
-  wait_until "flannel to apply" apply_flannel || fail "cannot apply flannel from $FLANNEL_MANIFEST"
+  wait_until "flannel to apply" apply_flannel || fail "cannot apply flannel (kubectl apply of its objects failed)"
   wait_until "the operators' kubeconfig and sa.pub to publish" publish_operator_access \
     || fail "cannot publish /$CLUSTER/control-plane/admin-kubeconfig and sa-pub to SSM"
   aws ssm put-parameter --overwrite --type String --name "$INIT_PARAMETER" \

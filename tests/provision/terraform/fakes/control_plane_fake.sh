@@ -81,10 +81,6 @@ case $name in
       */livez) (($(nth livez) > ${FAKE_API_FAILS:-0})) || exit 7 ;;
       *:2379/v3/cluster/member/list) echo "${FAKE_ETCD_MEMBERS:-{\}}" ;;
       *:2379/v3/cluster/member/remove) echo "{}" ;;
-      *kube-flannel.yml)
-        printf '%s\n' 'net-conf.json: |' '  {"Network": "10.244.0.0/16", "Backend": {"Type": "vxlan"}}' \
-          'cni-conf.json: |' '  {"type": "flannel", "delegate": {"hairpinMode": true, "isDefaultGateway": true}}'
-        ;;
       *) echo "fake curl: unexpected $*" >&2; exit 2 ;;
     esac
     ;;
