@@ -40,6 +40,7 @@ resource "aws_security_group" "ssh" {
 # them: AWS Client VPN Administrator Guide, "Security groups"), never from the VPN pool: the rule names the
 # endpoint's security group (issue 26; a rule for the pool matched nothing).
 resource "aws_vpc_security_group_ingress_rule" "ssh" {
+  #checkov:skip=CKV_AWS_24:The source is the Client VPN endpoint's security group (referenced_security_group_id), not 0.0.0.0/0; checkov's AbsSecurityGroupUnrestrictedIngress.contains_violation knows only cidr_ipv4/cidr_ipv6, security_groups and source_security_group_id and counts a rule with none of them as open to all.
   security_group_id            = aws_security_group.ssh.id
   description                  = "SSH from laptops on the Client VPN"
   referenced_security_group_id = var.client_security_group_id
