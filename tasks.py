@@ -291,10 +291,11 @@ def control_plane_status(c, spec=None, kubeconfig=None):
         "region": "AWS region to bake in (default: the primary region)",
         "local": "bake against a moto server on 127.0.0.1: no AWS, no scripts run (docs/images.md)",
         "spec": "path of the cluster spec (default: cluster.yaml)",
+        "ssh_from": "where Packer's SSH to the build instance comes from (default: this machine's public address /32)",
     },
 )
 @user_errors
-def bake_ami(c, region=None, local=False, spec=None):
+def bake_ami(c, region=None, local=False, spec=None, ssh_from=None):
     """Bake the GPU worker AMI once, copy it to every region; record build/ami/<region>.json, SSM and the package lock."""
     from clusterspec.loader import load_spec
     from provision.packer.bake import bake
@@ -304,7 +305,7 @@ def bake_ami(c, region=None, local=False, spec=None):
     cluster = load_spec(spec)
     region = check_region(cluster, region or cluster.primary_region)
     with packer_progress(f"bake-ami {region}{' (local)' if local else ''}") as on_event:
-        done = bake(cluster, region, local=local, on_event=on_event)
+        done = bake(cluster, region, local=local, on_event=on_event, ssh_from=ssh_from)
     print(
         f"baked {done['ami_id']} ({done['name']}) from {done['source_ami']}, copied to "
         f"{', '.join(done['regions'])}: {done['file']}, SSM {done['ssm_parameter']}"
@@ -350,6 +351,22 @@ def deploy_addons(c, spec=None, dry_run=False):
     from provision.addons import deploy_addons as deploy
 
     path = deploy(load_spec(spec), dry_run=dry_run)
+    if dry_run:
+        print(path.read_text(), end="")
+    else:
+        print(f"applied {path}")
+
+
+@task(name="deploy-tenancy", help={"spec": "path of the cluster spec (default: cluster.yaml)",
+                                   "dry_run": "render and print; apply nothing"})  # fmt: skip
+@user_errors
+def deploy_tenancy(c, spec=None, dry_run=False):
+    """Apply what keeps researchers in their namespaces (issue 26, docs/researchers.md "Tenancy"): the admission
+    policy for their pods, kube-router's network policy controller, the pod gateways' identity pods."""
+    from clusterspec.loader import load_spec
+    from provision import tenancy
+
+    path = tenancy.deploy(load_spec(spec), dry_run=dry_run)
     if dry_run:
         print(path.read_text(), end="")
     else:
@@ -572,21 +589,24 @@ def demo_researcher(c, spec=None, out=None):
         "efs_id": "the primary region's EFS file system (fs-...; Terraform output efs_file_system_id)",
         "out": "output folder (default: build/deploy/storage)",
         "spec": "path of the cluster spec (default: cluster.yaml)",
+        "csi_role_arn": "the EFS CSI driver's role (default: the global root's output efs_csi_role_arn)",
     },
 )
 @user_errors
-def render_storage(c, efs_id, out="build/deploy/storage", spec=None):
+def render_storage(c, efs_id, out="build/deploy/storage", spec=None, csi_role_arn=None):
     """Render the EFS CSI node plugin and every researcher's volumes, each through its EFS access point
     (looked up with DescribeAccessPoints; deploy/storage/README.md)."""
     from pathlib import Path
 
     from clusterspec.loader import load_spec
+    from provision.storage import csi_role_arn as global_csi_role_arn
     from provision.storage import lookup_access_points, write_storage
     from provision.storage import render_storage as render
 
     cluster = load_spec(spec)
+    role = csi_role_arn or global_csi_role_arn()
     efs = lookup_access_points(cluster, efs_id, cluster.primary_region)
-    for path in write_storage(render(cluster, efs), Path(out)):
+    for path in write_storage(render(cluster, efs, role), Path(out)):
         print(f"wrote {path}")
 
 

@@ -218,6 +218,12 @@ class User(Strict):
     ssh_keys: list[
         Annotated[str, Field(pattern=r"^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp\d+) [A-Za-z0-9+/=]+( .*)?$")]
     ]
+    gpu_quota: int | None = Field(
+        None,
+        ge=0,
+        le=100000,
+        description="GPUs this researcher's namespace may request (default: researchers.quota.gpus)",
+    )
 
 
 class SshMachineGroup(Strict):
@@ -239,6 +245,19 @@ class PodGateway(Strict):
     count: int = Field(2, ge=1, le=4, description="one active, the rest standing by for failover")
 
 
+class TenantQuota(Strict):
+    """What one researcher's namespace may hold at once (a ResourceQuota per namespace, provision/tenancy.py)."""
+
+    gpus: int = Field(
+        16, ge=0, le=100000, description="requests.nvidia.com/gpu, unless users[].gpu_quota says"
+    )
+    pods: int = Field(500, ge=1, le=100000, description="pods (running and finished-but-kept)")
+    services: int = Field(100, ge=0, le=10000, description="Services (one per multi-node job)")
+    published_ports: list[Annotated[int, Field(ge=1, le=65535)]] = Field(
+        [6006, 8888], description="ports of the owner's pods a laptop may open (TensorBoard, notebooks)"
+    )
+
+
 class Researchers(Strict):
     """What researchers get: the standard image, their namespaces, registry, volumes and SSH machines."""
 
@@ -256,6 +275,7 @@ class Researchers(Strict):
     volumes: list[Literal["home", "datasets", "results"]] = ["home", "datasets", "results"]
     ssh_machines: list[SshMachineGroup] = []
     pod_gateway: PodGateway = PodGateway()
+    quota: TenantQuota = TenantQuota()
 
     def namespace(self, user: str) -> str:
         return f"{self.namespace_prefix}{user}"

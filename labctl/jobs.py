@@ -509,6 +509,20 @@ def service_manifest(req: JobRequest, owner_ref: dict | None = None) -> dict:
     }
 
 
+def network_policy_manifest(req: JobRequest, owner_ref: dict | None = None) -> dict:
+    """The job's pods reach each other on every port (rendezvous, NCCL/gloo): researchers' namespaces deny all
+    other ingress (provision/tenancy.py, issue 26), so a multi-node job opens exactly its own pods to each other."""
+    meta = _owned_meta(req, owner_ref)
+    meta["name"] = f"{req.name}-rendezvous"
+    selector = {"matchLabels": {"batch.kubernetes.io/job-name": req.name}}
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": meta,
+        "spec": {"podSelector": selector, "policyTypes": ["Ingress"], "ingress": [{"from": [{"podSelector": selector}]}]},
+    }  # fmt: skip
+
+
 def podgroup_manifest(req: JobRequest, owner_ref: dict | None = None) -> dict:
     return {
         "apiVersion": POD_GROUP_API,
@@ -537,6 +551,7 @@ def manifests(req: JobRequest, settings: Settings) -> list[dict]:
     docs = [job_manifest(req, settings, launch)]
     if req.nodes > 1:
         docs.append(service_manifest(req))
+        docs.append(network_policy_manifest(req))  # the job's pods reach each other in a default-deny namespace
     if req.gang:
         docs.append(podgroup_manifest(req))
     if launch.hostfile is not None:

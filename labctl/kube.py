@@ -112,6 +112,10 @@ class Kube:
                     obj = self.core.create_namespaced_service(req.namespace, doc, **kw)
                 elif doc["kind"] == "ConfigMap":
                     obj = self.core.create_namespaced_config_map(req.namespace, doc, **kw)
+                elif doc["kind"] == "NetworkPolicy":  # the job's pods to each other (issue 26: default-deny)
+                    obj = client.NetworkingV1Api(self.api_client).create_namespaced_network_policy(
+                        req.namespace, doc, **kw
+                    )
                 else:
                     obj = self.custom.create_namespaced_custom_object(
                         _GROUP, _VERSION, req.namespace, "podgroups", doc, **kw

@@ -13,6 +13,11 @@ locals {
     "NVIDIA_FABRICMANAGER=${var.nvidia_fabricmanager}",
     "EFA_INSTALLER_VERSION=${var.efa_installer_version}",
     "EFA_INSTALLER_KEY_FINGERPRINT=${var.efa_installer_key_fingerprint}",
+    "AWS_CLI_KEY_FINGERPRINT=${var.aws_cli_key_fingerprint}",
+    "DOCKER_APT_KEY_FINGERPRINT=${var.docker_apt_key_fingerprint}",
+    "NVIDIA_CONTAINER_TOOLKIT_KEY_FINGERPRINT=${var.nvidia_container_toolkit_key_fingerprint}",
+    "KUBERNETES_APT_KEY_FINGERPRINT=${var.kubernetes_apt_key_fingerprint}",
+    "CUDA_REPO_KEY_FINGERPRINT=${var.cuda_repo_key_fingerprint}",
     "EXPECTED_GPUS=${var.expected_gpus}",
     "UNATTENDED_UPGRADES=${var.unattended_upgrades}",
     "CUDA_VERSION=${var.cuda_version}",
@@ -48,6 +53,17 @@ source "amazon-ebs" "ubuntu" {
   ssh_username           = "ubuntu"
   tags                   = local.tags
   run_tags               = local.tags
+  run_volume_tags        = local.tags
+
+  # The build instance as every instance of the cluster (issue 26): IMDSv2 only, one hop (nothing on it but the
+  # bake's own scripts reaches the instance's credentials), and SSH only from the bake host's own address
+  # (invoke bake-ami passes it: provision/packer/variables.py ssh_source_cidrs), never from the internet.
+  metadata_options {
+    http_endpoint               = "enabled"
+    http_tokens                 = "required"
+    http_put_response_hop_limit = 1
+  }
+  temporary_security_group_source_cidrs = var.ssh_source_cidrs
 
   source_ami_filter {
     filters = {
@@ -107,6 +123,7 @@ build {
       "${path.root}/scripts/gpu-hardware.sh",
       "${path.root}/scripts/fabric-manager.sh",
       "${path.root}/scripts/efa.sh",
+      "${path.root}/scripts/apt-repositories.sh",
       "${path.root}/scripts/cuda.sh",
       "${path.root}/scripts/containerd.sh",
       "${path.root}/scripts/kubernetes.sh",

@@ -138,3 +138,43 @@ variable "standard_image" {
   description = "The lab's standard image, pre-pulled and pinned (clusterspec/data/standard_image.yaml); empty: none."
   default     = ""
 }
+
+variable "aws_cli_key_fingerprint" {
+  type        = string
+  description = "AWS CLI v2 installer signing key (AWS CLI User Guide, 'Verify the integrity and authenticity of the downloaded installer files': 'FB5D B77F D5C1 18B8 0511 ADA8 A631 0ACC 4672 475C'): downloads signed otherwise are refused."
+  default     = "FB5DB77FD5C118B80511ADA8A6310ACC4672475C"
+}
+
+variable "docker_apt_key_fingerprint" {
+  type        = string
+  description = "Docker's apt repository key (Docker docs, 'Install Docker Engine on Ubuntu': 9DC8 5822 9FC7 DD38 854A E2D8 8D81 803C 0EBF CD88): downloads signed otherwise are refused."
+  default     = "9DC858229FC7DD38854AE2D88D81803C0EBFCD88"
+}
+
+variable "nvidia_container_toolkit_key_fingerprint" {
+  type        = string
+  description = "NVIDIA's libnvidia-container repository key (nvidia.github.io/libnvidia-container/gpgkey, key DDCAE044F796ECB0): downloads signed otherwise are refused."
+  default     = "C95B321B61E88C1809C4F759DDCAE044F796ECB0"
+}
+
+variable "kubernetes_apt_key_fingerprint" {
+  type        = string
+  description = "pkgs.k8s.io's Release.key (isv:kubernetes, the same key for every minor's channel): downloads signed otherwise are refused."
+  default     = "DE15B14486CD377B9E876E1A234654DA9A296436"
+}
+
+variable "cuda_repo_key_fingerprint" {
+  type        = string
+  description = "NVIDIA's CUDA repository key (3bf863cc, shipped in cuda-keyring_1.1-1_all.deb): downloads signed otherwise are refused."
+  default     = "EB693B3035CD5710E231E123A4B469963BF863CC"
+}
+
+variable "ssh_source_cidrs" {
+  type        = list(string)
+  description = "Where Packer's SSH to the build instance comes from: the bake host's public address as a /32, never a range (Packer's temporary security group otherwise admits 0.0.0.0/0)."
+
+  validation {
+    condition     = length(var.ssh_source_cidrs) > 0 && length([for c in var.ssh_source_cidrs : c if cidrnetmask(c) != "255.255.255.255"]) == 0
+    error_message = "The ssh_source_cidrs must each be one address as a /32 (the bake host's own), never a range such as 0.0.0.0/0."
+  }
+}

@@ -20,9 +20,10 @@ import yaml
 
 from clusterspec import drivers
 from clusterspec.errors import UserError
-from clusterspec.names import NODE_GROUP_LABEL
+from clusterspec.names import MONITORING_NAMESPACE, NODE_GROUP_LABEL
 from clusterspec.spec import Cluster, Taint
 from provision import checkout, hardware
+from provision import images as images_by_digest
 from provision import kubectl as kubectl_cli
 
 REPO = Path(__file__).resolve().parent.parent
@@ -150,6 +151,7 @@ def render(cluster: Cluster) -> list[dict]:
         "selector": lambda name: json.dumps({"app.kubernetes.io/name": name}),
         "images": images(cluster),
         "dcgm_port": DCGM_PORT,
+        "monitoring_namespace": MONITORING_NAMESPACE,
         "gpu_affinity": json.dumps(gpus.affinity()),
         "gpu_tolerations": json.dumps(gpus.tolerations()),
         "efa_affinity": json.dumps(efa.affinity()),
@@ -169,7 +171,7 @@ def render(cluster: Cluster) -> list[dict]:
         if target:
             text = env.get_template(f"{name}.yaml.j2").render(**values)
             docs.extend(d for d in yaml.safe_load_all(text) if d)
-    return docs
+    return images_by_digest.pin_docs(docs)
 
 
 def write(cluster: Cluster, out: Path = OUT) -> Path:
@@ -188,5 +190,7 @@ def deploy_addons(
     path = write(cluster, out)
     if dry_run:
         return path
-    kubectl_cli.apply(kubectl_cli.ready(path, kubectl), path, field_manager="research-cluster-addons")
+    exe = kubectl_cli.ready(path, kubectl)
+    images_by_digest.check_pinned(path)
+    kubectl_cli.apply(exe, path, field_manager="research-cluster-addons")
     return path

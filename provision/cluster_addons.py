@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from clusterspec.spec import Cluster
-from provision import addons, kubectl, monitoring, scheduler
+from provision import addons, images, kubectl, monitoring, scheduler, tenancy
 
 
 def deploy_scheduler(cluster: Cluster, kubectl_path: str | None = None) -> list[str]:
@@ -16,10 +16,12 @@ def deploy_scheduler(cluster: Cluster, kubectl_path: str | None = None) -> list[
     files = scheduler.write(cluster)
     manifests = files["gang-scheduler.yaml"]
     exe = kubectl.ready(manifests, kubectl_path)
-    crd = scheduler.podgroup_crd_url(cluster)
+    crd = files["podgroup-crd.yaml"]
+    images.check_pinned(manifests)
     kubectl.apply(exe, crd, field_manager="research-cluster-scheduler")
     kubectl.apply(exe, manifests, field_manager="research-cluster-scheduler")
-    return [f"applied the PodGroup CRD ({crd})", f"applied {manifests}"]
+    return [f"applied the PodGroup CRD ({crd}, scheduler-plugins {scheduler.plugins_version(cluster)})",
+            f"applied {manifests}"]  # fmt: skip
 
 
 def deploy_lab_settings(
@@ -46,11 +48,13 @@ def after_up(cluster: Cluster, roots: list[str], kubectl_path: str | None = None
     if not kubectl.reachable(kubectl_path):
         return [
             "the Kubernetes API does not answer yet (the control plane forms after the apply: "
-            "`invoke control-plane-status`); once it does, run `invoke deploy-addons`, `invoke deploy-scheduler` and `invoke deploy-monitoring`"
+            "`invoke control-plane-status`); once it does, run `invoke deploy-tenancy`, `invoke deploy-addons`, `invoke deploy-scheduler` and `invoke deploy-monitoring`"
         ]
+    # tenancy first (issue 26): the network policy controller and the admission policy before any researcher
+    lines = [f"applied the tenancy objects ({tenancy.deploy(cluster, kubectl=kubectl_path)})"]
     path = addons.deploy_addons(cluster, kubectl=kubectl_path)
-    lines = [f"applied the GPU add-ons ({path})", *deploy_scheduler(cluster, kubectl_path),
-             *deploy_lab_settings(cluster, kubectl_path)]  # fmt: skip
+    lines += [f"applied the GPU add-ons ({path})", *deploy_scheduler(cluster, kubectl_path),
+              *deploy_lab_settings(cluster, kubectl_path)]  # fmt: skip
     # Prometheus and Alertmanager (issue 29, provision/monitoring.py), once the global root has the alert topic
     if monitoring.GLOBAL_OUTPUTS.exists():
         lines.append(

@@ -25,6 +25,7 @@ from clusterspec.names import (
     IRSA_AUDIENCE,
     IRSA_TOKEN_DIR,
     LEASE_NAME,
+    MONITORING_NAMESPACE,
     STATE_CONFIGMAP,
     STATUS_CONFIGMAP,
 )
@@ -133,6 +134,7 @@ def render(cluster: Cluster, arn: str | None) -> list[dict]:
         "lease": LEASE_NAME,
         "token_dir": IRSA_TOKEN_DIR,
         "audience": IRSA_AUDIENCE,
+        "monitoring_namespace": MONITORING_NAMESPACE,
     }
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(checkout.require(TEMPLATES)),
@@ -143,7 +145,9 @@ def render(cluster: Cluster, arn: str | None) -> list[dict]:
     for name in ORDER:
         text = env.get_template(f"{name}.yaml.j2").render(**values)
         docs.extend(d for d in yaml.safe_load_all(text) if d)
-    return docs
+    from provision import images
+
+    return images.pin_docs(docs)
 
 
 class _Dumper(yaml.SafeDumper):
@@ -168,7 +172,11 @@ def write(cluster: Cluster, arn: str | None, out: Path = OUT) -> Path:
 
 def apply(path: Path) -> None:
     """``kubectl apply -f path``; every way it does not deploy is an error (exit status non-zero), never a quiet 0."""
-    kubectl.apply(kubectl.ready(path), path)
+    from provision import images
+
+    exe = kubectl.ready(path)
+    images.check_pinned(path)
+    kubectl.apply(exe, path)
 
 
 def deploy(spec: str | None, arn: str | None, dry_run: bool) -> None:

@@ -151,7 +151,9 @@ def webhook_manifests(cluster, ca_pem: bytes) -> list[dict]:
     text = env.get_template("pod-identity-webhook.yaml.j2").render(
         image=WEBHOOK_IMAGE, region=cluster.primary_region, ca_bundle=base64.b64encode(ca_pem).decode()
     )
-    return [d for d in yaml.safe_load_all(text) if d]
+    from provision import images
+
+    return images.pin_docs([d for d in yaml.safe_load_all(text) if d])
 
 
 def webhook_secret(cert_pem: bytes, key_pem: bytes) -> dict:

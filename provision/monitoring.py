@@ -117,7 +117,9 @@ def render(cluster: Cluster, topic_arn: str, role_arn: str | None, admin_rules: 
     for name in ("namespace.yaml.j2", "prometheus.yaml.j2", "alertmanager.yaml.j2", "kube-state-metrics.yaml.j2",
                  "x509-exporter.yaml.j2"):  # fmt: skip
         out += [d for d in yaml.safe_load_all(env.get_template(name).render(**ctx)) if d]
-    return out
+    from provision import images
+
+    return images.pin_docs(out)
 
 
 def prometheus_config(objects: list[dict]) -> str:
@@ -167,6 +169,9 @@ def deploy(cluster: Cluster, topic_arn: str | None = None, dry_run: bool = False
     path = write(render(cluster, topic_arn, role, rules.read_text() if rules.exists() else "", watched()))
     if dry_run:
         return path
+    from provision import images
+
     exe = kubectl_cli.ready(path, kubectl)
+    images.check_pinned(path)
     kubectl_cli.apply(exe, path, field_manager="research-cluster-monitoring")
     return path

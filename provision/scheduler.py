@@ -50,10 +50,14 @@ SCHEDULER_PLUGINS = {
     "1.35": "v0.34.7",
 }
 IMAGE = "registry.k8s.io/scheduler-plugins/kube-scheduler:{version}"
+# Where the PodGroup CRD of a release comes from (provenance only): the file itself is kept in the repository,
+# deploy/scheduler/crds/<version>/, taken from that tag, and applied from there (issue 26: no download at deploy
+# time that nothing verifies).
 PODGROUP_CRD = (
     "https://raw.githubusercontent.com/kubernetes-sigs/scheduler-plugins/{version}/manifests/crds/"
     "scheduling.x-k8s.io_podgroups.yaml"
 )
+PODGROUP_CRD_FILE = "crds/{version}/scheduling.x-k8s.io_podgroups.yaml"
 
 
 def _fit_args(profile: Profile) -> dict:
@@ -168,7 +172,7 @@ def plugins_version(cluster: Cluster) -> str:
 
 def render_manifests(cluster: Cluster, profile: Profile = BIN_PACKING) -> list[dict]:
     """The gang scheduler's manifests (deploy/scheduler/*.yaml.j2), in apply order. The PodGroup CRD is applied
-    from its release (:func:`podgroup_crd_url`) first."""
+    first, from the release's file kept in the repository (:func:`podgroup_crd`)."""
     version = plugins_version(cluster)
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(checkout.require(TEMPLATES)),
@@ -186,11 +190,23 @@ def render_manifests(cluster: Cluster, profile: Profile = BIN_PACKING) -> list[d
     for name in ("namespace", "rbac", "config", "deployment"):
         text = env.get_template(f"{name}.yaml.j2").render(**values)
         docs.extend(d for d in yaml.safe_load_all(text) if d)
-    return docs
+    from provision import images
+
+    return images.pin_docs(docs)
 
 
 def podgroup_crd_url(cluster: Cluster) -> str:
+    """Where the release publishes the CRD (recorded in the kept file's header)."""
     return PODGROUP_CRD.format(version=plugins_version(cluster))
+
+
+def podgroup_crd(cluster: Cluster) -> Path:
+    """The release's PodGroup CRD as kept in the repository (deploy/scheduler/crds/<version>/)."""
+    path = checkout.require(TEMPLATES) / PODGROUP_CRD_FILE.format(version=plugins_version(cluster))
+    if not path.exists():
+        raise UserError(f"{path}: missing: keep scheduler-plugins {plugins_version(cluster)}'s PodGroup CRD there "
+                        f"(from {podgroup_crd_url(cluster)})")  # fmt: skip
+    return path
 
 
 class _Dumper(yaml.SafeDumper):
@@ -209,13 +225,13 @@ def dump(docs: list[dict]) -> str:
 
 def write(cluster: Cluster, out: Path = OUT) -> dict[str, Path]:
     """Render everything into ``out``: the control plane's scheduler config and kubeadm patch (for the
-    control_plane Terraform module), the gang scheduler's manifests and the PodGroup CRD's address."""
+    control_plane Terraform module), the gang scheduler's manifests and the PodGroup CRD (the release's, kept in the repository)."""
     out.mkdir(parents=True, exist_ok=True)
     files = {
         "kube-scheduler-config.yaml": dump([control_plane_config()]),
         "kubeadm-scheduler.yaml": dump([kubeadm_scheduler_patch()]),
         "gang-scheduler.yaml": dump(render_manifests(cluster)),
-        "podgroup-crd.url": podgroup_crd_url(cluster) + "\n",
+        "podgroup-crd.yaml": podgroup_crd(cluster).read_text(),
     }
     paths = {}
     for name, text in files.items():

@@ -3,11 +3,12 @@
 (``efs.csi.aws.com``) from the primary region's file system.
 
 Each volume mounts through an access point (terraform/modules/efs): ``volumeHandle: <fs-id>::<fsap-id>``, the
-driver's static form for access points, over TLS (``mountOptions: [tls, region=<primary>]``; the file-system
-policy refuses anything else, and efs-utils needs TLS for an access point). A researcher's home and results access points
+driver's static form for access points, over TLS with IAM authorization (``mountOptions: [tls, iam,
+region=<primary>]``; the file-system policy refuses anything else). A researcher's home and results access points
 enforce their uid and gid and created the directories owned by them; ``datasets`` is shared and read-only in
-jobs. The file-system policy admits a client without IAM credentials through an access point, so the mounts
-carry no ``iam`` option: the lab's servers have no instance credentials the driver could use.
+jobs. The node plugin signs the mounts as the role ``<cluster>-efs-csi-node`` (IRSA: its ServiceAccount's
+projected token, on cloud nodes and the lab's servers alike), the only principal the file-system policy lets
+use the jobs' access points (issue 26: before, any client reaching a mount target could mount any researcher's).
 
 The driver's efs-utils finds the file system by id (``<fs-id>.efs.<primary region>.amazonaws.com``, the region
 from the ``region`` mount option, which efs-utils reads before its configuration file): in the primary
@@ -33,7 +34,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from clusterspec.errors import UserError
 from clusterspec.spec import Cluster
-from provision import checkout
+from provision import checkout, images
 
 EFS_DRIVER = "efs.csi.aws.com"
 SIZE = "1Ti"
@@ -100,7 +101,7 @@ def volumes(spec: Cluster, user: str, efs: EfsVolumes) -> list[dict]:
                     # efs-utils takes the region from this option before its configuration file, which the
                     # driver fills from the node's own region (another region's nodes would look up a name
                     # that does not exist)
-                    "mountOptions": ["tls", f"region={spec.primary_region}"],
+                    "mountOptions": ["tls", "iam", f"region={spec.primary_region}"],
                     "csi": {
                         "driver": EFS_DRIVER,
                         "volumeHandle": f"{efs.file_system_id}::{efs.access_point(user, vol)}",
@@ -139,6 +140,7 @@ def lab_volumes(spec: Cluster) -> list[dict]:
     return out
 
 
+REPO = Path(__file__).resolve().parent.parent
 TEMPLATES = Path(__file__).resolve().parent.parent / "deploy" / "storage"
 IMAGES = {
     "driver": "public.ecr.aws/efs-csi-driver/amazon/aws-efs-csi-driver:v2.1.12",
@@ -202,15 +204,39 @@ def lookup_access_points(spec: Cluster, efs_id: str, region: str) -> EfsVolumes:
     return EfsVolumes(efs_id, by_user, pick("/datasets", None) or "")
 
 
-def render_storage(spec: Cluster, efs: EfsVolumes) -> dict[str, list[dict]]:
-    """Every storage manifest, by file name: the EFS CSI node plugin, each user's volumes, the lab's NFS volumes."""
+def csi_role_arn(path: Path | None = None) -> str:
+    """``efs_csi_role_arn`` of the global root's outputs (``invoke up --region global`` writes them)."""
+    import json
+
+    path = path or REPO / "build" / "terraform" / "global" / "outputs.json"
+    try:
+        value = json.loads(path.read_text())["efs_csi_role_arn"]["value"]
+    except FileNotFoundError:
+        raise UserError(f"{path}: not found: the EFS CSI driver's role is an output of the global root; run "
+                        "`invoke up --region global` first, or pass --csi-role-arn ARN") from None  # fmt: skip
+    except (ValueError, KeyError, TypeError):
+        raise UserError(
+            f"{path}: no efs_csi_role_arn output; re-apply the global root (`invoke up --region global`)"
+        ) from None
+    if not re.fullmatch(r"arn:aws[\w-]*:iam::\d{12}:role/[\w+=,.@/-]+", str(value)):
+        raise UserError(f"{path}: efs_csi_role_arn {value!r} is no IAM role ARN")
+    return value
+
+
+def render_storage(spec: Cluster, efs: EfsVolumes, csi_role_arn: str) -> dict[str, list[dict]]:
+    """Every storage manifest, by file name: the EFS CSI node plugin (signing its mounts as ``csi_role_arn``), each
+    user's volumes, the lab's NFS volumes."""
     check_efs(spec, efs)
     env = Environment(
         loader=FileSystemLoader(str(checkout.require(TEMPLATES))), undefined=StrictUndefined, autoescape=False
     )  # noqa: S701 - YAML
-    driver = env.get_template("efs-csi-node.yaml.j2").render(images=IMAGES, region=spec.primary_region)
+    from clusterspec.names import IRSA_AUDIENCE, IRSA_TOKEN_DIR
+
+    driver = env.get_template("efs-csi-node.yaml.j2").render(images=IMAGES, region=spec.primary_region,
+                                                             role_arn=csi_role_arn, token_dir=IRSA_TOKEN_DIR,
+                                                             audience=IRSA_AUDIENCE)  # fmt: skip
     return {
-        "efs-csi-node.yaml": [d for d in yaml.safe_load_all(driver) if d],
+        "efs-csi-node.yaml": images.pin_docs([d for d in yaml.safe_load_all(driver) if d]),
         "volumes.yaml": [v for u in spec.users for v in volumes(spec, u.name, efs)],
         "lab-volumes.yaml": lab_volumes(spec),
     }

@@ -210,12 +210,15 @@ class VpnCa:
 
 # --- Kubernetes objects --------------------------------------------------------------------------------------
 def namespace_objects(spec: Cluster, user: str) -> list[dict]:
-    """The namespace, its two bindings and its three volume claims, in creation order."""
+    """The namespace (Pod Security labels), its quota, limit range and network policies (provision/tenancy.py),
+    its two bindings and its three volume claims, in creation order."""
+    from provision import tenancy
+
     ns = spec.researchers.namespace(user)
     labels = {USER_LABEL: user, "app.kubernetes.io/managed-by": "research-cluster"}
     subject = {"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": user}
     objs = [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": labels}},
+        *tenancy.namespace_objects(spec, user),
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "RoleBinding",
@@ -261,6 +264,18 @@ def _create(api_client, obj: dict) -> str:
         raise UserError(
             f"creating {obj['kind']} {obj['metadata']['name']}: {first.status} {first.reason}"
         ) from None
+
+
+def _label_namespace(api_client, ns: dict) -> None:
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        client.CoreV1Api(api_client).patch_namespace(
+            ns["metadata"]["name"], {"metadata": {"labels": ns["metadata"]["labels"]}}
+        )
+    except ApiException as e:
+        raise UserError(f"labelling Namespace {ns['metadata']['name']}: {e.status} {e.reason}") from None
 
 
 def _admin_cluster(kubeconfig: str | None) -> tuple[str, str | None]:
@@ -401,6 +416,8 @@ def add_user(spec: Cluster, user: str, admin_kubeconfig: str | None = None, home
         for obj in namespace_objects(spec, user):
             if _create(api_client, obj) == "created":
                 created.append(f"{obj['kind']} {obj['metadata']['name']}")
+            elif obj["kind"] == "Namespace":  # a namespace from before issue 26 gets its Pod Security labels
+                _label_namespace(api_client, obj)
         if role_arn:
             annotate_service_account(api_client, spec.researchers.namespace(user), role_arn)
             created.append(f"S3 role {role_arn} on ServiceAccount default")

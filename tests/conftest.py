@@ -22,6 +22,9 @@ for key, value in {
     "AWS_SESSION_TOKEN": "testing",
     "AWS_DEFAULT_REGION": "us-west-2",
     "AWS_EC2_METADATA_DISABLED": "true",
+    # the emulator pulls no image: deploy tasks may apply images by tag here (provision/images.py); the refusal
+    # itself is tested with it unset (tests/provision/test_images.py)
+    "RESEARCH_CLUSTER_LOCAL_IMAGES_BY_TAG": "1",
 }.items():
     os.environ[key] = value
 

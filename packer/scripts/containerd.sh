@@ -3,17 +3,8 @@
 set -euo pipefail
 : "${CONTAINERD_VERSION:?}" "${NVIDIA_CONTAINER_TOOLKIT_VERSION:?}"
 export DEBIAN_FRONTEND=noninteractive
-# shellcheck source=/dev/null
-. /etc/os-release
 
-install -d -m 0755 /etc/apt/keyrings
-curl -fsSL --retry 5 https://download.docker.com/linux/ubuntu/gpg | gpg --dearmor --yes -o /etc/apt/keyrings/docker.gpg
-echo "deb [signed-by=/etc/apt/keyrings/docker.gpg] https://download.docker.com/linux/ubuntu ${VERSION_CODENAME} stable" \
-  >/etc/apt/sources.list.d/docker.list
-curl -fsSL --retry 5 https://nvidia.github.io/libnvidia-container/gpgkey |
-  gpg --dearmor --yes -o /etc/apt/keyrings/nvidia-container-toolkit.gpg
-echo "deb [signed-by=/etc/apt/keyrings/nvidia-container-toolkit.gpg] https://nvidia.github.io/libnvidia-container/stable/deb/\$(ARCH) /" \
-  >/etc/apt/sources.list.d/nvidia-container-toolkit.list
+# Docker's and NVIDIA's repositories, trusted by their keys' fingerprints: apt-repositories.sh.
 apt-get update -q
 
 # The exact upstream version from the spec, whatever packaging revision the repository gives it. awk reads to the

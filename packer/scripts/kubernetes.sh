@@ -4,11 +4,7 @@ set -euo pipefail
 : "${KUBERNETES_VERSION:?}" "${KUBERNETES_MINOR:?}"
 export DEBIAN_FRONTEND=noninteractive
 
-install -d -m 0755 /etc/apt/keyrings
-curl -fsSL --retry 5 "https://pkgs.k8s.io/core:/stable:/v${KUBERNETES_MINOR}/deb/Release.key" |
-  gpg --dearmor --yes -o /etc/apt/keyrings/kubernetes.gpg
-echo "deb [signed-by=/etc/apt/keyrings/kubernetes.gpg] https://pkgs.k8s.io/core:/stable:/v${KUBERNETES_MINOR}/deb/ /" \
-  >/etc/apt/sources.list.d/kubernetes.list
+# pkgs.k8s.io's channel for the minor, trusted by its key's fingerprint: apt-repositories.sh.
 apt-get update -q
 
 # On a physical server Chef writes the image's package lock: the exact version the image has wins over the archive's

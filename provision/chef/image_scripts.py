@@ -17,8 +17,8 @@ FILES_DIR = COOKBOOK / "files" / "default" / "image_scripts"  # generated, ignor
 # What a server that is not a Kubernetes worker (gateway, NFS) runs: no driver, runtime or kubelet.
 COMMON = ["base.sh", "aws-cli.sh", "storage-client.sh"]
 # What a Kubernetes member that runs no jobs (the site gateway, a flannel member for the pod routes) adds: the
-# runtime, kubelet and flannel's prerequisites; no driver, CUDA or GPU checks.
-NODE = [*COMMON, "containerd.sh", "kubernetes.sh", "flannel-prereqs.sh"]
+# runtime, kubelet and flannel's prerequisites (and the apt repositories they come from); no driver, CUDA or GPU checks.
+NODE = [*COMMON, "apt-repositories.sh", "containerd.sh", "kubernetes.sh", "flannel-prereqs.sh"]
 PER_SERVER = ""  # environment values the recipe fills in for each server (EXPECTED_GPUS, UNATTENDED_UPGRADES)
 
 

@@ -26,14 +26,20 @@ def bake(
     local: bool = False,
     build_dir: Path = BUILD,
     on_event: Callable[[runner.Event], None] = lambda e: None,
+    ssh_from: str | None = None,
 ) -> dict:
     """Build the image in ``region`` (or against moto when ``local``) and record its AMI id."""
     exe = runner.packer_path()
     version = runner.packer_version(exe)
     work = build_dir / "packer" / region
+    if not local and version < (1, 7, 0):
+        raise UserError(f"{exe}: Packer {'.'.join(map(str, version))} cannot require IMDSv2 on the build instance "
+                        "(metadata_options, Packer 1.7 and later): install a newer Packer for a real bake; "
+                        "Packer 1.6 serves `invoke bake-ami --local` only")  # fmt: skip
     staged = template.stage(work / "template", with_plugins=version >= (1, 7, 0))
     if not local:
-        return _build(cluster, region, exe, staged, work, build_dir, AWS_BUILD, None, {}, on_event)
+        cidr = variables.ssh_source(ssh_from) if ssh_from else variables.bake_host_cidr()
+        return _build(cluster, region, exe, staged, work, build_dir, AWS_BUILD, None, {}, on_event, (cidr,))
     with moto_local.moto_server(cluster.software.ubuntu) as endpoint:
         return _build(
             cluster, region, exe, staged, work, build_dir, LOCAL_BUILD, endpoint,
@@ -41,11 +47,16 @@ def bake(
         )  # fmt: skip
 
 
-def _build(cluster, region, exe, staged, work, build_dir, only, endpoint, env, on_event) -> dict:
+def _build(cluster, region, exe, staged, work, build_dir, only, endpoint, env, on_event,
+           ssh_source_cidrs: tuple[str, ...] = ("127.0.0.1/32",)) -> dict:  # fmt: skip
     lock_path = work / "package-lock"
     lock_path.unlink(missing_ok=True)
     values = variables.packer_variables(
-        cluster, region, ec2_endpoint=endpoint or "", package_lock_path=str(lock_path)
+        cluster,
+        region,
+        ec2_endpoint=endpoint or "",
+        package_lock_path=str(lock_path),
+        ssh_source_cidrs=ssh_source_cidrs,
     )
     var_file = variables.write_var_file(values, work / "variables.pkrvars.json")
     result = runner.build(staged, var_file, only, executable=exe, env=env, on_event=on_event)

@@ -47,13 +47,21 @@ def script_environment(variables: dict, template: Path = TEMPLATE) -> dict[str, 
     return env
 
 
+# Packer 1.6 knows no metadata_options (IMDSv2 on the build instance): it is dropped from the staged template for
+# Packer 1.6, which bake.py allows for the local bake only (moto has no instance metadata to protect).
+_METADATA_OPTIONS = re.compile(r"\n  metadata_options \{.*?\n  \}\n", re.S)
+
+
 def stage(dest: Path, *, with_plugins: bool) -> Path:
-    """A build directory holding the template (without ``plugins.pkr.hcl`` for Packer 1.6) and its scripts."""
+    """A build directory holding the template (without ``plugins.pkr.hcl`` and ``metadata_options`` for Packer
+    1.6) and its scripts."""
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
     for f in sorted(checkout.require(TEMPLATE_DIR).glob("*.pkr.hcl")):
-        if f.name != PLUGINS or with_plugins:
+        if f.name == TEMPLATE.name and not with_plugins:
+            (dest / f.name).write_text(_METADATA_OPTIONS.sub("\n", f.read_text(), count=1))
+        elif f.name != PLUGINS or with_plugins:
             shutil.copy2(f, dest / f.name)
     shutil.copytree(TEMPLATE_DIR / "scripts", dest / "scripts")
     return dest

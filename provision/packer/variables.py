@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import urllib.request
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -14,6 +16,11 @@ from provision import hardware
 from provision.packer.images import source_ami_name
 
 BUILDER_INSTANCE_TYPE = "g4dn.xlarge"  # a GPU, so check.sh sees the driver module next to a real device
+
+
+# The signing keys the scripts verify their downloads with (clusterspec/data/gpu_stack.yaml, issue 26).
+SIGNING_KEYS = ("aws_cli_key_fingerprint", "docker_apt_key_fingerprint", "nvidia_container_toolkit_key_fingerprint",
+                "kubernetes_apt_key_fingerprint", "cuda_repo_key_fingerprint")  # fmt: skip
 
 
 def image_driver(cluster: Cluster, site: str | None = None) -> drivers.Driver:
@@ -53,6 +60,7 @@ def packer_variables(
     ec2_endpoint: str = "",
     now=None,
     package_lock_path: str = "package-lock",
+    ssh_source_cidrs: tuple[str, ...] = ("127.0.0.1/32",),
 ) -> dict:
     """The values of packer/variables.pkr.hcl for a build in ``region`` (copied to the spec's other regions)."""
     check_region(cluster, region)
@@ -75,6 +83,7 @@ def packer_variables(
         "nvidia_fabricmanager": "1" if "fabricmanager" in extras else "0",
         "efa_installer_version": sw.efa_installer if "efa" in extras else "",
         "efa_installer_key_fingerprint": drivers.stack_table()["efa_installer_key_fingerprint"],
+        **{k: drivers.stack_table()[k] for k in SIGNING_KEYS},
         "expected_gpus": str(catalog.instance_type(BUILDER_INSTANCE_TYPE).gpus),
         "unattended_upgrades": "0",
         "ami_regions": [r for r in cluster.spill_over_order if r != region],
@@ -90,6 +99,7 @@ def packer_variables(
         )
         if cluster.researchers.registry
         else "",
+        "ssh_source_cidrs": list(ssh_source_cidrs),
     }
 
 
@@ -98,3 +108,33 @@ def write_var_file(variables: dict, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(variables, indent=2, sort_keys=True) + "\n")
     return path
+
+
+CHECK_IP = "https://checkip.amazonaws.com"  # AWS's own what-is-my-address service
+
+
+def ssh_source(text: str) -> str:
+    """``--ssh-from``: one IPv4 address (or it as a /32), the only source Packer's temporary security group admits
+    for SSH to the build instance; a range is refused (packer/variables.pkr.hcl checks the same)."""
+    try:
+        network = ipaddress.IPv4Network(text.strip() if "/" in text else f"{text.strip()}/32")
+    except ValueError as e:
+        raise UserError(
+            f"--ssh-from {text}: not an IPv4 address ({e}); give the bake host's public address"
+        ) from None
+    if network.prefixlen != 32:
+        raise UserError(
+            f"--ssh-from {text}: a range, not one address; give the bake host's public address as a /32"
+        )
+    return str(network)
+
+
+def bake_host_cidr(lookup=None) -> str:
+    """The bake host's public address as a /32: Packer opens SSH to the build instance from it only (issue 26)."""
+    try:
+        text = lookup() if lookup else urllib.request.urlopen(CHECK_IP, timeout=10).read().decode()  # noqa: S310
+        address = ipaddress.IPv4Address(text.strip())
+    except (OSError, ValueError) as e:
+        raise UserError(f"cannot tell this machine's public address from {CHECK_IP} ({e}); pass --ssh-from ADDRESS "
+                        "(the address Packer's SSH to the build instance comes from)") from None  # fmt: skip
+    return f"{address}/32"

@@ -74,6 +74,11 @@ def documents(scope) -> dict[str, dict]:
                 s.setdefault("Condition", {}).setdefault(test, {})[variable] = _strings(
                     resolver, cond["values"]
                 )
+            for block, key in (("principals", "Principal"), ("not_principals", "NotPrincipal")):
+                for p in stmt.get(block) or []:
+                    s.setdefault(key, {}).setdefault(resolver.text(p["type"]), []).extend(
+                        _strings(resolver, p["identifiers"])
+                    )
             statements.append(s)
         out[name] = {"Version": "2012-10-17", "Statement": statements}
     return out
@@ -111,6 +116,17 @@ def role_policies(scope) -> dict[str, list[str]]:
     return out
 
 
+def trust_documents(scope) -> dict[str, str]:
+    """aws_iam_role name => the policy document of its trust policy (assume_role_policy)."""
+    out = {}
+    for _tf, rtype, name, body in scope.d.typed("resource"):
+        if rtype == "aws_iam_role":
+            m = POLICY_DOC.search(str(body.get("assume_role_policy", "")))
+            if m:
+                out[name] = m[1]
+    return out
+
+
 def _fill(text, values: dict):
     if isinstance(text, list):
         return [_fill(t, values) for t in text]
@@ -119,47 +135,106 @@ def _fill(text, values: dict):
     return str(text).format(**values)
 
 
+def _root(entry_root: str, roots: list[Path], by_root: dict) -> Path | None:
+    if entry_root != "primary":
+        return by_root.get(entry_root)
+    return next((r for r in roots if (r / "control_plane.tf").exists()
+                 and 'module "control_plane"' in (r / "control_plane.tf").read_text()), None)  # fmt: skip
+
+
+def _scope(checker: Checker, root: Path, module: str):
+    from provision.terraform.seams import scopes
+
+    return next((s for s in scopes(checker, root, {}) if s.context == f"module.{module}"), None)
+
+
+def _policies(checker, entry, roots, by_root) -> tuple[list[dict], object] | None:
+    """The role's identity policies: those attached in its module, plus what other modules attach (``also``)."""
+    root = _root(entry["root"], roots, by_root)
+    scope = root and _scope(checker, root, entry["module"])
+    if scope is None:
+        return None
+    docs, attached = documents(scope), role_policies(scope)
+    policies = [docs[d] for d in attached.get(entry["role"], []) if d in docs]
+    for extra in entry.get("also", ()):
+        other_root = _root(extra["root"], roots, by_root)
+        other = other_root and _scope(checker, other_root, extra["module"])
+        if other is not None:
+            other_docs = documents(other)
+            policies += [other_docs[d] for d in extra["documents"] if d in other_docs]
+    return policies, scope
+
+
 def check(
     checker: Checker, modules: Path, roots: list[Path], shown: Path, table: Path = TABLE
 ) -> tuple[list[Problem], int]:
-    """Problems for every call its role refuses, and how many calls were evaluated."""
-    from provision.terraform.seams import scopes
-
+    """Problems for every call its role refuses, every ``denied`` call it allows and every ``assume`` that its
+    trust policy decides otherwise; and how many were evaluated."""
     entries = yaml.safe_load(table.read_text())
     by_root = {r.name: r for r in roots}
     problems, n = [], 0
     for entry in entries:
-        root = by_root.get(entry["root"]) if entry["root"] != "primary" else next(
-            (r for r in roots if (r / "control_plane.tf").exists() and "module \"control_plane\"" in (r / "control_plane.tf").read_text()), None)  # fmt: skip
-        if root is None:
+        found = _policies(checker, entry, roots, by_root)
+        if found is None:
             continue
-        scope = next((s for s in scopes(checker, root, {}) if s.context == f"module.{entry['module']}"), None)
-        if scope is None:
-            continue
-        docs, attached = documents(scope), role_policies(scope)
-        role = entry["role"]
-        policies = [docs[d] for d in attached.get(role, []) if d in docs]
+        policies, scope = found
+        root = _root(entry["root"], roots, by_root)
         values = {"account": ACCOUNT, "cluster": scope.resolver.value(scope.resolver.bindings.get("cluster")).text,
                   "region": root.name, "primary": entry.get("primary_region", root.name)}  # fmt: skip
         if entry["root"] == "global":
             values["region"] = values["primary"] = _primary(roots)
         else:
             values["primary"] = _primary(roots)
-        for call in entry["calls"]:
-            n += 1
-            request = iam_eval.Request(
-                call["action"], _fill(call["resource"], values), _fill(call.get("context", {}), values)
+        role = entry["role"]
+        tf = next((f for f in scope.d.files if f.name == entry.get("file", "")), next(iter(scope.d.files)))
+        line = Locator(tf).header("resource", "aws_iam_role", role)
+        where = f"[{entry['root']} module.{entry['module']}]"
+
+        def problem(text: str, tf=tf, line=line, role=role, where=where) -> None:
+            problems.append(
+                Problem(_show(tf, shown), line, f"aws_iam_role.{role}", "policy", f"{text} {where}")
             )
-            decision = iam_eval.evaluate(policies, request)
-            if not decision.allowed:
-                tf = next(
-                    (f for f in scope.d.files if f.name == entry.get("file", "")), next(iter(scope.d.files))
+
+        for want, calls in ((True, entry.get("calls") or []), (False, entry.get("denied") or [])):
+            for call in calls:
+                n += 1
+                request = iam_eval.Request(
+                    call["action"], _fill(call["resource"], values), _fill(call.get("context", {}), values)
                 )
-                line = Locator(tf).header("resource", "aws_iam_role", role)
-                problems.append(Problem(_show(tf, shown), line, f"aws_iam_role.{role}", "policy",
-                                        f"{entry['script']} calls {request.action} on {request.resource}, which the "
-                                        f"role refuses ({decision.reason}; IAM User Guide, \"Policy evaluation "
-                                        f"logic\") [{entry['root']} module.{entry['module']}]"))  # fmt: skip
+                decision = iam_eval.evaluate(policies, request)
+                if decision.allowed and not want:
+                    problem(f"{entry['script']} must not be able to call {request.action} on {request.resource} "
+                            f"({call.get('why', 'least privilege')}), which the role allows ({decision.reason}; "
+                            "IAM User Guide, \"Policy evaluation logic\")")  # fmt: skip
+                elif want and not decision.allowed:
+                    problem(f"{entry['script']} calls {request.action} on {request.resource}, which the role "
+                            f"refuses ({decision.reason}; IAM User Guide, \"Policy evaluation logic\")")  # fmt: skip
+        trust_name = trust_documents(scope).get(role)
+        trust = documents(scope).get(trust_name) if trust_name else None
+        for a in entry.get("assumed_by") or []:
+            if trust is None:
+                break
+            n += 1
+            principal = _fill(a["principal"], values)
+            identity = []
+            if a.get("identity"):
+                other = _policies(checker, {**a["identity"], "role": a["identity"]["role"]}, roots, by_root)
+                identity = other[0] if other else []
+            role_arn = _fill(
+                f"arn:aws:iam::{{account}}:role/{{cluster}}-{a.get('name', role.replace('_', '-'))}", values
+            )
+            context = _fill(a.get("context", {}), values)
+            if "Federated" in a:
+                decision = iam_eval.evaluate([trust], iam_eval.Request(
+                    a.get("action", "sts:AssumeRoleWithWebIdentity"), role_arn, context,
+                    {"Federated": _fill(a["Federated"], values)}))  # fmt: skip
+            else:
+                decision = iam_eval.can_assume(trust, role_arn, principal, identity, context,
+                                               a.get("action", "sts:AssumeRole"))  # fmt: skip
+            if decision.allowed is not a["allowed"]:
+                verb = "may" if decision.allowed else "may not"
+                problem(f"{principal} {verb} assume {role_arn} ({decision.reason}; {a.get('why', 'the trust policy')}); "
+                        f"expected {'allowed' if a['allowed'] else 'refused'}")  # fmt: skip
     return problems, n
 
 

@@ -135,6 +135,11 @@ def up(
     max_size; plan_summary.py) shows them and asks first."""
     for name in names:
         runner = _prepare(cluster, [name], out, state_bucket, plugin_dir)[name]
+        if name == cluster.primary_region:
+            # the control plane applies flannel's objects at boot: their images by digest, or nothing is applied
+            from provision import flannel, images
+
+            images.check_pinned(out / name / "control_plane.tf", flannel.manifest(cluster))
         changes = runner.plan()
         print(f"[{name}] {changes.summary()}")
         if changes.empty:

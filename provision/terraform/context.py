@@ -10,7 +10,7 @@ from clusterspec import catalog, kubelet_reserved
 from clusterspec.errors import UserError
 from clusterspec.names import AUTOSCALER_IRSA_SUBJECT
 from clusterspec.spec import Cluster, Region
-from provision import mtu, scheduler, tunnels
+from provision import flannel, mtu, scheduler, tunnels
 from provision.operations_tf import operations_context
 from provision.researchers_tf import researchers_context
 from provision.terraform.settings import AMI_DIR, AWS_PROVIDER_VERSION, GLOBAL, MODULES, Backend
@@ -98,10 +98,10 @@ def global_context(cluster: Cluster, backend: Backend, out_dir: Path) -> dict:
         and {"datasets", "results"} <= set(cluster.storage.s3.buckets),
         "autoscaler_subject": AUTOSCALER_IRSA_SUBJECT,
         "region": cluster.primary_region,
+        "regions": [r.name for r in cluster.regions],  # issue 26: the image builder's regions
         "bucket_purposes": list(cluster.storage.s3.buckets),
         "noncurrent_version_days": cluster.storage.s3.noncurrent_version_days,
         "site_names": [s.name for s in cluster.sites],
-        "join_parameters": [f"/{cluster.name}/kubeadm/join-token", f"/{cluster.name}/kubeadm/ca-cert-hash"],
         "psk_ssm_prefix": cluster.vpn.psk_ssm_prefix,
         "operations": operations_context(cluster),  # issue 29: roots/global/operations.tf.j2
     }
@@ -128,6 +128,7 @@ def region_context(
         "ami_ssm_parameter": f"/{cluster.name}/ami/gpu-worker",
         "kubeadm_prefix": f"/{cluster.name}/kubeadm",
         "scheduler": scheduler.control_plane_files(),
+        "flannel_manifest": flannel.manifest(cluster),  # issue 26: kept in the repository, images by digest
         "api_dns_name": f"api.{cluster.domain}",
         "domain": cluster.domain,
         "node_groups": [_node_group(cluster, region, g) for g in region.node_groups],
@@ -173,6 +174,12 @@ def region_context(
         routes["pods"] = cluster.kubernetes.pod_cidr
         if not cluster.vpn.split_tunnel:
             routes["internet"] = "0.0.0.0/0"  # full tunnel: laptops reach the internet through the VPC's NAT
+        # what laptops may open beyond the VPC's API, SSH and DNS (terraform/modules/client_vpn, issue 26): every
+        # port of every pod; with a full tunnel HTTP(S) to the internet. Never a node's own ports.
+        egress = {"pods": {"cidr": cluster.kubernetes.pod_cidr, "proto": "-1", "from": None, "to": None}}
+        if not cluster.vpn.split_tunnel:
+            egress |= {f"internet-{n}": {"cidr": "0.0.0.0/0", "proto": "tcp", "from": p, "to": p}
+                       for n, p in (("https", 443), ("http", 80))}  # fmt: skip
         ctx |= {
             "control_plane": {"count": cp.count, "instance_type": cp.instance_type},
             "kubernetes": {
@@ -185,6 +192,7 @@ def region_context(
                 "client_cidr": cluster.vpn.client_cidr,
                 "split_tunnel": cluster.vpn.split_tunnel,
                 "routes": routes,
+                "egress": egress,
                 "zones": list(region.zones[:2]),
             },
             "hosts": {v.name: v.ip for s in cluster.sites for v in s.servers},

@@ -11,8 +11,15 @@ elements reference":
   context (``ForAnyValue:``/``ForAllValues:`` for multivalued keys; ``...IfExists`` holds when the key is absent;
   a missing key fails a condition, except with the negated operators and ``Null``).
 
+Resource-based policies and role trust policies name a ``Principal`` (or ``NotPrincipal``): such a statement
+applies only to a request from a matching principal (``{"AWS": arn}``, ``{"Service": ...}``, ``{"Federated":
+...}``; ``*`` matches anyone; an account's ``arn:aws:iam::<account>:root`` matches every principal of that
+account, which the account's own identity policies must then also allow: :func:`can_assume`).
+
 Documents are the JSON shape (``Statement``, ``Effect``, ``Action``...). Used by `invoke check-terraform`
-(provision/terraform/api_calls.py) with the policies Terraform renders; issue 26 builds least-privilege checks on it.
+(provision/terraform/api_calls.py) with the policies Terraform renders, for what each script must be allowed and,
+since issue 26, for what each role must be refused (another namespace's data, the autoscaler's role, the join
+parameters' writes) and who may assume which role.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ class Request:
     action: str
     resource: str
     context: dict = field(default_factory=dict)  # condition key => value or list of values
+    principal: dict | None = None  # {"AWS": arn} | {"Service": name} | {"Federated": arn}; None: not compared
 
 
 @dataclass(frozen=True)
@@ -101,7 +109,37 @@ def condition_holds(operator: str, key: str, wanted, context: dict) -> bool:
     return not match if negated else match
 
 
+def _account_of(arn: str) -> str | None:
+    parts = arn.split(":")
+    return parts[4] if len(parts) > 5 and parts[2] in ("iam", "sts") else None
+
+
+def principal_matches(principals, request_principal: dict | None) -> bool:
+    """A statement's Principal block against the request's principal (IAM JSON policy elements: Principal)."""
+    if request_principal is None:
+        return True
+    if principals == "*":
+        return True
+    for kind, who in request_principal.items():
+        for p in _as_list((principals or {}).get(kind)):
+            if p == "*" or p == who:
+                return True
+            if (
+                kind == "AWS"
+                and re.fullmatch(r"arn:aws[\w-]*:iam::\d{12}:root", p)
+                and _account_of(who) == _account_of(p)
+            ):
+                return True
+            if kind == "AWS" and re.fullmatch(r"\d{12}", p) and _account_of(who) == p:
+                return True
+    return False
+
+
 def statement_applies(stmt: dict, request: Request) -> bool:
+    if "Principal" in stmt and not principal_matches(stmt["Principal"], request.principal):
+        return False
+    if "NotPrincipal" in stmt and principal_matches(stmt["NotPrincipal"], request.principal):
+        return False
     if "Action" in stmt:
         if not any(_glob(a, request.action, case=False) for a in _as_list(stmt["Action"])):
             return False
@@ -141,3 +179,21 @@ def evaluate(documents: list[dict], request: Request) -> Decision:
     if allowed_by:
         return Decision(True, f"allowed by {allowed_by}")
     return Decision(False, "no statement allows it")
+
+
+def can_assume(trust: dict, role_arn: str, principal_arn: str, identity: list[dict], context: dict | None = None,
+               action: str = "sts:AssumeRole") -> Decision:  # fmt: skip
+    """Whether the role PRINCIPAL_ARN (with identity policies IDENTITY) may assume ROLE_ARN, whose trust policy is
+    TRUST (IAM User Guide, "Policy evaluation logic", cross-principal: a trust policy naming the principal itself
+    suffices; naming only its account needs the principal's identity policy to allow the call too)."""
+    ctx = {"aws:PrincipalArn": principal_arn, **(context or {})}
+    request = Request(action, role_arn, ctx, {"AWS": principal_arn})
+    decided = evaluate([trust], request)
+    if not decided.allowed:
+        return decided
+    named = any(principal_arn in _as_list((s.get("Principal") or {}).get("AWS"))
+                for s in _as_list(trust.get("Statement")) if s.get("Effect", "Allow") == "Allow")  # fmt: skip
+    if named:
+        return decided
+    own = evaluate(identity, Request(action, role_arn, ctx))
+    return own if not own.allowed else decided

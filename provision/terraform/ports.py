@@ -46,7 +46,6 @@ def _p(component: str, module: str, group: str, source: str, proto: str, lo: int
 
 PORTS = [
     _p("kube-apiserver", "network", "cluster", "prefix-list:cluster", "tcp", 6443, 6443, KUBEADM),
-    _p("NodePort Services", "network", "cluster", "prefix-list:cluster", "tcp", 30000, 32767, KUBEADM),
     _p("path MTU discovery (ICMP fragmentation needed)", "network", "cluster", "prefix-list:cluster", "icmp", -1, -1,
        "Amazon EC2 User Guide, \"Path MTU Discovery\": allow ICMP Destination Unreachable: Fragmentation Needed"),
     _p("kubelet API (kube-apiserver, metrics scrapers)", "network", "cluster", "prefix-list:nodes", "tcp", 10250,
@@ -62,8 +61,9 @@ PORTS = [
        "Route 53 Developer Guide, \"Security groups for inbound endpoints\": UDP and TCP 53"),
     _p("the pod gateway (any port of a pod: TensorBoard, notebooks)", "pod_gateway", "forward", "var.client_cidrs",
        "-1", -1, -1, "docs/architecture.md, pod gateways: forwarded traffic keeps the pod's own port"),
-    _p("researchers' SSH", "ssh_machines", "ssh", "var.client_cidrs", "tcp", 22, 22,
-       "docs/researchers.md, SSH machines: from the Client VPN pool only"),
+    _p("researchers' SSH", "ssh_machines", "ssh", "var.client_security_group_id", "tcp", 22, 22,
+       "docs/researchers.md, SSH machines: from the Client VPN endpoint only (its ENIs translate the laptops' "
+       "addresses: AWS Client VPN Administrator Guide, \"Security groups\")"),
     _p("EFA (libfabric, NCCL over SRD) between a group's nodes", "node_group", "efa", "sg:efa", "-1", -1, -1,
        "Amazon EC2 User Guide, \"Get started with EFA\": all traffic to and from the security group itself"),
     # AWS-managed endpoints, never a security group of ours: the site gateway's IKE and NAT-T to the VPN tunnels

@@ -31,7 +31,7 @@ def _objects(emu) -> dict[str, int]:
     with emu.model.lock:
         return {
             k: sum(o["metadata"].get("namespace") == "u-alice" for o in store.list(k))
-            for k in ("jobs", "pods", "services", "configmaps", "podgroups.scheduling.x-k8s.io")
+            for k in ("jobs", "pods", "services", "networkpolicies", "configmaps", "podgroups.scheduling.x-k8s.io")
         }
 
 
@@ -55,6 +55,7 @@ def test_submit_creates_an_indexed_gang_job_the_emulator_accepts(
         pods = sorted(emu.model.store.list("pods", "u-alice"), key=lambda p: p["metadata"]["name"])
         svc = emu.model.store.get("services", "u-alice", "resnet")
         pg = emu.model.store.get("podgroups.scheduling.x-k8s.io", "u-alice", "resnet")
+        netpol = emu.model.store.get("networkpolicies", "u-alice", "resnet-rendezvous")  # default-deny: its own pods
     spec = job["spec"]["template"]["spec"]
     assert (
         spec["containers"][0]["image"]
@@ -69,6 +70,7 @@ def test_submit_creates_an_indexed_gang_job_the_emulator_accepts(
     assert all(p["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] == "resnet" for p in pods)
     assert all(p["status"]["phase"] == "Pending" and not p["spec"].get("nodeName") for p in pods)
     assert svc["metadata"]["ownerReferences"][0]["uid"] == job["metadata"]["uid"]
+    assert netpol["metadata"]["ownerReferences"][0]["uid"] == job["metadata"]["uid"]
     assert pg["spec"]["minMember"] == 2
     assert spec["securityContext"]["runAsUser"] == 2001  # alice, named by her namespace
 
@@ -77,8 +79,8 @@ def test_submit_creates_an_indexed_gang_job_the_emulator_accepts(
 
     code, out, _ = _run(capsys, "--kubeconfig", lab_env, "cancel", "resnet")
     assert code == 0 and out.startswith("cancelled resnet: deleted job")
-    assert _objects(emu) == {"jobs": 0, "pods": 0, "services": 0, "configmaps": _objects(emu)["configmaps"],
-                             "podgroups.scheduling.x-k8s.io": 0}  # fmt: skip
+    assert _objects(emu) == {"jobs": 0, "pods": 0, "services": 0, "networkpolicies": 0,
+                             "configmaps": _objects(emu)["configmaps"], "podgroups.scheduling.x-k8s.io": 0}  # fmt: skip
 
 
 def test_gang_pods_wait_for_the_gang_scheduler(emu, lab_env, project, capsys) -> None:
@@ -137,7 +139,7 @@ def test_dry_run_shows_what_the_server_admits_and_creates_nothing(
     assert "dry run: would upload s3://" in out or "dry run: would reuse s3://" in out
     assert "dry run: the API server admitted these in u-alice as alice; nothing was created" in out
     docs = list(yaml.safe_load_all(out[out.index("apiVersion") :]))
-    assert [d["kind"] for d in docs] == ["Job", "Service", "PodGroup"]
+    assert [d["kind"] for d in docs] == ["Job", "Service", "NetworkPolicy", "PodGroup"]
     assert {d["metadata"]["namespace"] for d in docs} == {"u-alice"}  # the namespace the real one uses
     pod = docs[0]["spec"]["template"]["spec"]
     assert pod["securityContext"]["runAsUser"] == 2001

@@ -83,7 +83,7 @@ def test_every_manifest_passes_strict_validation():
     cluster = load_spec()
     docs = addons.render(cluster)
     assert [d["kind"] for d in docs] == ["ServiceAccount", "Service", "ConfigMap", "DaemonSet",  # NodeLocal DNSCache
-                                         "DaemonSet", "DaemonSet", "Service", "DaemonSet"]  # fmt: skip
+                                         "DaemonSet", "DaemonSet", "Service", "NetworkPolicy", "DaemonSet"]  # fmt: skip
     for doc in docs:
         kubernetes_validate.validate(doc, cluster.kubernetes.minor + ".0", strict=True)
 

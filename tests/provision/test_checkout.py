@@ -28,7 +28,13 @@ def spec():
         (deploy, "TEMPLATES", lambda s, tmp: deploy.render(s, ARN)),
         (addons, "TEMPLATES", lambda s, tmp: addons.render(s)),
         (scheduler, "TEMPLATES", lambda s, tmp: scheduler.render_manifests(s)),
-        (storage, "TEMPLATES", lambda s, tmp: storage.render_storage(s, _efs(s))),
+        (
+            storage,
+            "TEMPLATES",
+            lambda s, tmp: storage.render_storage(
+                s, _efs(s), "arn:aws:iam::123456789012:role/dlr-efs-csi-node"
+            ),
+        ),
         (render, "TEMPLATES", lambda s, tmp: render.render(s, None, tmp / "out")),
         (template, "TEMPLATE_DIR", lambda s, tmp: template.stage(tmp / "packer", with_plugins=False)),
         (template, "TEMPLATE_DIR", lambda s, tmp: image_scripts.copy_scripts(tmp / "files")),

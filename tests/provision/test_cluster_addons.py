@@ -7,7 +7,7 @@ import pytest
 
 from clusterspec.errors import UserError
 from clusterspec.loader import load_spec
-from provision import addons, cluster_addons, scheduler
+from provision import addons, cluster_addons, scheduler, tenancy
 from tests.provision.kubectl_fake import applies, fake_kubectl
 
 
@@ -21,12 +21,13 @@ def test_after_the_primary_region_is_up_the_addons_and_the_gang_scheduler_are_ap
     lines = cluster_addons.after_up(spec, ["global", spec.primary_region], kubectl)
     applied = applies(log)
     assert [a.rsplit(" -f ", 1)[1] for a in applied] == [
+        str(tenancy.OUT),  # the admission policy and the policy controller before anything else (issue 26)
         str(addons.OUT),
-        scheduler.podgroup_crd_url(spec),  # the CRD before the scheduler that reads PodGroups
+        str(scheduler.OUT / "podgroup-crd.yaml"),  # the CRD (kept in the repository) before the scheduler
         str(scheduler.OUT / "gang-scheduler.yaml"),
         "build/deploy/lab-settings.yaml",  # what `lab` reads from the cluster (provision/lab_settings.py)
     ]
-    assert all("--server-side" in a for a in applied) and len(lines) == 5
+    assert all("--server-side" in a for a in applied) and len(lines) == 6
     assert "invoke deploy-monitoring" in lines[-1], "no alert topic yet: the command to run later"
 
 

@@ -41,7 +41,7 @@ def test_every_manifest_passes_strict_validation(docs, spec):
     for doc in docs:
         kubernetes_validate.validate(doc, version, strict=True)  # raises on any problem
     assert [d["kind"] for d in docs] == ["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
-                                         "RoleBinding", "Deployment", "PodDisruptionBudget", "Service"]  # fmt: skip
+                                         "RoleBinding", "Deployment", "PodDisruptionBudget", "Service", "NetworkPolicy"]  # fmt: skip
 
 
 def test_the_written_file_passes_the_validator_cli(spec, tmp_path):
@@ -170,15 +170,36 @@ def test_the_dockerfile_is_pinned_slim_and_non_root():
     [user] = re.findall(r"^USER\s+(\S+)", DOCKERFILE, re.M)
     assert user.split(":")[0] not in ("0", "root")
     assert re.findall(r"^ENTRYPOINT \[\"autoscaler\"\]", DOCKERFILE, re.M)
-    assert "pip install --no-deps -r deploy/requirements.txt" in DOCKERFILE and "--no-deps ." in DOCKERFILE
+    assert (
+        "pip install --require-hashes --only-binary=:all: --no-deps -r deploy/requirements.txt" in DOCKERFILE
+    )
+    assert (
+        "pip install --require-hashes --only-binary=:all: --no-deps -r deploy/build-requirements.txt"
+        in DOCKERFILE
+    )
+    assert (
+        "--no-deps --no-build-isolation --no-index ." in DOCKERFILE
+    )  # the package builds with nothing downloaded
     assert not re.search(r"^(ARG|ENV)\s+\S*(SECRET|TOKEN|PASSWORD|KEY)", DOCKERFILE, re.M | re.I)
     ignore = (ROOT / "deploy" / "Dockerfile.dockerignore").read_text().split()
     assert ignore[ignore.index("*") :][:2] == ["*", "!pyproject.toml"], "the build context is an allow-list"
+    assert {"!deploy/requirements.txt", "!deploy/build-requirements.txt"} <= set(ignore)
+
+
+def _locked(name: str) -> dict[str, tuple[str, list[str]]]:
+    """A requirements file as pip reads it (backslash continuations joined): name => (pin line, its hashes)."""
+    text = (ROOT / "deploy" / name).read_text().replace("\\\n", " ")
+    out = {}
+    for line in text.splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        spec, *options = line.split(" --")
+        out[spec.strip()] = (spec.strip(), [o.strip() for o in options])
+    return out
 
 
 def _pins() -> dict[str, str]:
-    lines = (ROOT / "deploy" / "requirements.txt").read_text().splitlines()
-    reqs = [Requirement(ln) for ln in lines if ln.strip() and not ln.startswith("#")]
+    reqs = [Requirement(spec) for spec in _locked("requirements.txt")]
     assert all(len(r.specifier) == 1 and next(iter(r.specifier)).operator == "==" for r in reqs)
     return {canonicalize_name(r.name): next(iter(r.specifier)).version for r in reqs}
 
@@ -301,3 +322,50 @@ def test_the_image_command_needs_nothing_beyond_its_requirements(tmp_path):
     assert done.stderr.splitlines()[-1].startswith(
         "cannot list from the Kubernetes API at http://127.0.0.1:9"
     )
+
+
+@pytest.mark.parametrize("name", ["requirements.txt", "build-requirements.txt"])
+def test_the_image_requirements_carry_their_hashes(name):
+    """Issue 26: pip's hash-checking mode needs a hash for every file it may pick; each pin lists the SHA-256 of
+    its wheels (one for a pure wheel, one per platform for a compiled one: x86_64 and aarch64), and nothing else."""
+    locked = _locked(name)
+    assert locked
+    for spec, options in locked.values():
+        hashes = [o for o in options if o.startswith("hash=")]
+        assert hashes and hashes == options, spec
+        assert all(re.fullmatch(r"hash=sha256:[0-9a-f]{64}", h) for h in hashes), spec
+        assert len(set(hashes)) == len(hashes) <= 2, spec
+
+
+def test_pip_refuses_a_file_whose_hash_is_not_listed(tmp_path):
+    """The install line of the Dockerfile, run by pip on a wheel made here: the listed hash installs, any other
+    content of the same name and version is refused (pip's "THESE PACKAGES DO NOT MATCH THE HASHES")."""
+    import hashlib
+    import subprocess
+    import sys
+    import zipfile
+
+    def wheel(content: str):
+        path = tmp_path / "wheels" / "tinydep-1.0-py3-none-any.whl"
+        path.parent.mkdir(exist_ok=True)
+        meta = "tinydep-1.0.dist-info"
+        with zipfile.ZipFile(path, "w") as z:
+            z.writestr("tinydep.py", content)
+            z.writestr(f"{meta}/METADATA", "Metadata-Version: 2.1\nName: tinydep\nVersion: 1.0\n")
+            z.writestr(
+                f"{meta}/WHEEL",
+                "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+            )
+            z.writestr(f"{meta}/RECORD", "")
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+
+    good = wheel("X = 1\n")
+    req = tmp_path / "requirements.txt"
+    req.write_text(f"tinydep==1.0 \\\n    --hash=sha256:{good}\n")
+    pip = [sys.executable, "-m", "pip", "install", "--isolated", "--dry-run", "--require-hashes", "--only-binary=:all:",
+           "--no-deps", "--no-index", "--find-links", str(tmp_path / "wheels"), "-r", str(req)]  # fmt: skip
+    ok = subprocess.run(pip, capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    wheel("X = 'altered'\n")
+    bad = subprocess.run(pip, capture_output=True, text=True)
+    assert bad.returncode != 0 and "DO NOT MATCH THE HASHES" in bad.stdout + bad.stderr

@@ -133,6 +133,25 @@ def test_the_deployment_reads_the_rendered_configuration_and_runs_the_release_fo
     )
 
 
+def test_the_podgroup_crd_is_the_releases_kept_in_the_repository(spec):
+    """Issue 26: no download at deploy time. The kept file names its release and the upstream file's sha256, and
+    defines exactly the kind the emulator's stand-in serves (autoscaler/emulator/crds/podgroups.yaml)."""
+    import hashlib
+
+    path = S.podgroup_crd(spec)
+    text = path.read_text()
+    header = [ln for ln in text.splitlines() if ln.startswith("#")]
+    body = "\n".join(ln for ln in text.splitlines() if not ln.startswith("#")) + "\n"
+    assert S.SCHEDULER_PLUGINS[spec.kubernetes.minor] in header[0]
+    assert f"sha256 of the upstream file: {hashlib.sha256(body.encode()).hexdigest()}" in "".join(header)
+    crd = yaml.safe_load(body)
+    stand_in = yaml.safe_load((S.REPO / "autoscaler/emulator/crds/podgroups.yaml").read_text())
+    assert crd["spec"]["names"]["plural"] == stand_in["spec"]["names"]["plural"] == "podgroups"
+    assert crd["spec"]["group"] == stand_in["spec"]["group"]
+    served = [v["name"] for v in crd["spec"]["versions"] if v["served"]]
+    assert served == [v["name"] for v in stand_in["spec"]["versions"] if v["served"]]
+
+
 def test_rbac_grants_no_wildcards_and_only_reads_podgroups(spec):
     docs = S.render_manifests(spec)
     for doc in docs:

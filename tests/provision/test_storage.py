@@ -15,6 +15,7 @@ from provision import storage
 from provision.users import namespace_objects
 
 SPEC = load_spec()
+CSI = "arn:aws:iam::123456789012:role/dlr-efs-csi-node"  # global output efs_csi_role_arn
 EFS = "fs-0123456789abcdef0"
 DATASETS = "fsap-00000000000000d00"
 
@@ -27,7 +28,7 @@ def _efs(**changes) -> storage.EfsVolumes:
 
 
 def test_every_manifest_passes_kubernetes_validate_strict() -> None:
-    manifests = storage.render_storage(SPEC, _efs())
+    manifests = storage.render_storage(SPEC, _efs(), CSI)
     docs = [d for ds in manifests.values() for d in ds]
     assert {d["kind"] for d in docs} == {"CSIDriver", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
                                          "DaemonSet", "PersistentVolume"}  # fmt: skip
@@ -37,7 +38,7 @@ def test_every_manifest_passes_kubernetes_validate_strict() -> None:
 
 def test_each_claim_meets_its_reserved_volume_through_its_access_point() -> None:
     efs = _efs()
-    pvs = {v["metadata"]["name"]: v for v in storage.render_storage(SPEC, efs)["volumes.yaml"]}
+    pvs = {v["metadata"]["name"]: v for v in storage.render_storage(SPEC, efs, CSI)["volumes.yaml"]}
     for user in SPEC.users:
         claims = [o for o in namespace_objects(SPEC, user.name) if o["kind"] == "PersistentVolumeClaim"]
         assert [c["metadata"]["name"] for c in claims] == ["home", "datasets", "results"]
@@ -52,7 +53,7 @@ def test_each_claim_meets_its_reserved_volume_through_its_access_point() -> None
             # TLS, as the file-system policy demands; no iam (the lab's nodes have no instance credentials);
             # no fixed mount target: efs-utils resolves the one in the node's own zone, by the primary
             # region's name wherever the node is
-            assert pv["spec"]["mountOptions"] == ["tls", f"region={SPEC.primary_region}"]
+            assert pv["spec"]["mountOptions"] == ["tls", "iam", f"region={SPEC.primary_region}"]
             assert "volumeAttributes" not in pv["spec"]["csi"]
     alice = efs.access_points["alice"]
     assert pvs["u-alice-home"]["spec"]["csi"]["volumeHandle"] == f"{EFS}::{alice['home']}"
@@ -62,13 +63,43 @@ def test_each_claim_meets_its_reserved_volume_through_its_access_point() -> None
 
 
 def test_the_node_plugin_resolves_with_the_nodes_own_resolver() -> None:
-    (ds,) = [d for d in storage.render_storage(SPEC, _efs())["efs-csi-node.yaml"] if d["kind"] == "DaemonSet"]
+    (ds,) = [
+        d for d in storage.render_storage(SPEC, _efs(), CSI)["efs-csi-node.yaml"] if d["kind"] == "DaemonSet"
+    ]
     pod = ds["spec"]["template"]["spec"]
     assert pod["hostNetwork"] is True and pod["dnsPolicy"] == "Default"
 
 
+def test_the_node_plugin_signs_its_mounts_as_its_own_role() -> None:
+    """Issue 26: the file-system policy lets only <cluster>-efs-csi-node use the jobs' access points; the plugin
+    gets that role through its ServiceAccount's projected token (IRSA), audience sts.amazonaws.com."""
+    (ds,) = [
+        d for d in storage.render_storage(SPEC, _efs(), CSI)["efs-csi-node.yaml"] if d["kind"] == "DaemonSet"
+    ]
+    pod = ds["spec"]["template"]["spec"]
+    plugin = next(c for c in pod["containers"] if c["name"] == "efs-plugin")
+    env = {e["name"]: e.get("value") for e in plugin["env"]}
+    assert env["AWS_ROLE_ARN"] == CSI
+    token = next(v for v in pod["volumes"] if v["name"] == "aws-iam-token")["projected"]["sources"][0]
+    assert token["serviceAccountToken"]["audience"] == "sts.amazonaws.com"
+    mount = next(m for m in plugin["volumeMounts"] if m["name"] == "aws-iam-token")
+    assert env["AWS_WEB_IDENTITY_TOKEN_FILE"] == mount["mountPath"] + "/token"
+
+
+def test_the_csi_role_comes_from_the_global_outputs(tmp_path) -> None:
+    import json
+
+    from clusterspec.errors import UserError
+
+    out = tmp_path / "outputs.json"
+    with pytest.raises(UserError, match="not found"):
+        storage.csi_role_arn(out)
+    out.write_text(json.dumps({"efs_csi_role_arn": {"value": CSI}}))
+    assert storage.csi_role_arn(out) == CSI
+
+
 def test_lab_volumes_point_at_the_nas() -> None:
-    lab = storage.render_storage(SPEC, _efs())["lab-volumes.yaml"]
+    lab = storage.render_storage(SPEC, _efs(), CSI)["lab-volumes.yaml"]
     assert {v["metadata"]["name"]: v["spec"]["nfs"] for v in lab} == {
         "lab-home": {"server": "10.16.0.5", "path": "/export/home"},
         "lab-datasets": {"server": "10.16.0.5", "path": "/export/datasets"},
@@ -92,7 +123,7 @@ def test_lab_volumes_point_at_the_nas() -> None:
 )
 def test_bad_or_missing_ids_are_one_line(changes, reason) -> None:
     with pytest.raises(UserError) as e:
-        storage.render_storage(SPEC, _efs(**changes))
+        storage.render_storage(SPEC, _efs(**changes), CSI)
     assert e.value.lines[0].startswith(reason)
 
 

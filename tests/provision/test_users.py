@@ -43,7 +43,9 @@ def test_add_user_then_the_user_works_in_their_namespace(emu, admin, tmp_path: P
     assert added.namespace == "u-alice"
     assert set(added.created) == {"Namespace u-alice", "RoleBinding alice-edit", "ClusterRoleBinding research-view-alice",
                                   "PersistentVolumeClaim home", "PersistentVolumeClaim datasets",
-                                  "PersistentVolumeClaim results"}  # fmt: skip
+                                  "PersistentVolumeClaim results", "ResourceQuota researcher",
+                                  "LimitRange researcher-defaults", "NetworkPolicy default-deny-ingress",
+                                  "NetworkPolicy from-laptops"}  # fmt: skip
     with emu.model.lock:
         rb = emu.model.store.get("rolebindings", "u-alice", "alice-edit")
         crb = emu.model.store.get("clusterrolebindings", None, "research-view-alice")

@@ -9,6 +9,7 @@
 | Priority | ``priorityClassName`` to ``priority`` and ``preemptionPolicy`` (the built-in ``system-*-critical`` classes too) |
 | DefaultStorageClass, StorageObjectInUseProtection | a claim without a class gets the default one; claims and volumes get their protection finalizers |
 | PodSecurity | :mod:`.podsecurity` |
+| ValidatingAdmissionPolicy | :mod:`.policies` (CEL by cel-python) |
 | ResourceQuota | :mod:`.quota` |
 | CertificateApproval, CertificateSigning, CertificateSubjectRestriction | approving a request needs ``approve`` on its signer; no ``system:masters`` client certificates |
 
@@ -23,6 +24,7 @@ import base64
 import secrets
 
 from autoscaler.emulator.admission.podsecurity import PodSecurity
+from autoscaler.emulator.admission.policies import ValidatingAdmissionPolicies
 from autoscaler.emulator.admission.quota import LimitRanger, ResourceQuota
 from autoscaler.emulator.auth.rbac import Attributes, compact
 from autoscaler.emulator.auth.user import MASTERS, UserInfo
@@ -46,6 +48,7 @@ class Admission:
         self.limits = LimitRanger(api)
         self.quota = ResourceQuota(api)
         self.pod_security = PodSecurity(api)
+        self.policies = ValidatingAdmissionPolicies(api)
         self.webhooks: list = []  # emulated webhooks of images the emulator knows (kubelet/webhooks.py)
 
     @property
@@ -95,6 +98,7 @@ class Admission:
             self._rbac_escalation(res, obj, namespace, user)
         if plural == "certificatesigningrequests":
             self._certificates(op, obj, old, user, sub)
+        self.policies.validate(op, res, obj, old, namespace, user, sub)
         if op in ("CREATE", "UPDATE") and not sub:
             self.quota.validate(op, res, obj, old, namespace, sub)
 

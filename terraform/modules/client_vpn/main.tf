@@ -27,12 +27,30 @@ resource "aws_security_group" "endpoint" {
   tags        = { Name = local.name }
 }
 
+# What laptops reach (issue 26). The endpoint's security group applies to its network interfaces, and laptops'
+# traffic leaves through them translated to their addresses (AWS Client VPN Administrator Guide, "Security groups"
+# and "Rules and best practices": source NAT to the endpoint's ENI), so these egress rules are what a laptop may
+# open: the API server and the SSH machines in this VPC, the VPC's DNS, every port of every pod (the pod gateways
+# forward them; NetworkPolicies decide), and with a full tunnel HTTP(S) to the internet. Never a node's kubelet,
+# SSH or NodePorts, in this VPC, the others or the sites.
+locals {
+  egress = merge({
+    api-server = { cidr = var.vpc_cidr, proto = "tcp", from = 6443, to = 6443 }
+    ssh        = { cidr = var.vpc_cidr, proto = "tcp", from = 22, to = 22 }
+    dns-udp    = { cidr = "${cidrhost(var.vpc_cidr, 2)}/32", proto = "udp", from = 53, to = 53 }
+    dns-tcp    = { cidr = "${cidrhost(var.vpc_cidr, 2)}/32", proto = "tcp", from = 53, to = 53 }
+    icmp       = { cidr = var.vpc_cidr, proto = "icmp", from = -1, to = -1 }
+  }, var.egress)
+}
+
 resource "aws_vpc_security_group_egress_rule" "endpoint" {
-  for_each          = local.destinations
+  for_each          = local.egress
   security_group_id = aws_security_group.endpoint.id
-  description       = "Laptops to ${each.key}"
-  cidr_ipv4         = each.value
-  ip_protocol       = "-1"
+  description       = "Laptops: ${each.key}"
+  cidr_ipv4         = each.value.cidr
+  ip_protocol       = each.value.proto
+  from_port         = each.value.from
+  to_port           = each.value.to
 }
 
 resource "aws_ec2_client_vpn_endpoint" "this" {

@@ -58,3 +58,13 @@ variable "log_retention_days" {
   type        = number
   default     = 365
 }
+
+variable "egress" {
+  description = "What laptops may open beyond this VPC's API server, SSH and DNS: name => {cidr, proto, from, to} (the pod network, every port; with a full tunnel HTTP(S) to the internet)."
+  type = map(object({
+    cidr  = string
+    proto = string
+    from  = optional(number)
+    to    = optional(number)
+  }))
+}

@@ -90,12 +90,11 @@ resource "aws_instance" "member" {
     kubernetes_version     = var.kubernetes_version
     pod_cidr               = var.pod_cidr
     service_cidr           = var.service_cidr
-    pod_mtu                = var.pod_mtu
     join_prefix            = var.join_parameter_prefix
     status_prefix          = local.status_prefix
     init_parameter         = aws_ssm_parameter.init.name
     kms_key_arn            = var.kms_key_arn
-    flannel_manifest       = var.flannel_manifest_url
+    flannel_manifest       = var.flannel_manifest
     scheduler_config       = var.scheduler_config
     scheduler_file         = var.scheduler_config_file
     scheduler_kubeadm      = var.scheduler_kubeadm

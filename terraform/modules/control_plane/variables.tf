@@ -94,20 +94,9 @@ variable "join_parameter_prefix" {
   type        = string
 }
 
-variable "flannel_manifest_url" {
-  description = "flannel's release manifest (pinned); member 0 applies it with the pod network substituted."
+variable "flannel_manifest" {
+  description = "flannel's objects (provision/flannel.py: the pod network and MTU filled in, images by digest); member 0 applies them. Kept in the repository: nothing is downloaded at boot."
   type        = string
-  default     = "https://github.com/flannel-io/flannel/releases/download/v0.26.1/kube-flannel.yml"
-}
-
-variable "pod_mtu" {
-  description = "MTU of the pods' interfaces (flannel's CNI delegate): the smallest path, VXLAN inside the site's IPsec tunnels (provision/mtu.py)."
-  type        = number
-
-  validation {
-    condition     = var.pod_mtu >= 1280 && var.pod_mtu <= 8951
-    error_message = "pod_mtu must be between 1280 and 8951 (9001 jumbo frames less VXLAN's 50 bytes)."
-  }
 }
 
 variable "scheduler_config" {

@@ -44,14 +44,29 @@ resource "aws_vpc_security_group_ingress_rule" "nfs" {
   to_port           = 2049
 }
 
-# The file-system policy (Amazon EFS User Guide, "Using IAM to control file system data access" and its
-# example policies): without one, any client that reaches a mount target has root. With it:
+# The file-system policy (Amazon EFS User Guide, "Using IAM to control file system data access", "Using access
+# points in IAM policies"): without one, any client that reaches a mount target has root. With it, every access
+# point is usable only by the identity it belongs to, and nobody has root:
 # - every request without TLS is denied (aws:SecureTransport; mount with -o tls);
-# - any client may mount and write through a mount target (the security group decides who reaches one), but
-#   only through one of the access points below, and ClientRootAccess is granted only to the cluster's roles,
-#   so other clients are root-squashed;
-# - ClientRootAccess is denied to every other principal, anonymous (non-IAM) mounts included: a negated
-#   condition operator matches when aws:PrincipalArn is absent.
+# - only job_role_arns (the EFS CSI node plugin's IRSA role) and shell_role_arns (the SSH machines' role) mount
+#   at all, with IAM (mount -o tls,iam); every other principal is refused by an explicit Deny, anonymous (non-IAM)
+#   mounts too: a negated condition operator holds when aws:PrincipalArn is absent;
+# - the job role only through the jobs' access points (each researcher's home and results, enforcing their uid;
+#   Kubernetes binds each researcher's volumes to their own namespace's claims: provision/storage.py) and
+#   /datasets; the shell role only through the SSH machines' access points and /datasets; neither the bare file
+#   system (a negated operator holds when elasticfilesystem:AccessPointArn is absent);
+# - no ClientRootAccess for anyone: the access points create their directories themselves (creation_info).
+data "aws_caller_identity" "this" {}
+data "aws_partition" "this" {}
+
+locals {
+  job_ap_arns   = concat([for ap in aws_efs_access_point.job : ap.arn], [aws_efs_access_point.datasets.arn])
+  shell_ap_arns = concat([for ap in aws_efs_access_point.shell : ap.arn], [aws_efs_access_point.datasets.arn])
+  mount_roles   = concat(var.job_role_arns, var.shell_role_arns)
+  # without SSH machines the statement about their role names the role they would have (never a principal then)
+  shell_roles = length(var.shell_role_arns) > 0 ? var.shell_role_arns : ["arn:${data.aws_partition.this.partition}:iam::${data.aws_caller_identity.this.account_id}:role/${var.cluster}-ssh-machines"]
+}
+
 data "aws_iam_policy_document" "efs" {
   statement {
     sid       = "DenyWithoutTls"
@@ -69,17 +84,13 @@ data "aws_iam_policy_document" "efs" {
     }
   }
 
-  # Amazon EFS User Guide, "Using access points in IAM policies": the elasticfilesystem:AccessPointArn condition
-  # key carries the access point a client mounts through, and is absent on a mount of the bare file system, so
-  # Null = false admits access-point mounts only. The access points fix each mount's root directory (and, for
-  # jobs, its POSIX identity); the file system's own root stays with the cluster's roles.
   statement {
-    sid       = "MountThroughAccessPoints"
+    sid       = "MountRolesThroughAccessPoints"
     actions   = ["elasticfilesystem:ClientMount", "elasticfilesystem:ClientWrite"]
     resources = [aws_efs_file_system.this.arn]
     principals {
       type        = "AWS"
-      identifiers = ["*"]
+      identifiers = local.mount_roles
     }
     condition {
       test     = "Bool"
@@ -93,25 +104,11 @@ data "aws_iam_policy_document" "efs" {
     }
   }
 
+  # An explicit Deny wins over any Allow of an identity policy elsewhere in the account.
   statement {
-    sid       = "RootForClusterRoles"
-    actions   = ["elasticfilesystem:ClientMount", "elasticfilesystem:ClientWrite", "elasticfilesystem:ClientRootAccess"]
-    resources = [aws_efs_file_system.this.arn]
-    principals {
-      type        = "AWS"
-      identifiers = var.root_access_role_arns
-    }
-    condition {
-      test     = "Bool"
-      variable = "elasticfilesystem:AccessedViaMountTarget"
-      values   = ["true"]
-    }
-  }
-
-  statement {
-    sid       = "NoRootForOthers"
+    sid       = "NoOtherPrincipal"
     effect    = "Deny"
-    actions   = ["elasticfilesystem:ClientRootAccess"]
+    actions   = ["elasticfilesystem:ClientMount", "elasticfilesystem:ClientWrite"]
     resources = [aws_efs_file_system.this.arn]
     principals {
       type        = "AWS"
@@ -120,7 +117,60 @@ data "aws_iam_policy_document" "efs" {
     condition {
       test     = "ArnNotEquals"
       variable = "aws:PrincipalArn"
-      values   = var.root_access_role_arns
+      values   = local.mount_roles
+    }
+  }
+
+  statement {
+    sid       = "JobRolesOnlyThroughTheJobsAccessPoints"
+    effect    = "Deny"
+    actions   = ["elasticfilesystem:ClientMount", "elasticfilesystem:ClientWrite"]
+    resources = [aws_efs_file_system.this.arn]
+    principals {
+      type        = "AWS"
+      identifiers = ["*"]
+    }
+    condition {
+      test     = "ArnEquals"
+      variable = "aws:PrincipalArn"
+      values   = var.job_role_arns
+    }
+    condition {
+      test     = "ArnNotEquals" # the key's type is ARN (Service Authorization Reference, Amazon EFS condition keys)
+      variable = "elasticfilesystem:AccessPointArn"
+      values   = local.job_ap_arns
+    }
+  }
+
+  statement {
+    sid       = "ShellRolesOnlyThroughTheShellsAccessPoints"
+    effect    = "Deny"
+    actions   = ["elasticfilesystem:ClientMount", "elasticfilesystem:ClientWrite"]
+    resources = [aws_efs_file_system.this.arn]
+    principals {
+      type        = "AWS"
+      identifiers = ["*"]
+    }
+    condition {
+      test     = "ArnEquals"
+      variable = "aws:PrincipalArn"
+      values   = local.shell_roles
+    }
+    condition {
+      test     = "ArnNotEquals"
+      variable = "elasticfilesystem:AccessPointArn"
+      values   = local.shell_ap_arns
+    }
+  }
+
+  statement {
+    sid       = "NoRootForAnyone"
+    effect    = "Deny"
+    actions   = ["elasticfilesystem:ClientRootAccess"]
+    resources = [aws_efs_file_system.this.arn]
+    principals {
+      type        = "AWS"
+      identifiers = ["*"]
     }
   }
 }

@@ -23,9 +23,20 @@ variable "client_prefix_list_id" {
   type        = string
 }
 
-variable "root_access_role_arns" {
-  description = "Roles whose IAM-authenticated mounts (mount -o tls,iam) keep root; every other client is root-squashed."
+variable "job_role_arns" {
+  description = "The roles that mount the jobs' access points and /datasets (the EFS CSI node plugin's IRSA role, global output efs_csi_role_arn); every other principal is refused them."
   type        = list(string)
+
+  validation {
+    condition     = length(var.job_role_arns) > 0
+    error_message = "job_role_arns needs the EFS CSI node plugin's role (global output efs_csi_role_arn)."
+  }
+}
+
+variable "shell_role_arns" {
+  description = "The roles that mount the SSH machines' access points and /datasets (../ssh_machines output role_arn); empty without SSH machines."
+  type        = list(string)
+  default     = []
 }
 
 variable "throughput_mode" {

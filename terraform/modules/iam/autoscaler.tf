@@ -38,13 +38,14 @@ data "aws_iam_policy_document" "autoscaler" {
     resources = ["*"] # Describe actions support no resource-level permissions
   }
 
+  # Desired capacity within the group's own bounds: AWS refuses a SetDesiredCapacity outside MinSize..MaxSize,
+  # which Terraform sets from the spec and the autoscaler cannot change (below).
   statement {
     sid = "ScaleOwnedGroups"
-    # The last two adopt a group made without scale-in protection (docs/autoscaler.md): protect its instances.
+    # SetInstanceProtection adopts a group made without scale-in protection (docs/autoscaler.md).
     actions = [
       "autoscaling:SetDesiredCapacity",
       "autoscaling:TerminateInstanceInAutoScalingGroup",
-      "autoscaling:UpdateAutoScalingGroup",
       "autoscaling:SetInstanceProtection",
     ]
     resources = ["arn:${local.p}:autoscaling:*:${local.account}:autoScalingGroup:*:autoScalingGroupName/${var.cluster}-*"]
@@ -52,6 +53,46 @@ data "aws_iam_policy_document" "autoscaler" {
       test     = "StringEquals"
       variable = "aws:ResourceTag/k8s.io/cluster-autoscaler/${var.cluster}"
       values   = ["owned"]
+    }
+  }
+
+  # UpdateAutoScalingGroup only to turn on NewInstancesProtectedFromScaleIn when adopting a group: a request that
+  # names a minimum or maximum size, a launch template or configuration, or subnets is refused (the condition
+  # keys are present exactly when the request sets them: Service Authorization Reference, Amazon EC2 Auto Scaling),
+  # so the role cannot raise a group's maximum past the spec's or point it at another image (issue 26).
+  statement {
+    sid       = "AdoptOwnedGroupsOnly"
+    actions   = ["autoscaling:UpdateAutoScalingGroup"]
+    resources = ["arn:${local.p}:autoscaling:*:${local.account}:autoScalingGroup:*:autoScalingGroupName/${var.cluster}-*"]
+    condition {
+      test     = "StringEquals"
+      variable = "aws:ResourceTag/k8s.io/cluster-autoscaler/${var.cluster}"
+      values   = ["owned"]
+    }
+    condition {
+      test     = "Null"
+      variable = "autoscaling:MaxSize"
+      values   = ["true"]
+    }
+    condition {
+      test     = "Null"
+      variable = "autoscaling:MinSize"
+      values   = ["true"]
+    }
+    condition {
+      test     = "Null"
+      variable = "autoscaling:LaunchTemplateVersionSpecified"
+      values   = ["true"]
+    }
+    condition {
+      test     = "Null"
+      variable = "autoscaling:LaunchConfigurationName"
+      values   = ["true"]
+    }
+    condition {
+      test     = "Null"
+      variable = "autoscaling:VPCZoneIdentifiers"
+      values   = ["true"]
     }
   }
 }

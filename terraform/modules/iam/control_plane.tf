@@ -8,7 +8,17 @@ data "aws_iam_policy_document" "control_plane" {
     resources = [
       "${local.kubeadm}/join-token",
       "${local.kubeadm}/ca-cert-hash",
+    ]
+  }
+
+  # The certificate key exists only while a member joins (scripts/bootstrap.sh serve_joins): a joining member
+  # asks through join-request, a joined one publishes the key, both delete it after (issue 26).
+  statement {
+    sid     = "CertificatesOnlyWhileAMemberJoins"
+    actions = ["ssm:GetParameter", "ssm:PutParameter", "ssm:DeleteParameter"]
+    resources = [
       "${local.kubeadm}/certificate-key",
+      "${local.ssm}/control-plane/join-request",
     ]
   }
 

@@ -1,5 +1,8 @@
 # Roles of the cluster, each with the least it needs:
-#   <cluster>-node           workers: read the join parameters, mount EFS, pull from ECR, use the data buckets
+#   <cluster>-node           workers and pod gateways: read the join parameters, pull from ECR. Nothing else: no data
+#                            bucket (pods get S3 through IRSA, one role per researcher's namespace:
+#                            ../service_account_issuer) and no EFS (the CSI driver mounts through access points as
+#                            <cluster>-efs-csi-node, efs_csi.tf), so root on a node reads no researcher's data
 #   <cluster>-control-plane  control plane: the node's rights plus publishing the join parameters
 #   <cluster>-autoscaler     assumed only with the autoscaler ServiceAccount's token (IRSA);
 #                            Describe on "*"; SetDesiredCapacity/TerminateInstanceInAutoScalingGroup only on
@@ -51,17 +54,6 @@ data "aws_iam_policy_document" "node" {
   }
 
   statement {
-    sid       = "MountClusterEfs"
-    actions   = ["elasticfilesystem:ClientMount", "elasticfilesystem:ClientWrite", "elasticfilesystem:DescribeMountTargets"]
-    resources = ["arn:${local.p}:elasticfilesystem:*:${local.account}:file-system/*"]
-    condition {
-      test     = "StringEquals"
-      variable = "aws:ResourceTag/research.cluster/cluster"
-      values   = [var.cluster]
-    }
-  }
-
-  statement {
     sid = "PullClusterImages"
     actions = [
       "ecr:BatchCheckLayerAvailability",
@@ -76,29 +68,11 @@ data "aws_iam_policy_document" "node" {
     actions   = ["ecr:GetAuthorizationToken"]
     resources = ["*"] # GetAuthorizationToken supports no resource-level permissions
   }
-
-  statement {
-    sid       = "ListDataBuckets"
-    actions   = ["s3:ListBucket"]
-    resources = var.bucket_arns
-  }
-
-  statement {
-    sid       = "UseDataBuckets"
-    actions   = ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"]
-    resources = [for b in var.bucket_arns : "${b}/*"]
-  }
-
-  statement {
-    sid       = "UseDataBucketKey"
-    actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
-    resources = [var.s3_kms_key_arn]
-  }
 }
 
 resource "aws_iam_policy" "node" {
   name        = "${var.cluster}-node"
-  description = "Kubernetes nodes of ${var.cluster}: join parameters, EFS, ECR pulls, data buckets"
+  description = "Kubernetes nodes of ${var.cluster}: join parameters, ECR pulls"
   policy      = data.aws_iam_policy_document.node.json
 }
 

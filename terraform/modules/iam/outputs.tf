@@ -19,12 +19,12 @@ output "image_builder_role_arn" {
 }
 
 output "node_role_arn" {
-  description = "The workers' role (the EFS file-system policy grants it root access)."
+  description = "The workers' role."
   value       = aws_iam_role.node.arn
 }
 
 output "control_plane_role_arn" {
-  description = "The control plane's role (the EFS file-system policy grants it root access)."
+  description = "The control plane's role."
   value       = aws_iam_role.control_plane.arn
 }
 
@@ -36,4 +36,9 @@ output "operator_role_arn" {
 output "session_manager_policy_arn" {
   description = "The Session Manager agent's permissions (attached to every cluster instance's role)."
   value       = aws_iam_policy.session_manager.arn
+}
+
+output "efs_csi_role_arn" {
+  description = "The EFS CSI node plugin's role (IRSA): the only principal the file-system policy lets mount the jobs' access points."
+  value       = aws_iam_role.efs_csi.arn
 }

@@ -3,16 +3,6 @@ variable "cluster" {
   type        = string
 }
 
-variable "bucket_arns" {
-  description = "ARNs of the cluster's data buckets (datasets, results, ...) that nodes read and write."
-  type        = list(string)
-}
-
-variable "s3_kms_key_arn" {
-  description = "The buckets' KMS key."
-  type        = string
-}
-
 variable "oidc_provider_arn" {
   description = "The cluster's IAM OIDC provider (module service_account_issuer): the autoscaler's role trusts it."
   type        = string
@@ -26,4 +16,43 @@ variable "oidc_issuer" {
 variable "autoscaler_subject" {
   description = "The autoscaler's ServiceAccount as a token subject, system:serviceaccount:<namespace>:<name>."
   type        = string
+}
+
+variable "efs_csi_subject" {
+  description = "The EFS CSI node plugin's ServiceAccount as a token subject (system:serviceaccount:kube-system:efs-csi-node)."
+  type        = string
+  default     = "system:serviceaccount:kube-system:efs-csi-node"
+}
+
+variable "bake_region" {
+  description = "Where Packer builds the image (the primary region): every EC2 write of the image builder is limited to it, copies to var.regions."
+  type        = string
+}
+
+variable "regions" {
+  description = "The cluster's regions: the image is copied there and its SSM parameter written there."
+  type        = list(string)
+}
+
+variable "image_builder_ci_principal_arns" {
+  description = "CI principals (roles) that may assume the image builder, with the ExternalId below."
+  type        = list(string)
+  default     = []
+}
+
+variable "image_builder_external_id" {
+  description = "The ExternalId the CI principals must present (agreed with the CI system; not a secret, a confused-deputy guard)."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = length(var.image_builder_external_id) == 0 || length(var.image_builder_external_id) >= 12
+    error_message = "image_builder_external_id: at least 12 characters (or empty without CI principals)."
+  }
+}
+
+variable "image_builder_mfa_principal_arns" {
+  description = "People (users or roles) that may assume the image builder with MFA."
+  type        = list(string)
+  default     = []
 }

@@ -10,9 +10,9 @@ locals {
   # No SSH: operators reach the instances through Session Manager (no key, no open port: modules/iam/operator.tf).
   # Each port is open between exactly the parties that use it (provision/terraform/ports.py, checked by
   # `invoke check-terraform`).
+  # No NodePorts: nothing of the cluster serves one, and researchers' quotas allow none (issue 26).
   cluster_ports = {
     apiserver = ["tcp", 6443, 6443]
-    nodeports = ["tcp", 30000, 32767]
     icmp      = ["icmp", -1, -1] # path MTU discovery and ping
   }
   # from node addresses only (VPCs and sites): flannel VXLAN between nodes, the kubelet API for the API server and

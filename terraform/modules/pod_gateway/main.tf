@@ -37,8 +37,10 @@ module "join" {
   taints               = "research.cluster/pod-gateway=true:NoSchedule"
   kubelet_reserved     = var.kubelet_reserved
   prelude = templatefile("${path.module}/templates/gateway.sh.tftpl", {
-    pod_cidr         = var.pod_cidr
-    masquerade_cidrs = var.client_cidrs
+    pod_cidr          = var.pod_cidr
+    masquerade_cidrs  = var.client_cidrs
+    gateway_namespace = "pod-gateway"                                 # provision/tenancy.py GATEWAY_NAMESPACE
+    identity_selector = "app.kubernetes.io/name=pod-gateway-identity" # provision/tenancy.py GATEWAY_IDENTITY_LABELS
   })
 }
 

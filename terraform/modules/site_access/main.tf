@@ -57,7 +57,7 @@ data "aws_iam_policy_document" "site" {
   statement {
     sid       = "ReadJoinParameters"
     actions   = ["ssm:GetParameter"]
-    resources = [for name in var.join_parameters : "${local.ssm}${name}"]
+    resources = ["${local.ssm}/${var.cluster}/kubeadm/join-token", "${local.ssm}/${var.cluster}/kubeadm/ca-cert-hash"]
   }
 
   statement {

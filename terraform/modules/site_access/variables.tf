@@ -23,11 +23,6 @@ variable "sites" {
   }
 }
 
-variable "join_parameters" {
-  description = "SSM names the sites' workers read to join: the kubeadm join token and CA hash (/<cluster>/kubeadm/...)."
-  type        = list(string)
-}
-
 variable "psk_ssm_prefix" {
   description = "SSM prefix of the tunnels' pre-shared keys (<prefix>/<region>/<site>/tunnel<1,2>); a server reads only its own site's."
   type        = string

@@ -20,6 +20,9 @@ locals {
     datasets_access_point = var.efs_datasets_access_point
     efs_mount             = var.efs_mount
     efs_utils_version     = var.efs_utils_version
+    efs_utils_commit      = var.efs_utils_commit
+    efs_utils_sha256      = var.efs_utils_sha256
+    efs_utils_script      = file("${path.module}/scripts/efs_utils.sh")
     users                 = var.users
     idle_stop_min         = var.idle_stop_min
     idle_stop_script      = file("${path.module}/scripts/idle_stop.sh")
@@ -33,14 +36,17 @@ resource "aws_security_group" "ssh" {
   tags        = local.tags
 }
 
+# Laptops arrive with the address of the Client VPN endpoint's network interface (the endpoint translates
+# them: AWS Client VPN Administrator Guide, "Security groups"), never from the VPN pool: the rule names the
+# endpoint's security group (issue 26; a rule for the pool matched nothing).
 resource "aws_vpc_security_group_ingress_rule" "ssh" {
-  for_each          = toset(var.client_cidrs)
-  security_group_id = aws_security_group.ssh.id
-  description       = "SSH from laptops on the Client VPN"
-  cidr_ipv4         = each.value
-  ip_protocol       = "tcp"
-  from_port         = 22
-  to_port           = 22
+  #checkov:skip=CKV_AWS_24:The source is the Client VPN endpoint's security group (referenced_security_group_id), not 0.0.0.0/0; checkov's AbsSecurityGroupUnrestrictedIngress.contains_violation knows only cidr_ipv4/cidr_ipv6, security_groups and source_security_group_id and counts a rule with none of them as open to all.
+  security_group_id            = aws_security_group.ssh.id
+  description                  = "SSH from laptops on the Client VPN"
+  referenced_security_group_id = var.client_security_group_id
+  ip_protocol                  = "tcp"
+  from_port                    = 22
+  to_port                      = 22
 }
 
 resource "aws_vpc_security_group_egress_rule" "cluster" {

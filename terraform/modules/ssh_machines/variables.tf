@@ -23,9 +23,9 @@ variable "subnet_ids" {
   type        = map(string)
 }
 
-variable "client_cidrs" {
-  description = "Networks SSH is accepted from: the Client VPN pool."
-  type        = list(string)
+variable "client_security_group_id" {
+  description = "The Client VPN endpoint's security group (../client_vpn output security_group_id): laptops reach SSH from its interfaces."
+  type        = string
 }
 
 variable "groups" {
@@ -76,9 +76,31 @@ variable "efs_access_point_arns" {
 }
 
 variable "efs_utils_version" {
-  description = "Release tag of aws/efs-utils built on the machines (Ubuntu has no package)."
+  description = "Release tag of aws/efs-utils built on the machines (Ubuntu has no package); the source is taken by efs_utils_commit, never by the tag."
   type        = string
   default     = "v2.3.2"
+}
+
+variable "efs_utils_commit" {
+  description = "The commit of aws/efs-utils that efs_utils_version tags (a tag can be moved; a commit cannot)."
+  type        = string
+  default     = "e9ff0e1596f8ac566063659cda60290339216727"
+
+  validation {
+    condition     = can(regex("^[0-9a-f]{40}$", var.efs_utils_commit))
+    error_message = "The efs_utils_commit must be a full 40-hex commit id."
+  }
+}
+
+variable "efs_utils_sha256" {
+  description = "SHA-256 of that commit's content (scripts/efs_utils.sh tree_sha256: sha256sum of every tracked file, in path order, hashed again); checked before the build."
+  type        = string
+  default     = "671b3c4c62b683d659c584c13846316a76eb546987da04c1e5e01d748573ed87"
+
+  validation {
+    condition     = can(regex("^[0-9a-f]{64}$", var.efs_utils_sha256))
+    error_message = "The efs_utils_sha256 must be 64 hex digits."
+  }
 }
 
 variable "cluster_cidrs" {

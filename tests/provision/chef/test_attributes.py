@@ -82,7 +82,7 @@ def test_server_labels_and_roles(tmp_path):
     }
 
 
-KUBERNETES_MEMBER = {"containerd.sh", "kubernetes.sh", "flannel-prereqs.sh"}
+KUBERNETES_MEMBER = {"apt-repositories.sh", "containerd.sh", "kubernetes.sh", "flannel-prereqs.sh"}
 
 
 def test_scripts_are_the_image_scripts(tmp_path):

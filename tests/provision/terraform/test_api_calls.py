@@ -72,3 +72,50 @@ CASES = [
 @pytest.mark.parametrize("statements,request_,allowed", CASES)
 def test_the_evaluator_decides_as_iam_does(statements, request_, allowed):
     assert iam_eval.evaluate([{"Statement": statements}], request_).allowed is allowed
+
+
+TRUST_CASES = [
+    # (trust statements, role's own identity statements, principal, allowed)
+    ([{"Effect": "Allow", "Action": "sts:AssumeRole", "Principal": {"AWS": "arn:aws:iam::1:role/op"}}], [],
+     "arn:aws:iam::111111111111:role/op", False),  # another account's role of the same name
+    ([{"Effect": "Allow", "Action": "sts:AssumeRole", "Principal": {"AWS": "arn:aws:iam::111111111111:role/op"}}],
+     [], "arn:aws:iam::111111111111:role/op", True),  # named: the trust policy alone decides
+    ([{"Effect": "Allow", "Action": "sts:AssumeRole", "Principal": {"AWS": "arn:aws:iam::111111111111:root"}}],
+     [], "arn:aws:iam::111111111111:role/node", False),  # the account: its identity policy must allow it too
+    ([{"Effect": "Allow", "Action": "sts:AssumeRole", "Principal": {"AWS": "arn:aws:iam::111111111111:root"}}],
+     [{"Effect": "Allow", "Action": "sts:AssumeRole", "Resource": "*"}], "arn:aws:iam::111111111111:role/node", True),
+    ([{"Effect": "Allow", "Action": "sts:AssumeRoleWithWebIdentity", "Principal": {"Federated": "arn:x"}}],
+     [{"Effect": "Allow", "Action": "sts:*", "Resource": "*"}], "arn:aws:iam::111111111111:role/node", False),
+    ([{"Effect": "Allow", "Action": "sts:AssumeRole", "Principal": {"AWS": "arn:aws:iam::111111111111:role/ci"},
+       "Condition": {"StringEquals": {"sts:ExternalId": "abcdefabcdef"}}}], [],
+     "arn:aws:iam::111111111111:role/ci", False),  # CI without the ExternalId
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("trust,identity,principal,allowed", TRUST_CASES)
+def test_who_may_assume_a_role_is_decided_as_iam_does(trust, identity, principal, allowed):
+    decision = iam_eval.can_assume({"Statement": trust}, "arn:aws:iam::111111111111:role/target", principal,
+                                   [{"Statement": identity}])  # fmt: skip
+    assert decision.allowed is allowed, decision.reason
+
+
+def test_the_deny_side_reports_a_role_that_may_do_what_it_must_not(tmp_path):
+    """A table whose `denied` call the role allows is one problem naming the call and why (issue 26)."""
+    from clusterspec.loader import load_spec
+    from provision.terraform import api_calls, provider_schema
+    from provision.terraform.render import render
+    from provision.terraform.schema_check import Checker
+
+    schema_path = ROOT / ".cache/provider-aws/schema.json.gz"
+    if not schema_path.exists():
+        pytest.skip("the AWS provider schema is missing (make tools)")
+    roots = [r.path for r in render(load_spec(), out_dir=tmp_path / "roots")]
+    table = tmp_path / "calls.yaml"
+    table.write_text(yaml.safe_dump([{
+        "script": "a test", "root": "global", "module": "iam", "role": "node",
+        "calls": [], "denied": [{"action": "ecr:BatchGetImage", "why": "a test",
+                                 "resource": "arn:aws:ecr:us-west-2:{account}:repository/{cluster}/research"}]}]))  # fmt: skip
+    problems, n = api_calls.check(Checker(provider_schema.load(schema_path), ROOT), ROOT / "terraform/modules",
+                                  roots, ROOT, table)  # fmt: skip
+    assert n == 1 and len(problems) == 1
+    assert "must not be able to call ecr:BatchGetImage" in problems[0].message

@@ -129,3 +129,15 @@ def test_a_teardown_that_refuses_stops_the_destroy(cluster, fake, tmp_path):
         commands.down(cluster, ["us-east-2"], out=tmp_path / "out", teardown=_Teardown(fake, fail=True),
                       ask=lambda p: cluster.name)  # fmt: skip
     assert "apply" not in fake.commands()
+
+
+# issue 26: flannel's objects are applied by the control plane at boot (provision/flannel.py, tests/provision/test_flannel.py)
+def test_up_refuses_the_primary_root_while_flannel_has_images_by_tag(cluster, fake, tmp_path, monkeypatch):
+    from provision import images
+
+    monkeypatch.delenv(images.BY_TAG_ENV, raising=False)
+    with pytest.raises(
+        UserError, match=r"image docker\.io/flannel/flannel.* has no digest: nothing was deployed"
+    ):
+        commands.up(cluster, [cluster.primary_region], out=tmp_path / "out", yes=True)
+    assert "apply" not in fake.commands() and "plan" not in fake.commands()

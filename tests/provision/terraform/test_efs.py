@@ -21,17 +21,25 @@ ROLES = {
     "node": f"arn:aws:iam::{ACCOUNT}:role/dlr-node",
     "control_plane": f"arn:aws:iam::{ACCOUNT}:role/dlr-control-plane",
     "ssh": f"arn:aws:iam::{ACCOUNT}:role/dlr-ssh-machines",
+    "csi": f"arn:aws:iam::{ACCOUNT}:role/dlr-efs-csi-node",
+    "autoscaler": f"arn:aws:iam::{ACCOUNT}:role/dlr-autoscaler",
 }
 ACCESS_POINTS = {
     kind: f"arn:aws:elasticfilesystem:us-west-2:{ACCOUNT}:access-point/fsap-{n:017x}"
-    for n, kind in enumerate(["job", "shell", "datasets"])
+    for n, kind in enumerate(["job", "shell", "datasets", "other_job"])
 }
+JOB_APS = [ACCESS_POINTS["job"], ACCESS_POINTS["other_job"]]
 # What the references in the policies stand for in this evaluation.
 VALUES = {
     "${aws_efs_file_system.this.arn}": [FS_ARN],
     "${var.efs_file_system_arn}": [FS_ARN],
-    "${var.root_access_role_arns}": [ROLES["node"], ROLES["control_plane"]],
+    "${var.job_role_arns}": [ROLES["csi"]],
+    "${local.mount_roles}": [ROLES["csi"], ROLES["ssh"]],
+    "${local.shell_roles}": [ROLES["ssh"]],
+    "${local.job_ap_arns}": [*JOB_APS, ACCESS_POINTS["datasets"]],
+    "${local.shell_ap_arns}": [ACCESS_POINTS["shell"], ACCESS_POINTS["datasets"]],
     "${var.efs_access_point_arns}": [ACCESS_POINTS["shell"], ACCESS_POINTS["datasets"]],
+    "${var.cluster}": ["dlr"],
 }
 
 
@@ -70,12 +78,14 @@ def _matches(
 ) -> bool:
     if not any(fnmatch.fnmatchcase(action, a) for a in _values(stmt["actions"])):
         return False
-    if not any(fnmatch.fnmatchcase(FS_ARN, r) for r in _values(stmt["resources"])):
+    if not any(fnmatch.fnmatchcase(FS_ARN, r.replace("${local.p}", "aws").replace("${local.account}", ACCOUNT))
+               for r in _values(stmt["resources"])):  # fmt: skip
         return False
     if resource_policy:
         ids = [i for p in stmt["principals"] for i in _values(p["identifiers"])]
         if "*" not in ids and principal_arn not in ids:
             return False
+    context = {**context, "aws:ResourceTag/research.cluster/cluster": "dlr"}  # the file system's tag
     return all(_condition_holds(c, context) for c in stmt.get("condition", []))
 
 
@@ -90,6 +100,8 @@ def _decide(case: dict) -> bool:
     policies = [(_statements(MODULES / "efs/main.tf", "efs"), True)]
     if case["principal"] == "ssh":
         policies.append((_statements(MODULES / "ssh_machines/main.tf", "mount"), False))
+    if case["principal"] == "csi":  # its identity policy (terraform/modules/iam/efs_csi.tf)
+        policies.append((_statements(MODULES / "iam/efs_csi.tf", "efs_csi"), False))
     matched = [
         s.get("effect", "Allow")
         for statements, is_resource in policies
@@ -172,8 +184,12 @@ def _iam_json(statements: list[dict], resource_policy: bool) -> str:
 
     out = []
     for s in statements:
+        resources = [
+            r.replace("${local.p}", "aws").replace("${local.account}", ACCOUNT)
+            for r in _values(s["resources"])
+        ]
         st = {"Sid": s["sid"], "Effect": s.get("effect", "Allow"), "Action": one(_values(s["actions"])),
-              "Resource": one(_values(s["resources"]))}  # fmt: skip
+              "Resource": one(resources)}  # fmt: skip
         if resource_policy:
             st["Principal"] = {p["type"]: one(_values(p["identifiers"])) for p in s["principals"]}
         conditions: dict = {}
@@ -187,8 +203,12 @@ def _iam_json(statements: list[dict], resource_policy: bool) -> str:
 
 @pytest.mark.parametrize(
     "path,name,resource_policy",
-    [("efs/main.tf", "efs", True), ("ssh_machines/main.tf", "mount", False)],
-    ids=["file-system policy", "SSH machines' role"],
+    [
+        ("efs/main.tf", "efs", True),
+        ("ssh_machines/main.tf", "mount", False),
+        ("iam/efs_csi.tf", "efs_csi", False),
+    ],
+    ids=["file-system policy", "SSH machines' role", "EFS CSI node role"],
 )
 def test_policies_pass_parliament(path, name, resource_policy):
     """parliament (duo-labs), an IAM linter built from AWS's Service Authorization Reference: every action

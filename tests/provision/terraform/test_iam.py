@@ -42,8 +42,15 @@ def test_scaling_actions_require_the_clusters_ownership_tag():
         "autoscaling:SetDesiredCapacity",
         "autoscaling:SetInstanceProtection",
         "autoscaling:TerminateInstanceInAutoScalingGroup",
-        "autoscaling:UpdateAutoScalingGroup",
     ]
+    (adopt,) = [s for s in _policy("autoscaler.tf", "autoscaler") if s.get("sid") == "AdoptOwnedGroupsOnly"]
+    assert adopt["actions"] == ["autoscaling:UpdateAutoScalingGroup"]
+    nulls = {c["variable"] for c in adopt["condition"] if c["test"] == "Null" and c["values"] == ["true"]}
+    assert {
+        "autoscaling:MaxSize",
+        "autoscaling:MinSize",
+        "autoscaling:LaunchTemplateVersionSpecified",
+    } <= nulls
     (condition,) = scale["condition"]
     assert condition["test"] == "StringEquals"
     assert condition["variable"] == "aws:ResourceTag/k8s.io/cluster-autoscaler/${var.cluster}"

@@ -98,6 +98,10 @@ ALLOWED_SOURCES = {
     ("prefix_list_id", "${var.client_prefix_list_id}"),
     ("referenced_security_group_id", "${aws_security_group.control_plane.id}"),
     ("referenced_security_group_id", "${aws_security_group.efa[0].id}"),  # EFA: the group itself
+    (
+        "referenced_security_group_id",
+        "${var.client_security_group_id}",
+    ),  # SSH machines: the Client VPN's ENIs
 }
 
 

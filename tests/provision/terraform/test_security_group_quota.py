@@ -22,12 +22,12 @@ def test_every_security_group_of_every_region_stays_under_the_quota_with_headroo
 
 
 def test_the_cluster_group_counts_prefix_lists_at_their_max_entries(cluster, rendered):
-    """3 ports from every cluster network (API, NodePorts, ICMP; no SSH: Session Manager) and 2 (VXLAN, kubelet)
-    from the node networks (provision/terraform/ports.py)."""
+    """2 ports from every cluster network (API, ICMP; no SSH: Session Manager; no NodePorts: issue 26) and 2
+    (VXLAN, kubelet) from the node networks (provision/terraform/ports.py)."""
     networks = len(cluster.regions) + len(cluster.sites) + 2  # + pod network and client VPN pool
     nodes = len(cluster.regions) + len(cluster.sites)
     counts = Root(rendered / cluster.primary_region).counts()
-    assert counts[("network", "cluster", "ingress")] == 3 * networks + 2 * nodes
+    assert counts[("network", "cluster", "ingress")] == 2 * networks + 2 * nodes
     assert counts[("network", "cluster", "egress")] == networks + 2
     assert counts[("network", "control_plane", "ingress")] == 1
     assert counts[("efs", "nfs", "ingress")] == nodes

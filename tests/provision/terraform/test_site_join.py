@@ -40,7 +40,11 @@ def test_site_role_reads_only_and_only_its_own_sites_keys(cluster, rendered):
     assert conditions["aws:PrincipalTag/x509Subject/OU"]["values"] == "${var.sites}"
     call = module_calls(rendered / "global")["site_access"]
     assert call["sites"] == [s.name for s in cluster.sites]
-    assert call["join_parameters"] == ["/dlr/kubeadm/join-token", "/dlr/kubeadm/ca-cert-hash"]
+    (join,) = [s for s in statements if s["sid"] == "ReadJoinParameters"]
+    assert join["resources"] == [
+        "${local.ssm}/${var.cluster}/kubeadm/join-token",
+        "${local.ssm}/${var.cluster}/kubeadm/ca-cert-hash",
+    ]
 
 
 def test_only_the_control_plane_writes_join_secrets_and_only_it_reads_the_certificate_key():
@@ -60,6 +64,7 @@ def test_only_the_control_plane_writes_join_secrets_and_only_it_reads_the_certif
         "${local.ssm}/control-plane/status/member-*",
         "${local.ssm}/control-plane/admin-kubeconfig",
         "${local.ssm}/control-plane/sa-pub",
+        "${local.ssm}/control-plane/join-request",  # issue 26: certificates only while a member joins
     }
 
 

@@ -2,10 +2,17 @@
 # Control-plane bootstrap: plain bash functions, embedded verbatim in the user data after the configuration
 # block of templates/control_plane.sh.tftpl (which calls `main`). Also installed as
 # /usr/local/sbin/cluster-control-plane: the hourly timer runs `cluster-control-plane publish`, the node
-# lifecycle timer `cluster-control-plane gc-nodes` every minute.
+# lifecycle timer `cluster-control-plane gc-nodes` and `serve-joins` every minute.
+#
+# The control-plane certificates (the cluster CA's and etcd's keys) leave a member only while another one joins
+# (issue 26): a joining member writes ${STATUS_PREFIX%/status}/join-request; a joined member, on its next minute,
+# uploads the certificates (kubeadm's kubeadm-certs Secret, encrypted with a fresh certificate key) and writes
+# that key to ${JOIN_PREFIX}/certificate-key; the joiner downloads them, joins, and deletes the request, the key
+# and the Secret. Without a request (or past its JOIN_WINDOW_S) the members delete key and Secret themselves.
+# The worker join token lives 2 hours and a new one is published every hour.
 #
 # Configuration (set by the template): CLUSTER REGION MEMBER ENDPOINT API_HOST LB_DNS_NAME KUBERNETES_VERSION
-# POD_CIDR SERVICE_CIDR POD_MTU JOIN_PREFIX STATUS_PREFIX INIT_PARAMETER KMS_KEY_ARN FLANNEL_MANIFEST
+# POD_CIDR SERVICE_CIDR JOIN_PREFIX STATUS_PREFIX INIT_PARAMETER KMS_KEY_ARN FLANNEL_MANIFEST
 # TARGET_GROUP_ARN.
 # Tunables (environment; the tests shorten them): CP_ROOT prefixes every path written, CP_WAIT_S bounds each
 # wait (DNS, member 0's init), CP_ATTEMPTS bounds init/join attempts, CP_BACKOFF_MAX_S caps the back-off.
@@ -22,6 +29,8 @@
 
 root=${CP_ROOT:-}
 wait_s=${CP_WAIT_S:-1800}
+join_window_s=${CP_JOIN_WINDOW_S:-1800}
+token_ttl=${CP_TOKEN_TTL:-2h}
 attempts=${CP_ATTEMPTS:-8}
 backoff_max=${CP_BACKOFF_MAX_S:-300}
 conf_dir=$root/etc/kubernetes/bootstrap
@@ -108,7 +117,6 @@ write_init_config() {
   cat >"$conf_dir/init.yaml" <<EOF
 apiVersion: kubeadm.k8s.io/v1beta4
 kind: InitConfiguration
-certificateKey: "$1"
 ---
 apiVersion: kubeadm.k8s.io/v1beta4
 kind: ClusterConfiguration
@@ -147,22 +155,49 @@ controlPlane:
 EOF
 }
 
-# The worker join token (48 h, renewed every 20 h) and CA hash, and the control-plane certificates re-uploaded
-# (kubeadm keeps them 2 h) so that a replaced member can join at any time. Runs hourly on every member.
+# The worker join token and CA hash: a token of CP_TOKEN_TTL (2 h) created and published on every hourly run,
+# so a token read from SSM is at most an hour old and dead an hour later (kubeadm deletes expired tokens).
+# Runs hourly on every member; the certificates are not uploaded here (serve_joins, only while a member joins).
 publish_join_parameters() {
-  local key join token hash stamp=$root/var/lib/cluster-control-plane/token-stamp
-  key=$(ssm_get "$JOIN_PREFIX/certificate-key") || return 1
-  kubeadm init phase upload-certs --upload-certs --certificate-key "$key" >/dev/null || return 1
-  mkdir -p "$(dirname "$stamp")"
-  if [[ -n $(find "$stamp" -mmin -1200 2>/dev/null) ]]; then
-    return 0
-  fi
-  join=$(kubeadm token create --ttl 48h --description "worker join (published to SSM)" --print-join-command) \
+  local join token hash
+  join=$(kubeadm token create --ttl "$token_ttl" --description "worker join (published to SSM)" --print-join-command) \
     || return 1
   token=$(awk '{for (i = 1; i < NF; i++) if ($i == "--token") print $(i + 1)}' <<<"$join")
   hash=$(awk '{for (i = 1; i < NF; i++) if ($i == "--discovery-token-ca-cert-hash") print $(i + 1)}' <<<"$join")
   [[ -n $token && $hash == sha256:* ]] || { log "unexpected join command from kubeadm"; return 1; }
-  put_secret join-token "$token" && put_secret ca-cert-hash "$hash" && touch "$stamp"
+  put_secret join-token "$token" && put_secret ca-cert-hash "$hash"
+}
+
+join_request_parameter() { echo "${STATUS_PREFIX%/status}/join-request"; }
+
+# No member joining: no certificate key in SSM and no kubeadm-certs Secret in the cluster.
+withdraw_certificates() {
+  aws ssm delete-parameter --name "$JOIN_PREFIX/certificate-key" >/dev/null 2>&1 || true
+  kubectl --kubeconfig "$root/etc/kubernetes/admin.conf" -n kube-system delete secret kubeadm-certs \
+    --ignore-not-found >/dev/null 2>&1 || log "could not delete the kubeadm-certs Secret"
+}
+
+# On a joined member, every minute: serve a pending join request (upload the certificates under a fresh key),
+# or withdraw the certificates when there is none or it is older than the join window.
+serve_joins() {
+  local request who at key
+  request=$(ssm_get "$(join_request_parameter)" 2>/dev/null) || request=""
+  if [[ -z $request ]]; then
+    withdraw_certificates
+    return 0
+  fi
+  read -r who at <<<"$request"
+  if ! [[ $at =~ ^[0-9]+$ ]] || (($(date +%s) - at > join_window_s)); then
+    log "the join request of $who is older than ${join_window_s}s: withdrawing the certificates"
+    aws ssm delete-parameter --name "$(join_request_parameter)" >/dev/null 2>&1 || true
+    withdraw_certificates
+    return 0
+  fi
+  ssm_get "$JOIN_PREFIX/certificate-key" >/dev/null 2>&1 && return 0 # served already
+  key=$(kubeadm certs certificate-key) || return 1
+  kubeadm init phase upload-certs --upload-certs --certificate-key "$key" >/dev/null || return 1
+  put_secret certificate-key "$key" || return 1
+  log "uploaded the control-plane certificates for $who (until it joins)"
 }
 
 # What operators read with the role <cluster>-operator (modules/iam/operator.tf; `invoke kubeconfig`, `invoke
@@ -177,28 +212,22 @@ publish_operator_access() {
       --name "/$CLUSTER/control-plane/sa-pub" --value "file://$pki/sa.pub" >/dev/null
 }
 
+# flannel's objects as provision/flannel.py rendered them into this script (the pod network, the MTU, images by
+# digest): kept in the repository, nothing downloaded here (issue 26).
 apply_flannel() {
-  local manifest
-  manifest=$(curl -fsSL --retry 5 "$FLANNEL_MANIFEST") || return 1
-  # The pod network and one MTU that fits the smallest path (VXLAN inside the site's IPsec tunnels): the flannel
-  # CNI plugin keeps a delegate's "mtu" and only fills in subnet.env's FLANNEL_MTU when there is none.
-  manifest=$(sed -e "s|10.244.0.0/16|$POD_CIDR|" \
-    -e "s|\"hairpinMode\": true,|\"hairpinMode\": true, \"mtu\": $POD_MTU,|" <<<"$manifest")
-  grep -q "\"mtu\": $POD_MTU" <<<"$manifest" || { log "flannel manifest has no cni-conf delegate to set the MTU in"; return 1; }
-  kubectl --kubeconfig "$root/etc/kubernetes/admin.conf" apply -f - <<<"$manifest"
+  kubectl --kubeconfig "$root/etc/kubernetes/admin.conf" apply -f - <<<"$FLANNEL_MANIFEST"
 }
 
 init_cluster() {
-  local key out
+  local out
   report initializing "waiting for $API_HOST and $LB_DNS_NAME to resolve"
   wait_until "$API_HOST to resolve (private zone record)" resolves "$API_HOST" \
     || fail "$API_HOST does not resolve after ${wait_s}s; is the private zone's api record applied?"
   wait_until "$LB_DNS_NAME to resolve" resolves "$LB_DNS_NAME" \
     || fail "the load balancer $LB_DNS_NAME does not resolve after ${wait_s}s"
-  key=$(kubeadm certs certificate-key) || fail "kubeadm certs certificate-key failed"
-  write_init_config "$key"
+  write_init_config
   for ((attempt = 1; attempt <= attempts; attempt++)); do
-    if out=$(kubeadm init --config "$conf_dir/init.yaml" --upload-certs 2>&1); then
+    if out=$(kubeadm init --config "$conf_dir/init.yaml" 2>&1); then
       break
     fi
     ((attempt < attempts)) || fail "kubeadm init failed $attempts times: $(tail -n 1 <<<"$out")"
@@ -206,11 +235,10 @@ init_cluster() {
     kubeadm reset -f >/dev/null 2>&1 || true
     sleep "$(backoff "$attempt")"
   done
-  put_secret certificate-key "$key" || fail "cannot write $JOIN_PREFIX/certificate-key"
   wait_until "the publication of the join parameters" publish_join_parameters \
     || fail "cannot publish the join token and CA hash to $JOIN_PREFIX"
   wait_until "the API through $ENDPOINT" api_up || fail "the API does not answer through $ENDPOINT"
-  wait_until "flannel to apply" apply_flannel || fail "cannot apply flannel from $FLANNEL_MANIFEST"
+  wait_until "flannel to apply" apply_flannel || fail "cannot apply flannel (kubectl apply of its objects failed)"
   wait_until "the operators' kubeconfig and sa.pub to publish" publish_operator_access \
     || fail "cannot publish /$CLUSTER/control-plane/admin-kubeconfig and sa-pub to SSM"
   aws ssm put-parameter --overwrite --type String --name "$INIT_PARAMETER" \
@@ -306,18 +334,28 @@ gc_nodes() {
   done < <(awk -F'|' '$2 ~ /^aws:\/\/\// && $3 != "" && $4 != "True" {print $3}' <<<"$nodes" | sort -u)
 }
 
+certificate_key() { key=$(ssm_get "$JOIN_PREFIX/certificate-key" 2>/dev/null) && [[ -n $key ]]; }
+
 join_once() {
-  local token hash key out
-  if ! token=$(ssm_get "$JOIN_PREFIX/join-token") || ! hash=$(ssm_get "$JOIN_PREFIX/ca-cert-hash") \
-    || ! key=$(ssm_get "$JOIN_PREFIX/certificate-key"); then
+  local token hash key="" out
+  if ! token=$(ssm_get "$JOIN_PREFIX/join-token") || ! hash=$(ssm_get "$JOIN_PREFIX/ca-cert-hash"); then
     error="cannot read the join parameters"
     return 1
   fi
   api_up || { error="the API does not answer at $ENDPOINT"; return 1; }
+  # ask a joined member for the certificates; it uploads them within a minute (serve_joins)
+  aws ssm put-parameter --overwrite --type String --name "$(join_request_parameter)" \
+    --value "$instance_id $(date +%s)" >/dev/null || { error="cannot write $(join_request_parameter)"; return 1; }
+  wait_until "a member to upload the control-plane certificates" certificate_key \
+    || { error="no member uploaded the control-plane certificates"; return 1; }
   write_join_config "$token" "$hash" "$key"
-  out=$(kubeadm join phase control-plane-prepare download-certs --config "$conf_dir/join.yaml" 2>&1 \
-    && kubeadm join phase control-plane-prepare certs --config "$conf_dir/join.yaml" 2>&1) \
-    || { error="cannot fetch the control-plane certificates: $(tail -n 1 <<<"$out")"; return 1; }
+  if ! out=$(kubeadm join phase control-plane-prepare download-certs --config "$conf_dir/join.yaml" 2>&1 \
+    && kubeadm join phase control-plane-prepare certs --config "$conf_dir/join.yaml" 2>&1); then
+    # a key that does not open the Secret (two members served at once): have it served again
+    aws ssm delete-parameter --name "$JOIN_PREFIX/certificate-key" >/dev/null 2>&1 || true
+    error="cannot fetch the control-plane certificates: $(tail -n 1 <<<"$out")"
+    return 1
+  fi
   remove_stale_etcd_members || return 1
   out=$(kubeadm join --config "$conf_dir/join.yaml" 2>&1) || { error="kubeadm join: $(tail -n 1 <<<"$out")"; return 1; }
 }
@@ -337,6 +375,9 @@ join_cluster() {
     report joining "joining the control plane at $ENDPOINT"
     if join_once; then
       rm -f "$conf_dir/join.yaml"
+      # joined: the certificates leave the cluster again
+      aws ssm delete-parameter --name "$(join_request_parameter)" >/dev/null 2>&1 || true
+      withdraw_certificates
       wait_until "this member's address in the API target group" register_target \
         || fail "cannot register $self_ip with the API target group $TARGET_GROUP_ARN"
       remove_stale_nodes || true
@@ -355,7 +396,7 @@ install_publisher() {
   install -d "$root/etc/systemd/system"
   cat >"$root/etc/systemd/system/publish-join-token.service" <<'UNIT'
 [Unit]
-Description=Re-upload control-plane certificates and publish the kubeadm join token
+Description=Publish a fresh kubeadm worker join token
 [Service]
 Type=oneshot
 Environment=KUBECONFIG=/etc/kubernetes/admin.conf
@@ -367,6 +408,7 @@ Description=Delete the Node objects of cloud instances that no longer exist
 [Service]
 Type=oneshot
 ExecStart=/usr/local/sbin/cluster-control-plane gc-nodes
+ExecStart=/usr/local/sbin/cluster-control-plane serve-joins
 UNIT
   cat >"$root/etc/systemd/system/cluster-node-lifecycle.timer" <<'UNIT'
 [Unit]
@@ -400,9 +442,13 @@ main() {
       gc_nodes
       return
       ;;
+    serve-joins)
+      serve_joins
+      return
+      ;;
     bootstrap) ;;
     *)
-      echo "usage: $0 [bootstrap|publish|gc-nodes]" >&2
+      echo "usage: $0 [bootstrap|publish|gc-nodes|serve-joins]" >&2
       return 2
       ;;
   esac

@@ -46,6 +46,10 @@ case $name in
         mkdir -p "$state/ssm"
         arg --value "$@" >"$file"
         ;;
+      "ssm delete-parameter")
+        [[ -f $file ]] || { echo "ParameterNotFound: $param" >&2; exit 254; }
+        rm -f "$file"
+        ;;
       "ec2 describe-instances") echo "${FAKE_LIVE_IPS:-}" ;;
       "elbv2 register-targets") ;;
       *) echo "fake aws: unexpected $*" >&2; exit 2 ;;
@@ -53,7 +57,7 @@ case $name in
     ;;
   kubeadm)
     case "$1 ${2:-}" in
-      "certs certificate-key") echo "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" ;;
+      "certs certificate-key") echo "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210" ;;
       "init phase" | "join phase" | "reset -f") ;;
       "init --config")
         (($(nth init) > ${FAKE_INIT_FAILS:-0})) || { echo "error: timed out waiting for the API" >&2; exit 1; }
@@ -77,17 +81,13 @@ case $name in
       */livez) (($(nth livez) > ${FAKE_API_FAILS:-0})) || exit 7 ;;
       *:2379/v3/cluster/member/list) echo "${FAKE_ETCD_MEMBERS:-{\}}" ;;
       *:2379/v3/cluster/member/remove) echo "{}" ;;
-      *kube-flannel.yml)
-        printf '%s\n' 'net-conf.json: |' '  {"Network": "10.244.0.0/16", "Backend": {"Type": "vxlan"}}' \
-          'cni-conf.json: |' '  {"type": "flannel", "delegate": {"hairpinMode": true, "isDefaultGateway": true}}'
-        ;;
       *) echo "fake curl: unexpected $*" >&2; exit 2 ;;
     esac
     ;;
   kubectl)
     case "$*" in
       *" get nodes "*) printf '%s\n' "${FAKE_NODES:-}" ;;
-      *" delete node "*) ;;
+      *" delete node "* | *" delete secret "*) ;;
       *) cat >"$state/kubectl-stdin" ;;
     esac
     ;;

@@ -1,0 +1,212 @@
+"""Researchers as tenants: what keeps one researcher's namespace from reaching the nodes, the control plane,
+the other namespaces and more than its share of GPUs (issue 26, docs/researchers.md "Tenancy").
+
+Per researcher's namespace (``invoke add-user`` creates them with the namespace, :func:`namespace_objects`):
+
+- Pod Security: ``baseline`` enforced (no privileged container, host namespace, hostPath volume, hostPort, added
+  capability beyond the default set, ...), ``restricted`` warned and audited, pinned to the spec's minor
+  (Kubernetes "Pod Security Admission": pin the version so an upgrade does not change what is refused);
+- a ResourceQuota: the researcher's GPUs (``users[].gpu_quota``, else ``researchers.quota.gpus``), pods and
+  Services, so one namespace cannot take every GPU of the cluster;
+- a LimitRange: requests for containers that give none (BestEffort pods would otherwise be the first evicted
+  and escape the scheduler's accounting);
+- NetworkPolicies (enforced by kube-router's policy controller beside flannel, :func:`cluster_objects`):
+  ``default-deny-ingress`` (nothing reaches a pod unless a policy says so), ``from-laptops`` (the published
+  ports, ``researchers.quota.published_ports``: TensorBoard, notebooks, from the pod gateways' identity pods, the
+  only way into the overlay from the VPN and the sites), and per multi-node job the policy ``lab submit`` creates (labctl/jobs.py ``network_policy_manifest``) (its
+  pods reach each other on every port: rendezvous, NCCL/gloo).
+
+Cluster-wide (:func:`cluster_objects`, ``invoke deploy-tenancy``, also run by ``invoke up``):
+
+- a ValidatingAdmissionPolicy (built into kube-apiserver since 1.30, CEL) bound to every researcher's namespace:
+  a pod there may not tolerate the control plane's or the pod gateways' taints, nor every taint (``operator:
+  Exists`` without a key), and may not name its node (``spec.nodeName`` bypasses the scheduler and its taint
+  checks). Pod Security ``baseline`` allows both, and a pod tolerating the control-plane taint lands next to
+  etcd, admin.conf and the control plane's instance role;
+- kube-router (``--run-firewall`` only: no routing, no service proxy; the network policy controller k3s embeds
+  beside flannel) on every node; the pod gateways' identity pods. The GPU metrics (DCGM) and the autoscaler's
+  metrics answer the monitoring namespace only: their policies ship with them (deploy/addons, deploy/manifests).
+
+Why kube-router's controller and not Canal's Calico: the cluster needs exactly the Kubernetes NetworkPolicy API.
+kube-router's controller is one DaemonSet with read-only RBAC and no CRDs or datastore of its own, so its whole
+manifest is kept here (deploy/tenancy/kube-router.yaml.j2, from the project's v2.11.1 firewall DaemonSet) and
+reviewed like ours; Canal adds Calico's ~20 CRDs, a typha/felix pair and its own IPAM configuration that must be
+kept from fighting flannel's. Both enforce with iptables on the node that hosts the destination pod.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jinja2
+import yaml
+
+from clusterspec.names import GPU_RESOURCE, USER_LABEL
+from clusterspec.spec import Cluster
+
+REPO = Path(__file__).resolve().parent.parent
+TEMPLATES = REPO / "deploy" / "tenancy"
+OUT = REPO / "build" / "deploy" / "tenancy.yaml"
+
+POLICY_NAME = "research-tenant-pods"
+CONTROL_PLANE_TAINT = "node-role.kubernetes.io/control-plane"
+POD_GATEWAY_TAINT = "research.cluster/pod-gateway"
+FORBIDDEN_TAINTS = (CONTROL_PLANE_TAINT, POD_GATEWAY_TAINT)
+TOLERATION_MESSAGE = (
+    "pods in researcher namespaces may not tolerate the control plane's or the pod gateways' taints "
+    f"({', '.join(FORBIDDEN_TAINTS)}), nor every taint (operator Exists without a key)"
+)
+NODE_NAME_MESSAGE = "pods in researcher namespaces may not set spec.nodeName: the scheduler places them"
+# The pod gateways' identity pods (deploy/tenancy/pod-gateway.yaml.j2): the gateways translate what they forward
+# into the overlay to their identity pod's address, so a NetworkPolicy can name "from a laptop or a site".
+GATEWAY_NAMESPACE = "pod-gateway"
+GATEWAY_IDENTITY_LABELS = {"app.kubernetes.io/name": "pod-gateway-identity"}
+PSA = "pod-security.kubernetes.io/"
+MANAGED = {"app.kubernetes.io/managed-by": "research-cluster"}
+# What a container that says nothing gets (LimitRange defaults); lab's jobs always say (3 CPUs, 12 GiB per GPU).
+# Requests only: a default *limit* also lands on containers that set requests and no limit (LimitRanger fills
+# each missing limit), and lab's jobs request 12 GiB per GPU without a memory limit: a 2 GiB default limit made
+# their pods invalid ("must be less than or equal to memory limit"), found by tests/provision/test_tenancy.py.
+DEFAULT_REQUEST = {"cpu": "250m", "memory": "512Mi"}
+
+
+def namespace_labels(spec: Cluster, user: str) -> dict[str, str]:
+    version = f"v{spec.kubernetes.minor}"
+    return {
+        USER_LABEL: user,
+        **MANAGED,
+        f"{PSA}enforce": "baseline",
+        f"{PSA}enforce-version": version,
+        f"{PSA}warn": "restricted",
+        f"{PSA}warn-version": version,
+        f"{PSA}audit": "restricted",
+        f"{PSA}audit-version": version,
+    }
+
+
+def gpu_quota(spec: Cluster, user: str) -> int:
+    u = next((u for u in spec.users if u.name == user), None)
+    return u.gpu_quota if u is not None and u.gpu_quota is not None else spec.researchers.quota.gpus
+
+
+def resource_quota(spec: Cluster, user: str, labels: dict) -> dict:
+    q = spec.researchers.quota
+    return {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "researcher", "namespace": spec.researchers.namespace(user), "labels": labels},
+        "spec": {
+            "hard": {
+                f"requests.{GPU_RESOURCE}": str(gpu_quota(spec, user)),
+                "pods": str(q.pods),
+                "services": str(q.services),
+                "services.nodeports": "0",
+                "services.loadbalancers": "0",
+            }
+        },
+    }
+
+
+def limit_range(spec: Cluster, user: str, labels: dict) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "LimitRange",
+        "metadata": {"name": "researcher-defaults", "namespace": spec.researchers.namespace(user), "labels": labels},
+        "spec": {"limits": [{"type": "Container", "defaultRequest": dict(DEFAULT_REQUEST)}]},
+    }  # fmt: skip
+
+
+def gateway_peer() -> dict:
+    return {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": GATEWAY_NAMESPACE}},
+        "podSelector": {"matchLabels": dict(GATEWAY_IDENTITY_LABELS)},
+    }
+
+
+def network_policies(spec: Cluster, user: str, labels: dict) -> list[dict]:
+    ns = spec.researchers.namespace(user)
+    ports = [{"protocol": "TCP", "port": p} for p in spec.researchers.quota.published_ports]
+    return [
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "NetworkPolicy",
+            "metadata": {"name": "default-deny-ingress", "namespace": ns, "labels": labels},
+            "spec": {"podSelector": {}, "policyTypes": ["Ingress"]},
+        },
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "NetworkPolicy",
+            "metadata": {"name": "from-laptops", "namespace": ns, "labels": labels},
+            "spec": {"podSelector": {}, "policyTypes": ["Ingress"], "ingress": [{"from": [gateway_peer()], "ports": ports}]},
+        },
+    ]  # fmt: skip
+
+
+def namespace_objects(spec: Cluster, user: str) -> list[dict]:
+    """The namespace with its Pod Security labels, then its quota, limit range and network policies."""
+    labels = {USER_LABEL: user, **MANAGED}
+    ns = {"apiVersion": "v1", "kind": "Namespace",
+          "metadata": {"name": spec.researchers.namespace(user), "labels": namespace_labels(spec, user)}}  # fmt: skip
+    return [ns, resource_quota(spec, user, labels), limit_range(spec, user, labels),
+            *network_policies(spec, user, labels)]  # fmt: skip
+
+
+def toleration_expression() -> str:
+    keys = ", ".join(f"'{k}'" for k in FORBIDDEN_TAINTS)
+    return (
+        "!has(object.spec.tolerations) || object.spec.tolerations.all(t, "
+        f"has(t.key) && t.key != '' && !(t.key in [{keys}]))"
+    )
+
+
+NODE_NAME_EXPRESSION = (
+    "request.operation != 'CREATE' || !has(object.spec.nodeName) || object.spec.nodeName == ''"
+)
+
+
+def render_templates(spec: Cluster) -> list[dict]:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined,
+                             keep_trailing_newline=True)  # fmt: skip
+    from provision import images
+
+    values = {
+        "policy_name": POLICY_NAME,
+        "tenant_label": USER_LABEL,
+        "toleration_expression": toleration_expression(),
+        "toleration_message": TOLERATION_MESSAGE,
+        "node_name_expression": NODE_NAME_EXPRESSION,
+        "node_name_message": NODE_NAME_MESSAGE,
+        "gateway_namespace": GATEWAY_NAMESPACE,
+        "gateway_labels": GATEWAY_IDENTITY_LABELS,
+        "pod_cidr": spec.kubernetes.pod_cidr,
+        "images": images.pinned(["kube-router", "pause"]),
+        "minor": spec.kubernetes.minor,
+    }
+    docs = []
+    for name in ("admission-policy.yaml.j2", "kube-router.yaml.j2", "pod-gateway.yaml.j2"):
+        docs += [d for d in yaml.safe_load_all(env.get_template(name).render(**values)) if d]
+    return docs
+
+
+def cluster_objects(spec: Cluster) -> list[dict]:
+    return render_templates(spec)
+
+
+def write(spec: Cluster, out: Path = OUT) -> Path:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(yaml.safe_dump_all(cluster_objects(spec), sort_keys=False))
+    return out
+
+
+def deploy(spec: Cluster, *, out: Path = OUT, dry_run: bool = False, kubectl: str | None = None) -> Path:
+    """``invoke deploy-tenancy`` (and ``invoke up`` once the API answers): render, then ``kubectl apply
+    --server-side`` the cluster-wide objects; ``dry_run`` only writes ``out``."""
+    from provision import images
+    from provision import kubectl as kubectl_cli
+
+    path = write(spec, out)
+    if not dry_run:
+        exe = kubectl_cli.ready(path, kubectl)
+        images.check_pinned(path)
+        kubectl_cli.apply(exe, path, field_manager="research-cluster-tenancy")
+    return path
