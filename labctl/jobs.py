@@ -551,7 +551,8 @@ def manifests(req: JobRequest, settings: Settings) -> list[dict]:
     docs = [job_manifest(req, settings, launch)]
     if req.nodes > 1:
         docs.append(service_manifest(req))
-        docs.append(network_policy_manifest(req))  # the job's pods reach each other in a default-deny namespace
+        # the job's pods reach each other in a default-deny namespace (issue 26)
+        docs.append(network_policy_manifest(req))
     if req.gang:
         docs.append(podgroup_manifest(req))
     if launch.hostfile is not None:

@@ -31,7 +31,14 @@ def _objects(emu) -> dict[str, int]:
     with emu.model.lock:
         return {
             k: sum(o["metadata"].get("namespace") == "u-alice" for o in store.list(k))
-            for k in ("jobs", "pods", "services", "networkpolicies", "configmaps", "podgroups.scheduling.x-k8s.io")
+            for k in (
+                "jobs",
+                "pods",
+                "services",
+                "networkpolicies",
+                "configmaps",
+                "podgroups.scheduling.x-k8s.io",
+            )
         }
 
 
@@ -55,7 +62,9 @@ def test_submit_creates_an_indexed_gang_job_the_emulator_accepts(
         pods = sorted(emu.model.store.list("pods", "u-alice"), key=lambda p: p["metadata"]["name"])
         svc = emu.model.store.get("services", "u-alice", "resnet")
         pg = emu.model.store.get("podgroups.scheduling.x-k8s.io", "u-alice", "resnet")
-        netpol = emu.model.store.get("networkpolicies", "u-alice", "resnet-rendezvous")  # default-deny: its own pods
+        netpol = emu.model.store.get(
+            "networkpolicies", "u-alice", "resnet-rendezvous"
+        )  # default-deny: its own pods
     spec = job["spec"]["template"]["spec"]
     assert (
         spec["containers"][0]["image"]
