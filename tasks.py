@@ -373,6 +373,23 @@ def deploy_tenancy(c, spec=None, dry_run=False):
         print(f"applied {path}")
 
 
+@task(
+    name="pin-images",
+    help={
+        "refresh": "look every image up again, not only those without a digest (a moved tag is said)",
+        "image": "only this image (repeatable; as provision/data/images.yaml names it)",
+    },
+    iterable=["image"],
+)
+@user_errors
+def pin_images(c, refresh=False, image=None):
+    """Record each deployed image's digest from its registry in provision/data/images.yaml (the deploys refuse tags)."""
+    from provision.pin_images import pin_images as pin
+
+    for line in pin(refresh=refresh, only=image or None):
+        print(line)
+
+
 # --- autoscaler planner (issue 3; docs/planner.md) ------------------------------------------------------------
 @task(
     help={

@@ -89,6 +89,6 @@ def check_pinned(path: Path, text: str | None = None) -> None:
     if missing:
         more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
         raise UserError(
-            f"{path}: image {missing[0]}{more} has no digest: nothing was deployed; record its digest in {TABLE} "
-            f"(crane digest {missing[0]})"
+            f"{path}: image {missing[0]}{more} has no digest: nothing was deployed; run `invoke pin-images` "
+            f"(it records every image's digest from its registry in {TABLE}), then deploy again"
         )

@@ -228,8 +228,23 @@ def check_state_bucket(bucket: str, region: str, clients: Clients) -> list[str]:
     return []
 
 
+def check_image_digests(table: Path | None = None) -> list[str]:
+    """The deploys after the primary region's apply refuse images by tag (provision/images.py ``check_pinned``):
+    say so before the apply, with the command that records them."""
+    from provision import images
+
+    missing = [i for i, e in images.table(table or images.TABLE).items() if not e.get("digest")]
+    if not missing:
+        return []
+    more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+    return [f"{len(missing)} deployed images have no digest ({missing[0]}{more}): the add-ons, the scheduler and the "
+            "autoscaler would not deploy after the apply; run `invoke pin-images` and commit "
+            "provision/data/images.yaml"]  # fmt: skip
+
+
 def preflight(cluster: Cluster, roots: list[str], clients: Clients, *, account: str, state_bucket: str,
-              ami_dir: Path, environ: dict | None = None, out_dir: Path | None = None) -> list[str]:  # fmt: skip
+              ami_dir: Path, environ: dict | None = None, out_dir: Path | None = None,
+              image_table: Path | None = None) -> list[str]:  # fmt: skip
     """Every problem for applying ROOTS (``global`` and/or regions) on this account, one line each."""
     environ = dict(os.environ) if environ is None else environ
     regions = [r for r in roots if r != "global"]
@@ -257,6 +272,7 @@ def preflight(cluster: Cluster, roots: list[str], clients: Clients, *, account: 
         checks.append(
             ("the Client VPN certificates", lambda: check_certificates(cluster, clients, environ, root))
         )
+        checks.append(("the images' digests", lambda: check_image_digests(image_table)))
     out: list[str] = []
     for what, check in checks:
         try:

@@ -67,7 +67,7 @@ def test_a_deploy_refuses_images_by_tag_in_one_line(tmp_path, monkeypatch):
     path.write_text(yaml.safe_dump_all(tenancy.cluster_objects(SPEC)))
     with pytest.raises(UserError) as e:
         images.check_pinned(path)
-    assert "has no digest: nothing was deployed; record its digest in" in str(e.value)
+    assert "has no digest: nothing was deployed; run `invoke pin-images`" in str(e.value)
     assert "\n" not in str(e.value)
     pinned = tmp_path / "p.yaml"
     pinned.write_text("spec:\n  containers:\n    - image: x.example/y:1@sha256:" + "0" * 64 + "\n")

@@ -137,10 +137,18 @@ def test_a_fresh_account_gets_one_line_per_problem(aws, spec, tmp_path, capsys):
     assert "L-3819A6DF (All G and VT Spot Instance Requests) is 0" in printed
     assert "has a EC_prime256v1 key; Client VPN accepts RSA 1024 or 2048-bit keys only" in printed
     assert "TF_VAR_client_vpn_client_ca_arn is not set" in printed
+    assert "deployed images have no digest (nvcr.io/nvidia/k8s-device-plugin:v0.17.4 and " in printed
+    assert "run `invoke pin-images`" in printed
     assert all("\n" not in line for line in problems) and len(problems) == len(set(problems))
 
 
 def test_a_prepared_account_passes(aws, spec, tmp_path):
+    from provision import images
+
+    pinned = (
+        tmp_path / "images.yaml"
+    )  # as `invoke pin-images` leaves the table (tests/provision/test_pin_images.py)
+    pinned.write_text(images.TABLE.read_text().replace("digest: null", 'digest: "sha256:' + "0" * 64 + '"'))
     boto3.client("s3", region_name="us-west-2").create_bucket(
         Bucket="dlr-terraform-state", CreateBucketConfiguration={"LocationConstraint": "us-west-2"}
     )
@@ -153,7 +161,7 @@ def test_a_prepared_account_passes(aws, spec, tmp_path):
     problems = preflight.preflight(
         spec, selected_roots(spec, None, True), _clients(high), account=ACCOUNT,
         state_bucket="dlr-terraform-state", ami_dir=tmp_path,
-        environ={f"TF_VAR_{v}": rsa_arn for v in preflight.CERTIFICATE_VARIABLES},
+        environ={f"TF_VAR_{v}": rsa_arn for v in preflight.CERTIFICATE_VARIABLES}, image_table=pinned,
     )  # fmt: skip
     assert problems == []
 
