@@ -403,17 +403,7 @@ class ProcessRuntime:
                     os.chown(d, *owner)
             d.mkdir(parents=True, exist_ok=True)
             out[v["name"]] = str(d)
-            if "configMap" in v:
-                obj = self.model.store.find("configmaps", ns, v["configMap"]["name"]) or {}
-                _write_items(d, obj.get("data") or {}, v["configMap"].get("items"), binary=False)
-            elif "secret" in v:
-                obj = self.model.store.find("secrets", ns, v["secret"]["secretName"]) or {}
-                _write_items(d, obj.get("data") or {}, v["secret"].get("items"), binary=True)
-            elif "downwardAPI" in v:
-                for item in v["downwardAPI"].get("items") or ():
-                    if "fieldRef" in item:
-                        _write(d / item["path"], _field(pod, item["fieldRef"]["fieldPath"]).encode())
-            elif "projected" in v:
+            if "projected" in v:
                 for src in v["projected"].get("sources") or ():
                     if "serviceAccountToken" in src:
                         t = src["serviceAccountToken"]
@@ -425,17 +415,26 @@ class ProcessRuntime:
                                 sa, aud, t.get("expirationSeconds", 3607), bound=pod
                             )
                             _write(d / t["path"], token.encode())
-                    elif "configMap" in src:
-                        obj = self.model.store.find("configmaps", ns, src["configMap"]["name"]) or {}
-                        _write_items(d, obj.get("data") or {}, src["configMap"].get("items"), binary=False)
-                    elif "secret" in src:
-                        obj = self.model.store.find("secrets", ns, src["secret"]["name"]) or {}
-                        _write_items(d, obj.get("data") or {}, src["secret"].get("items"), binary=True)
-                    elif "downwardAPI" in src:
-                        for item in src["downwardAPI"].get("items") or ():
-                            if "fieldRef" in item:
-                                _write(d / item["path"], _field(pod, item["fieldRef"]["fieldPath"]).encode())
+                    else:
+                        self._fill(d, pod, ns, src)
+            else:
+                self._fill(d, pod, ns, v)
         return out
+
+    def _fill(self, d: Path, pod: dict, ns: str, src: dict) -> None:
+        """The files of a configMap, secret or downwardAPI source: a volume's own, or one of a projected volume's
+        sources (whose secret is ``name``, where a secret volume's is ``secretName``)."""
+        if "configMap" in src:
+            obj = self.model.store.find("configmaps", ns, src["configMap"]["name"]) or {}
+            _write_items(d, obj.get("data") or {}, src["configMap"].get("items"), binary=False)
+        elif "secret" in src:
+            name = src["secret"].get("secretName") or src["secret"].get("name")
+            obj = self.model.store.find("secrets", ns, name) or {}
+            _write_items(d, obj.get("data") or {}, src["secret"].get("items"), binary=True)
+        elif "downwardAPI" in src:
+            for item in src["downwardAPI"].get("items") or ():
+                if "fieldRef" in item:
+                    _write(d / item["path"], _field(pod, item["fieldRef"]["fieldPath"]).encode())
 
     # --- processes ---------------------------------------------------------------------------------------
     def _spawn(self, run: _Pod, c: _Container) -> None:
@@ -450,23 +449,24 @@ class ProcessRuntime:
         elif c.user is not None:
             (run.folder / "user").write_text(f"{c.name} {c.user[0]}:{c.user[1]}\n")
         out = open(log, "ab")  # noqa: SIM115 (the process keeps it)
+
+        def start(**user) -> subprocess.Popen:
+            return subprocess.Popen(
+                c.argv, env=c.env, cwd=c.cwd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True, **user,
+            )  # fmt: skip
+
         try:
             try:
-                c.proc = subprocess.Popen(
-                    c.argv, env=c.env, cwd=c.cwd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                    start_new_session=True, **kwargs,
-                )  # fmt: skip
+                c.proc = start(**kwargs)
             except PermissionError:
                 if not kwargs:
                     raise
-                # this host's interpreter is out of that uid's reach (under /root, say): run as ours, and say so
+                # this image's interpreter is out of that uid's reach (under /root, say): run as ours, and say so
                 (run.folder / "user").write_text(
                     f"{c.name} {c.user[0]}:{c.user[1]} (ran as {os.geteuid()})\n"
                 )
-                c.proc = subprocess.Popen(
-                    c.argv, env=c.env, cwd=c.cwd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                    start_new_session=True,
-                )  # fmt: skip
+                c.proc = start()
         except OSError as e:
             out.write(f"{e}\n".encode())
             c.proc = None
