@@ -594,7 +594,7 @@ def local_cluster(c, spec=None, out=None):
 )
 @user_errors
 def demo_researcher(c, spec=None, out=None):
-    """The researcher's path on the local cluster: build, submit a 16-GPU job, scale-up, running, TensorBoard."""
+    """The researcher's path on the local cluster: the code uploaded, a 16-GPU gang submitted, scale-up, running, TensorBoard."""
     from demos.researcher import main
 
     main(spec, out)
