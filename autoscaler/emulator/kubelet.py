@@ -492,15 +492,7 @@ class ProcessRuntime:
             if not run.started:
                 return
         for c in run.containers:
-            path = run.folder / "containers" / f"{c.name}.log"
-            key = (uid, c.name)
-            if path.exists():
-                data = path.read_bytes()[offsets.get(key, 0) :]
-                if data:
-                    offsets[key] = offsets.get(key, 0) + len(data)
-                    self.api.logs.write(
-                        self.api, meta["namespace"], meta["name"], c.name, data.decode(errors="replace")
-                    )
+            self._copy_log(run, c, offsets, uid)
             if c.proc is not None and c.exit_code is None:
                 code = c.proc.poll()
                 if code is None:
