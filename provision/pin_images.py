@@ -76,16 +76,16 @@ def pin_images(
             "\n".join(failed)
             + f"\nnothing was written to {path}: {len(failed)} of {len(todo)} images unresolved"
         )
-    out = []
+    out, changed = [], {}
     for image, digest in found.items():
         old = table[image].get("digest")
         if old == digest:
             out.append(f"{image}: {digest} (unchanged)")
-        elif old:
-            out.append(f"{image}: {digest} (was {old}: the tag was moved; review before deploying)")
-        else:
-            out.append(f"{image}: {digest}")
-    record(path, {i: d for i, d in found.items() if table[i].get("digest") != d})
+            continue
+        changed[image] = digest
+        moved = f" (was {old}: the tag was moved; review before deploying)" if old else ""
+        out.append(f"{image}: {digest}{moved}")
+    record(path, changed)
     images.table.cache_clear()
     out.append(f"recorded in {path}; commit it, and the deploys use these digests")
     return out

@@ -9,7 +9,9 @@ runs, checked against the spec, one line per problem (what is missing, and the c
 - the bake's network: a default VPC in the bake region (Packer's amazon-ebs launches its build instance there);
 - the Client VPN certificates: in ACM in the primary region, issued, with a key type Client VPN accepts;
 - S3 Block Public Access of the account against the OIDC issuer bucket, whose two documents must be public;
-- the state bucket: present and ours (`invoke bootstrap-state`).
+- the state bucket: present and ours (`invoke bootstrap-state`);
+- the deployed images' digests (provision/data/images.yaml), which the deploys after the apply require
+  (`invoke pin-images`).
 
 AWS is reached through ``clients(service, region)`` so the tests give moto's clients, and botocore Stubbers for
 Service Quotas (moto has no quota values).
@@ -231,9 +233,9 @@ def check_state_bucket(bucket: str, region: str, clients: Clients) -> list[str]:
 def check_image_digests(table: Path | None = None) -> list[str]:
     """The deploys after the primary region's apply refuse images by tag (provision/images.py ``check_pinned``):
     say so before the apply, with the command that records them."""
-    from provision import images
+    from provision import images, pin_images
 
-    missing = [i for i, e in images.table(table or images.TABLE).items() if not e.get("digest")]
+    missing = pin_images.pending(images.table(table or images.TABLE))
     if not missing:
         return []
     more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""

@@ -40,9 +40,9 @@ def kubelet_root():
     as /var/lib/kubelet's pod folders are reached through their mounts: pytest's tmp_path sits under a folder only
     its owner may enter (/tmp/pytest-of-<user>, mode 0700), where a pod run as its own uid could not start."""
     import shutil
-    import tempfile
 
-    folder = Path(tempfile.mkdtemp(prefix="kubelet-"))
-    folder.chmod(0o755)
+    from autoscaler.emulator.kubelet import open_folder
+
+    folder = open_folder("kubelet-")
     yield folder
     shutil.rmtree(folder, ignore_errors=True)

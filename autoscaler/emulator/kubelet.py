@@ -26,9 +26,10 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 _VENV_BIN = str(Path(sys.executable).parent)
@@ -48,6 +49,14 @@ def closed_folder(path: Path) -> Path | None:
         if p.exists() and not p.stat().st_mode & 0o001:
             return p
     return None
+
+
+def open_folder(prefix: str) -> Path:
+    """A new folder under the temp dir that every uid may enter (mode 0711): a ``--run-pods`` root where this
+    host's own folders are closed (:func:`closed_folder`). The caller removes it."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    folder.chmod(0o711)
+    return folder
 
 
 def standard_bin() -> str:
@@ -90,7 +99,7 @@ def image_config(image: str) -> ImageConfig | None:
     if ":" in repo.rsplit("/", 1)[-1]:
         repo = repo.rsplit(":", 1)[0]
     if repo.endswith("/" + standard_image.repository()):
-        return ImageConfig(STANDARD.entrypoint, STANDARD.cmd, STANDARD.env, STANDARD.user, standard_bin())
+        return replace(STANDARD, venv_bin=standard_bin())
     return IMAGES.get(repo)
 
 

@@ -67,13 +67,12 @@ def _say(text: str) -> None:
 def _pods_folder(out: Path, say) -> Path:
     """``out/pods``, unless a folder above it is closed to other users: the pods run as their researchers' uids,
     which must reach their folders (kubelet.py ``closed_folder``); then a folder of its own under the temp dir."""
-    from autoscaler.emulator.kubelet import closed_folder
+    from autoscaler.emulator.kubelet import closed_folder, open_folder
 
     pods = (out / "pods").resolve()
     pods.mkdir(parents=True, exist_ok=True)
     if os.geteuid() == 0 and (closed := closed_folder(pods)) is not None:
-        pods = Path(tempfile.mkdtemp(prefix="lab-pods-"))
-        pods.chmod(0o711)
+        pods = open_folder("lab-pods-")
         atexit.register(shutil.rmtree, pods, True)
         say(f"the pods' folders are in {pods} ({closed} is closed to the researchers' uids)")
     return pods
