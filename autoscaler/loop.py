@@ -5,7 +5,9 @@ it. So a pending pod opens a batching window: the pass runs once no new pending 
 (about 1 s), or ``max_wait_s`` (10 s) after the window opened, whichever is first; without events, every
 ``scan_interval_s``. While a window is open the periodic pass waits for it too (it would otherwise plan on the
 first part of a burst and buy for it, then again for the rest): the periodic pass is delayed by at most
-``max_wait_s``. :class:`BatchWindow` is the pure timing rule; :class:`Runner` sleeps on it in a thread.
+``max_wait_s``. A pass covers the events before it began: the runner marks that moment (``on_start``) and the
+cluster adapter leaves the pods first pending after it to the next window. :class:`BatchWindow` is the pure timing
+rule; :class:`Runner` sleeps on it in a thread.
 """
 
 from __future__ import annotations
@@ -60,11 +62,15 @@ class Runner:
         may_run: Callable[[], bool] = lambda: True,
         monotonic: Callable[[], float] = time.monotonic,
         after_pass: Callable[[], object] | None = None,
+        on_start: Callable[[], object] | None = None,
     ):
         """``run_pass`` is ``Controller.run_once``; ``may_run`` (leader election) gates each pass;
         ``after_pass`` runs after each pass, outside its measured duration (the live process hands the pass's
-        freed memory back to the system there: autoscaler.malloc)."""
+        freed memory back to the system there: autoscaler.malloc); ``on_start`` runs as the window closes, before
+        any later event can be heard (the cluster adapter marks which pending pods the pass covers:
+        ``KubeCluster.mark_pass``)."""
         self._run_pass = run_pass
+        self._on_start = on_start
         self._after_pass = after_pass
         self.window = window
         self._may_run = may_run
@@ -96,6 +102,8 @@ class Runner:
                 if self._stop:
                     return
                 self.window.ran(self._monotonic())
+                if self._on_start is not None:
+                    self._on_start()
             if not self._may_run():
                 self.last_pass_end = self._monotonic()  # alive, standing by
                 continue

@@ -175,6 +175,7 @@ def serve(service: Service, metrics_port: int, ready_timeout_s: float = 120.0) -
         BatchWindow(scan),
         may_run=service.elector.acting if service.elector else (lambda: True),
         after_pass=after_pass,
+        on_start=service.cluster.mark_pass,
     )
     service.cluster.on_pending_pod = lambda _pod: runner.trigger()
     started = time.monotonic()

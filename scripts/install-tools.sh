@@ -7,8 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-apt_tools=(packer ruby rubocop npm promtool amtool)
-declare -A apt_package=([promtool]=prometheus [amtool]=prometheus-alertmanager)  # amtool: issue 29, Alertmanager config
+apt_tools=(packer ruby rubocop npm promtool amtool etcd)
+# amtool: issue 29, Alertmanager config; etcd: the backup and restore checks against a real etcd (issue 29)
+declare -A apt_package=([promtool]=prometheus [amtool]=prometheus-alertmanager [etcd]=etcd-server)
 missing=()
 for t in "${apt_tools[@]}"; do command -v "$t" >/dev/null || missing+=("${apt_package[$t]:-$t}"); done
 # the system's Python with venv, for the standard image's venv below

@@ -24,9 +24,14 @@ def require_tool(name: str, path: str | None = None) -> str:
     pytest.skip(reason)
 
 
+def load_yaml(path: Path):
+    """A YAML file of test data with libyaml's safe loader (the cases load in a tenth of the pure-Python time)."""
+    return yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
+
+
 def example_spec_data() -> dict:
     """The repository's cluster.yaml as plain data (anchors expanded), safe to modify."""
-    return copy.deepcopy(yaml.safe_load((ROOT / "cluster.yaml").read_text()))
+    return copy.deepcopy(load_yaml(ROOT / "cluster.yaml"))
 
 
 def set_path(data: dict, path: str, value) -> None:

@@ -9,11 +9,11 @@ import re
 import subprocess
 
 import pytest
-import yaml
 
 from tests.doc_commands import ROOT, extract, flags, subcommand
+from tests.support import load_yaml
 
-REGISTRY = yaml.safe_load((ROOT / "tests" / "doc_commands.yaml").read_text())
+REGISTRY = load_yaml(ROOT / "tests" / "doc_commands.yaml")
 BY_COMMAND = {entry["command"]: entry for entry in REGISTRY}
 COMMANDS = extract()
 SLOW = os.environ.get("DOC_COMMANDS") == "all"

@@ -26,7 +26,7 @@ from urllib3.exceptions import HTTPError
 
 from autoscaler import metrics
 from autoscaler.adapters.events import EventNotFound, EventRejected, EventWriter
-from autoscaler.adapters.informer import Informer
+from autoscaler.adapters.informer import Informer, object_key
 from clusterspec.names import AUTOSCALER_COMPONENT as COMPONENT
 from clusterspec.names import AUTOSCALER_NAMESPACE as DEFAULT_NAMESPACE
 from clusterspec.names import (
@@ -110,6 +110,8 @@ class KubeCluster:
         self._events_lock = threading.Lock()
         self._pod_seq = 0  # pod events applied so far
         self._pod_events: deque = deque(maxlen=POD_EVENTS_KEPT)  # (seq, node, pod) of bound pods, newest last
+        self._pending_since: dict[str, int] = {}  # pending pod -> the event that first showed it pending
+        self._pass_mark: int | None = None  # the pod events the running pass covers (mark_pass)
         self.informers = {
             "pods": Informer(
                 "pods", self.core.list_pod_for_all_namespaces, "Pod", "v1", on_event=self._pod_event, **kw
@@ -151,12 +153,26 @@ class KubeCluster:
 
     def _pod_event(self, kind: str, pod: dict) -> None:
         node = (pod.get("spec") or {}).get("nodeName") if kind != "DELETED" else None
+        pending = kind != "DELETED" and is_pending(pod)
+        key = object_key(pod)
         with self._events_lock:
             self._pod_seq += 1
             if node:
                 self._pod_events.append((self._pod_seq, node, pod))
-        if kind != "DELETED" and self.on_pending_pod is not None and is_pending(pod):
+            if pending:
+                self._pending_since.setdefault(key, self._pod_seq)
+            else:
+                self._pending_since.pop(key, None)
+        if pending and self.on_pending_pod is not None:
             self.on_pending_pod(pod)
+
+    def mark_pass(self) -> None:
+        """A pass starts (the loop calls this as it closes the batching window): the pods the watch first shows
+        pending after this moment belong to the next window, which their events open, and :meth:`list_pods` leaves
+        them out of this pass. Without it a pass whose first read is slow plans on the first pod of a burst that
+        began meanwhile and buys for it alone, then again for the rest."""
+        with self._events_lock:
+            self._pass_mark = self._pod_seq
 
     def pod_event_mark(self) -> int:
         """A mark in the pods watch's stream of events (before a removal's fresh read)."""
@@ -172,7 +188,18 @@ class KubeCluster:
             return [p for seq, n, p in self._pod_events if seq > mark and n == node]
 
     def list_pods(self) -> list[dict]:
-        return self.informers["pods"].items()
+        """The cached pods, less those first shown pending after the running pass began (:meth:`mark_pass`)."""
+        pods = self.informers["pods"].items()
+        with self._events_lock:
+            mark = self._pass_mark
+            if mark is None or self._pod_seq == mark:
+                return pods
+            later = {k for k, seq in self._pending_since.items() if seq > mark}
+        if not later:
+            return pods
+        kept = [p for p in pods if not (object_key(p) in later and is_pending(p))]
+        log.debug("pods left to the next window", extra={"pods": len(pods) - len(kept)})
+        return kept
 
     def list_nodes(self) -> list[dict]:
         return self.informers["nodes"].items()

@@ -5,13 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from autoscaler.demo.events import Decision  # noqa: E402
-from autoscaler.demo.watch import Sample  # noqa: E402
+from autoscaler.demo.events import Decision
+from autoscaler.demo.watch import Sample
 
 COLORS = ["#4c72b0", "#55a868", "#c44e52", "#8172b2"]
 
@@ -24,6 +19,11 @@ def plot_timeline(
     regions: list[str],
     compression: float = 60.0,
 ) -> Path:
+    import matplotlib  # here, not at import: matplotlib takes a second to load and only the plot needs it
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 6), sharex=True)
     samples = [*samples, samples[-1]]  # the last state holds to the end of the plot
     ts = [s.t for s in samples[:-1]] + [samples[-1].t + 1.0]

@@ -7,13 +7,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-import yaml
 
 from autoscaler import metrics
 from autoscaler.controller import STATE_FAILURES_READ, STATE_GROUPS, Controller, ControllerConfig
 from autoscaler.core.config import PlannerConfig
 from clusterspec.names import TO_BE_DELETED_TAINT
 from tests.autoscaler.fakes import CPU8, GPU_TAINT, V100, FakeCloud, FakeCluster, group, iso, node, pod
+from tests.support import load_yaml
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 GPU_LABELS = {"research.cluster/gpu-model": "v100"}
@@ -287,7 +287,7 @@ def test_capacity_failure_spills_over_and_its_state_survives_a_restart():
     assert cloud.groups["c-us-west-2-v100"]["desired"] == 0
 
 
-STEPS = yaml.safe_load((Path(__file__).parent / "scale_down_steps.yaml").read_text())
+STEPS = load_yaml(Path(__file__).parent / "scale_down_steps.yaml")
 
 
 @pytest.mark.parametrize("case", STEPS, ids=[c["name"] for c in STEPS])

@@ -7,11 +7,11 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-import yaml
 
 from autoscaler.loop import BatchWindow, Runner
+from tests.support import load_yaml
 
-CASES = yaml.safe_load((Path(__file__).parent / "batch_window_cases.yaml").read_text())
+CASES = load_yaml(Path(__file__).parent / "batch_window_cases.yaml")
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
@@ -101,3 +101,35 @@ def test_the_after_pass_step_runs_after_each_pass_and_its_failure_stops_nothing(
     runner._cond = Cond()
     runner.run()
     assert log == ["pass", "after"] * 3 and runner.passes == 3
+
+
+def test_the_start_of_a_pass_is_marked_before_any_later_event_is_heard():
+    """``on_start`` (the adapter's pass mark) runs as the window closes, under the lock a trigger takes: an event
+    during the pass opens the next window instead of being lost in this one."""
+    now = SimpleNamespace(t=0.0)
+    log = []
+
+    def run_pass():
+        log.append(("pass", now.t))
+        if len(log) == 2:  # the first pass: a pod arrives while it runs
+            runner.trigger()
+        if now.t >= 20:
+            runner.stop()
+
+    runner = Runner(
+        run_pass, BatchWindow(10), monotonic=lambda: now.t, on_start=lambda: log.append(("mark", now.t))
+    )
+
+    class Cond(threading.Condition):
+        def wait(self, timeout=None):
+            now.t += timeout
+            return False
+
+    runner._cond = Cond()
+    runner.run()
+    assert log[:4] == [
+        ("mark", 0.0),
+        ("pass", 0.0),
+        ("mark", 1.0),
+        ("pass", 1.0),
+    ]  # the new window: idle_s later

@@ -14,7 +14,7 @@ import yaml
 
 from autoscaler import metrics
 from autoscaler.core.nodestate import STATES
-from tests.support import ROOT, require_tool
+from tests.support import ROOT, load_yaml, require_tool
 
 MONITORING = ROOT / "deploy" / "monitoring"
 RULES = MONITORING / "cluster-autoscaler.rules.yaml"
@@ -35,7 +35,7 @@ PROMQL_WORDS = {
 
 
 def rules() -> list[dict]:
-    return [r for g in yaml.safe_load(RULES.read_text())["groups"] for r in g["rules"]]
+    return [r for g in load_yaml(RULES)["groups"] for r in g["rules"]]
 
 
 def exported_names() -> set[str]:

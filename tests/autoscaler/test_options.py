@@ -2,11 +2,11 @@ from argparse import Namespace
 from pathlib import Path
 
 import pytest
-import yaml
 
 from autoscaler.options import COMMON, RUN, UsageError, namespace, parse_duration, resolve
+from tests.support import load_yaml
 
-DURATIONS = yaml.safe_load((Path(__file__).parent / "durations.yaml").read_text())
+DURATIONS = load_yaml(Path(__file__).parent / "durations.yaml")
 
 
 @pytest.mark.parametrize(("text", "seconds"), DURATIONS, ids=[str(d[0]) or "empty" for d in DURATIONS])

@@ -8,9 +8,9 @@ import yaml
 
 from clusterspec.errors import SpecError
 from clusterspec.loader import load_spec, parse_yaml, spec_from_data
-from tests.support import ROOT, example_spec_data, set_path
+from tests.support import ROOT, example_spec_data, load_yaml, set_path
 
-CASES = yaml.safe_load((ROOT / "tests/clusterspec/bad_specs.yaml").read_text())
+CASES = load_yaml(ROOT / "tests/clusterspec/bad_specs.yaml")
 
 
 def test_example_spec_is_valid():

@@ -16,6 +16,7 @@ from autoscaler.model import ClusterModel, VirtualClock
 from autoscaler.model.spec_groups import groups_from_spec
 from clusterspec.loader import DEFAULT_SPEC, load_spec
 from provision import lab_settings
+from tests.support import load_yaml
 
 SPEC_DATA = yaml.safe_load(Path(DEFAULT_SPEC).read_text())
 BUCKET = "dlr-results-123456789012"
@@ -65,7 +66,7 @@ def emu(s3_url, tmp_path: Path):
 def kubeconfig(emu, tmp_path: Path) -> str:
     emu.create_namespace("u-alice")  # `invoke add-user alice` creates it
     path = emu.write_kubeconfig(tmp_path / "kubeconfig")
-    data = yaml.safe_load(path.read_text())
+    data = load_yaml(path)
     for ctx in data["contexts"]:
         ctx["context"]["namespace"] = "u-alice"
     path.write_text(yaml.safe_dump(data))

@@ -8,6 +8,7 @@ out/ and runs/ next to its code and its checkpoint to $LOG_DIR, and a second run
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -26,9 +27,12 @@ from clusterspec.loader import load_spec
 from labctl.cli import main
 from provision import scheduler
 from tests.labctl.conftest import SPEC_DATA, make_bucket, publish_settings
-from tests.support import require_standard_venv
+from tests.support import load_yaml, require_standard_venv
 
-pytest.importorskip("torch", reason="torch is not installed (make tools installs the CPU build)")
+if (
+    importlib.util.find_spec("torch") is None
+):  # found, not imported: the jobs import it, in their own processes
+    pytest.skip("torch is not installed (make tools installs the CPU build)", allow_module_level=True)
 
 from autoscaler.model.spec_groups import groups_from_spec  # noqa: E402
 
@@ -67,7 +71,7 @@ def cluster(s3_url, tmp_path, monkeypatch, kubelet_root):
             ModelCloud(model).set_desired(V100, 2)
             model.advance(model.now() + 1200)  # boot, join, device plugin; the gang scheduler's pods run
         kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
-        data = yaml.safe_load(kubeconfig.read_text())
+        data = load_yaml(kubeconfig)
         for ctx in data["contexts"]:
             ctx["context"]["namespace"] = "u-alice"
         kubeconfig.write_text(yaml.safe_dump(data))

@@ -16,7 +16,7 @@ import yaml
 
 from clusterspec.loader import load_spec
 from provision import monitoring
-from tests.support import ROOT, require_tool
+from tests.support import ROOT, load_yaml, require_tool
 
 TOPIC = "arn:aws:sns:us-west-2:123456789012:dlr-alerts"
 ROLE = "arn:aws:iam::123456789012:role/dlr-alertmanager"
@@ -54,7 +54,7 @@ def test_every_alert_of_the_file_has_a_firing_case(cluster):
     alerts = {
         r["alert"] for g in yaml.safe_load(monitoring.alert_rules(cluster))["groups"] for r in g["rules"]
     }
-    cases = yaml.safe_load((ROOT / "deploy/monitoring/alerts.rules.test.yaml").read_text())["tests"]
+    cases = load_yaml(ROOT / "deploy/monitoring/alerts.rules.test.yaml")["tests"]
     firing = {t["alertname"] for c in cases for t in c["alert_rule_test"] if t["exp_alerts"]}
     assert alerts == firing, f"no firing case for {alerts - firing}; unknown {firing - alerts}"
     assert {"AutoscalerDown", "AutoscalerStuck", "NodeNotReady", "GpuXidCritical", "NodeJoinFailed",

@@ -5,17 +5,16 @@ gets its AWS credentials through its ServiceAccount (IRSA) instead of the host's
 from __future__ import annotations
 
 import pytest
-import yaml
 
 from clusterspec.loader import load_spec
 from clusterspec.names import AUTOSCALER_IRSA_SUBJECT, AUTOSCALER_NAMESPACE, AUTOSCALER_SERVICE_ACCOUNT
 from provision import addons, deploy, irsa, scheduler
 from tests.provision.pod_security import enforced_levels, pod_spec, violations
 from tests.provision.terraform.tf_files import MODULES, parse
-from tests.support import ROOT
+from tests.support import ROOT, load_yaml
 
 ARN = "arn:aws:iam::123456789012:role/dlr-autoscaler"
-CASES = yaml.safe_load((ROOT / "tests/provision/data/pod_security_cases.yaml").read_text())
+CASES = load_yaml(ROOT / "tests/provision/data/pod_security_cases.yaml")
 
 
 @pytest.fixture(scope="module")

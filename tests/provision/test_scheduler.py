@@ -16,9 +16,9 @@ from autoscaler.sim.workload import GANG_SCHEDULER
 from clusterspec.errors import UserError
 from clusterspec.loader import load_spec, spec_from_data
 from provision import scheduler as S
-from tests.support import ROOT, example_spec_data
+from tests.support import ROOT, example_spec_data, load_yaml
 
-FIELDS = yaml.safe_load((Path(__file__).parent / "scheduler_config_fields.yaml").read_text())
+FIELDS = load_yaml(Path(__file__).parent / "scheduler_config_fields.yaml")
 PLUGINS = set(FIELDS["in_tree_plugins"]) | set(FIELDS["scheduler_plugins"])
 
 
@@ -145,7 +145,7 @@ def test_the_podgroup_crd_is_the_releases_kept_in_the_repository(spec):
     assert S.SCHEDULER_PLUGINS[spec.kubernetes.minor] in header[0]
     assert f"sha256 of the upstream file: {hashlib.sha256(body.encode()).hexdigest()}" in "".join(header)
     crd = yaml.safe_load(body)
-    stand_in = yaml.safe_load((S.REPO / "autoscaler/emulator/crds/podgroups.yaml").read_text())
+    stand_in = load_yaml(S.REPO / "autoscaler/emulator/crds/podgroups.yaml")
     assert crd["spec"]["names"]["plural"] == stand_in["spec"]["names"]["plural"] == "podgroups"
     assert crd["spec"]["group"] == stand_in["spec"]["group"]
     served = [v["name"] for v in crd["spec"]["versions"] if v["served"]]

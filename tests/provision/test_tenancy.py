@@ -17,10 +17,10 @@ from autoscaler.model.spec_groups import groups_from_spec
 from clusterspec.loader import DEFAULT_SPEC, load_spec
 from labctl import jobs as lab_jobs
 from provision import tenancy, users
-from tests.support import ROOT, require_tool
+from tests.support import ROOT, load_yaml, require_tool
 
 SPEC = load_spec()
-CASES = yaml.safe_load((ROOT / "tests/provision/data/tenant_escapes.yaml").read_text())
+CASES = load_yaml(ROOT / "tests/provision/data/tenant_escapes.yaml")
 CONTROL_PLANE = "ip-10-0-0-10.us-west-2.compute.internal"
 
 

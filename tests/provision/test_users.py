@@ -8,7 +8,6 @@ import stat
 from pathlib import Path
 
 import pytest
-import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
@@ -18,6 +17,7 @@ from clusterspec.errors import UserError
 from clusterspec.loader import load_spec
 from provision import users
 from tests.labctl.conftest import emu, s3_url  # noqa: F401 - fixtures
+from tests.support import load_yaml
 
 SPEC = load_spec()
 
@@ -56,7 +56,7 @@ def test_add_user_then_the_user_works_in_their_namespace(emu, admin, tmp_path: P
 
     # the kubeconfig: private, the user's namespace, a certificate the cluster's CA signed for CN=alice
     assert _mode(added.kubeconfig) == 0o600 and _mode(added.kubeconfig.parent) == 0o700
-    doc = yaml.safe_load(added.kubeconfig.read_text())
+    doc = load_yaml(added.kubeconfig)
     assert doc["contexts"][0]["context"]["namespace"] == "u-alice"
     cert = x509.load_pem_x509_certificate(
         base64.b64decode(doc["users"][0]["user"]["client-certificate-data"])

@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
 from autoscaler import metrics
 from autoscaler.adapters.events import (
@@ -19,8 +18,9 @@ from autoscaler.adapters.events import (
     EventRejected,
     EventWriter,
 )
+from tests.support import load_yaml
 
-CASES = yaml.safe_load((Path(__file__).parent / "event_correlator_cases.yaml").read_text())
+CASES = load_yaml(Path(__file__).parent / "event_correlator_cases.yaml")
 
 
 def ref(name: str, namespace: str = "research") -> dict:

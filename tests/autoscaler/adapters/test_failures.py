@@ -1,11 +1,11 @@
 from pathlib import Path
 
 import pytest
-import yaml
 
 from autoscaler.adapters import failures
+from tests.support import load_yaml
 
-CASES = yaml.safe_load((Path(__file__).parent / "scaling_failures.yaml").read_text())
+CASES = load_yaml(Path(__file__).parent / "scaling_failures.yaml")
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["reason"] + f"-{i}" for i, c in enumerate(CASES)])

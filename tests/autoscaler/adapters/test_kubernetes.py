@@ -313,6 +313,26 @@ def test_the_fresh_read_of_pending_pods_and_the_pods_watch_since_a_mark(kube, em
     assert [p["metadata"]["name"] for p in kube.read_pending_pods()] == ["waiting"]
 
 
+def test_a_pass_plans_only_on_the_pods_pending_when_it_began(kube, emu):
+    """The loop marks the pass's start as it closes the batching window: a pod the watch first shows pending after
+    that belongs to the next window (its event opens it) and is left out of this pass's pods; one pending before
+    stays in, changed or not, and so does every bound pod."""
+    kube.start()
+    assert kube.wait_synced(10)
+    submit(emu, model_pod("before", gpus=16))
+    wait_until(lambda: names(kube.list_pods()) == ["before"])
+    kube.mark_pass()
+    submit(emu, model_pod("during", gpus=16))
+    bound = model_pod("bound", gpus=0, duration=None)
+    bound["spec"]["nodeName"] = kube.list_nodes()[0]["metadata"]["name"]
+    submit(emu, bound)
+    informer = kube.informers["pods"]
+    wait_until(lambda: {"during", "bound"} <= set(names(informer.items())))
+    assert names(kube.list_pods()) == ["before", "bound"]
+    kube.mark_pass()  # the next pass
+    assert names(kube.list_pods()) == ["before", "bound", "during"]
+
+
 def test_evictions_respect_disruption_budgets(kube, emu):
     for i in range(2):
         submit(emu, model_pod(f"web-{i}", gpus=1, labels={"app": "web"}, duration=None))

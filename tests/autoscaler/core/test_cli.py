@@ -7,16 +7,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-import yaml
-
 from autoscaler.cli import main
+from tests.support import load_yaml
 
 CASE = Path(__file__).parent / "cases" / "first_fit_and_reasons.yaml"
 
 
 def _snapshot_file(tmp_path: Path) -> Path:
     path = tmp_path / "snapshot.json"
-    path.write_text(json.dumps(yaml.safe_load(CASE.read_text())["snapshot"]))
+    path.write_text(json.dumps(load_yaml(CASE)["snapshot"]))
     return path
 
 
@@ -103,7 +102,7 @@ def test_plan_text_shows_scale_down_and_back_off(tmp_path, capsys) -> None:
         ("never_registered", ["terminate instance i-2 (west): not registered 1200s after launch"]),
     ]:
         path = tmp_path / f"{name}.json"
-        path.write_text(json.dumps(yaml.safe_load((cases / f"{name}.yaml").read_text())["snapshot"]))
+        path.write_text(json.dumps(load_yaml(cases / f"{name}.yaml")["snapshot"]))
         assert main(["plan", str(path)]) == 0
         out = capsys.readouterr().out
         for line in wanted:
@@ -145,7 +144,7 @@ BAD_VALUES = [
 
 
 def test_bad_values_are_one_line_and_exit_2_from_the_whole_process(tmp_path) -> None:
-    base = yaml.safe_load((Path(__file__).parent / "bad_snapshots.yaml").read_text())["base"]
+    base = load_yaml(Path(__file__).parent / "bad_snapshots.yaml")["base"]
     for i, (path, value, line) in enumerate(BAD_VALUES):
         data = json.loads(json.dumps(base))
         target = data

@@ -6,12 +6,12 @@ import copy
 from pathlib import Path
 
 import pytest
-import yaml
 
 from autoscaler.core.errors import SnapshotError
 from autoscaler.core.fit import pod_fits_node
+from tests.support import load_yaml
 
-DATA = yaml.safe_load((Path(__file__).parent / "fit_cases.yaml").read_text())
+DATA = load_yaml(Path(__file__).parent / "fit_cases.yaml")
 
 
 @pytest.mark.parametrize("case", DATA["cases"], ids=[c["name"] for c in DATA["cases"]])

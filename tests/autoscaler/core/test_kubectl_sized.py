@@ -10,7 +10,6 @@ import random
 from pathlib import Path
 
 import pytest
-import yaml
 from kubernetes import client
 from kubernetes_validate import validate
 from kubernetes_validate.utils import ValidationError, latest_version
@@ -22,6 +21,7 @@ from autoscaler.core.snapshot import parse_snapshot
 from autoscaler.emulator import Emulator
 from autoscaler.model import ClusterModel, VirtualClock
 from tests.autoscaler.model.builders import group
+from tests.support import load_yaml
 
 VERSIONS = sorted({"1.35.0", latest_version()})  # the oldest supported minor and the newest schemas
 CONFIG = PlannerConfig(max_new_nodes_per_loop=1_000_000)
@@ -156,7 +156,7 @@ def test_every_case_file_plans_the_same_at_kubectl_size(path: Path) -> None:
     """What a pod or node already has wins over what is added (hand-written objects: init containers, finished
     containers, nodes without conditions or creation time...), so every planner case plans the same at kubectl
     size. Owner references stay as the case has them: a bare pod is not a Job's."""
-    case = yaml.safe_load(path.read_text())
+    case = load_yaml(path)
     snap, config = case["snapshot"], PlannerConfig.from_dict(case.get("config") or {})
     rng = random.Random(1)
     sized = dict(

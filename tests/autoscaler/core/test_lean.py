@@ -9,7 +9,6 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
 
 from autoscaler.core import decode, lean
 from autoscaler.core import names as core_names
@@ -19,13 +18,13 @@ from autoscaler.core.fit import pod_fits_node
 from autoscaler.core.planner import plan
 from autoscaler.core.snapshot import parse_snapshot
 from tests.autoscaler.core import inflate
-from tests.support import set_path
+from tests.support import load_yaml, set_path
 
 HERE = Path(__file__).parent
 CASES = sorted((HERE / "cases").glob("*.yaml"))
 EXAMPLE = HERE.parents[2] / "docs" / "examples" / "snapshot.json"
-FIT = yaml.safe_load((HERE / "fit_cases.yaml").read_text())
-BAD = yaml.safe_load((HERE / "bad_snapshots.yaml").read_text())
+FIT = load_yaml(HERE / "fit_cases.yaml")
+BAD = load_yaml(HERE / "bad_snapshots.yaml")
 
 
 def leaned(data: dict) -> dict:
@@ -46,12 +45,15 @@ def planned(data: dict, config: dict) -> dict:
 
 
 def _cases():
-    out = [(p.stem, yaml.safe_load(p.read_text())) for p in CASES]
+    out = [(p.stem, load_yaml(p)) for p in CASES]
     out.append(("docs-example", {"snapshot": json.loads(EXAMPLE.read_text())}))
     return out
 
 
-@pytest.mark.parametrize("name,case", _cases(), ids=[n for n, _ in _cases()])
+LEAN_CASES = _cases()
+
+
+@pytest.mark.parametrize("name,case", LEAN_CASES, ids=[n for n, _ in LEAN_CASES])
 def test_the_lean_snapshot_plans_as_the_full_one(name, case) -> None:
     full = case["snapshot"]
     config = case.get("config") or {}
@@ -64,7 +66,7 @@ def test_the_lean_snapshot_plans_as_the_full_one(name, case) -> None:
 
 
 def test_inflating_makes_objects_many_times_larger_and_lean_much_smaller() -> None:
-    case = yaml.safe_load((HERE / "cases" / CASES[0].name).read_text())["snapshot"]
+    case = load_yaml(HERE / "cases" / CASES[0].name)["snapshot"]
     big = inflate.snapshot(case)
     size = [len(json.dumps(x["pods"] + x["nodes"])) for x in (case, big, leaned(big))]
     assert size[1] > 5 * size[0], size

@@ -6,13 +6,12 @@ import copy
 from pathlib import Path
 
 import pytest
-import yaml
 
 from autoscaler.core.errors import SnapshotError
 from autoscaler.core.snapshot import parse_snapshot
-from tests.support import set_path
+from tests.support import load_yaml, set_path
 
-DATA = yaml.safe_load((Path(__file__).parent / "bad_snapshots.yaml").read_text())
+DATA = load_yaml(Path(__file__).parent / "bad_snapshots.yaml")
 
 
 def test_base_is_valid() -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -13,9 +12,10 @@ from autoscaler.core.errors import SnapshotError
 from autoscaler.core.planner import plan
 from autoscaler.core.snapshot import parse_snapshot
 from tests.autoscaler.core.strategies import PROPERTIES
+from tests.support import load_yaml
 
 CASES = Path(__file__).parent / "cases"
-BASES = [yaml.safe_load(p.read_text())["snapshot"] for p in sorted(CASES.glob("*.yaml"))]
+BASES = [load_yaml(p)["snapshot"] for p in sorted(CASES.glob("*.yaml"))]
 
 junk = st.recursive(
     st.none()

@@ -9,15 +9,15 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
 
 from autoscaler.emulator import Emulator
 from autoscaler.model import ClusterModel, VirtualClock
 from tests.autoscaler.model.builders import group
+from tests.support import load_yaml
 
 T0 = 1_767_225_600.0
 TOLERATE = [{"key": "nvidia.com/gpu", "operator": "Exists"}]  # the test group's nodes are GPU nodes
-CASES = yaml.safe_load((Path(__file__).parent / "job_controller_cases.yaml").read_text())
+CASES = load_yaml(Path(__file__).parent / "job_controller_cases.yaml")
 
 
 @pytest.fixture

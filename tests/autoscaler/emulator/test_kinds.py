@@ -12,12 +12,12 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-import yaml
 
 from autoscaler.emulator import Emulator
 from autoscaler.model import ClusterModel, VirtualClock
+from tests.support import load_yaml
 
-KINDS = yaml.safe_load((Path(__file__).parent / "kinds.yaml").read_text())
+KINDS = load_yaml(Path(__file__).parent / "kinds.yaml")
 
 
 @pytest.fixture(scope="module")

@@ -10,10 +10,11 @@ import yaml
 from autoscaler.emulator.patch import apply_patch
 from autoscaler.emulator.selectors import BadRequest, parse_field_selector, parse_label_selector
 from autoscaler.model.store import StoreError
+from tests.support import load_yaml
 
 HERE = Path(__file__).parent
-PATCHES = yaml.safe_load((HERE / "patch_cases.yaml").read_text())
-SELECTORS = yaml.safe_load((HERE / "selector_cases.yaml").read_text())
+PATCHES = load_yaml(HERE / "patch_cases.yaml")
+SELECTORS = load_yaml(HERE / "selector_cases.yaml")
 
 
 @pytest.mark.parametrize("case", PATCHES, ids=[c["name"] for c in PATCHES])

@@ -16,10 +16,11 @@ from autoscaler.emulator import Emulator
 from autoscaler.emulator.admission.podsecurity import evaluate, policy_from
 from autoscaler.model import ClusterModel, VirtualClock
 from tests.autoscaler.model.builders import group
+from tests.support import load_yaml
 
 HERE = Path(__file__).parent
 FIXTURE = HERE / "fixtures" / "autoscaler-manifests-acb6d0c.yaml"
-CASES = yaml.safe_load((HERE / "pod_security_cases.yaml").read_text())
+CASES = load_yaml(HERE / "pod_security_cases.yaml")
 KUBECTL = "/usr/bin/kubectl"
 REFUSAL = (
     'violates PodSecurity "restricted:latest": host namespaces (hostNetwork=true), '

@@ -8,14 +8,14 @@ import copy
 from pathlib import Path
 
 import pytest
-import yaml
 from kubernetes import client, config
 
 from autoscaler.emulator import Emulator
 from autoscaler.model import ClusterModel, VirtualClock
 from tests.autoscaler.model.builders import group
+from tests.support import load_yaml
 
-CASES = yaml.safe_load((Path(__file__).parent / "researcher_job_cases.yaml").read_text())
+CASES = load_yaml(Path(__file__).parent / "researcher_job_cases.yaml")
 JOB = {
     "apiVersion": "batch/v1",
     "kind": "Job",

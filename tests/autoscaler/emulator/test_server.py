@@ -6,13 +6,12 @@ import json
 import subprocess
 import sys
 
-import yaml
 from kubernetes import client, config, watch
 
 from autoscaler.emulator import Emulator
 from autoscaler.model import ClusterModel, ModelCloud, WallClock
 from tests.autoscaler.model.builders import group
-from tests.support import ROOT
+from tests.support import ROOT, load_yaml
 
 
 def test_command_line_serves_the_spec_groups_and_writes_a_kubeconfig(tmp_path):
@@ -34,7 +33,7 @@ def test_command_line_serves_the_spec_groups_and_writes_a_kubeconfig(tmp_path):
     try:
         ready = json.loads(proc.stdout.readline())
         assert ready["url"].startswith("https://127.0.0.1:"), "the secure port only"
-        server = yaml.safe_load(kc.read_text())["clusters"][0]["cluster"]["server"]
+        server = load_yaml(kc)["clusters"][0]["cluster"]["server"]
         assert server == ready["url"]
         nodes = client.CoreV1Api(config.new_client_from_config(str(kc))).list_node().to_dict()["items"]
         nodes = [{"metadata": {"labels": n["metadata"]["labels"]}} for n in nodes]

@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 
 from autoscaler.model import ModelCloud, ModelCluster, ValidationError
 from autoscaler.model.disruption import budget_status
 from tests.autoscaler.model.builders import gang, group, model, phases, pod
+from tests.support import load_yaml
 
-PDB_CASES = yaml.safe_load((Path(__file__).parent / "pdb_cases.yaml").read_text())
+PDB_CASES = load_yaml(Path(__file__).parent / "pdb_cases.yaml")
 
 
 def test_terminating_an_instance_kills_its_running_pods_and_counts_the_job_once():

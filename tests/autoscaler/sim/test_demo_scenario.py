@@ -7,14 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 
 from autoscaler.sim.metrics import summarize
 from autoscaler.sim.scenarios import demo_scenario
 from autoscaler.sim.simulate import run_policy
 from clusterspec.loader import load_spec
+from tests.support import load_yaml
 
-DATA = yaml.safe_load((Path(__file__).parent / "side_by_side.yaml").read_text())
+DATA = load_yaml(Path(__file__).parent / "side_by_side.yaml")
 
 
 @pytest.fixture(scope="module")

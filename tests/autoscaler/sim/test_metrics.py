@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import pytest
-import yaml
 
 from autoscaler.sim.metrics import (
     JobOutcome,
@@ -14,9 +13,9 @@ from autoscaler.sim.metrics import (
     summarize,
 )
 from autoscaler.sim.traces import Job
-from tests.support import ROOT
+from tests.support import ROOT, load_yaml
 
-CASES = yaml.safe_load((ROOT / "tests/autoscaler/sim/metrics_cases.yaml").read_text())
+CASES = load_yaml(ROOT / "tests/autoscaler/sim/metrics_cases.yaml")
 
 
 def record_of(case: dict) -> RunRecord:

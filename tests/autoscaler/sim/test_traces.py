@@ -1,13 +1,12 @@
 from __future__ import annotations
 
 import pytest
-import yaml
 
 from autoscaler.sim.traces import TraceError, load_trace, parse_trace
-from tests.support import ROOT
+from tests.support import ROOT, load_yaml
 
 HERE = ROOT / "tests/autoscaler/sim"
-CASES = yaml.safe_load((HERE / "bad_traces.yaml").read_text())
+CASES = load_yaml(HERE / "bad_traces.yaml")
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])

@@ -3,14 +3,14 @@ from __future__ import annotations
 import json
 
 import pytest
-import yaml
 
 from clusterspec.errors import UserError
 from clusterspec.loader import load_spec
 from provision.chef.attributes import node_attributes
 from tests.provision.chef.support import HERE, outputs_copy, set_path, write_lock, write_outputs
+from tests.support import load_yaml
 
-CASES = yaml.safe_load((HERE / "bad_outputs.yaml").read_text())
+CASES = load_yaml(HERE / "bad_outputs.yaml")
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])

@@ -1,13 +1,13 @@
 from __future__ import annotations
 
 import pytest
-import yaml
 
 from clusterspec.spec import TunnelCrypto
 from provision.chef.strongswan import esp_proposal, ike_proposal
 from tests.provision.chef.support import HERE
+from tests.support import load_yaml
 
-CASES = yaml.safe_load((HERE / "proposals.yaml").read_text())
+CASES = load_yaml(HERE / "proposals.yaml")
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["ike"] for c in CASES])

@@ -22,7 +22,7 @@ from provision import monitoring
 from provision.operations import certificates as certs
 from provision.operations.ssm import Member, Result
 from provision.users import VpnCa
-from tests.support import ROOT, require_tool
+from tests.support import ROOT, load_yaml, require_tool
 
 NOW = dt.datetime.now(dt.UTC)
 OK = AWSResponse("https://example.invalid", 200, {}, None)  # a short-circuited call's HTTP response
@@ -69,7 +69,7 @@ def test_publishing_writes_public_certificates_only_and_a_rule_promtool_fires_on
     )
     assert sorted(cm["data"]) == files and x509.load_pem_x509_certificate(cm["data"]["vpn-ca.pem"].encode())
     (tmp_path / "alerts.rules.yaml").write_text(monitoring.alert_rules(load_spec()))
-    crl_at = yaml.safe_load(rules.read_text())["groups"][0]["rules"][0]
+    crl_at = load_yaml(rules)["groups"][0]["rules"][0]
     assert crl_at["record"] == "research_crl_next_update" and crl_at["labels"] == {"crl": "client-vpn"}
     stamp = int(crl_at["expr"].removeprefix("vector(").removesuffix(")"))
     crl = x509.load_pem_x509_crl((home / "vpn-ca/crl.pem").read_bytes())

@@ -5,12 +5,11 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-import yaml
 
 from tests.provision.packer.fake_machine import SCRIPTS, Machine, build
-from tests.support import ROOT
+from tests.support import ROOT, load_yaml
 
-CASES = yaml.safe_load((ROOT / "tests/provision/packer/check_cases.yaml").read_text())
+CASES = load_yaml(ROOT / "tests/provision/packer/check_cases.yaml")
 
 
 def run_check(tmp_path, machine: Machine, env: dict | None = None) -> subprocess.CompletedProcess:

@@ -1,13 +1,12 @@
 from __future__ import annotations
 
 import pytest
-import yaml
 
 from clusterspec.errors import UserError
 from provision.packer import runner
-from tests.support import ROOT, require_tool
+from tests.support import ROOT, load_yaml, require_tool
 
-CASES = yaml.safe_load((ROOT / "tests/provision/packer/machine_readable.yaml").read_text())
+CASES = load_yaml(ROOT / "tests/provision/packer/machine_readable.yaml")
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["line"][:40] for c in CASES])

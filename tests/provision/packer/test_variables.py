@@ -3,15 +3,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-import yaml
 
 from clusterspec.errors import UserError
 from clusterspec.loader import load_spec, spec_from_data
 from provision.packer.images import source_ami_name
 from provision.packer.variables import ami_name, packer_variables
-from tests.support import ROOT, example_spec_data, set_path
+from tests.support import ROOT, example_spec_data, load_yaml, set_path
 
-CASES = yaml.safe_load((ROOT / "tests/provision/packer/driver_cases.yaml").read_text())
+CASES = load_yaml(ROOT / "tests/provision/packer/driver_cases.yaml")
 
 
 def _cluster(changes: dict):

@@ -12,9 +12,9 @@ import yaml
 
 from provision.terraform import iam_eval
 from provision.terraform.api_calls import TABLE
-from tests.support import ROOT
+from tests.support import ROOT, load_yaml
 
-ENTRIES = yaml.safe_load(TABLE.read_text())
+ENTRIES = load_yaml(TABLE)
 SERVICES = {"ssm": "ssm", "ec2": "ec2", "elbv2": "elasticloadbalancing", "autoscaling": "autoscaling",
             "logs": "logs"}  # fmt: skip
 

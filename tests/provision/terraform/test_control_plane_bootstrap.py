@@ -16,10 +16,10 @@ from clusterspec.loader import load_spec
 from provision import flannel, scheduler
 from provision.terraform.hcl import inline
 from tests.provision.terraform.tf_files import MODULES
-from tests.support import ROOT, require_tool
+from tests.support import ROOT, load_yaml, require_tool
 
 HERE = ROOT / "tests/provision/terraform"
-SCENARIOS = yaml.safe_load((HERE / "data/control_plane_scenarios.yaml").read_text())
+SCENARIOS = load_yaml(HERE / "data/control_plane_scenarios.yaml")
 FAKE = HERE / "fakes/control_plane_fake.sh"
 COMMANDS = ["kubeadm", "aws", "curl", "getent", "sleep", "systemctl", "kubectl", "sysctl"]
 USER_DATA_LIMIT = 16 * 1024  # EC2 user data, before base64 (the module sends it gzipped: base64gzip)

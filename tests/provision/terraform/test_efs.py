@@ -9,12 +9,11 @@ import json
 import re
 
 import pytest
-import yaml
 
 from tests.provision.terraform.tf_files import MODULES, code, module_calls, outputs, parse, resources
-from tests.support import ROOT
+from tests.support import ROOT, load_yaml
 
-CASES = yaml.safe_load((ROOT / "tests/provision/terraform/data/efs_access_cases.yaml").read_text())
+CASES = load_yaml(ROOT / "tests/provision/terraform/data/efs_access_cases.yaml")
 ACCOUNT = "123456789012"
 FS_ARN = f"arn:aws:elasticfilesystem:us-west-2:{ACCOUNT}:file-system/fs-0123456789abcdef0"
 ROLES = {

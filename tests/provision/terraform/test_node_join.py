@@ -8,12 +8,12 @@ import shutil
 import subprocess
 
 import pytest
-import yaml
 
 from clusterspec import kubelet_reserved
 from tests.provision.terraform.join_render import render_join
 from tests.provision.terraform.test_provider_id import _run
 from tests.provision.terraform.tf_files import MODULES
+from tests.support import load_yaml
 
 IMDS = {"instance-id": "i-0123456789abcdef0", "placement/availability-zone": "us-west-2a",
         "placement/region": "us-west-2", "instance-type": "g4dn.xlarge"}  # fmt: skip
@@ -77,7 +77,7 @@ def test_a_failed_join_is_reset_and_the_next_start_joins(user_data, tmp_path):
 def test_the_kubelet_gets_the_reservations_of_its_instance_type(user_data, tmp_path):
     done, root, _calls = _run(user_data, IMDS, tmp_path)
     assert done.returncode == 0, done.stderr
-    patch = yaml.safe_load((root / "etc/kubernetes/patches/kubeletconfiguration+merge.yaml").read_text())
+    patch = load_yaml(root / "etc/kubernetes/patches/kubeletconfiguration+merge.yaml")
     assert patch == kubelet_reserved.kubelet_config(4)
     assert patch["kubeReserved"] == {"cpu": "80m", "memory": "1465Mi", "ephemeral-storage": "1Gi"}
 

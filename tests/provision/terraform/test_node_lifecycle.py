@@ -7,13 +7,12 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-import yaml
 
 from tests.provision.terraform.tf_files import MODULES
-from tests.support import ROOT
+from tests.support import ROOT, load_yaml
 
 HERE = ROOT / "tests/provision/terraform"
-CASES = yaml.safe_load((HERE / "data/node_lifecycle_cases.yaml").read_text())
+CASES = load_yaml(HERE / "data/node_lifecycle_cases.yaml")
 BOOTSTRAP = MODULES / "control_plane/scripts/bootstrap.sh"
 
 

@@ -1,14 +1,14 @@
 """The disruptive changes `invoke up` lists and asks about, from `terraform show -json` plan fixtures."""
 
 import pytest
-import yaml
 
 from clusterspec.errors import UserError
 from provision.terraform import commands
 from provision.terraform.plan_summary import address_type, disruptions
 from tests.provision.terraform.conftest import DATA
+from tests.support import load_yaml
 
-CASES = yaml.safe_load((DATA / "disruptive_plans.yaml").read_text())
+CASES = load_yaml(DATA / "disruptive_plans.yaml")
 pytestmark = pytest.mark.filterwarnings("ignore:The 'warn' method is deprecated:DeprecationWarning")
 
 

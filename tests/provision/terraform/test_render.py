@@ -1,14 +1,13 @@
 import subprocess
 
 import pytest
-import yaml
 
 from clusterspec.errors import UserError
 from provision.terraform.render import render
 from tests.provision.terraform.tf_files import module_calls, parse
-from tests.support import ROOT, require_tool
+from tests.support import ROOT, load_yaml, require_tool
 
-AMI_CASES = yaml.safe_load((ROOT / "tests/provision/terraform/data/ami_files.yaml").read_text())
+AMI_CASES = load_yaml(ROOT / "tests/provision/terraform/data/ami_files.yaml")
 
 
 def test_every_region_and_global_are_rendered(cluster, rendered):

@@ -3,7 +3,6 @@
 import json
 
 import pytest
-import yaml
 
 from clusterspec.errors import UserError
 from provision.terraform.runner import (
@@ -13,13 +12,13 @@ from provision.terraform.runner import (
     Runner,
     require_aws_credentials,
 )
-from tests.support import ROOT
+from tests.support import ROOT, load_yaml
 
 pytestmark = pytest.mark.filterwarnings("ignore:The 'warn' method is deprecated:DeprecationWarning")
 
 DATA = ROOT / "tests/provision/terraform/data"
-FAILURES = yaml.safe_load((DATA / "terraform_failures.yaml").read_text())
-PLANS = yaml.safe_load((DATA / "plans.yaml").read_text())
+FAILURES = load_yaml(DATA / "terraform_failures.yaml")
+PLANS = load_yaml(DATA / "plans.yaml")
 
 
 @pytest.fixture

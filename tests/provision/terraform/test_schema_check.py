@@ -7,16 +7,15 @@ import os
 from pathlib import Path
 
 import pytest
-import yaml
 
 from clusterspec.errors import UserError
 from provision.terraform import provider_schema, schema_check
 from provision.terraform.settings import MODULES, PROVIDER_SCHEMA
 from tests.provision.terraform.conftest import DATA
-from tests.support import ROOT
+from tests.support import ROOT, load_yaml
 
 pytestmark = pytest.mark.tool
-CASES = yaml.safe_load((DATA / "schema_cases.yaml").read_text())
+CASES = load_yaml(DATA / "schema_cases.yaml")
 
 
 @pytest.fixture(scope="module")

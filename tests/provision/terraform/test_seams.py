@@ -12,9 +12,9 @@ from provision.terraform import seams
 from provision.terraform.schema_check import Checker
 from provision.terraform.settings import MODULES
 from tests.provision.terraform.conftest import DATA
-from tests.support import ROOT
+from tests.support import ROOT, load_yaml
 
-CASES = yaml.safe_load((DATA / "seam_cases.yaml").read_text())
+CASES = load_yaml(DATA / "seam_cases.yaml")
 
 
 def test_every_module_and_rendered_root_passes(rendered):

@@ -6,14 +6,13 @@ import json
 import subprocess
 
 import pytest
-import yaml
 
 from provision.terraform.hcl import inline
 from tests.provision.terraform.tf_files import MODULES
-from tests.support import ROOT, require_tool
+from tests.support import ROOT, load_yaml, require_tool
 
 # the pod gateway's and SSH machines' (forwarding, masquerade, EFS homes, users)
-CASES = yaml.safe_load((ROOT / "tests/provision/terraform/data/researchers_user_data.yaml").read_text())
+CASES = load_yaml(ROOT / "tests/provision/terraform/data/researchers_user_data.yaml")
 
 
 def _render(terraform: str, template: str, values: dict, cwd) -> str:
