@@ -33,8 +33,10 @@ lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# Four workers on two cores: many tests wait (on a subprocess, a watch, a clock) and the CPU stays busy
+# (make test: 240 s, against 288 s with two).
 unit: venv .terraformrc
-	$(BIN)/pytest -n 2
+	$(BIN)/pytest -n 4
 
 test: lint unit
 

@@ -7,9 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-apt_tools=(packer ruby rubocop npm promtool amtool etcd)
+apt_tools=(packer ruby rubocop npm promtool amtool etcd etcdctl)
 # amtool: issue 29, Alertmanager config; etcd: the backup and restore checks against a real etcd (issue 29)
-declare -A apt_package=([promtool]=prometheus [amtool]=prometheus-alertmanager [etcd]=etcd-server)
+declare -A apt_package=([promtool]=prometheus [amtool]=prometheus-alertmanager [etcd]=etcd-server [etcdctl]=etcd-client)
 missing=()
 for t in "${apt_tools[@]}"; do command -v "$t" >/dev/null || missing+=("${apt_package[$t]:-$t}"); done
 # the system's Python with venv, for the standard image's venv below
@@ -76,7 +76,7 @@ if [[ ! -s $schema || $(cat "$schema.package" 2>/dev/null) != "$stamp" ]]; then
   echo "$stamp" >"$schema.package"
 fi
 
-for t in packer ruby rubocop promtool amtool bird nft etcd .checkov-venv/bin/checkov; do
+for t in packer ruby rubocop promtool amtool bird nft etcd etcdctl .checkov-venv/bin/checkov; do
   printf '%-26s %s\n' "$t" "$(command -v "$t" >/dev/null && "$t" --version 2>&1 | head -n 1 || echo missing)"
 done
 printf '%-26s %s\n' "$schema" "$(cat "$schema.package" 2>/dev/null || echo missing)"

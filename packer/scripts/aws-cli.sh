@@ -24,7 +24,7 @@ main() {
   local tmp zip
   tmp=$(mktemp -d)
   # shellcheck disable=SC2064  # expanded now: $tmp is local to main
-  trap "rm -rf '$tmp'" EXIT
+  trap "gpgconf --kill all 2>/dev/null || true; rm -rf '$tmp'" EXIT  # the agent and dirmngr gpg started there
   zip="https://awscli.amazonaws.com/awscli-exe-linux-$(uname -m).zip"
   curl -fsSL --retry 5 -o "$tmp/awscliv2.zip" "$zip"
   curl -fsSL --retry 5 -o "$tmp/awscliv2.zip.sig" "$zip.sig"

@@ -9,7 +9,7 @@ if [[ -z "$EFA_INSTALLER_VERSION" ]]; then
   exit 0
 fi
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+trap 'gpgconf --kill all 2>/dev/null || true; rm -rf "$tmp"' EXIT # the agent gpg started in $GNUPGHOME
 base="https://efa-installer.amazonaws.com"
 tarball="aws-efa-installer-${EFA_INSTALLER_VERSION}.tar.gz"
 curl -fsSL --retry 5 -o "$tmp/key" "$base/aws-efa-installer.key"

@@ -137,7 +137,11 @@ def test_a_kubeconfig_that_is_a_yaml_list_is_one_line(tmp_path, capsys):
     assert line.startswith(f"cannot load the kubeconfig {path}: ")
 
 
-def test_once_exits_1_when_aws_cannot_be_read(live, capsys):
+def test_once_exits_1_when_aws_cannot_be_read(live, capsys, monkeypatch):
+    from autoscaler.adapters.aws import AwsCloud
+
+    # two attempts, not the eight a live pass makes against a refused connection (about 11 s of back-off)
+    monkeypatch.setitem(AwsCloud.__init__.__kwdefaults__, "max_attempts", 2)
     _, kubeconfig, _ = live
     code = main(["run", "--cluster-name", "dlr", "--regions", REGIONS, "--kubeconfig", kubeconfig, "--once",
                  "--dry-run", "--metrics-port", "0", "--aws-endpoint-url", "http://127.0.0.1:9"])  # fmt: skip

@@ -103,7 +103,9 @@ def keys(tmp_path):
         binary = tmp_path / f"{name}.gpg"
         binary.write_bytes(_gpg(home, "--export", fpr).stdout)
         out[name] = (fpr, armored, binary)
-    return out
+    yield out
+    # making keys started a gpg-agent for this home, which would outlive the test (and keep using the CPU)
+    subprocess.run(["gpgconf", "--homedir", str(home), "--kill", "all"], check=False, capture_output=True)
 
 
 def _source(script: str, call: str, tmp_path, *args: str):
@@ -158,11 +160,14 @@ def test_the_aws_cli_installer_needs_a_signature_by_the_published_key(keys, tmp_
         env = {"PATH": "/usr/bin:/bin", "GNUPGHOME": str(env_home), "HOME": str(tmp_path)}
         return subprocess.run(["bash", "-c", run, "aws-cli.sh", str(sig), str(path), fpr], env=env).returncode
 
-    # made by the vendor's signing subkey: VALIDSIG names the subkey first, the primary key last
-    assert signed_by(tmp_path / "vendor.sig", zip_, vendor[0]) == 0
-    assert signed_by(tmp_path / "attacker.sig", zip_, vendor[0]) == 1
-    zip_.write_bytes(b"PK installer, altered")
-    assert signed_by(tmp_path / "vendor.sig", zip_, vendor[0]) == 1
+    try:
+        # made by the vendor's signing subkey: VALIDSIG names the subkey first, the primary key last
+        assert signed_by(tmp_path / "vendor.sig", zip_, vendor[0]) == 0
+        assert signed_by(tmp_path / "attacker.sig", zip_, vendor[0]) == 1
+        zip_.write_bytes(b"PK installer, altered")
+        assert signed_by(tmp_path / "vendor.sig", zip_, vendor[0]) == 1
+    finally:
+        subprocess.run(["gpgconf", "--homedir", str(env_home), "--kill", "all"], check=False, capture_output=True)
 
 
 def test_the_build_instance_requires_imdsv2_and_ssh_only_from_the_bake_host(tmp_path):
