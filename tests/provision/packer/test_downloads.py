@@ -167,7 +167,9 @@ def test_the_aws_cli_installer_needs_a_signature_by_the_published_key(keys, tmp_
         zip_.write_bytes(b"PK installer, altered")
         assert signed_by(tmp_path / "vendor.sig", zip_, vendor[0]) == 1
     finally:
-        subprocess.run(["gpgconf", "--homedir", str(env_home), "--kill", "all"], check=False, capture_output=True)
+        subprocess.run(
+            ["gpgconf", "--homedir", str(env_home), "--kill", "all"], check=False, capture_output=True
+        )
 
 
 def test_the_build_instance_requires_imdsv2_and_ssh_only_from_the_bake_host(tmp_path):
