@@ -171,8 +171,13 @@ class KubeCluster:
         pending after this moment belong to the next window, which their events open, and :meth:`list_pods` leaves
         them out of this pass. Without it a pass whose first read is slow plans on the first pod of a burst that
         began meanwhile and buys for it alone, then again for the rest."""
+        pods = self.informers["pods"]
         with self._events_lock:
             self._pass_mark = self._pod_seq
+            # pods a relist dropped (deleted while the watch was down: no event said so) are forgotten here
+            gone = [k for k in self._pending_since if pods.get(k) is None]
+            for k in gone:
+                del self._pending_since[k]
 
     def pod_event_mark(self) -> int:
         """A mark in the pods watch's stream of events (before a removal's fresh read)."""

@@ -78,6 +78,18 @@ def test_a_trigger_wakes_the_runner_early():
     assert not thread.is_alive()
 
 
+def _run_scripted(runner: Runner, now) -> None:
+    """Run ``runner`` to its stop on ``now``'s clock: each wait of the runner advances it by exactly its timeout."""
+
+    class Cond(threading.Condition):
+        def wait(self, timeout=None):
+            now.t += timeout
+            return False
+
+    runner._cond = Cond()
+    runner.run()
+
+
 def test_the_after_pass_step_runs_after_each_pass_and_its_failure_stops_nothing():
     now = SimpleNamespace(t=0.0)
     log = []
@@ -93,13 +105,7 @@ def test_the_after_pass_step_runs_after_each_pass_and_its_failure_stops_nothing(
 
     runner = Runner(run_pass, BatchWindow(10), monotonic=lambda: now.t, after_pass=after)
 
-    class Cond(threading.Condition):
-        def wait(self, timeout=None):
-            now.t += timeout
-            return False
-
-    runner._cond = Cond()
-    runner.run()
+    _run_scripted(runner, now)
     assert log == ["pass", "after"] * 3 and runner.passes == 3
 
 
@@ -120,13 +126,7 @@ def test_the_start_of_a_pass_is_marked_before_any_later_event_is_heard():
         run_pass, BatchWindow(10), monotonic=lambda: now.t, on_start=lambda: log.append(("mark", now.t))
     )
 
-    class Cond(threading.Condition):
-        def wait(self, timeout=None):
-            now.t += timeout
-            return False
-
-    runner._cond = Cond()
-    runner.run()
+    _run_scripted(runner, now)
     assert log[:4] == [
         ("mark", 0.0),
         ("pass", 0.0),
