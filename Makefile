@@ -10,7 +10,7 @@ export TF_IN_AUTOMATION := 1
 # (`autoscaler run`, `lab`, `invoke`, the emulator's pods), and each would otherwise compile every module it imports.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: demo test lint unit tools venv bench bench-live clean docs-check faults
+.PHONY: demo test lint unit e2e tools venv bench bench-live clean docs-check faults
 
 $(STAMP): pyproject.toml
 	@echo "make: installing the Python dependencies into $(VENV) (once; a few minutes on a first run, pip's lines follow)"
@@ -33,12 +33,17 @@ lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-# Four workers on two cores: many tests wait (on a subprocess, a watch, a clock) and the CPU stays busy
-# (make test: 240 s, against 288 s with two).
+# Four workers on two cores: many tests wait (on a subprocess, a watch, a clock) and the CPU stays busy.
 unit: venv .terraformrc
-	$(BIN)/pytest -n 4
+	$(BIN)/pytest -n 4 -m "not e2e"
 
 test: lint unit
+
+# The end-to-end runs (the e2e marker): a researcher's project trained by torchrun as the Job's pods, with their
+# uid, environment and working directory, and `invoke local-cluster` used by `lab`; about 80 s of CPU, so kept out
+# of `make test` and run by CI.
+e2e: venv .terraformrc
+	$(BIN)/pytest -n 4 -m e2e
 
 # The fault scenarios (tests/faults, docs/autoscaler.md "What it guarantees"): real `autoscaler run` processes
 # against moto and the emulator with injected faults (21 scenarios, each with its own ports and folders, two at a

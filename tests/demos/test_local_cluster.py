@@ -11,6 +11,8 @@ from clusterspec.loader import load_spec
 from demos.researcher.run import local_cluster
 from labctl.cli import main as lab
 
+pytestmark = pytest.mark.e2e  # moto, the emulator, kubectl's day one and `autoscaler run`: `make e2e`
+
 
 def test_lab_works_against_the_local_cluster(tmp_path, monkeypatch, capsys) -> None:
     proj = tmp_path / "proj"

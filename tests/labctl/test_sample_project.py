@@ -36,6 +36,8 @@ if (
 
 from autoscaler.model.spec_groups import groups_from_spec  # noqa: E402
 
+pytestmark = pytest.mark.e2e  # torchrun and its workers train for real: `make e2e`
+
 FIXTURE = Path(__file__).parent / "fixtures" / "nanogpt_like"
 V100 = "dlr-us-west-2-gpu-v100x8"
 
