@@ -112,6 +112,7 @@ class KubeCluster:
         self._pod_events: deque = deque(maxlen=POD_EVENTS_KEPT)  # (seq, node, pod) of bound pods, newest last
         self._pending_since: dict[str, int] = {}  # pending pod -> the event that first showed it pending
         self._pass_mark: int | None = None  # the pod events the running pass covers (mark_pass)
+        self._relists_seen = 0  # the pods cache's relists when mark_pass last forgot the pods they dropped
         self.informers = {
             "pods": Informer(
                 "pods", self.core.list_pod_for_all_namespaces, "Pod", "v1", on_event=self._pod_event, **kw
@@ -174,10 +175,10 @@ class KubeCluster:
         pods = self.informers["pods"]
         with self._events_lock:
             self._pass_mark = self._pod_seq
-            # pods a relist dropped (deleted while the watch was down: no event said so) are forgotten here
-            gone = [k for k in self._pending_since if pods.get(k) is None]
-            for k in gone:
-                del self._pending_since[k]
+            if pods.relists != self._relists_seen:  # a relist may have dropped pods no DELETED event named
+                self._relists_seen = pods.relists
+                for k in [k for k in self._pending_since if pods.get(k) is None]:
+                    del self._pending_since[k]
 
     def pod_event_mark(self) -> int:
         """A mark in the pods watch's stream of events (before a removal's fresh read)."""

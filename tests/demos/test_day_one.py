@@ -18,6 +18,7 @@ from autoscaler.model import ClusterModel, VirtualClock, groups_from_spec
 from autoscaler.model.boot import NodeLifecycle
 from clusterspec.loader import DEFAULT_SPEC, load_spec
 from demos import day_one
+from tests.support import load_yaml
 
 KUBECTL = "/usr/bin/kubectl"
 PINNED = (
@@ -32,9 +33,8 @@ pytestmark = pytest.mark.skipif(not Path(KUBECTL).exists(), reason="kubectl is n
 
 @pytest.fixture
 def bare(tmp_path, monkeypatch):
-    import yaml
 
-    groups = [g for g in groups_from_spec(yaml.safe_load(Path(DEFAULT_SPEC).read_text())) if g["min"] > 0]
+    groups = [g for g in groups_from_spec(load_yaml(Path(DEFAULT_SPEC))) if g["min"] > 0]
     model = ClusterModel(VirtualClock(start=1_767_225_600.0), groups,
                          lifecycle=NodeLifecycle(device_plugins=False, cloud_controller=False))  # fmt: skip
     with model.lock:

@@ -18,7 +18,7 @@ from clusterspec.loader import DEFAULT_SPEC, load_spec
 from provision import lab_settings
 from tests.support import load_yaml
 
-SPEC_DATA = yaml.safe_load(Path(DEFAULT_SPEC).read_text())
+SPEC_DATA = load_yaml(Path(DEFAULT_SPEC))
 BUCKET = "dlr-results-123456789012"
 
 

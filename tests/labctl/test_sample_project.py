@@ -29,9 +29,8 @@ from provision import scheduler
 from tests.labctl.conftest import SPEC_DATA, make_bucket, publish_settings
 from tests.support import load_yaml, require_standard_venv
 
-if (
-    importlib.util.find_spec("torch") is None
-):  # found, not imported: the jobs import it, in their own processes
+# found, not imported: the jobs import torch, in their own processes
+if importlib.util.find_spec("torch") is None:
     pytest.skip("torch is not installed (make tools installs the CPU build)", allow_module_level=True)
 
 from autoscaler.model.spec_groups import groups_from_spec  # noqa: E402

@@ -30,9 +30,7 @@ def stack(tmp_path_factory):
     and alice added by `invoke add-user` (her kubeconfig from the CSR API)."""
     kubectl = require_tool("kubectl", "/usr/bin/kubectl")
     tmp = tmp_path_factory.mktemp("tenancy")
-    model = ClusterModel(
-        VirtualClock(start=1_767_225_600.0), groups_from_spec(yaml.safe_load(Path(DEFAULT_SPEC).read_text()))
-    )
+    model = ClusterModel(VirtualClock(start=1_767_225_600.0), groups_from_spec(load_yaml(Path(DEFAULT_SPEC))))
     with model.lock:
         model.register_control_plane(CONTROL_PLANE, "10.0.0.10", "us-west-2", "us-west-2a",
                                      {"cpu": "4", "memory": "16Gi", "pods": "110"})  # fmt: skip
@@ -132,7 +130,7 @@ def test_add_user_makes_the_tenant_objects(stack):
 
 
 def test_gpu_quota_per_user_overrides_the_default():
-    data = yaml.safe_load(Path(DEFAULT_SPEC).read_text())
+    data = load_yaml(Path(DEFAULT_SPEC))
     data["users"][1]["gpu_quota"] = 64
     from clusterspec.spec import Cluster
 

@@ -7,15 +7,13 @@ import json
 import subprocess
 from pathlib import Path
 
-import yaml
-
 from provision.chef.attributes import write_node_attributes
 from provision.packer import record
-from tests.support import ROOT, require_tool, set_path
+from tests.support import ROOT, load_yaml, require_tool, set_path
 
 HERE = ROOT / "tests/provision/chef"
 COOKBOOK = ROOT / "chef/cookbooks/cluster_node"
-OUTPUTS = yaml.safe_load((HERE / "terraform_outputs.yaml").read_text())
+OUTPUTS = load_yaml(HERE / "terraform_outputs.yaml")
 # the regions' outputs only (the file also holds the global root's)
 REGION_OUTPUTS = {k: v for k, v in OUTPUTS.items() if k != "global"}
 
