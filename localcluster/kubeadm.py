@@ -49,7 +49,9 @@ class Ports:
 
 
 def _run(args: list[str], env: dict | None = None, input: str | None = None) -> str:
-    done = subprocess.run(args, capture_output=True, text=True, env=env, input=input, timeout=120, check=False)
+    done = subprocess.run(
+        args, capture_output=True, text=True, env=env, input=input, timeout=120, check=False
+    )
     if done.returncode:
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
         raise KubeadmFailed(f"{' '.join(args[:4])}: exit {done.returncode}: {' / '.join(tail)}")
@@ -116,7 +118,9 @@ def phases(workdir: Path, config: Path, ports: Ports) -> dict[str, list[str]]:
     etc = workdir / "etc" / "kubernetes"
     etc.mkdir(parents=True, exist_ok=True)
     _run([kubeadm, "init", "phase", "certs", "all", "--config", str(config)])
-    _run([kubeadm, "init", "phase", "kubeconfig", "all", "--config", str(config), "--kubeconfig-dir", str(etc)])
+    _run(
+        [kubeadm, "init", "phase", "kubeconfig", "all", "--config", str(config), "--kubeconfig-dir", str(etc)]
+    )
     for conf in etc.glob("*.conf"):
         _loopback_kubeconfig(conf, ports.api)
     dry = workdir / "manifests"
