@@ -10,7 +10,7 @@ export TF_IN_AUTOMATION := 1
 # (`autoscaler run`, `lab`, `invoke`, the emulator's pods), and each would otherwise compile every module it imports.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: demo test lint unit e2e tools venv bench bench-live clean docs-check faults
+.PHONY: demo test lint unit e2e tools venv bench bench-live clean docs-check faults localcluster-bin
 
 $(STAMP): pyproject.toml
 	@echo "make: installing the Python dependencies into $(VENV) (once; a few minutes on a first run, pip's lines follow)"
@@ -26,7 +26,12 @@ venv: $(STAMP)
 .terraformrc:
 	touch $@
 
-demo: venv .terraformrc
+# The local cluster's binaries (localcluster/build-tools.sh): about 12 minutes the first time on 2 cores, then
+# nothing until a pinned go.mod changes.
+localcluster-bin:
+	localcluster/build-tools.sh
+
+demo: venv .terraformrc localcluster-bin
 	$(BIN)/invoke demo
 
 lint: venv

@@ -44,7 +44,11 @@ def real_cluster(spec, aws_url: str, regions: list[str], out, compression: float
         kubeconfig = aws_cluster.service_account_kubeconfig(
             stack, AUTOSCALER_NAMESPACE, deploy.NAME, out / "autoscaler.kubeconfig"
         )
-        yield live.admin_kubeconfig, kubeconfig, lambda job, ns: workload.submit(live.api, job, ns, compression)
+        yield (
+            live.admin_kubeconfig,
+            kubeconfig,
+            lambda job, ns: workload.submit(live.api, job, ns, compression),
+        )
 
 
 def workload_namespace() -> str:

@@ -10,7 +10,10 @@ export CGO_ENABLED=0 GOFLAGS=-mod=readonly
 bin=.cache/localcluster/bin
 mkdir -p "$bin"
 sets=("$@")
-((${#sets[@]})) || sets=(kubernetes etcd kwok scheduler-plugins karpenter)
+if ((${#sets[@]} == 0)); then
+  for d in localcluster/go/*/go.mod; do sets+=("$(basename "$(dirname "$d")")"); done
+fi
+command -v go >/dev/null || { echo "build-tools: go is missing (Go 1.26 or newer)" >&2; exit 1; }
 
 version_flags() { # $1: the version of k8s.io/component-base the binaries report
   local v=$1 major minor
@@ -26,6 +29,7 @@ version_flags() { # $1: the version of k8s.io/component-base the binaries report
 
 build_set() {
   local set=$1 dir=localcluster/go/$1
+  [[ -f $dir/go.mod ]] || { echo "build-tools: no set $set (localcluster/go/$set/go.mod)" >&2; return 1; }
   local stamp
   stamp=$(shopt -s nullglob && cat "$dir/go.mod" "$dir/go.sum" "$dir"/*.go "$0" | sha256sum | cut -c1-16)
   if [[ $(cat "$bin/.$set.stamp" 2>/dev/null) == "$stamp" ]]; then

@@ -43,4 +43,4 @@ def test_the_old_field_selector_is_refused_by_the_real_api_server(kube) -> None:
 
     done = kube.kubectl("apply", "-f", "-", input=json.dumps(ds))
     assert done.returncode != 0
-    assert "must be only one value when operator is 'In' or 'NotIn' for node field selector" in done.stderr
+    assert "must be only one value when `operator` is 'In' or 'NotIn' for node field selector" in done.stderr
