@@ -25,10 +25,13 @@ DEFAULT_SCHEDULER = "default-scheduler"
 GANG_SCHEDULER = "research-gang-scheduler"
 GANG_NAMESPACE = "scheduler-plugins"
 POD_GROUP_API = "scheduling.x-k8s.io/v1alpha1"
-# Coscheduling waits this long at Permit for the rest of a group before giving its room back, then keeps the
-# group out of the queue for the back-off (scheduler-plugins apis/config/v1 CoschedulingArgs; defaults 60 s / 0).
+# Coscheduling waits this long at Permit for the rest of a group before giving its room back (scheduler-plugins
+# apis/config/v1 CoschedulingArgs; default 60 s). No back-off after a failed group (the default, 0): the real gang
+# scheduler showed (issue 33) that with one, a gang whose last try fell within the back-off of the last node's
+# registration is left in the unschedulable queue, which only a Pod or PodGroup event or the 5-minute flush
+# (podMaxInUnschedulablePodsDuration) brings back: the gang waits minutes beside free nodes.
 PERMIT_WAITING_TIME_S = 60
-POD_GROUP_BACKOFF_S = 10
+POD_GROUP_BACKOFF_S = 0
 
 
 @dataclass(frozen=True)

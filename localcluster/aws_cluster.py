@@ -21,7 +21,7 @@ from clusterspec.scheduler import GANG_NAMESPACE, GANG_SCHEDULER
 from clusterspec.spec import Cluster
 from localcluster import binaries, day_one
 from localcluster.nodes import NodeAgent, allocatable
-from localcluster.stack import KWOK_ANNOTATION, Stack
+from localcluster.stack import KWOK_LABEL, Stack
 from provision import scheduler
 
 CONTROL_PLANE_NODE = "control-plane-0"
@@ -38,13 +38,13 @@ class Running:
 
 def control_plane_node(cluster: Cluster) -> dict:
     """The control-plane member as `kubeadm init` registers and marks it (its label and NoSchedule taint)."""
-    capacity, alloc = allocatable(cluster.control_plane.instance_type)
+    capacity, alloc = allocatable(cluster.kubernetes.control_plane.instance_type)
     return {
         "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": CONTROL_PLANE_NODE, "annotations": {KWOK_ANNOTATION: "fake"},
-                     "labels": {"node-role.kubernetes.io/control-plane": "", "kubernetes.io/os": "linux",
+        "metadata": {"name": CONTROL_PLANE_NODE,
+                     "labels": {KWOK_LABEL: "fake", "node-role.kubernetes.io/control-plane": "", "kubernetes.io/os": "linux",
                                 "kubernetes.io/arch": "amd64", "kubernetes.io/hostname": CONTROL_PLANE_NODE,
-                                "node.kubernetes.io/instance-type": cluster.control_plane.instance_type}},
+                                "node.kubernetes.io/instance-type": cluster.kubernetes.control_plane.instance_type}},
         "spec": {"taints": [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]},
         "status": {"capacity": capacity, "allocatable": alloc,
                    "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}]},
@@ -101,11 +101,25 @@ def running(cluster: Cluster, aws_url: str, regions: list[str], out: Path, compr
             os.environ.setdefault(k, v)
         cloud = AwsCloud(cluster.name, regions, endpoint_url=aws_url)
         agent = NodeAgent(cloud, api, compression=compression).start()
-        yield Running(stack, agent, stack.admin_kubeconfig, api, applied)
+        try:
+            yield Running(stack, agent, stack.admin_kubeconfig, api, applied)
+        except BaseException:
+            dump_state(stack, out / "state-at-failure.txt")
+            raise
     finally:
         if agent is not None:
             agent.stop()
         stack.stop()
+
+
+def dump_state(stack: Stack, path: Path) -> None:
+    """What the cluster looked like (nodes, jobs, pods, pod groups, recent events), for the one who reads why."""
+    parts = []
+    for args in (("get", "nodes", "-o", "wide"), ("get", "jobs,podgroups,pods", "-A", "-o", "wide"),
+                 ("get", "events", "-A", "--sort-by=.lastTimestamp")):  # fmt: skip
+        done = stack.kubectl(*args, check=False)
+        parts.append(f"$ kubectl {' '.join(args)}\n{done.stdout}{done.stderr}")
+    path.write_text("\n".join(parts))
 
 
 def kubectl_env(run: Running) -> dict[str, str]:

@@ -39,7 +39,7 @@ build_set() {
   local start=$SECONDS ldflags
   case $set in
     kubernetes) ldflags=$(version_flags v1.35.4) ;;
-    scheduler-plugins) ldflags=$(version_flags v0.34.7) ;;
+    scheduler-plugins) ldflags=$(version_flags v1.34.4) ;; # the Kubernetes libraries it is built on (its emulation version)
     *) ldflags="-s -w" ;;
   esac
   echo "build-tools: building $set (cold: minutes)"

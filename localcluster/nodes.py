@@ -9,7 +9,7 @@ A node's life, the delays of ``autoscaler/model/boot.py`` (their sources there) 
         the instance type and allocatable less the join's KubeletConfiguration reservations, and the
         uninitialized taint of --cloud-provider=external; the API server's TaintNodesByCondition adds not-ready
     --cloud_init_s--> the cloud controller's part (this agent): the uninitialized taint goes
-    --ready_s--> the network is up: kwok takes the node (its annotation), posts Ready and keeps its lease; the
+    --ready_s--> the network is up: kwok takes the node (its label), posts Ready and keeps its lease; the
         node lifecycle controller (the real kube-controller-manager) removes the not-ready taint
     --device_plugin_s after the NVIDIA (EFA) device plugin DaemonSet's pod runs there--> nvidia.com/gpu
         (vpc.amazonaws.com/efa) in capacity and allocatable
@@ -33,7 +33,7 @@ from autoscaler.core.quantity import parse_exact as parse_quantity
 from autoscaler.model.boot import NodeLifecycle, boot_delay
 from clusterspec import catalog, kubelet_reserved
 from clusterspec.names import NODE_GROUP_LABEL
-from localcluster.stack import KWOK_ANNOTATION
+from localcluster.stack import KWOK_LABEL
 
 log = logging.getLogger(__name__)
 GONE = ("Terminating", "Terminating:Wait", "Terminating:Proceed", "Terminated", "Detaching", "Detached")
@@ -95,6 +95,7 @@ class NodeAgent:
         self.lifecycle = lifecycle or NodeLifecycle()
         self.nodes: dict[str, Tracked] = {}  # instance id -> node
         self.errors = 0
+        self._plugin_pods: dict[str, set[str]] | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -111,6 +112,7 @@ class NodeAgent:
                     live[i["id"]] = (g, i)
         for iid in [iid for iid in self.nodes if iid not in live]:
             self._delete(self.nodes.pop(iid))
+        self._plugin_pods = None  # kube-system's device plugin pods, read once a sync when a node needs them
         for iid, (g, i) in live.items():
             tracked = self.nodes.get(iid)
             if tracked is None:
@@ -161,7 +163,7 @@ class NodeAgent:
             n.initialised = True
         if not n.ready and age >= self._s(self.lifecycle.ready_s):
             # kwok takes the node: its node-initialize stage posts Ready and it keeps the node's lease
-            self.core.patch_node(n.name, {"metadata": {"annotations": {KWOK_ANNOTATION: "fake"}}})
+            self.core.patch_node(n.name, {"metadata": {"labels": {KWOK_LABEL: "fake"}}})
             n.ready = True
         if n.ready:
             self._device_plugins(n, now)
@@ -170,9 +172,14 @@ class NodeAgent:
         wanted = {r for r in (GPU, EFA) if r in n.group.get("allocatable", {})} - n.advertised
         if not wanted:
             return
-        pods = self.core.list_namespaced_pod("kube-system", field_selector=f"spec.nodeName={n.name}").items
-        running = {p.metadata.owner_references[0].name for p in pods
-                   if p.status.phase == "Running" and p.metadata.owner_references}  # fmt: skip
+        if self._plugin_pods is None:
+            self._plugin_pods = {}
+            for p in self.core.list_namespaced_pod("kube-system").items:
+                if p.status.phase == "Running" and p.metadata.owner_references and p.spec.node_name:
+                    self._plugin_pods.setdefault(p.spec.node_name, set()).add(
+                        p.metadata.owner_references[0].name
+                    )
+        running = self._plugin_pods.get(n.name, set())
         for r in wanted:
             if PLUGINS[r] in running:
                 n.plugins_seen.setdefault(r, now)

@@ -17,7 +17,9 @@ import yaml
 from localcluster import binaries, kubeadm
 from localcluster.processes import Processes, free_ports
 
-KWOK_ANNOTATION = "kwok.x-k8s.io/node"  # nodes kwok manages carry it (value "fake")
+# Nodes kwok manages carry this label (value "fake"): a label, not an annotation, because a watch by label
+# selector delivers a node that starts to match (the node agent hands a node to kwok once it is Ready).
+KWOK_LABEL = "kwok.x-k8s.io/node"
 ADMINS_BINDING = "kubeadm:cluster-admins"
 
 
@@ -132,7 +134,7 @@ class Stack:
             str(binaries.path("kwok")),
             f"--kubeconfig={self.admin_kubeconfig}",
             "--manage-all-nodes=false",
-            f"--manage-nodes-with-annotation-selector={KWOK_ANNOTATION}=fake",
+            f"--manage-nodes-with-label-selector={KWOK_LABEL}=fake",
             f"--cidr={kubeadm.LOCAL_POD_CIDR}",
             "--node-ip=127.0.0.1",
             f"--server-address=127.0.0.1:{port}",

@@ -44,7 +44,7 @@ def test_every_address_the_stack_writes_is_loopback(kube) -> None:
         assert _not_loopback(" ".join(argv)) == [], f"{name}: {argv}"
     node = kube.unique("addr-node")
     body = {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": node, "annotations": {stack.KWOK_ANNOTATION: "fake"}},
+            "metadata": {"name": node, "labels": {stack.KWOK_LABEL: "fake"}},
             "spec": {"taints": [{"key": node, "effect": "NoSchedule"}]}}  # fmt: skip
     kube.kubectl("create", "-f", "-", input=json.dumps(body), check=True)
     ns = kube.namespace("addr")
