@@ -130,18 +130,28 @@ def constrained(
     """The pod's shape with what its claims add: a reason that blocks it, node affinity terms that restrict it
     (the shape itself when they add nothing). ``memo``: one parse's, so the pods of a Job that share their claims
     share one shape (a class)."""
+    seen = (
+        shape,
+        namespace,
+        names,
+    )  # the pods of a Job: one answer for all of them (shapes hash by identity)
+    hit = memo.get(seen)
+    if hit is not None:
+        return hit[1]
     reason, restrictions = storage.constraint(namespace, names)
     if reason is None and not restrictions:
+        memo[seen] = (None, shape)
         return shape
     key = ("claims", id(shape), reason, restrictions)
     hit = memo.get(key)
     if hit is not None:
+        memo[seen] = hit
         return hit[1]
     terms = shape.affinity_terms
     for r in restrictions:
         terms = and_terms(terms, r)
     out = with_node_terms(shape, terms, reason)
-    memo[key] = (shape, out)  # the entry keeps the shape alive: its id is not reused
+    memo[key] = memo[seen] = (shape, out)  # the entry keeps the shape alive: its id is not reused (``key``)
     return out
 
 
