@@ -19,6 +19,7 @@ from autoscaler.core.snapshot import parse_snapshot
 from autoscaler.core.volumes import IMMEDIATE_UNBOUND
 
 SEAM_LABEL = "research.cluster/seam"  # only the test's group template and node carry it
+BYSTANDER_LABEL = "research.cluster/seam-bystander"  # the test's node that its pods do not fit
 
 
 def _apply(kube, obj: dict) -> None:
@@ -59,17 +60,53 @@ def _plan(kube, ns: str, group: dict):
     cluster = KubeCluster(api_client(str(kube.admin_kubeconfig)))
     cluster.sync()
     pods = [p for p in cluster.list_pods() if p["metadata"].get("namespace") == ns]
-    nodes = [n for n in cluster.list_nodes() if (n["metadata"].get("labels") or {}).get(SEAM_LABEL) == ns]
+    nodes = [n for n in cluster.list_nodes()
+             if ns in ((n["metadata"].get("labels") or {}).get(k) for k in (SEAM_LABEL, BYSTANDER_LABEL))]  # fmt: skip
     snapshot = {"pods": pods, "nodes": nodes, "groups": [group], **cluster.list_storage()}
     return plan(parse_snapshot(snapshot)).to_dict(placements=True)
 
 
+def _node(name: str, labels: dict) -> dict:
+    """A node kwok drives (Ready, heartbeats), shaped as an m6i.2xlarge of the test's group."""
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "annotations": {"kwok.x-k8s.io/node": "fake"},
+                     "labels": {**labels, "kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                                "node.kubernetes.io/instance-type": "m6i.2xlarge"}},
+        "status": {"allocatable": {"cpu": "7910m", "memory": "30Gi", "pods": "58"},
+                   "capacity": {"cpu": "8", "memory": "32Gi", "pods": "58"}},
+    }  # fmt: skip
+
+
+def _pod(ns: str, name: str, claim: str) -> dict:
+    """A pod (Pod Security restricted) that only nodes of the test's group take, with one claim mounted."""
+    return {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns},
+        "spec": {
+            "nodeSelector": {SEAM_LABEL: ns},
+            "securityContext": {"runAsNonRoot": True, "runAsUser": 1000, "seccompProfile": {"type": "RuntimeDefault"}},
+            "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}},
+                            "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+                            "volumeMounts": [{"name": "home", "mountPath": "/home/alice"}]}],
+            "volumes": [{"name": "home", "persistentVolumeClaim": {"claimName": claim}}],
+        },
+    }  # fmt: skip
+
+
 def test_a_pod_with_an_unbound_immediate_claim_is_refused_by_both_and_placed_by_both_once_bound(kube) -> None:
     ns = kube.namespace("pvc")
-    storage_class, volume, node = kube.unique("efs"), kube.unique("pv"), kube.unique("seam")
+    storage_class, volume, node, other = (kube.unique(p) for p in ("efs", "pv", "seam", "bystander"))
     group = {"name": "seam", "region": "us-west-2", "zones": ["us-west-2a"], "instance_type": "m6i.2xlarge",
              "min": 0, "max": 3, "desired": 0, "labels": {SEAM_LABEL: ns}}  # fmt: skip
     try:
+        # kube-controller-manager's service account controller makes the namespace's default account; until then
+        # the ServiceAccount admission plugin refuses pods
+        _wait(
+            "the default service account",
+            lambda: kube.kubectl("-n", ns, "get", "serviceaccount", "default").returncode == 0,
+        )
+        # a node the pods do not fit (without any node kube-scheduler says only "no nodes available")
+        _apply(kube, _node(other, {BYSTANDER_LABEL: ns}))
         # an Immediate class whose provisioner does not run here: the claim stays Pending, as before `invoke
         # storage` on a fresh cluster
         _apply(kube, {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": storage_class},
@@ -77,25 +114,8 @@ def test_a_pod_with_an_unbound_immediate_claim_is_refused_by_both_and_placed_by_
         _apply(kube, {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "home", "namespace": ns},
                       "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": storage_class,
                                "resources": {"requests": {"storage": "1Gi"}}}})  # fmt: skip
-        _apply(kube, {
-            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "train", "namespace": ns},
-            "spec": {
-                "nodeSelector": {SEAM_LABEL: ns},
-                "securityContext": {"runAsNonRoot": True, "runAsUser": 1000, "seccompProfile": {"type": "RuntimeDefault"}},
-                "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}},
-                                "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
-                                "volumeMounts": [{"name": "home", "mountPath": "/home/alice"}]}],
-                "volumes": [{"name": "home", "persistentVolumeClaim": {"claimName": "home"}}],
-            },
-        })  # fmt: skip
-
-        orphan = json.loads(json.dumps(_get(kube, "-n", ns, "pod", "train")))
-        orphan["metadata"] = {"name": "orphan", "namespace": ns}
-        orphan["spec"]["volumes"] = [{"name": "home", "persistentVolumeClaim": {"claimName": "nope"}}]
-        for key in ("nodeName", "nodeSelector"):
-            orphan["spec"].pop(key, None)
-        orphan.pop("status", None)
-        _apply(kube, orphan)  # its claim does not exist
+        _apply(kube, _pod(ns, "train", "home"))
+        _apply(kube, _pod(ns, "orphan", "nope"))  # its claim does not exist
 
         # kube-scheduler leaves both Pending on their claims; the planner says the same and buys nothing
         said = {pod: _wait(f"kube-scheduler's verdict on {pod}", lambda pod=pod: _unschedulable_message(kube, ns, pod))
@@ -129,20 +149,13 @@ def test_a_pod_with_an_unbound_immediate_claim_is_refused_by_both_and_placed_by_
         assert planned["placements"] == {f"{ns}/train": "new:seam:0"}
 
         # the node the planner bought registers (kwok drives it Ready): kube-scheduler binds the pod to it
-        _apply(kube, {
-            "apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": node, "annotations": {"kwok.x-k8s.io/node": "fake"},
-                         "labels": {SEAM_LABEL: ns, "kubernetes.io/hostname": node, "kubernetes.io/os": "linux",
-                                    "node.kubernetes.io/instance-type": "m6i.2xlarge"}},
-            "status": {"allocatable": {"cpu": "7910m", "memory": "30Gi", "pods": "58"},
-                       "capacity": {"cpu": "8", "memory": "32Gi", "pods": "58"}},
-        })  # fmt: skip
+        _apply(kube, _node(node, {SEAM_LABEL: ns}))
         bound = _wait(
             "kube-scheduler's binding", lambda: _get(kube, "-n", ns, "pod", "train")["spec"].get("nodeName")
         )
         assert bound == node
     finally:
-        kube.kubectl("delete", "node", node, "--ignore-not-found", "--wait=false")
+        kube.kubectl("delete", "node", node, other, "--ignore-not-found", "--wait=false")
         kube.kubectl("delete", "namespace", ns, "--ignore-not-found", "--wait=false")
         kube.kubectl("delete", "pv", volume, "--ignore-not-found", "--wait=false")
         kube.kubectl("delete", "storageclass", storage_class, "--ignore-not-found", "--wait=false")
