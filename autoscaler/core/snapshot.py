@@ -31,7 +31,7 @@ from autoscaler.core.podspec import parse_shape
 from autoscaler.core.quantity import parse_resources
 from autoscaler.core.selectors import label_key_problem, label_value_problem, parse_taints
 from autoscaler.core.timeutil import parse_time
-from autoscaler.core.volumes import Storage, claim_names, constrained, parse_storage
+from autoscaler.core.volumes import Storage, constrained, parse_storage
 from clusterspec import catalog
 
 FAILURE_REASONS = (
@@ -626,9 +626,18 @@ def _spec_facts(spec: object, memo: dict | None) -> tuple:
         local: object = ()
     elif not isinstance(volumes, list):
         local = _NOT_A_LIST
-    else:
-        local = tuple(v.get("name") for v in volumes if v.__class__ is dict and _is_local(v))
-        claims = claim_names(volumes)
+    else:  # one pass: the local ones, and the claims named (a volume has one source)
+        names, named = [], []
+        for v in volumes:
+            if v.__class__ is not dict:
+                continue
+            src = v.get("persistentVolumeClaim")
+            if src is not None:
+                if src.__class__ is dict and (claim := src.get("claimName")).__class__ is str:
+                    named.append(claim)
+            elif _is_local(v):
+                names.append(v.get("name"))
+        local, claims = tuple(names), tuple(named)
     grace = s.get("terminationGracePeriodSeconds", 30) if spec.__class__ is dict else 30
     out = (node_name, s.get("schedulingGates"), s.get("priority") or 0, grace, local, claims)
     if memo is not None and spec.__class__ is dict:

@@ -155,16 +155,6 @@ def constrained(
     return out
 
 
-def claim_names(volumes: object) -> tuple[str, ...]:
-    """The claims a pod's ``spec.volumes`` name (persistentVolumeClaim.claimName), in order."""
-    out = []
-    for v in volumes or ():
-        src = v.get("persistentVolumeClaim") if v.__class__ is dict else None
-        if src.__class__ is dict and src.get("claimName").__class__ is str:
-            out.append(src["claimName"])
-    return tuple(out)
-
-
 def and_terms(terms: tuple, restriction: tuple) -> tuple:
     """Node affinity terms (OR of (label requirements, field requirements)) ANDed with another set: every pair
     of terms joined (an empty set of terms is no restriction)."""
