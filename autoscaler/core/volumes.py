@@ -30,14 +30,18 @@ from dataclasses import dataclass
 
 from autoscaler.core.names import BETA_STORAGE_CLASS_ANNOTATION, BIND_COMPLETED_ANNOTATION, NO_PROVISIONER
 from autoscaler.core.podspec import PodShape, with_node_terms
-from autoscaler.core.selectors import parse_requirements
+from autoscaler.core.selectors import parse_requirements, requirement_holds
 
 IMMEDIATE_UNBOUND = "pod has unbound immediate PersistentVolumeClaims"  # volumebinding.go PreFilter
 PV_NOT_EXIST = (
     "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"  # ErrReasonPVNotExist
 )
+NODE_CONFLICT = (
+    "node(s) didn't match PersistentVolume's node affinity"  # ErrReasonNodeConflict: no node matches the volume
+)
 NO_VOLUME_TO_BIND = "node(s) didn't find available persistent volumes to bind"  # ErrReasonBindConflict
 BINDING_MODES = ("Immediate", "WaitForFirstConsumer")
+_NAMELESS = {"metadata.name": ""}  # the node CheckNodeAffinity matches a volume's node affinity against
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +103,8 @@ class Storage:
                 v = self.volumes.get(c.volume)
                 if v is None:
                     blocked = blocked or PV_NOT_EXIST
+                elif v.terms is NO_NODE:
+                    blocked = blocked or NODE_CONFLICT
                 elif v.terms is not None:
                     restrictions.append(v.terms)
                 continue
@@ -158,9 +164,10 @@ def constrained(
 def and_terms(terms: tuple, restriction: tuple) -> tuple:
     """Node affinity terms (OR of (label requirements, field requirements)) ANDed with another set: every pair
     of terms joined (an empty set of terms is no restriction)."""
+    restriction = tuple(b for b in restriction if b[0] or b[1])  # an empty term matches no node
     if not terms:
-        return restriction
-    return tuple((a[0] + b[0], a[1] + b[1]) for a in terms for b in restriction)
+        return restriction or NO_NODE
+    return tuple((a[0] + b[0], a[1] + b[1]) for a in terms if a[0] or a[1] for b in restriction) or NO_NODE
 
 
 def _items(raw: object, where: str, errors: list[str]) -> list:
@@ -185,8 +192,14 @@ def _annotations(meta: dict) -> dict:
     return a if isinstance(a, dict) else {}
 
 
+NO_NODE = (((), ()),)  # node affinity terms that match no node: one empty term
+
+
 def _terms(raw: object, where: str, errors: list[str]) -> tuple | None:
-    """A NodeSelector's ``nodeSelectorTerms`` as node affinity terms (OR)."""
+    """A volume's ``nodeAffinity.required`` as node affinity terms (OR); None: every node. kube-scheduler matches
+    it against the node's labels alone (component-helpers storage/volume ``CheckNodeAffinity``: a node with no
+    name), so ``matchFields`` are decided here against the name "": a term whose fields fail matches no node, and
+    one whose fields hold is its label requirements (every node when it has none)."""
     if raw is None:
         return None
     terms = raw.get("nodeSelectorTerms") if isinstance(raw, dict) else None
@@ -201,8 +214,12 @@ def _terms(raw: object, where: str, errors: list[str]) -> tuple | None:
         fields = parse_requirements(
             t.get("matchFields"), f"{where}.nodeSelectorTerms[{i}].matchFields", errors
         )
-        out.append((labels, fields))
-    return tuple(out)
+        if not all(requirement_holds(r, _NAMELESS) for r in fields):
+            continue
+        if fields and not labels:
+            return None
+        out.append((labels, ()))
+    return tuple(out) or NO_NODE
 
 
 def _topologies(raw: object, where: str, errors: list[str]) -> tuple | None:
