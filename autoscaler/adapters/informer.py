@@ -20,7 +20,8 @@ a cache is never older than about ``max_backoff_s`` plus a list while the API an
 its back-off only after two minutes without one (``NewExponentialBackoffManager(800ms, 30s, 2m, ...)`` in
 ``NewReflectorWithOptions``), so watches cut every few seconds push it to 30 s; we deliberately differ. Objects are kept as plain dicts shaped as
 ``kubectl get -o json`` prints them (with ``kind`` and ``apiVersion`` filled in); for the kinds
-:mod:`autoscaler.core.lean` knows (Pod, Node, PodDisruptionBudget) only the fields something here reads are kept:
+:mod:`autoscaler.core.lean` knows (Pod, Node, PodDisruptionBudget, PersistentVolumeClaim, PersistentVolume,
+StorageClass) only the fields something here reads are kept:
 list pages and watch lines are decoded straight into the lean form (:mod:`autoscaler.core.decode`, one pass
 each), so the cache's memory follows the number of objects, not their size; the pods of one Job on one node share
 one spec, and the specs of a Job's pods on other nodes share their containers, tolerations and the rest

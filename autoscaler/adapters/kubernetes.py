@@ -1,6 +1,7 @@
 """The Kubernetes side (:class:`autoscaler.interfaces.Cluster`) over the official ``kubernetes`` client.
 
-Pods, nodes and PodDisruptionBudgets are served from list-then-watch caches (:mod:`.informer`), so a pass reads
+Pods, nodes, PodDisruptionBudgets, PersistentVolumeClaims, PersistentVolumes and StorageClasses are served from
+list-then-watch caches (:mod:`.informer`), so a pass reads
 no API at all; writes go straight to the API server: taints through a patch guarded by the node's
 resourceVersion (a conflict re-reads and retries), evictions through the policy/v1 Eviction subresource (a 429
 from a budget is an answer, not an error: the pod is tried again in a later pass, never forced), and two
@@ -100,6 +101,7 @@ class KubeCluster:
         self.api = api
         self.core = client.CoreV1Api(api)
         self.policy = client.PolicyV1Api(api)
+        self.storage = client.StorageV1Api(api)
         self.namespace = namespace
         self.on_pending_pod = on_pending_pod
         self.request_timeout_s = request_timeout_s  # every read and write that is not a watch
@@ -124,6 +126,19 @@ class KubeCluster:
                 "PodDisruptionBudget",
                 "policy/v1",
                 **kw,
+            ),
+            # what kube-scheduler's VolumeBinding reads (autoscaler/core/volumes.py): a pod whose claims are not
+            # bound yet gets no node, one whose volume is on one node gets that node
+            "pvcs": Informer(
+                "pvcs",
+                self.core.list_persistent_volume_claim_for_all_namespaces,
+                "PersistentVolumeClaim",
+                "v1",
+                **kw,
+            ),
+            "pvs": Informer("pvs", self.core.list_persistent_volume, "PersistentVolume", "v1", **kw),
+            "storageclasses": Informer(
+                "storageclasses", self.storage.list_storage_class, "StorageClass", "storage.k8s.io/v1", **kw
             ),
         }
 
@@ -212,6 +227,14 @@ class KubeCluster:
 
     def list_pdbs(self) -> list[dict]:
         return self.informers["pdbs"].items()
+
+    def list_storage(self) -> dict[str, list[dict]]:
+        """The claims, volumes and storage classes, under their snapshot keys (docs/snapshot.md)."""
+        return {
+            "persistentvolumeclaims": self.informers["pvcs"].items(),
+            "persistentvolumes": self.informers["pvs"].items(),
+            "storageclasses": self.informers["storageclasses"].items(),
+        }
 
     # -- fresh reads (before anything is terminated: never the caches) -----------------------------------------
     def _read(self, what: str, fn, **kwargs) -> dict:

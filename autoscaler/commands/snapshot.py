@@ -26,7 +26,7 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "snapshot",
         help="write the live cluster as a snapshot (replay it with `autoscaler plan`)",
-        description="Read pods, nodes and disruption budgets from Kubernetes, the node groups and their failed "
+        description="Read pods, nodes, disruption budgets, claims, volumes and storage classes from Kubernetes, the node groups and their failed "
         "scaling activities from AWS, and the autoscaler's persisted failure state, and write them as one "
         "snapshot JSON document. Changes nothing.",
     )

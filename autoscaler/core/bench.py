@@ -24,10 +24,12 @@ class Case:
     gpu_share: float = 0.5
     target_s: float | None = None
     gang_size: int = 0
+    claims: int = 0  # claims each pending pod mounts (bound, listed in the snapshot)
 
 
 CASES = [
     Case("burst-50k-4-shapes", pods=50_000, shapes=4, nodes=3_000, target_s=1.0),
+    Case("burst-50k-3-claims", pods=50_000, shapes=4, nodes=3_000, claims=3),
     Case("mixed-10k-200-shapes", pods=10_000, shapes=200, nodes=500, target_s=2.0),
     Case("gpu-mixed-5k", pods=5_000, shapes=40, nodes=0, gpu_share=1.0),
     Case("identical-20k", pods=20_000, shapes=1, nodes=0, gpu_share=0.0),
@@ -66,6 +68,7 @@ def run_case(case: Case, seed: int = 1) -> dict:
         gpu_share=case.gpu_share,
         seed=seed,
         gang_size=case.gang_size,
+        claims=case.claims,
     )
     for g in data["groups"]:
         g["max"] = max(g["max"], 100_000)

@@ -53,6 +53,9 @@ class _SnapshotFile(Struct, forbid_unknown_fields=True):
     now: Any = UNSET
     namespaces: Any = UNSET
     pdbs: list[lean.Pdb] | None | UnsetType = UNSET
+    persistentvolumeclaims: list[lean.Claim] | _List[lean.Claim] | None | UnsetType = UNSET
+    persistentvolumes: list[lean.PersistentVolume] | _List[lean.PersistentVolume] | None | UnsetType = UNSET
+    storageclasses: list[lean.StorageClass] | _List[lean.StorageClass] | None | UnsetType = UNSET
     scaling_failures: Any = UNSET
     group_state: Any = UNSET
 
@@ -65,6 +68,7 @@ class _Event(Struct):
 
 
 _SNAPSHOT = msgspec.json.Decoder(_SnapshotFile)
+_STORAGE = ("persistentvolumeclaims", "persistentvolumes", "storageclasses")
 _EVENT = msgspec.json.Decoder(_Event)
 _OBJECTS = {kind: msgspec.json.Decoder(schema) for kind, schema in lean.DECODING.items()}
 _PAGES = {kind: msgspec.json.Decoder(_Page[schema]) for kind, schema in lean.DECODING.items()}
@@ -98,6 +102,12 @@ def snapshot(data) -> object:
                 value = _dicts(kind, value, shared)
         elif name == "pdbs" and value is not None:
             value = _dicts("PodDisruptionBudget", value, None)
+        elif name in _STORAGE and value is not None:
+            if isinstance(value, _List):
+                items = None if value.items is None else msgspec.to_builtins(value.items)
+                value = {**msgspec.to_builtins(_List(value.apiVersion, value.kind)), "items": items}
+            else:
+                value = msgspec.to_builtins(value)
         out[name] = value
     return out
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from autoscaler.core.names import NODE_GROUP_LABEL
+from autoscaler.core.names import BIND_COMPLETED_ANNOTATION, NODE_GROUP_LABEL
 from clusterspec import catalog
 
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
@@ -140,9 +140,12 @@ def snapshot(
     gpu_share: float = 0.5,
     fill: int = 3,
     gang_size: int = 0,
+    claims: int = 0,
 ) -> dict:
     """A burst: ``pods`` pending pods of ``shape_count`` shapes; ``nodes`` existing nodes spread over the groups,
-    each running ``fill`` pods already. With ``gang_size``, consecutive pending pods form PodGroup gangs."""
+    each running ``fill`` pods already. With ``gang_size``, consecutive pending pods form PodGroup gangs. With
+    ``claims``, every pending pod mounts that many claims (home, datasets, results...), bound to EFS volumes, and
+    the snapshot lists them (kube-scheduler's VolumeBinding, core/volumes.py)."""
     rng = random.Random(seed)
     gs = groups(group_kinds)
     items_nodes, bound = [], []
@@ -166,4 +169,22 @@ def snapshot(
         if gang_size:
             req, gpu = kinds[(i // gang_size) % len(kinds)]
         pending.append(pod(f"p-{i}", req, gpu=gpu, labels=labels))
-    return {"now": NOW, "regions": list(REGIONS), "groups": gs, "nodes": items_nodes, "pods": bound + pending}
+    out = {"now": NOW, "regions": list(REGIONS), "groups": gs, "nodes": items_nodes, "pods": bound + pending}
+    if claims:
+        names = [f"claim-{k}" for k in range(claims)]
+        for p in pending:
+            p["spec"]["volumes"] = [{"name": n, "persistentVolumeClaim": {"claimName": n}} for n in names]
+        out["persistentvolumeclaims"] = [
+            {"metadata": {"name": n, "namespace": "lab", "annotations": {BIND_COMPLETED_ANNOTATION: "yes"}},
+             "spec": {"storageClassName": "efs", "volumeName": f"efs-{n}"}, "status": {"phase": "Bound"}}
+            for n in names
+        ]  # fmt: skip
+        out["persistentvolumes"] = [
+            {"metadata": {"name": f"efs-{n}"}, "spec": {"storageClassName": "efs",
+             "claimRef": {"namespace": "lab", "name": n}}, "status": {"phase": "Bound"}}
+            for n in names
+        ]  # fmt: skip
+        out["storageclasses"] = [
+            {"metadata": {"name": "efs"}, "provisioner": "efs.csi.aws.com", "volumeBindingMode": "Immediate"}
+        ]
+    return out

@@ -250,7 +250,7 @@ def pod(lean: dict, index: int, rng: random.Random, owner: bool = True) -> dict:
         volumes=[
             *(spec.get("volumes") or []),
             {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "64Gi"}},
-            {"name": "data", "persistentVolumeClaim": {"claimName": "research-data"}},
+            {"name": "data", "persistentVolumeClaim": {"claimName": DATA_CLAIM}},
             {"name": "config", "configMap": {"defaultMode": 420, "name": f"{job}-config"}},
             {
                 "name": token,
@@ -531,6 +531,62 @@ def node(lean: dict, index: int, rng: random.Random, itype: str | None = None) -
     return n
 
 
+DATA_CLAIM = "research-data"  # the claim every pod names: its dataset, on EFS
+
+
+def data_claim(namespace: str) -> tuple[dict, dict]:
+    """The claim every pod names in ``namespace``, bound, and its volume (EFS: no node affinity), as the API server
+    returns them (the PV controller's annotations, the claim's status)."""
+    volume = f"pvc-{_uid('pvc', namespace, DATA_CLAIM)}"
+    claim = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {
+            "name": DATA_CLAIM, "namespace": namespace, "uid": _uid("pvc", namespace, DATA_CLAIM),
+            "resourceVersion": "4242", "creationTimestamp": "2025-01-30T09:00:00Z",
+            "annotations": {"pv.kubernetes.io/bind-completed": "yes", "pv.kubernetes.io/bound-by-controller": "yes",
+                            "volume.beta.kubernetes.io/storage-provisioner": "efs.csi.aws.com",
+                            "volume.kubernetes.io/storage-provisioner": "efs.csi.aws.com"},
+            "finalizers": ["kubernetes.io/pvc-protection"],
+        },
+        "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "5Ti"}},
+                 "storageClassName": "efs", "volumeMode": "Filesystem", "volumeName": volume},
+        "status": {"phase": "Bound", "accessModes": ["ReadWriteMany"], "capacity": {"storage": "5Ti"}},
+    }  # fmt: skip
+    pv = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": volume, "uid": _uid("pv", volume), "resourceVersion": "4241",
+                     "annotations": {"pv.kubernetes.io/provisioned-by": "efs.csi.aws.com"},
+                     "finalizers": ["kubernetes.io/pv-protection"]},
+        "spec": {"accessModes": ["ReadWriteMany"], "capacity": {"storage": "5Ti"},
+                 "claimRef": {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "name": DATA_CLAIM,
+                              "namespace": namespace, "uid": claim["metadata"]["uid"]},
+                 "csi": {"driver": "efs.csi.aws.com", "volumeHandle": "fs-0123456789abcdef0::fsap-0abc"},
+                 "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "efs", "volumeMode": "Filesystem"},
+        "status": {"phase": "Bound"},
+    }  # fmt: skip
+    return claim, pv
+
+
+def with_data_claims(snap: dict) -> dict:
+    """A copy of ``snap`` whose claims (when it lists any) include the pods' :data:`DATA_CLAIM` in each of their
+    namespaces, bound, and whose volumes (when it lists any) their volumes: the planner then plans as before."""
+    out = dict(snap)
+    if out.get("persistentvolumeclaims") is None:
+        return out
+    spaces = sorted({(p.get("metadata") or {}).get("namespace") or "default" for p in out.get("pods") or ()})
+    made = [data_claim(ns) for ns in spaces]
+    out["persistentvolumeclaims"] = _listed(out["persistentvolumeclaims"]) + [c for c, _ in made]
+    if out.get("persistentvolumes") is not None:
+        out["persistentvolumes"] = _listed(out["persistentvolumes"]) + [v for _, v in made]
+    return out
+
+
+def _listed(value: object) -> list:
+    return list(value["items"] if isinstance(value, dict) else value)
+
+
 def snapshot(lean: dict, seed: int = 1) -> dict:
     """A copy of the generated snapshot ``lean`` with every pod and node at kubectl size; groups unchanged."""
     rng = random.Random(seed)
@@ -541,7 +597,7 @@ def snapshot(lean: dict, seed: int = 1) -> dict:
         for i, n in enumerate(lean.get("nodes") or [])
     ]
     out["pods"] = [pod(p, i, rng) for i, p in enumerate(lean.get("pods") or [])]
-    return out
+    return with_data_claims(out)
 
 
 def sizes(data: dict) -> dict[str, int]:

@@ -19,8 +19,8 @@ with its spec leaves and owner references as JSON text, which is what the sharin
 Dropped, for the record (nothing reads them; add them above with their reader when something does):
 metadata.managedFields, generateName, finalizers and every annotation not named below;
 containers' image, command, args, env, envFrom, volumeMounts, probes, lifecycle, securityContext; volumes other
-than hostPath and emptyDir (configMap, secret, projected, persistentVolumeClaim: the planner models no volume
-topology); priorityClassName and preemptionPolicy (the API server resolves the class into spec.priority, which is
+than hostPath, emptyDir and persistentVolumeClaim (configMap, secret, projected: nothing about them can keep a pod
+off a node), and of a persistentVolumeClaim volume all but its claimName; priorityClassName and preemptionPolicy (the API server resolves the class into spec.priority, which is
 kept), schedulerName, serviceAccountName, dnsPolicy, hostname/subdomain; pod status conditions, IPs, qosClass and
 the container statuses of containers that have not terminated; node images, nodeInfo, addresses,
 daemonEndpoints, podCIDRs; PDB status conditions.
@@ -35,7 +35,11 @@ import msgspec
 from msgspec import UNSET, Raw, Struct, UnsetType, field
 
 from autoscaler.core.names import (
+    BETA_DEFAULT_CLASS_ANNOTATION,
+    BETA_STORAGE_CLASS_ANNOTATION,
+    BIND_COMPLETED_ANNOTATION,
     CORDONED_BY_AUTOSCALER_ANNOTATION,
+    DEFAULT_CLASS_ANNOTATION,
     DO_NOT_DISRUPT_ANNOTATION,
     DRIFTED_SINCE_ANNOTATION,
     GANG_ANNOTATION,
@@ -106,10 +110,15 @@ class Container(_Lean):
     restartPolicy: Any = _  # "Always" on an init container: a sidecar (podspec.effective_requests)
 
 
+class ClaimSource(_Lean):
+    claimName: Any = _  # the claim kube-scheduler's VolumeBinding looks up (core/volumes.py)
+
+
 class Volume(_Lean):
     name: Any = _  # listed in safe-to-evict-local-volumes
     hostPath: Any = _  # local storage blocks scale-down (snapshot._local_storage)
     emptyDir: Any = _  # local storage unless medium Memory
+    persistentVolumeClaim: ClaimSource | None | UnsetType = _  # its claim (core/volumes.py)
 
 
 class PodSpec(_Lean):
@@ -233,6 +242,90 @@ class Pdb(_Lean):
     status: PdbStatus | None | UnsetType = _
 
 
+# -- PersistentVolumeClaim, PersistentVolume, StorageClass (core/volumes.py: what VolumeBinding reads) ----------
+class ClaimAnnotations(_Lean):
+    bind_completed: Any = field(default=_, name=BIND_COMPLETED_ANNOTATION)  # bound: volumeName and this
+    beta_class: Any = field(
+        default=_, name=BETA_STORAGE_CLASS_ANNOTATION
+    )  # the class, before storageClassName
+
+
+class ClaimMeta(_Lean):
+    name: Any = _
+    namespace: Any = _
+    uid: Any = _
+    resourceVersion: Any = _  # informer resourceVersion tracking
+    annotations: ClaimAnnotations | None | UnsetType = _
+    deletionTimestamp: Any = _  # a claim being deleted blocks its pods
+
+
+class ClaimSpec(_Lean):
+    volumeName: Any = _  # the volume it is (or is to be) bound to
+    storageClassName: Any = _  # its class: the binding mode
+
+
+class ClaimStatus(_Lean):
+    phase: Any = _  # Pending / Bound / Lost
+
+
+class Claim(_Lean):
+    apiVersion: Any = _
+    kind: Any = _
+    metadata: ClaimMeta | None | UnsetType = _
+    spec: ClaimSpec | None | UnsetType = _
+    status: ClaimStatus | None | UnsetType = _
+
+
+class VolumeMeta(_Lean):
+    name: Any = _
+    uid: Any = _
+    resourceVersion: Any = _
+
+
+class ClaimRef(_Lean):
+    namespace: Any = _  # the claim it is bound or reserved to
+    name: Any = _
+
+
+class VolumeSpec(_Lean):
+    nodeAffinity: Any = _  # the nodes it can be used on (a local volume's node)
+    claimRef: ClaimRef | None | UnsetType = _  # bound or reserved to: not available to other claims
+    storageClassName: Any = _  # static volumes of a WaitForFirstConsumer class
+
+
+class VolumeStatus(_Lean):
+    phase: Any = _  # Available / Bound / Released / Failed
+
+
+class PersistentVolume(_Lean):
+    apiVersion: Any = _
+    kind: Any = _
+    metadata: VolumeMeta | None | UnsetType = _
+    spec: VolumeSpec | None | UnsetType = _
+    status: VolumeStatus | None | UnsetType = _
+
+
+class ClassAnnotations(_Lean):
+    default: Any = field(default=_, name=DEFAULT_CLASS_ANNOTATION)  # the default class
+    beta_default: Any = field(default=_, name=BETA_DEFAULT_CLASS_ANNOTATION)
+
+
+class ClassMeta(_Lean):
+    name: Any = _
+    uid: Any = _
+    resourceVersion: Any = _
+    annotations: ClassAnnotations | None | UnsetType = _
+
+
+class StorageClass(_Lean):
+    apiVersion: Any = _
+    kind: Any = _
+    metadata: ClassMeta | None | UnsetType = _
+    provisioner: Any = _  # kubernetes.io/no-provisioner: static volumes only
+    volumeBindingMode: Any = _  # Immediate / WaitForFirstConsumer
+    allowedTopologies: Any = _  # where it provisions
+
+
 # -- decoding ---------------------------------------------------------------------------------------------------
 def _variant(cls: type[Struct], name: str, retype) -> type[Struct]:
     """A copy of the Struct ``cls`` named ``name``, each field's type replaced by ``retype(field name, type)``;
@@ -309,11 +402,15 @@ def _pod_dict(p: Pod | DecodedPod, shared: dict | None) -> dict:
     spec, one = p.spec, None
     if spec is not None and spec is not UNSET:
         # trimmed before the key: the projected token volume's name (kube-api-access-xxxxx) is per pod; of the
-        # volumes only hostPath and emptyDir ones are read (configMap, secret, projected, persistentVolumeClaim:
-        # the planner models no volume topology)
+        # volumes only hostPath, emptyDir and persistentVolumeClaim ones are read (configMap, secret, projected:
+        # nothing about them keeps a pod off a node)
         vols = spec.volumes
         if vols:
-            kept = [v for v in vols if v.hostPath is not UNSET or v.emptyDir is not UNSET]
+            kept = [
+                v
+                for v in vols
+                if v.hostPath is not UNSET or v.emptyDir is not UNSET or v.persistentVolumeClaim is not UNSET
+            ]
             if len(kept) != len(vols):
                 spec.volumes = kept
         # the key is the spec's JSON (Raw leaves go in as they were read; JSON texts delimit themselves, so equal
@@ -447,7 +544,22 @@ def pdb(obj: dict, shared: dict | None = None) -> dict:
     return obj if b is None else msgspec.to_builtins(b)
 
 
+def _lean(schema: type):
+    def transform(obj: dict, shared: dict | None = None) -> dict:
+        """The lean copy of the object (the argument is left as it was)."""
+        o = _convert(obj, schema)
+        return obj if o is None else msgspec.to_builtins(o)
+
+    return transform
+
+
 # the schemas of objects given as dicts (msgspec.convert), and of objects read from JSON
-SCHEMAS = {"Pod": Pod, "Node": Node, "PodDisruptionBudget": Pdb}
-DECODING = {"Pod": DecodedPod, "Node": Node, "PodDisruptionBudget": Pdb}
-TRANSFORMS = {"Pod": pod, "Node": node, "PodDisruptionBudget": pdb}
+STORAGE = {"PersistentVolumeClaim": Claim, "PersistentVolume": PersistentVolume, "StorageClass": StorageClass}
+SCHEMAS = {"Pod": Pod, "Node": Node, "PodDisruptionBudget": Pdb, **STORAGE}
+DECODING = {"Pod": DecodedPod, "Node": Node, "PodDisruptionBudget": Pdb, **STORAGE}
+TRANSFORMS = {
+    "Pod": pod,
+    "Node": node,
+    "PodDisruptionBudget": pdb,
+    **{k: _lean(v) for k, v in STORAGE.items()},
+}

@@ -40,3 +40,11 @@ STARTUP_TAINT_PREFIXES = (
     "startup-taint.cluster-autoscaler.kubernetes.io/",
     "ignore-taint.cluster-autoscaler.kubernetes.io/",
 )
+
+# Storage: what kube-scheduler's VolumeBinding plugin reads (k8s.io/kubernetes pkg/scheduler/framework/plugins/
+# volumebinding, pkg/controller/volume/persistentvolume/util, component-helpers/storage/volume)
+BIND_COMPLETED_ANNOTATION = "pv.kubernetes.io/bind-completed"  # the PV controller finished binding the claim
+BETA_STORAGE_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"  # read before spec.storageClassName
+DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
+BETA_DEFAULT_CLASS_ANNOTATION = "storageclass.beta.kubernetes.io/is-default-class"
+NO_PROVISIONER = "kubernetes.io/no-provisioner"  # a class of static (e.g. local) volumes: nothing provisions

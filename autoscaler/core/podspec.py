@@ -6,7 +6,7 @@ Pods of one Job or ReplicaSet share a shape object, so the planner compares and 
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import msgspec
 
@@ -464,6 +464,21 @@ def parse_shape(
             _SHAPES.clear()
         _SHAPES[key] = shape
     return _remember(memo, spec, namespace, key, shape)
+
+
+def with_node_terms(shape: PodShape, terms: tuple, reason: str | None) -> PodShape:
+    """The shape with ``terms`` as its required node affinity terms and ``reason`` (when given) as one more
+    thing that keeps it off every node: what its claims' volumes add (:mod:`autoscaler.core.volumes`)."""
+    unsupported = shape.unsupported + ((reason,) if reason else ())
+    static = (shape.node_selector, terms, shape.tolerations, unsupported)
+    return replace(
+        shape,
+        affinity_terms=terms,
+        unsupported=unsupported,
+        by_name=shape.by_name
+        or any(fields or any(r[0] == HOSTNAME_KEY for r in labels) for labels, fields in terms),
+        static_key=_STATIC_KEYS.setdefault(static, static),
+    )
 
 
 def _remember(memo: dict | None, spec: dict, namespace: str, key: bytes | None, shape: PodShape) -> PodShape:

@@ -290,8 +290,8 @@ def _place_gang(
     gang = members[0].gang
     count = sum(len(c.pods) for c in members)
     for c in members:
-        if c.shape.unsupported:
-            return f"gang {gang}: {c.shape.unsupported[0]}"
+        if c.shape.unsupported:  # one member that cannot be placed anywhere holds the whole gang
+            return f"gang {gang}: pod {c.pods[0].key}: {c.shape.unsupported[0]}"
     size = max((p.gang_size or 0 for c in members for p in c.pods), default=0)
     if size and count + len(running) < size:
         return f"gang {gang} has {count + len(running)} of its {size} pods; waiting for the rest"
@@ -365,7 +365,9 @@ def _collect(result: ScaleUp, packer: Packer, classes, config: PlannerConfig, ga
                 result.placed_on[name] = result.placed_on.get(name, 0) + total
     for cls in classes:
         if cls.placed < len(cls.pods):
-            reason = gang_notes.get(cls.gang) if cls.gang else None
+            # a gang's member that fits nowhere gets its own reason (kube-scheduler's words for it), the others
+            # the gang's
+            reason = gang_notes.get(cls.gang) if cls.gang and not cls.shape.unsupported else None
             reason = reason or why_unplaced(
                 cls,
                 packer.rooms,

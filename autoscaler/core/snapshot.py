@@ -31,6 +31,7 @@ from autoscaler.core.podspec import parse_shape
 from autoscaler.core.quantity import parse_resources
 from autoscaler.core.selectors import label_key_problem, label_value_problem, parse_taints
 from autoscaler.core.timeutil import parse_time
+from autoscaler.core.volumes import Storage, constrained, parse_storage
 from clusterspec import catalog
 
 FAILURE_REASONS = (
@@ -49,6 +50,9 @@ TOP_LEVEL = (
     "now",
     "namespaces",
     "pdbs",
+    "persistentvolumeclaims",
+    "persistentvolumes",
+    "storageclasses",
     "scaling_failures",
     "group_state",
 )
@@ -92,12 +96,13 @@ def _parse(data: dict) -> Snapshot:
         if (n := _guard(_node, f"nodes[{i}]", errors, raw, f"nodes[{i}]", by_instance, group_names, errors))
     ]
     namespaces = _namespaces(data.get("namespaces"), errors)
+    storage = _guard(parse_storage, "snapshot.persistentvolumeclaims", errors, data, errors)
     pod_items = _items(data.get("pods", []), "pods", errors)
     memo: dict = {}  # shapes by spec dict (pods of a Job share one spec dict when decoded lean)
     pods = [
         p
         for i, raw in enumerate(pod_items)
-        if (p := _guard(_pod, where := f"pods[{i}]", errors, raw, where, errors, namespaces, memo))
+        if (p := _guard(_pod, where := f"pods[{i}]", errors, raw, where, errors, namespaces, memo, storage))
     ]
     if len({n.name for n in nodes}) < len(nodes):
         _duplicates(node_items, "nodes", "node name", errors)
@@ -462,7 +467,12 @@ def _namespaces(raw: object, errors: list[str]) -> dict[str, dict[str, str]] | N
 
 
 def _pod(
-    raw: object, where: str, errors: list[str], namespaces: dict | None = None, memo: dict | None = None
+    raw: object,
+    where: str,
+    errors: list[str],
+    namespaces: dict | None = None,
+    memo: dict | None = None,
+    storage: Storage | None = None,
 ) -> Pod | None:
     meta = raw.get("metadata") if raw.__class__ is dict else None  # (inline: once per pod)
     name = meta.get("name") if meta.__class__ is dict else None
@@ -483,7 +493,7 @@ def _pod(
     shape = parse_shape(spec, namespace, w, errors, namespaces, labels, memo)
     owner_kind, owner_name, controlled = _owner(meta.get("ownerReferences"), w, errors, memo)
     phase = status.get("phase") or "Pending"
-    node_name, gates, priority, grace, local_names = _spec_facts(spec, memo)
+    node_name, gates, priority, grace, local_names, claims = _spec_facts(spec, memo)
     if not isinstance(phase, str) or not (node_name is None or isinstance(node_name, str)):
         errors.append(f"{w}: status.phase and spec.nodeName must be strings")
         return None
@@ -541,6 +551,8 @@ def _pod(
         local = any(n not in listed for n in local_names)
     if len(errors) > n_err or shape is None:
         return None
+    if claims and storage is not None and phase == "Pending" and not node_name:
+        shape = constrained(shape, storage, namespace, claims, memo if memo is not None else {})
     return Pod(
         namespace,
         name,
@@ -596,7 +608,7 @@ _NOT_A_LIST = object()  # spec.volumes of the wrong kind (reported per pod)
 
 def _spec_facts(spec: object, memo: dict | None) -> tuple:
     """What the pod's spec says besides its shape: (nodeName, schedulingGates, priority,
-    terminationGracePeriodSeconds, the names of its volumes that are local storage). Checked by the caller, per
+    terminationGracePeriodSeconds, the names of its volumes that are local storage, the claims it names). Checked by the caller, per
     pod; ``memo``: by the spec dict's identity, as the shape (a Job's pods share one spec dict when decoded lean).
 
     Local storage: a hostPath volume, or an emptyDir not in memory (cluster-autoscaler: utils/drain/drain.go
@@ -609,14 +621,25 @@ def _spec_facts(spec: object, memo: dict | None) -> tuple:
     s = spec or {}
     node_name = s.get("nodeName") or None  # a spec of the wrong kind fails here, as before it reads anything
     volumes = s.get("volumes")
+    claims: tuple = ()
     if volumes is None:
         local: object = ()
     elif not isinstance(volumes, list):
         local = _NOT_A_LIST
-    else:
-        local = tuple(v.get("name") for v in volumes if v.__class__ is dict and _is_local(v))
+    else:  # one pass: the local ones, and the claims named (a volume has one source)
+        names, named = [], []
+        for v in volumes:
+            if v.__class__ is not dict:
+                continue
+            src = v.get("persistentVolumeClaim")
+            if src is not None:
+                if src.__class__ is dict and (claim := src.get("claimName")).__class__ is str:
+                    named.append(claim)
+            elif _is_local(v):
+                names.append(v.get("name"))
+        local, claims = tuple(names), tuple(named)
     grace = s.get("terminationGracePeriodSeconds", 30) if spec.__class__ is dict else 30
-    out = (node_name, s.get("schedulingGates"), s.get("priority") or 0, grace, local)
+    out = (node_name, s.get("schedulingGates"), s.get("priority") or 0, grace, local, claims)
     if memo is not None and spec.__class__ is dict:
         memo[id(spec)] = (spec, out)  # the entry keeps the dict alive: its id is not reused
     return out

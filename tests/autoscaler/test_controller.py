@@ -329,3 +329,57 @@ def test_scale_down_steps(case):
         assert any(case["error"] in e for e in result.errors), result.errors
     else:
         assert result.errors == []
+
+
+class StorageCluster(FakeCluster):
+    """A cluster that lists claims, volumes and classes, as the Kubernetes adapter does."""
+
+    def __init__(self, claims, **kw):
+        super().__init__(**kw)
+        self.claims, self.volumes = claims, []
+
+    def list_storage(self):
+        classes = [
+            {"metadata": {"name": "efs"}, "provisioner": "efs.csi.aws.com", "volumeBindingMode": "Immediate"}
+        ]
+        return {
+            "persistentvolumeclaims": self.claims,
+            "persistentvolumes": self.volumes,
+            "storageclasses": classes,
+        }
+
+
+def test_the_pass_snapshot_carries_the_claims_and_a_pod_waiting_on_one_gets_no_node():
+    """Issue 33: a gang whose claims are not bound yet would have bought nodes kube-scheduler never uses."""
+    clock = Clock()
+    _, cloud = world(clock=clock)
+    pods = gpu_pods(2)
+    for p in pods:
+        p["spec"]["volumes"] = [{"name": "home", "persistentVolumeClaim": {"claimName": "home"}}]
+    claim = {"metadata": {"name": "home", "namespace": "research"}, "spec": {"storageClassName": "efs"},
+             "status": {"phase": "Pending"}}  # fmt: skip
+    cluster = StorageCluster([claim], pods=pods)
+    ctl = controller(cluster, cloud, clock)
+    snapshot = ctl.snapshot()  # what `autoscaler snapshot` writes
+    assert (
+        snapshot["persistentvolumeclaims"] == [claim]
+        and snapshot["storageclasses"][0]["metadata"]["name"] == "efs"
+    )
+    result = ctl.run_once()
+    assert result.plan["scale_up"] == {} and [c for c in cloud.changes if c[0] == "set_desired"] == []
+    assert {(e[0], e[2]) for e in cluster.events} == {
+        (
+            f"research/train-{i}",
+            "pod didn't trigger scale-up: pod has unbound immediate PersistentVolumeClaims",
+        )
+        for i in range(2)
+    }
+    claim.update(metadata={**claim["metadata"], "annotations": {"pv.kubernetes.io/bind-completed": "yes"}},
+                 spec={"storageClassName": "efs", "volumeName": "efs-home"}, status={"phase": "Bound"})  # fmt: skip
+    clock.advance(10)
+    assert ctl.run_once().plan["unschedulable"][0]["reason"] == (
+        "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)")  # fmt: skip
+    cluster.volumes.append({"metadata": {"name": "efs-home"}, "spec": {"storageClassName": "efs"},
+                            "status": {"phase": "Bound"}})  # fmt: skip
+    clock.advance(10)
+    assert ctl.run_once().plan["scale_up"] == {"c-us-west-2-v100": 2}

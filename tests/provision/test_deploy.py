@@ -66,6 +66,9 @@ def test_rbac_is_least_privilege(docs):
         ("", "nodes", "get"), ("", "nodes", "list"), ("", "nodes", "watch"), ("", "nodes", "patch"),
         ("", "nodes", "delete"), ("policy", "poddisruptionbudgets", "list"),
         ("policy", "poddisruptionbudgets", "watch"), ("", "events", "create"), ("", "events", "patch"),
+        ("", "persistentvolumeclaims", "list"), ("", "persistentvolumeclaims", "watch"),
+        ("", "persistentvolumes", "list"), ("", "persistentvolumes", "watch"),
+        ("storage.k8s.io", "storageclasses", "list"), ("storage.k8s.io", "storageclasses", "watch"),
     }  # fmt: skip
     named = [r for r in rules["Role"] if "resourceNames" in r]
     assert {n for r in named for n in r["resourceNames"]} == {

@@ -2,7 +2,8 @@
 mounts, probes, images, status conditions, container statuses...), none of which the planner reads.
 
 ``pod(obj, i)`` / ``node(obj, i)`` / ``pdb(obj, i)`` return an inflated deep copy; nothing the planner reads
-changes: a volume added is a configMap, secret, projected token or PVC (never hostPath or a disk emptyDir), no
+changes: a volume added is a configMap, secret, projected token or PVC (never hostPath or a disk emptyDir; in a
+snapshot that lists claims, the PVC's claim is added bound to a volume any node can use, as an EFS one), no
 host port, no annotation the code reads, node conditions only next to an existing Ready one. A typical training
 pod comes out at 8-12 KiB of JSON (as ``kubectl get pod -o json`` prints a PyTorchJob worker).
 """
@@ -241,9 +242,30 @@ def snapshot(data: dict) -> dict:
     """The snapshot with every pod, node and PDB inflated (lists or List objects)."""
     out = copy.deepcopy(data)
     for key, fn in (("pods", pod), ("nodes", node), ("pdbs", pdb)):
-        items = out.get(key)
-        if isinstance(items, dict) and isinstance(items.get("items"), list):
-            items = items["items"]
-        if isinstance(items, list):
+        items = _listed(out, key)
+        if items is not None:
             items[:] = [fn(o, i) if isinstance(o, dict) else o for i, o in enumerate(items)]
+    claims, volumes = _listed(out, "persistentvolumeclaims"), _listed(out, "persistentvolumes")
+    if claims is not None:  # the added PVC volume's claim, bound (else the pods would wait for it)
+        spaces = {(p.get("metadata") or {}).get("namespace") or "default" for p in _listed(out, "pods") or ()
+                  if isinstance(p, dict) and isinstance(p.get("metadata"), dict)}  # fmt: skip
+        for ns in sorted(spaces):
+            volume = f"efs-checkpoints-{ns}"
+            claims.append({
+                "metadata": {"name": "checkpoints", "namespace": ns,
+                             "annotations": {"pv.kubernetes.io/bind-completed": "yes"}},
+                "spec": {"storageClassName": "efs", "volumeName": volume, "accessModes": ["ReadWriteMany"]},
+                "status": {"phase": "Bound"},
+            })  # fmt: skip
+            if volumes is not None:
+                volumes.append({"metadata": {"name": volume},
+                                "spec": {"storageClassName": "efs", "claimRef": {"namespace": ns, "name": "checkpoints"}},
+                                "status": {"phase": "Bound"}})  # fmt: skip
     return out
+
+
+def _listed(data: dict, key: str) -> list | None:
+    items = data.get(key)
+    if isinstance(items, dict) and isinstance(items.get("items"), list):
+        items = items["items"]
+    return items if isinstance(items, list) else None

@@ -164,5 +164,6 @@ def test_every_case_file_plans_the_same_at_kubectl_size(path: Path) -> None:
         pods=[kubectl_sized.pod(p, i, rng, owner=False) for i, p in enumerate(snap.get("pods") or [])],
         nodes=[kubectl_sized.node(n, i, rng) for i, n in enumerate(snap.get("nodes") or [])],
     )
+    sized = kubectl_sized.with_data_claims(sized)  # the claim every kubectl-sized pod names, bound
     want = plan(parse_snapshot(snap), config).to_dict(placements=True)
     assert plan(parse_snapshot(sized), config).to_dict(placements=True) == want

@@ -108,7 +108,8 @@ def test_bad_snapshots_give_the_same_lines_lean_and_decoded(case: dict) -> None:
 
 
 def test_every_annotation_the_code_names_is_kept() -> None:
-    kept = {f.encode_name for s in (lean.PodAnnotations, lean.NodeAnnotations) for f in _fields(s)}
+    structs = (lean.PodAnnotations, lean.NodeAnnotations, lean.ClaimAnnotations, lean.ClassAnnotations)
+    kept = {f.encode_name for s in structs for f in _fields(s)}
     named = {v for k, v in vars(core_names).items() if k.endswith("_ANNOTATION")}
     assert named <= kept, named - kept
 
@@ -126,7 +127,11 @@ def test_the_transform_leaves_its_argument_alone_and_keeps_bad_objects_whole() -
     assert pod == before
     assert "managedFields" not in small["metadata"] and "env" not in small["spec"]["containers"][0]
     assert small["metadata"]["uid"] == pod["metadata"]["uid"]  # Events name the pod by uid
-    assert [v["name"] for v in small["spec"]["volumes"]] == ["dshm"]  # the only emptyDir
+    # the claim (its name only) and the only emptyDir; not the configMap and the projected token
+    assert small["spec"]["volumes"] == [
+        {"name": "ckpt", "persistentVolumeClaim": {"claimName": "checkpoints"}},
+        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "64Gi"}},
+    ]
     bad = {"metadata": {"name": "p", "ownerReferences": "Job"}, "spec": {"containers": []}}
     assert lean.pod(bad) == bad
 
