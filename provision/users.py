@@ -234,9 +234,9 @@ def namespace_objects(spec: Cluster, user: str) -> list[dict]:
             "subjects": [subject],
         },
     ]
-    from provision.storage import claims
+    from provision.storage import claims, lab_claims
 
-    objs += claims(spec, ns, labels)
+    objs += claims(spec, ns, labels) + lab_claims(spec, ns, labels)
     return objs
 
 
