@@ -216,6 +216,12 @@ CLAIM_MESSAGE = (
 )
 
 
+def on_create(expression: str) -> str:
+    """EXPRESSION on a pod's creation and on its ephemeral containers; a pod's other updates pass (its spec's
+    security context and volumes cannot change, and a pod from before the policy must keep losing its finalizers)."""
+    return f"(request.operation == 'UPDATE' && request.subResource == '') || ({expression})"
+
+
 def _containers_all(pred: str) -> str:
     """PRED (over ``c``) for every container, init container and ephemeral container of the pod."""
     parts = [f"object.spec.containers.all(c, {pred})"]
@@ -295,11 +301,12 @@ def policies(spec: Cluster) -> list[dict]:
         "validations": [
             {"expression": toleration_expression(), "message": TOLERATION_MESSAGE},
             {"expression": NODE_NAME_EXPRESSION, "message": NODE_NAME_MESSAGE},
-            {"expression": "variables.uid > 0", "message": UID_MISSING_MESSAGE},
-            {"expression": run_as_user_expression(), "message": RUN_AS_USER_MESSAGE,
+            {"expression": on_create("variables.uid > 0"), "message": UID_MISSING_MESSAGE},
+            {"expression": on_create(run_as_user_expression()), "message": RUN_AS_USER_MESSAGE,
              "message_expression": uid_message},
-            {"expression": groups_expression(), "message": GROUPS_MESSAGE, "message_expression": group_message},
-            {"expression": volumes_expression(), "message": VOLUMES_MESSAGE},
+            {"expression": on_create(groups_expression()), "message": GROUPS_MESSAGE,
+             "message_expression": group_message},
+            {"expression": on_create(volumes_expression()), "message": VOLUMES_MESSAGE},
         ],
     }  # fmt: skip
     claims = {
@@ -331,8 +338,39 @@ def render_templates(spec: Cluster) -> list[dict]:
     return docs
 
 
+VIEWER_ROLE = "research-viewer"
+# What every researcher reads cluster-wide (provision/users.py binds it): the jobs, pods and nodes `lab status` and
+# kubectl show, to see what the cluster is busy with. Not the built-in `view`: it reads every namespace's pods/log
+# (a job's log holds its arguments, paths and whatever it prints) and ConfigMaps; logs are read in one's own
+# namespace only, through `edit` there.
+VIEWER_RULES = [
+    {"apiGroups": [""], "resources": ["pods", "nodes", "namespaces", "events", "resourcequotas"],
+     "verbs": ["get", "list", "watch"]},
+    {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": ["scheduling.x-k8s.io"], "resources": ["podgroups"], "verbs": ["get", "list", "watch"]},
+]  # fmt: skip
+
+
+def viewer_role() -> dict:
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": VIEWER_ROLE, "labels": dict(MANAGED)}, "rules": VIEWER_RULES}  # fmt: skip
+
+
+NODE_NAMES_CONFIGMAP = "research-node-names"
+
+
+def node_names(spec: Cluster) -> dict:
+    """The lab's servers that join as nodes (roles worker or gateway: the cookbook's kubernetes_join), by name: the
+    control plane's CSR approver (terraform/modules/control_plane, ``approve-csrs``) approves a bootstrap token's
+    request for a node name only if it is one of these or a running EC2 instance's private DNS name."""
+    names = sorted(s.name for site in spec.sites for s in site.servers if {"worker", "gateway"} & set(s.roles))
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": NODE_NAMES_CONFIGMAP, "namespace": "kube-system", "labels": dict(MANAGED)},
+            "data": {"names": " ".join(names)}}  # fmt: skip
+
+
 def cluster_objects(spec: Cluster) -> list[dict]:
-    return render_templates(spec)
+    return [viewer_role(), node_names(spec), *render_templates(spec)]
 
 
 def write(spec: Cluster, out: Path = OUT) -> Path:
