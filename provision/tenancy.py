@@ -363,7 +363,9 @@ def node_names(spec: Cluster) -> dict:
     """The lab's servers that join as nodes (roles worker or gateway: the cookbook's kubernetes_join), by name: the
     control plane's CSR approver (terraform/modules/control_plane, ``approve-csrs``) approves a bootstrap token's
     request for a node name only if it is one of these or a running EC2 instance's private DNS name."""
-    names = sorted(s.name for site in spec.sites for s in site.servers if {"worker", "gateway"} & set(s.roles))
+    names = sorted(
+        s.name for site in spec.sites for s in site.servers if {"worker", "gateway"} & set(s.roles)
+    )
     return {"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": NODE_NAMES_CONFIGMAP, "namespace": "kube-system", "labels": dict(MANAGED)},
             "data": {"names": " ".join(names)}}  # fmt: skip

@@ -231,7 +231,11 @@ def namespace_objects(spec: Cluster, user: str) -> list[dict]:
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRoleBinding",
             "metadata": {"name": f"research-view-{user}", "labels": labels},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": tenancy.VIEWER_ROLE},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": tenancy.VIEWER_ROLE,
+            },
             "subjects": [subject],
         },
     ]
@@ -513,7 +517,8 @@ def remove_user(spec: Cluster, user: str, admin_kubeconfig: str | None = None, h
         for csr in certs.list_certificate_signing_request(label_selector=f"{USER_LABEL}={user}").items:
             certs.delete_certificate_signing_request(csr.metadata.name)
             done.append(f"CertificateSigningRequest {csr.metadata.name}")
-        from provision import lab_settings  # their name out of the settings' readers (their certificate stays valid)
+        # their name out of the settings' readers (their certificate stays valid)
+        from provision import lab_settings
 
         lab_settings.apply(api_client, spec, exclude=(user,))
         done.append(f"{user} out of the lab settings' readers")

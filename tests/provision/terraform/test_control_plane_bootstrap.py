@@ -221,7 +221,9 @@ def test_etcd_encryption_at_rest_and_the_audit_log(scripts, tmp_path):
     assert args["audit-policy-file"] == "/etc/kubernetes/audit/policy.yaml"
     assert args["audit-log-path"] == "/var/log/kubernetes/audit/audit.log"
     mounts = {v["name"]: v for v in cluster["apiServer"]["extraVolumes"]}
-    assert mounts["encryption"]["hostPath"] == "/etc/kubernetes/encryption" and mounts["encryption"]["readOnly"]
+    assert (
+        mounts["encryption"]["hostPath"] == "/etc/kubernetes/encryption" and mounts["encryption"]["readOnly"]
+    )
     assert mounts["audit-policy"]["mountPath"] == "/etc/kubernetes/audit"
     config_path = root / "etc/kubernetes/encryption/config.yaml"
     assert oct(config_path.stat().st_mode & 0o777) == "0o600"
@@ -229,7 +231,9 @@ def test_etcd_encryption_at_rest_and_the_audit_log(scripts, tmp_path):
     assert config["kind"] == "EncryptionConfiguration"
     provider = config["resources"][0]["providers"][0]["secretbox"]["keys"][0]["secret"]
     assert len(base64.b64decode(provider)) == 32  # secretbox's 32-byte key
-    assert config["resources"][0]["providers"][-1] == {"identity": {}}  # what was written before stays readable
+    assert config["resources"][0]["providers"][-1] == {
+        "identity": {}
+    }  # what was written before stays readable
     stored = (state / "ssm" / "_dlr_kubeadm_encryption-key").read_text().strip()
     assert stored == provider and provider not in scripts[0] and provider not in scripts[1]
     policy = yaml.safe_load((root / "etc/kubernetes/audit/policy.yaml").read_text())
@@ -241,8 +245,12 @@ def test_etcd_encryption_at_rest_and_the_audit_log(scripts, tmp_path):
 
 def test_a_joining_member_reads_the_encryption_key_from_ssm(scripts, tmp_path):
     case = next(c for c in SCENARIOS if c["name"].startswith("a joining member"))
-    case = dict(case, ssm=dict(case.get("ssm", {}), **{"/dlr/kubeadm/encryption-key": "a2V5" * 10 + "a2V5a2U="}))
+    case = dict(
+        case, ssm=dict(case.get("ssm", {}), **{"/dlr/kubeadm/encryption-key": "a2V5" * 10 + "a2V5a2U="})
+    )
     result, _, _ = _run(scripts[2], case, tmp_path)
     assert result.returncode == 0, result.stderr
     config = yaml.safe_load((tmp_path / "root/etc/kubernetes/encryption/config.yaml").read_text())
-    assert config["resources"][0]["providers"][0]["secretbox"]["keys"][0]["secret"] == "a2V5" * 10 + "a2V5a2U="
+    assert (
+        config["resources"][0]["providers"][0]["secretbox"]["keys"][0]["secret"] == "a2V5" * 10 + "a2V5a2U="
+    )

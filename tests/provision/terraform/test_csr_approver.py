@@ -84,12 +84,18 @@ def test_the_approver_and_serve_joins_each_run_on_their_own_unit():
     calls (before, one oneshot unit ran gc-nodes, then serve-joins)."""
     text = BOOTSTRAP.read_text()
     units = {}
-    for block in text.split("cat >\"$root/etc/systemd/system/")[1:]:
+    for block in text.split('cat >"$root/etc/systemd/system/')[1:]:
         name, body = block.split('"', 1)
         units[name] = body.split("\nUNIT", 1)[0]
     execs = {n: [line for line in b.splitlines() if line.startswith("ExecStart=")] for n, b in units.items()}
-    assert execs["cluster-node-lifecycle.service"] == ["ExecStart=/usr/local/sbin/cluster-control-plane gc-nodes"]
-    assert execs["cluster-serve-joins.service"] == ["ExecStart=/usr/local/sbin/cluster-control-plane serve-joins"]
-    assert execs["cluster-csr-approver.service"] == ["ExecStart=/usr/local/sbin/cluster-control-plane approve-csrs"]
+    assert execs["cluster-node-lifecycle.service"] == [
+        "ExecStart=/usr/local/sbin/cluster-control-plane gc-nodes"
+    ]
+    assert execs["cluster-serve-joins.service"] == [
+        "ExecStart=/usr/local/sbin/cluster-control-plane serve-joins"
+    ]
+    assert execs["cluster-csr-approver.service"] == [
+        "ExecStart=/usr/local/sbin/cluster-control-plane approve-csrs"
+    ]
     for timer in ("cluster-serve-joins", "cluster-csr-approver"):
         assert f"systemctl enable --now {timer}.timer" in text
