@@ -281,9 +281,10 @@ def _update_existing(api_client, obj: dict) -> bool:
     name = obj["metadata"]["name"]
     try:
         if obj["kind"] == "ResourceQuota":
-            client.CoreV1Api(api_client).patch_namespaced_resource_quota(
-                name, obj["metadata"]["namespace"], {"spec": obj["spec"]}
-            )
+            core, ns = client.CoreV1Api(api_client), obj["metadata"]["namespace"]
+            if (core.read_namespaced_resource_quota(name, ns).spec.hard or {}) == obj["spec"]["hard"]:
+                return False
+            core.patch_namespaced_resource_quota(name, ns, {"spec": obj["spec"]})
             return True
         if obj["kind"] == "ClusterRoleBinding":
             rbac = client.RbacAuthorizationV1Api(api_client)
