@@ -41,7 +41,7 @@ from pathlib import Path
 import jinja2
 import yaml
 
-from clusterspec.names import GPU_RESOURCE, USER_LABEL
+from clusterspec.names import GPU_RESOURCE, MONITORING_NAMESPACE, USER_LABEL
 from clusterspec.spec import Cluster
 
 REPO = Path(__file__).resolve().parent.parent
@@ -331,9 +331,10 @@ def render_templates(spec: Cluster) -> list[dict]:
         "pod_cidr": spec.kubernetes.pod_cidr,
         "images": images.pinned(["kube-router", "pause"]),
         "minor": spec.kubernetes.minor,
+        "monitoring_namespace": MONITORING_NAMESPACE,
     }
     docs = []
-    for name in ("admission-policy.yaml.j2", "kube-router.yaml.j2", "pod-gateway.yaml.j2"):
+    for name in ("admission-policy.yaml.j2", "kube-router.yaml.j2", "pod-gateway.yaml.j2", "system-policies.yaml.j2"):
         docs += [d for d in yaml.safe_load_all(env.get_template(name).render(**values)) if d]
     return docs
 

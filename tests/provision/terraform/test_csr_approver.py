@@ -99,3 +99,42 @@ def test_the_approver_and_serve_joins_each_run_on_their_own_unit():
     ]
     for timer in ("cluster-serve-joins", "cluster-csr-approver"):
         assert f"systemctl enable --now {timer}.timer" in text
+
+
+def test_the_certificate_exporters_folder_holds_certificates_and_never_a_key(tmp_path):
+    """Issue 36: what `publish` copies for the certificate exporter (provision/monitoring.py EXPORTED_CERTIFICATES)
+    from a control plane's real layout: kubeadm's *.crt beside their keys, kubeconfigs with embedded client keys,
+    the kubelet's pem holding certificate and key."""
+    import datetime as dt
+
+    from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
+
+    root = tmp_path / "root"
+    k = root / "etc/kubernetes"
+    (k / "pki/etcd").mkdir(parents=True)
+    (root / "var/lib/kubelet/pki").mkdir(parents=True)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kubernetes")])
+    now = dt.datetime.now(dt.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(KEY.public_key())
+            .serial_number(1).not_valid_before(now).not_valid_after(now + dt.timedelta(days=1))
+            .sign(KEY, hashes.SHA256()).public_bytes(Encoding.PEM))  # fmt: skip
+    key = KEY.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())
+    for folder in (k / "pki", k / "pki/etcd"):
+        (folder / "ca.crt").write_bytes(cert)
+        (folder / "ca.key").write_bytes(key)
+    (k / "admin.conf").write_text(
+        "users:\n- name: kubernetes-admin\n  user:\n"
+        f"    client-certificate-data: {base64.b64encode(cert).decode()}\n"
+        f"    client-key-data: {base64.b64encode(key).decode()}\n"
+    )
+    (root / "var/lib/kubelet/pki/kubelet-client-current.pem").write_bytes(cert + key)
+    script = f"set -euo pipefail\nMEMBER=0\nsource {BOOTSTRAP}\nroot={root}\nexport_certificates\n"
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    out = k / "exported-certificates"
+    assert sorted(p.name for p in out.iterdir()) == ["admin.conf.crt", "ca.crt", "etcd-ca.crt", "kubelet-client.crt"]
+    for path in out.iterdir():
+        text = path.read_bytes()
+        assert b"PRIVATE KEY" not in text and text.startswith(b"-----BEGIN CERTIFICATE-----"), path.name
+        x509.load_pem_x509_certificate(text)
+        assert path.stat().st_mode & 0o777 == 0o644

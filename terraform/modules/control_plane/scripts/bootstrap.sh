@@ -468,6 +468,26 @@ for c in json.load(sys.stdin)["items"]:
   done <<<"$approved"
 }
 
+# The certificates alone (never a key, a kubeconfig or a .pem with its key) copied for the certificate exporter
+# (provision/monitoring.py EXPORTED_CERTIFICATES, issue 36); `publish` refreshes them every hour.
+export_certificates() {
+  local k=$root/etc/kubernetes out f name
+  out=$k/exported-certificates
+  install -d -m 0755 "$out"
+  for f in "$k"/pki/*.crt "$k"/pki/etcd/*.crt; do
+    [[ -e $f ]] || continue
+    name=${f#"$k"/pki/}
+    install -m 0644 "$f" "$out/${name//\//-}"
+  done
+  for name in admin super-admin controller-manager scheduler; do
+    [[ -e $k/$name.conf ]] || continue
+    awk '$1 == "client-certificate-data:" {print $2; exit}' "$k/$name.conf" | base64 -d >"$out/$name.conf.crt"
+  done
+  f=$root/var/lib/kubelet/pki/kubelet-client-current.pem
+  [[ ! -e $f ]] || openssl x509 -in "$f" -out "$out/kubelet-client.crt"
+  chmod 0644 "$out"/*.crt 2>/dev/null || true
+}
+
 # The node lifecycle rule of the cloud controller manager (k8s.io/cloud-provider controllers/nodelifecycle,
 # MonitorNodes): a Node that is not Ready and whose instance EC2 no longer has (not found, or terminated) is
 # deleted; a Ready Node, a stopped instance and a Node without an aws:/// providerID (the lab's servers) are left
@@ -623,6 +643,7 @@ main() {
   export AWS_DEFAULT_REGION=$REGION
   case ${1:-bootstrap} in
     publish)
+      export_certificates || log "cannot copy the certificates for the exporter"
       publish_join_parameters && publish_operator_access
       return
       ;;
@@ -661,6 +682,7 @@ main() {
     join_cluster
   fi
   rm -f "$conf_dir/init.yaml"
+  export_certificates || log "cannot copy the certificates for the exporter"
   systemctl daemon-reload
   systemctl enable --now publish-join-token.timer
   systemctl enable --now cluster-node-lifecycle.timer
