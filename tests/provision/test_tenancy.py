@@ -36,8 +36,8 @@ def _spec(prefix: str):
 def _wait_for_policies(kube, ns: str) -> None:
     """A new ValidatingAdmissionPolicy takes effect once kube-apiserver's informer has it: wait for a pod it refuses
     to be refused (server-side dry run, nothing created)."""
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe", "namespace": ns},
-           "spec": {"nodeName": "x", "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}  # fmt: skip
+    pod = lab_like_pod("probe", UID["alice"], {"nodeName": "x"})
+    pod["metadata"]["namespace"] = ns
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         done = kube.kubectl("create", "--dry-run=server", "-f", "-", input=json.dumps(pod))
