@@ -1,12 +1,60 @@
-"""``make demo`` (``invoke demo``): the autoscaler's demo on a cluster set up as `invoke up` sets one up
-(demos/day_one.py: the add-ons, the gang scheduler and the autoscaler's manifests applied with kubectl; the autoscaler
-authenticated as its ServiceAccount); a manifest the API server refuses fails the demo with its message."""
+"""``make demo`` (``invoke demo``): the autoscaler's demo on a cluster set up as `invoke up` sets one up.
+
+The Kubernetes side is real (localcluster/): etcd, kube-apiserver, kube-controller-manager, kube-scheduler and
+the gang scheduler built from pinned Go modules by `make tools`, kwok for the nodes' heartbeats and pods, and the
+node agent registering the embedded AWS's instances as Nodes; what `invoke up` deploys (localcluster/day_one.py)
+is applied with kubectl and a refusal fails the demo with the API server's message; the autoscaler runs as its
+ServiceAccount. ``--emulator`` runs it on the project's old API emulator instead (being retired, issue 33)."""
 
 from __future__ import annotations
 
+import os
+import time
+from contextlib import contextmanager
+
+from autoscaler.demo.run import DemoFailed
 from autoscaler.demo.run import main as run
-from demos.day_one import day_one
+from clusterspec.names import AUTOSCALER_NAMESPACE
+from demos.day_one import day_one, wait_for_autoscaler
+from localcluster import aws_cluster, binaries, workload
+from provision import deploy
 
 
-def main(spec: str | None = None, out: str | None = None) -> None:
-    run(spec, out, deploy=day_one)
+@contextmanager
+def real_cluster(spec, aws_url: str, regions: list[str], out, compression: float, say):
+    """The real control plane following the embedded AWS; yields (admin kubeconfig, the autoscaler's, submit)."""
+    missing = binaries.missing((*binaries.CONTROL_PLANE, "kwok"))
+    if missing:
+        raise DemoFailed(f"not built: {', '.join(missing)}; run `make tools` (localcluster/build-tools.sh)")
+    os.environ["PATH"] = binaries.on_path()  # kubectl 1.35, not an older one on the PATH
+    t0 = time.monotonic()
+    with aws_cluster.running(spec, aws_url, regions, out / "cluster", compression) as live:
+        stack = live.stack
+        say(f"real control plane at {stack.server} (kube-apiserver {binaries.version('kube-apiserver')}, etcd, "
+            f"controller-manager, kube-scheduler, kwok), up in {stack.timings['started']:.1f} s; "
+            f"kubeconfig {live.admin_kubeconfig}")  # fmt: skip
+        for a in live.applied:
+            say(f"$ kubectl apply --server-side -f {a.manifest.path}  ({a.manifest.label})")
+            for w in a.warnings:
+                say(f"  {w}")
+        stack.kubectl("create", "namespace", workload_namespace())
+        wait_for_autoscaler(live.admin_kubeconfig)
+        say(f"the autoscaler's Deployment is available in {AUTOSCALER_NAMESPACE} "
+            f"({time.monotonic() - t0:.1f} s after the start)")  # fmt: skip
+        kubeconfig = aws_cluster.service_account_kubeconfig(
+            stack, AUTOSCALER_NAMESPACE, deploy.NAME, out / "autoscaler.kubeconfig"
+        )
+        yield live.admin_kubeconfig, kubeconfig, lambda job, ns: workload.submit(live.api, job, ns, compression)
+
+
+def workload_namespace() -> str:
+    from autoscaler.sim.workload import NAMESPACE
+
+    return NAMESPACE
+
+
+def main(spec: str | None = None, out: str | None = None, emulator: bool = False) -> None:
+    if emulator:
+        run(spec, out, deploy=day_one)
+    else:
+        run(spec, out, cluster=real_cluster)

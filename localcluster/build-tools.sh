@@ -46,13 +46,14 @@ build_set() {
   [[ -e $dir/main.go ]] && what=. # our own main (etcd; Karpenter with its capacity faults): named for the set
   (cd "$dir" && GOTOOLCHAIN=$toolchain go build -ldflags "$ldflags" -o "$OLDPWD/$bin/$([[ $what == . ]] && echo "$set")" $what)
   if [[ $set == kwok ]]; then
-    # kwok's own stages (as kwokctl assembles its defaults), from the module verified by go.sum: nodes
-    # initialised and heartbeating with leases, pods made ready, completed and deleted.
+    # kwok's own stages, from the module verified by go.sum: nodes initialised and heartbeating with leases (as
+    # kwokctl assembles its defaults), pods made ready and deleted at once, a Job's pods completed after the
+    # delay their annotation pod-complete.stage.kwok.x-k8s.io/delay names (the "general" stage; 1-6 s without).
     local src stages=$bin/../kwok-stages
     src=$(cd "$dir" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage
     rm -rf "$stages" && mkdir -p "$stages"
     cp "$src"/node/fast/node-initialize.yaml "$src"/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
-      "$src"/pod/fast/pod-ready.yaml "$src"/pod/fast/pod-complete.yaml "$src"/pod/fast/pod-delete.yaml "$stages/"
+      "$src"/pod/fast/pod-ready.yaml "$src"/pod/general/pod-complete.yaml "$src"/pod/fast/pod-delete.yaml "$stages/"
     chmod -R u+w "$stages"
   fi
   echo "$stamp" >"$bin/.$set.stamp"

@@ -34,9 +34,10 @@ class Manifest:
     field_manager: str
 
 
-def render(cluster: Cluster, out: Path, outputs: Outputs = Outputs()) -> list[Manifest]:
+def render(cluster: Cluster, out: Path, outputs: Outputs | None = None) -> list[Manifest]:
     """Every set, in `invoke up`'s order: tenancy, the GPU add-ons, the PodGroup CRD and the gang scheduler, the
     lab settings, Prometheus and Alertmanager, the autoscaler."""
+    outputs = outputs or Outputs()
     out.mkdir(parents=True, exist_ok=True)
     files = scheduler.write(cluster, out / "scheduler")
     settings = out / "lab-settings.yaml"

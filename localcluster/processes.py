@@ -3,6 +3,7 @@ together (SIGTERM, then SIGKILL after a grace period)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -56,18 +57,14 @@ class Processes:
     def stop(self, grace_s: float = 5.0) -> None:
         for proc in reversed(list(self.running.values())):
             if proc.poll() is None:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
         deadline = time.monotonic() + grace_s
         for proc in self.running.values():
             try:
                 proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
                 proc.wait(timeout=5)
         self.running.clear()

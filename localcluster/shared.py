@@ -5,6 +5,7 @@ cluster-scoped objects per test."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -94,16 +95,12 @@ def stop_at(folder: Path, grace_s: float = 5.0) -> None:
         return
     pids = list(json.loads(state_file.read_text())["pids"].values())
     for pid in reversed(pids):
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline and any(_alive(p) for p in pids):
         time.sleep(0.1)
     for pid in pids:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     state_file.unlink(missing_ok=True)

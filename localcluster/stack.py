@@ -49,7 +49,9 @@ class Stack:
     def start(self, timeout_s: float = 60.0) -> Stack:
         missing = binaries.missing(binaries.CONTROL_PLANE + (("kwok",) if self.kwok else ()))
         if missing:
-            raise StackFailed(f"not built: {', '.join(missing)}; run `make tools` (localcluster/build-tools.sh)")
+            raise StackFailed(
+                f"not built: {', '.join(missing)}; run `make tools` (localcluster/build-tools.sh)"
+            )
         t0 = time.monotonic()
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.ports = kubeadm.Ports(*free_ports(6))
@@ -112,7 +114,11 @@ class Stack:
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRoleBinding",
             "metadata": {"name": ADMINS_BINDING},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "cluster-admin",
+            },
             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": ADMINS_BINDING}],
         }
         self.kubectl("apply", "-f", "-", input=json.dumps(body), kubeconfig=self.etc / "super-admin.conf")

@@ -76,6 +76,10 @@ if [[ ! -s $schema || $(cat "$schema.package" 2>/dev/null) != "$stamp" ]]; then
   echo "$stamp" >"$schema.package"
 fi
 
+# --- the local cluster (issue 33): etcd, the control plane, kubeadm, kubectl, kwok and the gang scheduler from the
+# pinned Go modules under localcluster/go/ (each set built once; about 12 minutes cold on 2 cores)
+localcluster/build-tools.sh
+
 for t in packer ruby rubocop promtool amtool bird nft etcd etcdctl .checkov-venv/bin/checkov; do
   printf '%-26s %s\n' "$t" "$(command -v "$t" >/dev/null && "$t" --version 2>&1 | head -n 1 || echo missing)"
 done

@@ -12,7 +12,7 @@ from importlinter.cli import lint_imports
 
 from tests.support import ROOT
 
-PACKAGES = ("clusterspec", "provision", "autoscaler", "labctl", "demos")
+PACKAGES = ("clusterspec", "provision", "autoscaler", "labctl", "localcluster", "demos")
 
 
 def test_every_import_runs_down_the_layers(capsys) -> None:

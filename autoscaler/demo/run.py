@@ -15,9 +15,11 @@ loudly (exit status 1) when the autoscaler does not bring capacity for every pod
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 from kubernetes import client as k8s
@@ -177,12 +179,20 @@ def autoscaler_child(
 
 
 def run_demo(
-    spec_path: str | None = None, out_dir: str | Path = "build/demo", deadline_s: float = 75.0, deploy=None
+    spec_path: str | None = None,
+    out_dir: str | Path = "build/demo",
+    deadline_s: float = 75.0,
+    deploy=None,
+    cluster=None,
 ) -> dict:
     """Run the demo; returns its summary. Raises DemoFailed (exit 1) when capacity never came.
 
-    ``deploy(spec, admin_kubeconfig, out, say)`` (demos/day_one.py) applies what `invoke up` deploys and returns the
-    kubeconfig the autoscaler runs with (its ServiceAccount's); without it the autoscaler uses the admin's."""
+    ``cluster(spec, aws_url, regions, out, compression, say)``: a context manager that brings up the Kubernetes
+    side following the embedded AWS (localcluster/aws_cluster.py: the real control plane with kwok nodes) and
+    yields ``(admin_kubeconfig, autoscaler_kubeconfig, submit)``, ``submit(job, namespace)`` creating a job as a
+    researcher does. Without it, the emulator: ``deploy(spec, admin_kubeconfig, out, say)`` (demos/day_one.py)
+    applies what `invoke up` deploys and returns the kubeconfig the autoscaler runs with (its ServiceAccount's);
+    without it the autoscaler uses the admin's."""
     spec = load_spec(spec_path)
     regions = list(spec.spill_over_order)
     out = Path(out_dir)
@@ -192,7 +202,7 @@ def run_demo(
     os.environ.update({k: v for k, v in env.items() if k in ("NO_PROXY", "no_proxy")})
     limits = capacity_limits(spec)
     py = sys.executable
-    with Children() as children:
+    with Children() as children, contextlib.ExitStack() as later:
         console.rule("make demo: the real autoscaler on an embedded AWS and a local Kubernetes API")
         aws = children.start(
             Child(
@@ -216,21 +226,26 @@ def run_demo(
         console.print(
             f"local bootstrap (not Terraform): {len(names)} Auto Scaling groups in {', '.join(regions)}"
         )
-        kubeconfig = out / "kubeconfig"
-        emulator = children.start(
-            emulator_child(
-                "autoscaler.emulator", url, spec.name, regions, kubeconfig, out, env, deploy is not None
+        say = lambda line: console.print(line, markup=False)  # noqa: E731
+        submit = None
+        if cluster is not None:
+            kubeconfig, autoscaler_kubeconfig, submit = later.enter_context(
+                cluster(spec, url, regions, out, COMPRESSION, say)
             )
-        )
-        api_url = emulator.ready_line(60)["url"]
-        console.print(
-            f"Kubernetes API emulator at {api_url} (model time x{COMPRESSION:g}), kubeconfig {kubeconfig}"
-        )
-        autoscaler_kubeconfig = kubeconfig
-        if deploy is not None:
-            autoscaler_kubeconfig = deploy(
-                spec, kubeconfig, out, lambda line: console.print(line, markup=False)
+        else:
+            kubeconfig = out / "kubeconfig"
+            emulator = children.start(
+                emulator_child(
+                    "autoscaler.emulator", url, spec.name, regions, kubeconfig, out, env, deploy is not None
+                )
             )
+            api_url = emulator.ready_line(60)["url"]
+            console.print(
+                f"Kubernetes API emulator at {api_url} (model time x{COMPRESSION:g}), kubeconfig {kubeconfig}"
+            )
+            autoscaler_kubeconfig = kubeconfig
+            if deploy is not None:
+                autoscaler_kubeconfig = deploy(spec, kubeconfig, out, say)
         autoscaler = children.start(
             autoscaler_child(url, spec.name, regions, autoscaler_kubeconfig, out, env)
         )
@@ -239,7 +254,7 @@ def run_demo(
         console.print(compression_note(COMPRESSION, SCAN_INTERVAL_S))
         console.print("workload:\n" + "\n".join(plan_lines(waves())), markup=False)
         core = k8s.CoreV1Api(k8s_config.new_client_from_config(config_file=str(kubeconfig)))
-        summary = _drive(console, core, url, regions, autoscaler, deadline_s)
+        summary = _drive(console, core, url, regions, autoscaler, deadline_s, submit)
     plot = plot_timeline(
         out / "timeline.png", summary.pop("_samples"), summary.pop("_decisions"),
         [(w.at_s, w.title) for w in waves()], regions, COMPRESSION,
@@ -250,13 +265,19 @@ def run_demo(
 
 
 def _drive(
-    console: Console, core, aws_url: str, regions: list[str], autoscaler: Child, deadline_s: float
+    console: Console,
+    core,
+    aws_url: str,
+    regions: list[str],
+    autoscaler: Child,
+    deadline_s: float,
+    submit=None,
 ) -> dict:
+    """``submit(job, namespace)``: how a job is created (the real cluster: a Job and its PodGroup); without it the
+    job's pods are created directly, as the emulator's model runs them."""
     plan = waves()
     pods_of = {w.title: wave_pods(w) for w in plan}
-    names_of = {
-        w.title: {p["metadata"]["name"] for p in pods} for w, pods in zip(plan, pods_of.values(), strict=True)
-    }
+    pods_per_job = Counter(p["metadata"]["labels"]["job-name"] for pods in pods_of.values() for p in pods)
     total = sum(len(p) for p in pods_of.values())
     watcher = Watcher(core, aws_url, regions, autoscaler.log_path)
     submitted: list[Wave] = []
@@ -270,17 +291,20 @@ def _drive(
             now = watcher.now()
             for wave in plan:
                 if wave not in submitted and now >= wave.at_s:
-                    for pod in pods_of[wave.title]:
-                        core.create_namespaced_pod(NAMESPACE, pod, _preload_content=False)
+                    if submit is not None:
+                        for job in wave.jobs:
+                            submit(job, NAMESPACE)
+                    else:
+                        for pod in pods_of[wave.title]:
+                            core.create_namespaced_pod(NAMESPACE, pod, _preload_content=False)
                     submitted.append(wave)
                     index = plan.index(wave) + 1
                     pods = len(pods_of[wave.title])
                     watcher.note(submitted_text(index, len(plan), wave, pods), "bold", t=now)
             sample = watcher.look()
-            phases = watcher.phases
             for wave in submitted:
                 if wave.title not in all_running_at and all(
-                    phases.get(n) in ("Running", "Succeeded") for n in names_of[wave.title]
+                    watcher.started[j.id] >= pods_per_job[j.id] for j in wave.jobs
                 ):
                     all_running_at[wave.title] = sample.t  # the look that saw them all running
                     index = plan.index(wave) + 1
@@ -350,8 +374,8 @@ def _print_summary(console: Console, summary: dict, compression: float = COMPRES
     console.print(f"timeline plot: {summary['timeline']}")
 
 
-def main(spec: str | None = None, out: str | None = None, deploy=None) -> None:
+def main(spec: str | None = None, out: str | None = None, deploy=None, cluster=None) -> None:
     try:
-        run_demo(spec, out or "build/demo", deploy=deploy)
+        run_demo(spec, out or "build/demo", deploy=deploy, cluster=cluster)
     except ChildError as e:
         raise DemoFailed(str(e)) from None

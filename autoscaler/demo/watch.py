@@ -69,6 +69,9 @@ class Watcher:
     _clients: dict = field(default_factory=dict)
     order: CausalOrder = field(default_factory=CausalOrder)
     phases: dict[str, str] = field(default_factory=dict)  # pod name -> phase, at the last look
+    started: Counter = field(
+        default_factory=Counter
+    )  # job name -> its pods Running or Succeeded, at the last look
     stages_seen: dict[str, set] = field(default_factory=dict)  # node -> the stages it was seen in
 
     def now(self) -> float:
@@ -81,6 +84,11 @@ class Watcher:
     def look(self) -> Sample:
         pods = self._list(self.core_api.list_namespaced_pod, NAMESPACE)
         self.phases = {p["metadata"]["name"]: (p.get("status") or {}).get("phase", "Pending") for p in pods}
+        self.started = Counter(
+            (p["metadata"].get("labels") or {}).get("job-name", "")
+            for p in pods
+            if (p.get("status") or {}).get("phase") in ("Running", "Succeeded")
+        )
         phases = Counter(self.phases.values())
         by_group: Counter[str] = Counter()
         by_region: Counter[str] = Counter()

@@ -86,7 +86,9 @@ def test_a_lab_servers_join_configuration_is_valid(kubeadm_bin, tmp_path) -> Non
     assert done.returncode == 0, done.stderr
 
 
-def test_every_cloud_workers_kubelet_reservation_is_a_valid_kubelet_configuration(kubeadm_bin, tmp_path) -> None:
+def test_every_cloud_workers_kubelet_reservation_is_a_valid_kubelet_configuration(
+    kubeadm_bin, tmp_path
+) -> None:
     """node_join writes one merge patch per instance type; kubeadm merges it into the KubeletConfiguration."""
     cluster = load_spec()
     types = sorted({t for r in cluster.regions for g in r.node_groups for t in g.instance_types})
@@ -98,7 +100,9 @@ def test_every_cloud_workers_kubelet_reservation_is_a_valid_kubelet_configuratio
         assert done.returncode == 0, f"{instance_type}: {done.stderr}"
 
 
-def test_the_local_control_planes_configuration_is_productions_with_local_values(kubeadm_bin, tmp_path) -> None:
+def test_the_local_control_planes_configuration_is_productions_with_local_values(
+    kubeadm_bin, tmp_path
+) -> None:
     ports = kubeadm.Ports(16443, 12379, 12380, 12381, 10257, 10259)
     path = kubeadm.local_config(tmp_path, ports)
     docs = list(yaml.safe_load_all(path.read_text()))

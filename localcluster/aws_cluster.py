@@ -1,0 +1,119 @@
+"""The local cluster as AWS would run it: the real control plane (localcluster/stack.py), a control-plane Node as
+kubeadm marks one, the node agent registering the embedded AWS's instances as Nodes (localcluster/nodes.py), what
+`invoke up` deploys (localcluster/day_one.py), and the gang scheduler (scheduler-plugins, built by `make tools`)
+running with the configuration and the ServiceAccount that deploy gives it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+
+from autoscaler.adapters.aws import AwsCloud
+from clusterspec.scheduler import GANG_NAMESPACE, GANG_SCHEDULER
+from clusterspec.spec import Cluster
+from localcluster import binaries, day_one
+from localcluster.nodes import NodeAgent, allocatable
+from localcluster.stack import KWOK_ANNOTATION, Stack
+from provision import scheduler
+
+CONTROL_PLANE_NODE = "control-plane-0"
+
+
+@dataclass
+class Running:
+    stack: Stack
+    agent: NodeAgent
+    admin_kubeconfig: Path
+    api: k8s.ApiClient
+    applied: list[day_one.Applied]
+
+
+def control_plane_node(cluster: Cluster) -> dict:
+    """The control-plane member as `kubeadm init` registers and marks it (its label and NoSchedule taint)."""
+    capacity, alloc = allocatable(cluster.control_plane.instance_type)
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": CONTROL_PLANE_NODE, "annotations": {KWOK_ANNOTATION: "fake"},
+                     "labels": {"node-role.kubernetes.io/control-plane": "", "kubernetes.io/os": "linux",
+                                "kubernetes.io/arch": "amd64", "kubernetes.io/hostname": CONTROL_PLANE_NODE,
+                                "node.kubernetes.io/instance-type": cluster.control_plane.instance_type}},
+        "spec": {"taints": [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]},
+        "status": {"capacity": capacity, "allocatable": alloc,
+                   "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}]},
+    }  # fmt: skip
+
+
+def service_account_kubeconfig(stack: Stack, namespace: str, name: str, path: Path) -> Path:
+    """A kubeconfig with a TokenRequest token of the ServiceAccount (as the kubelet projects one into its pod)."""
+    token = stack.kubectl("create", "token", name, "-n", namespace, "--duration=24h").stdout.strip()
+    doc = yaml.safe_load(stack.admin_kubeconfig.read_text())
+    user = f"system:serviceaccount:{namespace}:{name}"
+    doc["users"] = [{"name": user, "user": {"token": token}}]
+    doc["contexts"][0]["context"].update(user=user, namespace=namespace)
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    path.chmod(0o600)
+    return path
+
+
+def start_gang_scheduler(stack: Stack, out: Path) -> None:
+    """scheduler-plugins' scheduler with the gang scheduler's configuration as deployed, as its ServiceAccount."""
+    kubeconfig = service_account_kubeconfig(
+        stack, GANG_NAMESPACE, GANG_SCHEDULER, out / "gang-scheduler.conf"
+    )
+    config = scheduler.gang_scheduler_config()
+    config["clientConnection"] = {"kubeconfig": str(kubeconfig)}
+    path = out / "gang-scheduler-config.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    port = stack.ports.scheduler + 1 if stack.ports else 0
+    stack.processes.start("gang-scheduler", [str(binaries.path("scheduler")), f"--config={path}",
+                                             "--bind-address=127.0.0.1", f"--secure-port={port}"],
+                          env={"PATH": binaries.on_path(), "HOME": str(out)})  # fmt: skip
+
+
+@contextmanager
+def running(cluster: Cluster, aws_url: str, regions: list[str], out: Path, compression: float = 1.0,
+            outputs: day_one.Outputs | None = None, gang_scheduler: bool = True):  # fmt: skip
+    """Everything up, yields :class:`Running`; everything stopped after."""
+    out.mkdir(parents=True, exist_ok=True)
+    stack = Stack(out / "control-plane")
+    agent = None
+    try:
+        stack.start()
+        stack.kubectl("create", "-f", "-", input=json.dumps(control_plane_node(cluster)))
+        applied = day_one.apply(str(binaries.path("kubectl")), stack.admin_kubeconfig,
+                                day_one.render(cluster, out / "deploy", outputs or day_one.Outputs()))  # fmt: skip
+        refused = [f"{a.manifest.label}: {r}" for a in applied for r in a.refusals]
+        if refused:
+            raise RuntimeError("the API server refused what `invoke up` deploys: " + "; ".join(refused))
+        if gang_scheduler and not binaries.missing(("scheduler",)):
+            start_gang_scheduler(stack, out)
+        api = k8s_config.new_client_from_config(config_file=str(stack.admin_kubeconfig))
+        env_keys = {"AWS_ACCESS_KEY_ID": "demo", "AWS_SECRET_ACCESS_KEY": "demo"}
+        for k, v in env_keys.items():
+            os.environ.setdefault(k, v)
+        cloud = AwsCloud(cluster.name, regions, endpoint_url=aws_url)
+        agent = NodeAgent(cloud, api, compression=compression).start()
+        yield Running(stack, agent, stack.admin_kubeconfig, api, applied)
+    finally:
+        if agent is not None:
+            agent.stop()
+        stack.stop()
+
+
+def kubectl_env(run: Running) -> dict[str, str]:
+    return {**os.environ, "KUBECONFIG": str(run.admin_kubeconfig), "PATH": binaries.on_path()}
+
+
+def describe_pending(run: Running, namespace: str) -> str:
+    done = subprocess.run([str(binaries.path("kubectl")), "--kubeconfig", str(run.admin_kubeconfig), "-n",
+                           namespace, "get", "pods", "--field-selector=status.phase=Pending", "-o", "name"],
+                          capture_output=True, text=True, timeout=30, check=False)  # fmt: skip
+    return done.stdout.strip()

@@ -1,0 +1,214 @@
+"""The local cluster's nodes: one Node per instance of the spec's Auto Scaling groups in the embedded AWS (moto),
+registered as the instance's kubelet registers it on AWS, and kwok for its heartbeats and its pods.
+
+A node's life, the delays of ``autoscaler/model/boot.py`` (their sources there) divided by ``compression``:
+
+    instance launched --boot_delay(type)--> the kubelet registers the Node: NotReady (KubeletNotReady), with the
+        group's labels and taints from its join (node_template's --node-labels and --register-with-taints, the
+        topology and instance-type labels the join script adds), providerID aws:///<zone>/<id>, capacity from
+        the instance type and allocatable less the join's KubeletConfiguration reservations, and the
+        uninitialized taint of --cloud-provider=external; the API server's TaintNodesByCondition adds not-ready
+    --cloud_init_s--> the cloud controller's part (this agent): the uninitialized taint goes
+    --ready_s--> the network is up: kwok takes the node (its annotation), posts Ready and keeps its lease; the
+        node lifecycle controller (the real kube-controller-manager) removes the not-ready taint
+    --device_plugin_s after the NVIDIA (EFA) device plugin DaemonSet's pod runs there--> nvidia.com/gpu
+        (vpc.amazonaws.com/efa) in capacity and allocatable
+    instance gone from its group, or terminating --> the Node is deleted (the cloud node lifecycle controller)
+
+Every address is a loopback one: the node's InternalIP is 127.x.y.z, made from its instance id; its name is the
+instance's resource-name hostname on AWS (<instance id>.<region>.compute.internal).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from kubernetes import client as k8s
+
+from autoscaler.core.quantity import parse_exact as parse_quantity
+from autoscaler.model.boot import NodeLifecycle, boot_delay
+from clusterspec import catalog, kubelet_reserved
+from clusterspec.names import NODE_GROUP_LABEL
+from localcluster.stack import KWOK_ANNOTATION
+
+log = logging.getLogger(__name__)
+GONE = ("Terminating", "Terminating:Wait", "Terminating:Proceed", "Terminated", "Detaching", "Detached")
+UNINITIALIZED = "node.cloudprovider.kubernetes.io/uninitialized"
+GPU = "nvidia.com/gpu"
+EFA = "vpc.amazonaws.com/efa"
+PLUGINS = {GPU: "nvidia-device-plugin", EFA: "efa-device-plugin"}  # resource -> DaemonSet (kube-system)
+
+
+def loopback_ip(instance_id: str) -> str:
+    n = int(instance_id.rsplit("-", 1)[-1][-6:], 16)
+    return f"127.{(n >> 16) & 255}.{(n >> 8) & 255}.{max(1, n & 255)}"
+
+
+def allocatable(instance_type: str) -> tuple[dict[str, str], dict[str, str]]:
+    """(capacity, allocatable) without device-plugin resources: the instance's cores and memory, less the join's
+    KubeletConfiguration reservations (kubeReserved + systemReserved + the memory eviction threshold)."""
+    t = catalog.instance_types()[instance_type]
+    conf = kubelet_reserved.kubelet_config(t.vcpu)
+    mem_ki = int(t.memory_gib * 1024 * 1024)
+    cpu_m = t.vcpu * 1000
+    reserved_cpu = (
+        sum(parse_quantity(r["cpu"]) for r in (conf["kubeReserved"], conf["systemReserved"])) * 1000
+    )
+    reserved_mem = sum(parse_quantity(r["memory"]) for r in (conf["kubeReserved"], conf["systemReserved"]))
+    reserved_mem += parse_quantity(conf["evictionHard"]["memory.available"])
+    capacity = {"cpu": str(t.vcpu), "memory": f"{mem_ki}Ki", "pods": str(conf["maxPods"]),
+                "ephemeral-storage": "100Gi"}  # fmt: skip
+    alloc = {"cpu": f"{int(cpu_m - reserved_cpu)}m", "memory": f"{int(mem_ki - reserved_mem / 1024)}Ki",
+             "pods": str(conf["maxPods"]), "ephemeral-storage": "90Gi"}  # fmt: skip
+    return capacity, alloc
+
+
+@dataclass
+class Tracked:
+    name: str
+    group: dict
+    instance: dict
+    registered_at: float
+    initialised: bool = False
+    ready: bool = False
+    plugins_seen: dict[str, float] = field(default_factory=dict)
+    advertised: set[str] = field(default_factory=set)
+
+
+def _epoch(value: str | None) -> float | None:
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() if value else None
+
+
+class NodeAgent:
+    """Follows the groups of ``cloud`` (the autoscaler's AWS adapter on the embedded AWS) into Nodes of ``api``."""
+
+    def __init__(self, cloud, api: k8s.ApiClient, compression: float = 1.0, interval_s: float = 0.5,
+                 lifecycle: NodeLifecycle | None = None) -> None:  # fmt: skip
+        self.cloud = cloud
+        self.core = k8s.CoreV1Api(api)
+        self.compression = compression
+        self.interval_s = interval_s
+        self.lifecycle = lifecycle or NodeLifecycle()
+        self.nodes: dict[str, Tracked] = {}  # instance id -> node
+        self.errors = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _s(self, model_seconds: float) -> float:
+        return model_seconds / self.compression
+
+    def sync_once(self, now: float | None = None) -> None:
+        now = time.time() if now is None else now
+        groups = self.cloud.list_groups()
+        live: dict[str, tuple[dict, dict]] = {}
+        for g in groups:
+            for i in g.get("instances", ()):
+                if i.get("state") not in GONE:
+                    live[i["id"]] = (g, i)
+        for iid in [iid for iid in self.nodes if iid not in live]:
+            self._delete(self.nodes.pop(iid))
+        for iid, (g, i) in live.items():
+            tracked = self.nodes.get(iid)
+            if tracked is None:
+                launched = _epoch(i.get("launched_at")) or now
+                if now - launched >= self._s(boot_delay(g["instance_type"])):
+                    self.nodes[iid] = self._register(g, i, now)
+                continue
+            self._advance(tracked, now)
+
+    def _register(self, g: dict, i: dict, now: float) -> Tracked:
+        itype = g["instance_type"]
+        name = f"{i['id']}.{g['region']}.compute.internal"  # AWS's resource-name hostname
+        capacity, alloc = allocatable(itype)
+        labels = {**g.get("labels", {}), NODE_GROUP_LABEL: g["name"], "kubernetes.io/hostname": name,
+                  "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+                  "topology.kubernetes.io/region": g["region"], "topology.kubernetes.io/zone": i.get("zone") or "",
+                  "node.kubernetes.io/instance-type": itype}  # fmt: skip
+        taints = [dict(t) for t in g.get("taints") or ()]
+        if self.lifecycle.cloud_controller:
+            taints.append({"key": UNINITIALIZED, "value": "true", "effect": "NoSchedule"})
+        ip = loopback_ip(i["id"])
+        body = {
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": labels},
+            "spec": {"providerID": f"aws:///{i.get('zone')}/{i['id']}", "taints": taints},
+            "status": {
+                "capacity": capacity, "allocatable": alloc,
+                "addresses": [{"type": "InternalIP", "address": ip}, {"type": "Hostname", "address": name}],
+                "conditions": [{"type": "Ready", "status": "False", "reason": "KubeletNotReady",
+                                "message": "container runtime network not ready: NetworkReady=false "
+                                           "reason:NetworkPluginNotReady message:Network plugin returns error: "
+                                           "cni plugin not initialized"}],
+                "nodeInfo": {"kubeletVersion": "v1.35.4", "containerRuntimeVersion": "containerd://2.2.6",
+                             "operatingSystem": "linux", "architecture": "amd64", "machineID": i["id"],
+                             "systemUUID": i["id"], "bootID": i["id"], "kernelVersion": "", "osImage": "",
+                             "kubeProxyVersion": ""},
+            },
+        }  # fmt: skip
+        self.core.create_node(body)
+        return Tracked(name, g, i, now)
+
+    def _advance(self, n: Tracked, now: float) -> None:
+        age = now - n.registered_at
+        if not n.initialised and age >= self._s(self.lifecycle.cloud_init_s):
+            node = self.core.read_node(n.name)
+            taints = [t for t in node.spec.taints or () if t.key != UNINITIALIZED]
+            self.core.patch_node(n.name, {"spec": {"taints": [t.to_dict() for t in taints] or None}})
+            n.initialised = True
+        if not n.ready and age >= self._s(self.lifecycle.ready_s):
+            # kwok takes the node: its node-initialize stage posts Ready and it keeps the node's lease
+            self.core.patch_node(n.name, {"metadata": {"annotations": {KWOK_ANNOTATION: "fake"}}})
+            n.ready = True
+        if n.ready:
+            self._device_plugins(n, now)
+
+    def _device_plugins(self, n: Tracked, now: float) -> None:
+        wanted = {r for r in (GPU, EFA) if r in n.group.get("allocatable", {})} - n.advertised
+        if not wanted:
+            return
+        pods = self.core.list_namespaced_pod("kube-system", field_selector=f"spec.nodeName={n.name}").items
+        running = {p.metadata.owner_references[0].name for p in pods
+                   if p.status.phase == "Running" and p.metadata.owner_references}  # fmt: skip
+        for r in wanted:
+            if PLUGINS[r] in running:
+                n.plugins_seen.setdefault(r, now)
+            seen = n.plugins_seen.get(r)
+            if seen is not None and now - seen >= self._s(self.lifecycle.device_plugin_s):
+                q = n.group["allocatable"][r]
+                self.core.patch_node_status(n.name, {"status": {"capacity": {r: q}, "allocatable": {r: q}}})
+                n.advertised.add(r)
+
+    def _delete(self, n: Tracked) -> None:
+        try:
+            self.core.delete_node(n.name)
+        except k8s.ApiException as e:
+            if e.status != 404:
+                raise
+
+    def _run(self) -> None:
+        last = None
+        while not self._stop.is_set():
+            try:
+                self.sync_once()
+                last = None
+            except Exception as e:  # retried on the next tick, said once
+                self.errors += 1
+                reason = f"{type(e).__name__}: {e}"[:300]
+                if reason != last:
+                    log.warning("the node agent failed (retried every %.1f s): %s", self.interval_s, reason)
+                last = reason
+            self._stop.wait(self.interval_s)
+
+    def start(self) -> NodeAgent:
+        self._thread = threading.Thread(target=self._run, daemon=True, name="node-agent")
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
