@@ -139,7 +139,7 @@ setup_encryption() {
   elif [[ $MEMBER == 0 && $init == pending ]]; then
     key=$(head -c 32 /dev/urandom | base64 -w0) && put_secret encryption-key "$key" || return 1
   else # a cluster initialised before issue 36: its kubeadm-config names no encryption (docs/operations.md)
-    log "no $JOIN_PREFIX/encryption-key: joining without encryption at rest, as the cluster was initialised"
+    log "no encryption key: a cluster from before issue 36"
     return 0
   fi
   write_encryption_config "$key"
@@ -156,9 +156,7 @@ omitStages: [RequestReceived]
 rules:
   - level: None
     nonResourceURLs: [/healthz*, /livez*, /readyz*, /version, /metrics]
-  - level: None
-    resources: [{group: coordination.k8s.io, resources: [leases]}]
-    verbs: [get, update, watch]
+  - {level: None, resources: [{group: coordination.k8s.io, resources: [leases]}], verbs: [get, update, watch]}
   - level: Metadata
     resources:
       - {group: "", resources: [secrets, configmaps, serviceaccounts/token]}
@@ -403,41 +401,41 @@ region_of_node() { # ip-10-0-1-5.us-west-2.compute.internal -> us-west-2; *.ec2.
 
 csr_verdict() { # NODE LAB_NAMES NODES APPROVED -> "approve" or "deny <reason>"
   local node=$1 lab=$2 nodes=$3 approved=$4 region ids
-  [[ $node =~ ^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$ ]] || { echo "deny the name $node is no node name"; return; }
-  [[ " $nodes " == *" $node "* ]] && { echo "deny a Node $node exists: a token does not take over a node's name"; return; }
-  [[ " $approved " == *" $node "* ]] && { echo "deny a certificate for $node was approved before"; return; }
+  [[ $node =~ ^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$ ]] || { echo "deny $node is no node name"; return; }
+  [[ " $nodes " == *" $node "* ]] && { echo "deny Node $node exists"; return; }
+  [[ " $approved " == *" $node "* ]] && { echo "deny $node was approved before"; return; }
   [[ " $lab " == *" $node "* ]] && { echo approve; return; }
   region=$(region_of_node "$node") \
-    || { echo "deny $node is neither an EC2 private DNS name nor a lab server (research-node-names)"; return; }
+    || { echo "deny $node is no EC2 name nor lab server"; return; }
   ids=$(aws ec2 describe-instances --region "$region" \
     --filters "Name=private-dns-name,Values=$node" "Name=instance-state-name,Values=pending,running" \
     --query 'Reservations[].Instances[].InstanceId' --output text) || { echo "skip EC2 cannot be read"; return; }
   [[ -n ${ids//[[:space:]]/} ]] && { echo approve; return; }
-  echo "deny no running EC2 instance in $region is named $node"
+  echo "deny no running instance $node in $region"
 }
 
 approve_csrs() {
   local kubectl=(kubectl --kubeconfig "$root/etc/kubernetes/admin.conf")
   local csrs nodes lab approved name request subject node verdict
   "${kubectl[@]}" delete clusterrolebinding "$NODE_AUTOAPPROVE_BINDING" --ignore-not-found >/dev/null \
-    || log "approve-csrs: cannot delete $NODE_AUTOAPPROVE_BINDING"
-  csrs=$("${kubectl[@]}" get csr -o json) || { log "approve-csrs: cannot list the CSRs"; return 1; }
-  nodes=$("${kubectl[@]}" get nodes -o 'jsonpath={.items[*].metadata.name}') \
-    || { log "approve-csrs: cannot list the nodes"; return 1; }
+    || log "approve-csrs: cannot delete the binding"
+  csrs=$("${kubectl[@]}" get csr -o json) || return 1
+  nodes=$("${kubectl[@]}" get nodes -o 'jsonpath={.items[*].metadata.name}') || return 1
   lab=$("${kubectl[@]}" -n kube-system get configmap research-node-names -o 'jsonpath={.data.names}' 2>/dev/null) \
     || lab=""
   approved=$(python3 -c '
 import json, sys
 for c in json.load(sys.stdin)["items"]:
-    spec, conds = c["spec"], [x["type"] for x in (c.get("status") or {}).get("conditions") or []]
-    if spec.get("signerName") != "kubernetes.io/kube-apiserver-client-kubelet":
-        continue
-    if "Approved" in conds and spec.get("username", "").startswith("system:bootstrap:"):
-        print("approved", c["metadata"].get("annotations", {}).get("research.cluster/node", ""))
-    elif not conds and spec.get("username", "").startswith("system:bootstrap:"):
-        ok = set(spec.get("usages") or []) <= {"digital signature", "key encipherment", "client auth"}
-        print("pending" if ok else "badusage", c["metadata"]["name"], spec["request"])
-' <<<"$csrs") || { log "approve-csrs: cannot parse the CSRs"; return 1; }
+  s, m = c["spec"], c["metadata"]
+  k = [x["type"] for x in (c.get("status") or {}).get("conditions") or []]
+  if s.get("signerName") != "kubernetes.io/kube-apiserver-client-kubelet" or not s.get("username", "").startswith("system:bootstrap:"):
+    continue
+  if "Approved" in k:
+    print("approved", m.get("annotations", {}).get("research.cluster/node", ""))
+  elif not k:
+    ok = set(s.get("usages") or []) <= {"digital signature", "key encipherment", "client auth"}
+    print("pending" if ok else "badusage", m["name"], s["request"])
+' <<<"$csrs") || return 1
   local seen
   seen=$(awk '$1 == "approved" {printf "%s ", $2}' <<<"$approved")
   while read -r kind name request; do
@@ -447,9 +445,9 @@ for c in json.load(sys.stdin)["items"]:
     node=${subject#CN=system:node:}
     node=${node%,O=system:nodes}
     if [[ $kind == badusage ]]; then
-      verdict="deny usages other than a kubelet client's"
+      verdict="deny usages"
     elif [[ $subject != "CN=system:node:$node,O=system:nodes" ]]; then
-      verdict="deny the subject is not CN=system:node:<name>,O=system:nodes (got: $subject)"
+      verdict="deny subject $subject"
     else
       verdict=$(csr_verdict "$node" "$lab" "$nodes" "$seen")
     fi
@@ -461,9 +459,9 @@ for c in json.load(sys.stdin)["items"]:
         ;;
       deny*)
         log "approve-csrs: denying $name: ${verdict#deny }"
-        "${kubectl[@]}" certificate deny "$name" >/dev/null || log "approve-csrs: cannot deny $name"
+        "${kubectl[@]}" certificate deny "$name" >/dev/null || true
         ;;
-      *) log "approve-csrs: $name left pending: ${verdict#skip }" ;;
+      *) log "approve-csrs: $name pending: ${verdict#skip }" ;;
     esac
   done <<<"$approved"
 }
