@@ -249,3 +249,36 @@ def test_secrets_are_encrypted_in_etcd_and_audited_without_their_data(kube):
         time.sleep(0.2)
     assert events and all(e["level"] == "Metadata" for e in events)
     assert "not-a-real-secret-1234" not in log.read_text()
+
+
+def test_a_claim_without_a_volume_name_never_binds_another_researchers_volume(tenants, kube):
+    """Issue 36: the lab's NFS volumes had no claimRef, so any namespace's matching claim could bind one. Bob's lab
+    volume (storage.lab_volumes) is reserved for bob's claim: kube-controller-manager's binder leaves alice's
+    matching claim Pending, while bob's own claim (add-user made it) binds."""
+    from provision import storage
+
+    spec, run, _ = tenants
+    bob_ns = spec.researchers.namespace("bob")
+    pv = next(
+        v
+        for v in storage.lab_volumes(spec)
+        if v["spec"]["claimRef"] == {"namespace": bob_ns, "name": "lab-home"}
+    )
+    kube.kubectl("create", "-f", "-", input=json.dumps(pv), check=True)
+    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "grab"},
+             "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "",
+                      "resources": {"requests": {"storage": storage.SIZE}}}}  # fmt: skip
+    assert run["alice"]("create", "-f", "-", input=json.dumps(claim)).returncode == 0
+    ns = spec.researchers.namespace("alice")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        bob = json.loads(
+            kube.kubectl("-n", bob_ns, "get", "pvc", "lab-home", "-o", "json", check=True).stdout
+        )
+        if bob["status"].get("phase") == "Bound":
+            break
+        time.sleep(1)
+    assert bob["status"]["phase"] == "Bound" and bob["spec"]["volumeName"] == pv["metadata"]["name"]
+    grab = json.loads(kube.kubectl("-n", ns, "get", "pvc", "grab", "-o", "json", check=True).stdout)
+    assert grab["status"]["phase"] == "Pending" and not grab["spec"].get("volumeName")
+    kube.kubectl("delete", "pv", pv["metadata"]["name"], "--wait=false")
