@@ -334,7 +334,12 @@ def render_templates(spec: Cluster) -> list[dict]:
         "monitoring_namespace": MONITORING_NAMESPACE,
     }
     docs = []
-    for name in ("admission-policy.yaml.j2", "kube-router.yaml.j2", "pod-gateway.yaml.j2", "system-policies.yaml.j2"):
+    for name in (
+        "admission-policy.yaml.j2",
+        "kube-router.yaml.j2",
+        "pod-gateway.yaml.j2",
+        "system-policies.yaml.j2",
+    ):
         docs += [d for d in yaml.safe_load_all(env.get_template(name).render(**values)) if d]
     return docs
 

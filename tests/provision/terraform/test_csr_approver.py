@@ -132,7 +132,12 @@ def test_the_certificate_exporters_folder_holds_certificates_and_never_a_key(tmp
     done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stderr
     out = k / "exported-certificates"
-    assert sorted(p.name for p in out.iterdir()) == ["admin.conf.crt", "ca.crt", "etcd-ca.crt", "kubelet-client.crt"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "admin.conf.crt",
+        "ca.crt",
+        "etcd-ca.crt",
+        "kubelet-client.crt",
+    ]
     for path in out.iterdir():
         text = path.read_bytes()
         assert b"PRIVATE KEY" not in text and text.startswith(b"-----BEGIN CERTIFICATE-----"), path.name
