@@ -253,6 +253,12 @@ class TenantQuota(Strict):
     )
     pods: int = Field(500, ge=1, le=100000, description="pods (running and finished-but-kept)")
     services: int = Field(100, ge=0, le=10000, description="Services (one per multi-node job)")
+    cpus: int = Field(
+        128, ge=1, le=1000000, description="requests.cpu of the namespace (lab asks 3 CPUs per GPU)"
+    )
+    memory_gib: int = Field(
+        512, ge=1, le=10000000, description="requests.memory of the namespace, GiB (lab asks 12 GiB per GPU)"
+    )
     published_ports: list[Annotated[int, Field(ge=1, le=65535)]] = Field(
         [6006, 8888], description="ports of the owner's pods a laptop may open (TensorBoard, notebooks)"
     )

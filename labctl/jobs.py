@@ -442,8 +442,10 @@ def job_manifest(req: JobRequest, settings: Settings, launch: launchers.Launch |
             f"user {req.user!r} has no uid in the cluster's settings ({settings.source}); "
             f"ask your admin to add you to users: and run `invoke add-user {req.user or 'NAME'}`"
         )
-    # files on the shared homes and results belong to the researcher, as over SSH; restricted Pod Security
+    # files on the shared homes and results belong to the researcher, as over SSH; restricted Pod Security; the
+    # researcher's own group alone (Strict: none from the image's /etc/group), as the tenant policy demands
     pod_spec["securityContext"] = {"runAsUser": uid, "runAsGroup": uid, "runAsNonRoot": True,
+                                   "supplementalGroupsPolicy": "Strict",
                                    "seccompProfile": {"type": "RuntimeDefault"}}  # fmt: skip
     template_meta: dict = {"labels": pod_labels}
     if pod_annotations:

@@ -371,6 +371,7 @@ def tensorboard_pod(namespace: str, job: str, image: str, owner_ref: dict, uid: 
                 "runAsUser": uid or 65534,
                 "runAsGroup": uid or 65534,
                 "runAsNonRoot": True,
+                "supplementalGroupsPolicy": "Strict",
                 "seccompProfile": {"type": "RuntimeDefault"},
             },
             "volumes": [

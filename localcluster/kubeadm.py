@@ -32,6 +32,7 @@ LOCAL_POD_CIDR = "127.128.0.0/14"
 LOCAL_SERVICE_CIDR = "127.96.0.0/16"
 KUBERNETES_VERSION = "v1.35.4"  # what localcluster/go/kubernetes builds
 ETC = "/etc/kubernetes/"
+LOG = "/var/log/kubernetes/"  # the API audit log's folder (bootstrap.sh AUDIT_LOG_DIR)
 
 
 class KubeadmFailed(RuntimeError):
@@ -94,6 +95,7 @@ def local_config(workdir: Path, ports: Ports) -> Path:
         "SCHEDULER_KUBEADM": scheduler.control_plane_files()["kubeadm"],
     }
     docs = render_production(workdir / "render", values)
+    production_files(workdir)
     for doc in docs:
         if doc["kind"] == "InitConfiguration":
             doc["localAPIEndpoint"] = {"advertiseAddress": PLACEHOLDER, "bindPort": ports.api}
@@ -104,6 +106,23 @@ def local_config(workdir: Path, ports: Ports) -> Path:
     path = workdir / "kubeadm.yaml"
     path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
     return path
+
+
+def production_files(workdir: Path) -> None:
+    """The files production's ClusterConfiguration points kube-apiserver at (issue 36), written by the bootstrap's
+    own functions under ``workdir`` (where :func:`localise` points the flags): the EncryptionConfiguration with a
+    fresh key (``write_encryption_config``, as member 0 writes it at init) and the audit policy."""
+    import base64
+
+    key = base64.b64encode(os.urandom(32)).decode()
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "CP_ROOT": str(workdir),
+        "MEMBER": "0",
+        "KEY": key,
+    }
+    script = f'set -euo pipefail; source "{BOOTSTRAP}"; write_encryption_config "$KEY"; write_audit_policy'
+    _run(["bash", "-c", script], env=env)
 
 
 def validate(path: Path) -> None:
@@ -151,7 +170,8 @@ def localise(name: str, command: list[str], workdir: Path, ports: Ports) -> list
     """A static pod's command as a process of this machine: files under ``workdir``, addresses on loopback."""
     flags = _flags(command)
     etc = str(workdir / "etc" / "kubernetes") + "/"
-    flags = {k: v.replace(ETC, etc) for k, v in flags.items()}
+    logs = str(workdir / "var" / "log" / "kubernetes") + "/"
+    flags = {k: v.replace(ETC, etc).replace(LOG, logs) for k, v in flags.items()}
     loop = "127.0.0.1"
     if name == "etcd":
         flags |= {

@@ -1,6 +1,9 @@
 """The cluster's settings for ``lab`` (clusterspec/lab_settings.py), published in the cluster: the ConfigMap
-``kube-public/research-lab-settings`` and a Role and RoleBinding that let every researcher (group
-``research:users``, their client certificates' O) read that one ConfigMap and nothing else there.
+``kube-public/research-lab-settings`` and a Role and RoleBinding that let every researcher listed in the spec (each
+by name, the CN of their client certificate) read that one ConfigMap and nothing else there. Not the group
+``research:users`` (their certificates' O): a certificate cannot be revoked, so a removed researcher keeps their
+group for as long as it lasts; the binding names the spec's users, and ``invoke remove-user`` rewrites it without
+the one removed (issue 36).
 
 Written by ``invoke lab-settings``, by ``invoke up`` once the API answers and by ``invoke add-user`` (a new user's uid
 must be in it before their first job), with what Terraform knows: the results bucket (global root output
@@ -17,7 +20,6 @@ from clusterspec.names import LAB_SETTINGS_CONFIGMAP, LAB_SETTINGS_KEY, LAB_SETT
 from clusterspec.spec import Cluster
 
 READER = "research-lab-settings-reader"
-USERS_GROUP = "research:users"  # provision/users.py's certificates' O
 LABELS = {"app.kubernetes.io/managed-by": "research-cluster", "app.kubernetes.io/part-of": "lab"}
 
 
@@ -40,8 +42,13 @@ def document(cluster: Cluster, registry: str | None = None, code_bucket: str | N
     return yaml.safe_dump(data, sort_keys=False)
 
 
+def readers(cluster: Cluster, exclude: tuple[str, ...] = ()) -> list[dict]:
+    return [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": u.name}
+            for u in cluster.users if u.name not in exclude]  # fmt: skip
+
+
 def objects(cluster: Cluster, registry: str | None = None, code_bucket: str | None = None,
-            s3_endpoint: str | None = None) -> list[dict]:  # fmt: skip
+            s3_endpoint: str | None = None, exclude: tuple[str, ...] = ()) -> list[dict]:  # fmt: skip
     meta = {"namespace": LAB_SETTINGS_NAMESPACE, "labels": LABELS}
     return [
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": LAB_SETTINGS_CONFIGMAP, **meta},
@@ -51,12 +58,12 @@ def objects(cluster: Cluster, registry: str | None = None, code_bucket: str | No
                     "verbs": ["get"]}]},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": READER, **meta},
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": READER},
-         "subjects": [{"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": USERS_GROUP}]},
+         "subjects": readers(cluster, exclude)},
     ]  # fmt: skip
 
 
 def apply(api_client, cluster: Cluster, registry: str | None = None, code_bucket: str | None = None,
-          s3_endpoint: str | None = None) -> list[str]:  # fmt: skip
+          s3_endpoint: str | None = None, exclude: tuple[str, ...] = ()) -> list[str]:  # fmt: skip
     """Create or replace the three objects through the API; the lines say what was done."""
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
@@ -78,7 +85,7 @@ def apply(api_client, cluster: Cluster, registry: str | None = None, code_bucket
         "RoleBinding": (rbac.create_namespaced_role_binding, rbac.replace_namespaced_role_binding),
     }
     done = []
-    for obj in objects(cluster, registry, code_bucket, s3_endpoint):
+    for obj in objects(cluster, registry, code_bucket, s3_endpoint, exclude):
         create, replace = calls[obj["kind"]]
         name = obj["metadata"]["name"]
         try:

@@ -52,6 +52,11 @@ WATCHED_DIR = (
 )
 
 
+# The control plane's copies of its certificates, without keys (bootstrap.sh export_certificates): the only host
+# folder the control plane's certificate exporter mounts (issue 36: it mounted /etc/kubernetes, keys and all).
+EXPORTED_CERTIFICATES = "/etc/kubernetes/exported-certificates"
+
+
 def _env() -> jinja2.Environment:
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(checkout.require(TEMPLATES))),
@@ -83,6 +88,7 @@ def values(cluster: Cluster, topic_arn: str, role_arn: str | None, admin_rules: 
     return {
         "watched_certificates": watched_certificates or {},
         "namespace": MONITORING_NAMESPACE,
+        "exported_certificates": EXPORTED_CERTIFICATES,
         "autoscaler_namespace": AUTOSCALER_NAMESPACE,
         "service_account": ALERTMANAGER_SERVICE_ACCOUNT,
         "cluster": cluster.name,
@@ -114,8 +120,8 @@ def render(cluster: Cluster, topic_arn: str, role_arn: str | None, admin_rules: 
     env.filters["json"] = json.dumps
     ctx = values(cluster, topic_arn, role_arn, admin_rules, watched_certificates)
     out: list[dict] = []
-    for name in ("namespace.yaml.j2", "prometheus.yaml.j2", "alertmanager.yaml.j2", "kube-state-metrics.yaml.j2",
-                 "x509-exporter.yaml.j2"):  # fmt: skip
+    for name in ("namespace.yaml.j2", "network-policies.yaml.j2", "prometheus.yaml.j2", "alertmanager.yaml.j2",
+                 "kube-state-metrics.yaml.j2", "x509-exporter.yaml.j2"):  # fmt: skip
         out += [d for d in yaml.safe_load_all(env.get_template(name).render(**ctx)) if d]
     from provision import images
 

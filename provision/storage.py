@@ -17,8 +17,8 @@ from a private zone listing every mount target (terraform/modules/efs_peer_dns),
 the name to the Resolver inbound endpoint (the cookbook's dns_forwarding). The node plugin uses the node's
 resolver (``dnsPolicy: Default``) so that answer is the node's own.
 
-The lab's NAS exports are offered besides as NFS volumes (``lab-<export>``) for jobs pinned to the lab. Static
-binding (``storageClassName: ""`` and ``volumeName`` on the claim, ``claimRef`` on the volume) keeps another
+The lab's NAS exports are offered besides as NFS volumes (claims ``<site>-<export>``, each researcher's on their own
+folder of the export) for jobs pinned to the lab. Static binding (``storageClassName: ""`` and ``volumeName`` on the claim, ``claimRef`` on the volume) keeps another
 namespace from ever binding a researcher's volume (Kubernetes docs, "Reserving a PersistentVolume"). The
 requested size is required by the API and ignored by EFS and NFS.
 """
@@ -113,30 +113,80 @@ def volumes(spec: Cluster, user: str, efs: EfsVolumes) -> list[dict]:
     return out
 
 
-def lab_volumes(spec: Cluster) -> list[dict]:
-    """The lab NAS's exports as NFS volumes ``lab-<name>`` (ReadWriteMany), for jobs pinned to the lab."""
+# Of the NAS's exports, which is whose: a per-user export is mounted at its <path>/<user> (the user's own folder,
+# as on the SSH machines and the lab's servers); datasets are shared and read-only.
+LAB_SHARED_READ_ONLY = ("datasets",)
+
+
+def _export_name(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1]
+
+
+def lab_claim_names(spec: Cluster) -> list[str]:
+    """The claims ``<site>-<export>`` each researcher's namespace has for the lab NAS's exports."""
     nfs = spec.storage.nfs
-    if nfs is None:
-        return []
-    server = next(s.ip for s in spec.site(nfs.site).servers if s.name == nfs.server)
+    return [] if nfs is None else [f"{nfs.site}-{_export_name(e.path)}" for e in nfs.exports]
+
+
+def lab_claims(spec: Cluster, namespace: str, labels: dict[str, str]) -> list[dict]:
     out = []
-    for export in nfs.exports:
-        name = f"{nfs.site}-{export.path.rstrip('/').rsplit('/', 1)[-1]}"
+    for name in lab_claim_names(spec):
+        shared = name.removeprefix(f"{spec.storage.nfs.site}-") in LAB_SHARED_READ_ONLY
+        mode = "ReadOnlyMany" if shared else "ReadWriteMany"
         out.append(
             {
                 "apiVersion": "v1",
-                "kind": "PersistentVolume",
-                "metadata": {"name": name, "labels": {"research.cluster/site": nfs.site}},
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": name, "namespace": namespace, "labels": labels},
                 "spec": {
-                    "capacity": {"storage": SIZE},
-                    "accessModes": ["ReadWriteMany"],
-                    "persistentVolumeReclaimPolicy": "Retain",
+                    "accessModes": [mode],
                     "storageClassName": "",
-                    "mountOptions": ["nfsvers=4.1", "hard", "noatime"],
-                    "nfs": {"server": server, "path": export.path},
+                    "volumeName": volume_name(namespace, name),
+                    "resources": {"requests": {"storage": SIZE}},
                 },
             }
         )
+    return out
+
+
+def lab_volumes(spec: Cluster) -> list[dict]:
+    """The lab NAS's exports as NFS volumes per researcher: ``<namespace>-<site>-<export>``, bound by ``claimRef`` to
+    the claim ``<site>-<export>`` of that researcher's namespace alone, each on the researcher's own folder of the
+    export (``<path>/<user>``; datasets shared and read-only), scheduled on the NAS's site only (the NAS exports to
+    the site's servers, not to the VPCs: provision/chef/attributes.py)."""
+    nfs = spec.storage.nfs
+    if nfs is None:
+        return []
+    from clusterspec.names import SITE_LABEL
+
+    server = next(s.ip for s in spec.site(nfs.site).servers if s.name == nfs.server)
+    out = []
+    for user in spec.users:
+        ns = spec.researchers.namespace(user.name)
+        for export in nfs.exports:
+            base = _export_name(export.path)
+            shared = base in LAB_SHARED_READ_ONLY
+            claim = f"{nfs.site}-{base}"
+            path = export.path.rstrip("/") if shared else f"{export.path.rstrip('/')}/{user.name}"
+            out.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolume",
+                    "metadata": {"name": volume_name(ns, claim),
+                                 "labels": {"research.cluster/site": nfs.site, "research.cluster/user": user.name}},
+                    "spec": {
+                        "capacity": {"storage": SIZE},
+                        "accessModes": ["ReadOnlyMany" if shared else "ReadWriteMany"],
+                        "persistentVolumeReclaimPolicy": "Retain",
+                        "storageClassName": "",
+                        "claimRef": {"namespace": ns, "name": claim},
+                        "mountOptions": ["nfsvers=4.1", "hard", "noatime"],
+                        "nfs": {"server": server, "path": path, "readOnly": shared},
+                        "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                            {"key": SITE_LABEL, "operator": "In", "values": [nfs.site]}]}]}},
+                    },
+                }
+            )  # fmt: skip
     return out
 
 

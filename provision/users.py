@@ -3,8 +3,9 @@
 ``add_user`` (``invoke add-user NAME``), for a user listed in the spec's ``users``:
 
 1. the namespace ``<researchers.namespace_prefix><name>`` (labelled with the user);
-2. RBAC: the built-in ClusterRole ``edit`` bound in that namespace, ``view`` bound cluster-wide (a researcher
-   sees every job and node, changes only their own); the subject is the user named by the certificate's CN,
+2. RBAC: the built-in ClusterRole ``edit`` bound in that namespace, ``research-viewer`` (provision/tenancy.py)
+   bound cluster-wide (a researcher sees every job, pod and node, changes only their own and reads only their own
+   pods' logs); the subject is the user named by the certificate's CN,
    in the group ``research:users`` (its O);
 3. the PersistentVolumeClaims ``home``, ``datasets`` and ``results`` the jobs mount, bound to the static volumes
    of deploy/storage (provision/storage.py), which mount through the user's EFS access points: Terraform makes
@@ -230,13 +231,17 @@ def namespace_objects(spec: Cluster, user: str) -> list[dict]:
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRoleBinding",
             "metadata": {"name": f"research-view-{user}", "labels": labels},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": tenancy.VIEWER_ROLE,
+            },
             "subjects": [subject],
         },
     ]
-    from provision.storage import claims
+    from provision.storage import claims, lab_claims
 
-    objs += claims(spec, ns, labels)
+    objs += claims(spec, ns, labels) + lab_claims(spec, ns, labels)
     return objs
 
 
@@ -264,6 +269,32 @@ def _create(api_client, obj: dict) -> str:
         raise UserError(
             f"creating {obj['kind']} {obj['metadata']['name']}: {first.status} {first.reason}"
         ) from None
+
+
+def _update_existing(api_client, obj: dict) -> bool:
+    """Bring an existing quota or viewer binding to what this version makes (a cluster from before issue 36: no
+    CPU and memory quota; the cluster-wide binding to the built-in ``view``, which reads every namespace's logs).
+    A binding's roleRef cannot change: it is replaced. True when something was changed."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    name = obj["metadata"]["name"]
+    try:
+        if obj["kind"] == "ResourceQuota":
+            core, ns = client.CoreV1Api(api_client), obj["metadata"]["namespace"]
+            if (core.read_namespaced_resource_quota(name, ns).spec.hard or {}) == obj["spec"]["hard"]:
+                return False
+            core.patch_namespaced_resource_quota(name, ns, {"spec": obj["spec"]})
+            return True
+        if obj["kind"] == "ClusterRoleBinding":
+            rbac = client.RbacAuthorizationV1Api(api_client)
+            if rbac.read_cluster_role_binding(name).role_ref.name == obj["roleRef"]["name"]:
+                return False
+            rbac.delete_cluster_role_binding(name)
+            return _create(api_client, obj) == "created"
+    except ApiException as e:
+        raise UserError(f"updating {obj['kind']} {name}: {e.status} {e.reason}") from None
+    return False
 
 
 def _label_namespace(api_client, ns: dict) -> None:
@@ -418,6 +449,8 @@ def add_user(spec: Cluster, user: str, admin_kubeconfig: str | None = None, home
                 created.append(f"{obj['kind']} {obj['metadata']['name']}")
             elif obj["kind"] == "Namespace":  # a namespace from before issue 26 gets its Pod Security labels
                 _label_namespace(api_client, obj)
+            elif _update_existing(api_client, obj):
+                created.append(f"updated {obj['kind']} {obj['metadata']['name']}")
         if role_arn:
             annotate_service_account(api_client, spec.researchers.namespace(user), role_arn)
             created.append(f"S3 role {role_arn} on ServiceAccount default")
@@ -447,6 +480,7 @@ def remove_plan(spec: Cluster, user: str) -> list[str]:
         f"RoleBinding {ns}/{user}-edit",
         f"Namespace {ns} (every job, pod and claim in it; the volumes' data stays)",
         f"CertificateSigningRequests labelled {USER_LABEL}={user}",
+        f"{user} from the readers of the lab settings (RoleBinding kube-public/research-lab-settings-reader)",
         f"the VPN certificates of {user} (revoked in crl.pem)",
     ]
 
@@ -484,6 +518,11 @@ def remove_user(spec: Cluster, user: str, admin_kubeconfig: str | None = None, h
         for csr in certs.list_certificate_signing_request(label_selector=f"{USER_LABEL}={user}").items:
             certs.delete_certificate_signing_request(csr.metadata.name)
             done.append(f"CertificateSigningRequest {csr.metadata.name}")
+        # their name out of the settings' readers (their certificate stays valid)
+        from provision import lab_settings
+
+        lab_settings.apply(api_client, spec, exclude=(user,))
+        done.append(f"{user} out of the lab settings' readers")
     finally:
         api_client.close()
     ca = VpnCa(home / "vpn-ca", spec.name)

@@ -70,14 +70,20 @@ def _nfs(cluster: Cluster) -> dict | None:
     if nfs is None:
         return None
     server = next(s for s in cluster.site(nfs.site).servers if s.name == nfs.server)
-    # Exactly the networks NFS clients come from: the sites' servers and the cloud nodes in every VPC
-    # (pods reach it through their node's address: flannel masquerades traffic leaving the pod network).
-    clients = [s.cidr for s in cluster.sites] + [r.cidr for r in cluster.regions]
+    # Exactly the hosts NFS clients are: the sites' servers, each by its address (pods reach it through their
+    # node's address: flannel masquerades traffic leaving the pod network; the lab's volumes schedule on the NAS's
+    # site only, provision/storage.py). Not the VPCs: with AUTH_SYS any host allowed may claim any uid, and a VPC
+    # holds the researchers' SSH machines, the pod gateways and every autoscaled node.
+    clients = [f"{s.ip}/32" for site in cluster.sites for s in site.servers if s.name != nfs.server]
+    from provision.storage import LAB_SHARED_READ_ONLY
+
+    exports = [{**e.model_dump(), "per_user": e.path.rstrip("/").rsplit("/", 1)[-1] not in LAB_SHARED_READ_ONLY}
+               for e in nfs.exports]  # fmt: skip
     return {
         "site": nfs.site,
         "server": nfs.server,
         "server_ip": server.ip,
-        "exports": [e.model_dump() for e in nfs.exports],
+        "exports": exports,
         "clients": clients,
         "export_options": NFS_OPTIONS,
         "mount_options": NFS_MOUNT_OPTIONS,

@@ -146,16 +146,27 @@ def test_the_monitoring_namespace_enforces_restricted_and_its_pods_meet_it(objec
             assert not sc["capabilities"].get("add")
 
 
-def test_the_host_exporters_read_only_certificates_and_kubeconfigs(objects):
-    hosts = [o for o in objects if o["kind"] == "DaemonSet" and o["metadata"]["namespace"] == "kube-system"]
+def test_the_host_exporters_read_certificates_and_never_a_key(objects):
+    """Issue 36: the control plane's exporter (a third-party image) mounted /etc/kubernetes as root: every
+    control-plane key, admin.conf and super-admin.conf. It mounts one folder of certificate copies now (the
+    bootstrap's export_certificates), as nobody; the sites' exporter one certificate file."""
+    hosts = {o["metadata"]["name"]: o for o in objects
+             if o["kind"] == "DaemonSet" and o["metadata"]["namespace"] == "kube-system"}  # fmt: skip
     assert len(hosts) == 2
-    for ds in hosts:
+    for ds in hosts.values():
         spec = ds["spec"]["template"]["spec"]
         assert all(m["readOnly"] for c in spec["containers"] for m in c["volumeMounts"])
         assert spec["automountServiceAccountToken"] is False
-    paths = " ".join(a for ds in hosts for a in ds["spec"]["template"]["spec"]["containers"][0]["args"])
-    assert "/etc/kubernetes/pki" in paths and "/etc/kubernetes/admin.conf" in paths
-    assert "/etc/cluster-node/pki/server.crt" in paths
+        assert spec["securityContext"]["runAsUser"] == 65534 and spec["securityContext"]["runAsNonRoot"]
+        args = " ".join(spec["containers"][0]["args"])
+        assert not any(word in args for word in (".key", ".conf", ".pem", "/etc/kubernetes"))
+    cp = hosts["x509-certificate-exporter-control-plane"]["spec"]["template"]["spec"]
+    assert [v["hostPath"]["path"] for v in cp["volumes"]] == [monitoring.EXPORTED_CERTIFICATES]
+    assert cp["containers"][0]["args"][0] == "--watch-dir=/certificates"
+    site = hosts["x509-certificate-exporter-sites"]["spec"]["template"]["spec"]
+    assert [v["hostPath"] for v in site["volumes"]] == [
+        {"path": "/etc/cluster-node/pki/server.crt", "type": "File"}
+    ]
 
 
 def test_prometheus_reads_no_secret(objects):
@@ -169,3 +180,21 @@ def test_prometheus_reads_no_secret(objects):
 def test_images_are_pinned():
     for image in monitoring.IMAGES.values():
         assert re.search(r":v?\d+\.\d+\.\d+$", image), image
+
+
+def test_nothing_but_prometheus_reaches_alertmanager(objects):
+    """Issue 36: the monitoring namespace denies by default; Alertmanager (its silences) answers Prometheus alone,
+    operators reach it through `kubectl port-forward` (RBAC), no pod and no VPN laptop can."""
+    policies = {o["metadata"]["name"]: o["spec"] for o in objects
+                if o["kind"] == "NetworkPolicy" and o["metadata"]["namespace"] == "monitoring"}  # fmt: skip
+    assert policies["default-deny-ingress"] == {"podSelector": {}, "policyTypes": ["Ingress"]}
+    prometheus = {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}}
+    for name, spec in policies.items():
+        for rule in spec.get("ingress", []):
+            assert rule["from"] == [prometheus], name
+    am = [
+        s
+        for s in policies.values()
+        if s["podSelector"].get("matchLabels") == {"app.kubernetes.io/name": "alertmanager"}
+    ]
+    assert am and am[0]["ingress"][0]["ports"] == [{"protocol": "TCP", "port": 9093}]

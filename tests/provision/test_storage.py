@@ -38,11 +38,19 @@ def test_every_manifest_passes_kubernetes_validate_strict() -> None:
 
 def test_each_claim_meets_its_reserved_volume_through_its_access_point() -> None:
     efs = _efs()
-    pvs = {v["metadata"]["name"]: v for v in storage.render_storage(SPEC, efs, CSI)["volumes.yaml"]}
+    rendered = storage.render_storage(SPEC, efs, CSI)
+    pvs = {v["metadata"]["name"]: v for v in rendered["volumes.yaml"]}
+    lab_pvs = {v["metadata"]["name"]: v for v in rendered["lab-volumes.yaml"]}
     for user in SPEC.users:
         claims = [o for o in namespace_objects(SPEC, user.name) if o["kind"] == "PersistentVolumeClaim"]
-        assert [c["metadata"]["name"] for c in claims] == ["home", "datasets", "results"]
-        for claim in claims:
+        names = ["home", "datasets", "results", "lab-home", "lab-datasets", "lab-results"]
+        assert [c["metadata"]["name"] for c in claims] == names
+        for claim in claims[3:]:  # the lab NAS's: reserved for this claim alone, as the EFS ones
+            pv = lab_pvs[claim["spec"]["volumeName"]]
+            assert pv["spec"]["claimRef"] == {"namespace": claim["metadata"]["namespace"],
+                                              "name": claim["metadata"]["name"]}  # fmt: skip
+            assert pv["spec"]["accessModes"] == claim["spec"]["accessModes"]
+        for claim in claims[:3]:
             pv = pvs[claim["spec"]["volumeName"]]
             assert pv["spec"]["claimRef"] == {
                 "namespace": claim["metadata"]["namespace"],
@@ -98,13 +106,34 @@ def test_the_csi_role_comes_from_the_global_outputs(tmp_path) -> None:
     assert storage.csi_role_arn(out) == CSI
 
 
-def test_lab_volumes_point_at_the_nas() -> None:
+def test_lab_volumes_are_each_researchers_own_folder_bound_to_their_claim() -> None:
+    """Issue 36: no lab volume any namespace's claim could bind (claimRef: that researcher's claim alone), each on
+    the researcher's own folder of the export (datasets shared read-only), scheduled on the NAS's site only."""
     lab = storage.render_storage(SPEC, _efs(), CSI)["lab-volumes.yaml"]
-    assert {v["metadata"]["name"]: v["spec"]["nfs"] for v in lab} == {
-        "lab-home": {"server": "10.16.0.5", "path": "/export/home"},
-        "lab-datasets": {"server": "10.16.0.5", "path": "/export/datasets"},
-        "lab-results": {"server": "10.16.0.5", "path": "/export/results"},
+    got = {v["metadata"]["name"]: (v["spec"]["claimRef"], v["spec"]["nfs"]) for v in lab}
+    assert got["u-alice-lab-home"] == (
+        {"namespace": "u-alice", "name": "lab-home"},
+        {"server": "10.16.0.5", "path": "/export/home/alice", "readOnly": False},
+    )
+    assert got["u-bob-lab-results"] == (
+        {"namespace": "u-bob", "name": "lab-results"},
+        {"server": "10.16.0.5", "path": "/export/results/bob", "readOnly": False},
+    )
+    assert got["u-bob-lab-datasets"][1] == {
+        "server": "10.16.0.5",
+        "path": "/export/datasets",
+        "readOnly": True,
     }
+    assert len(got) == len(SPEC.users) * 3
+    for v in lab:
+        term = v["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0]
+        assert term == {"key": "research.cluster/site", "operator": "In", "values": ["lab"]}
+    # each namespace's claims name exactly its own volumes
+    ns_claims = {
+        c["metadata"]["name"]: c["spec"]["volumeName"] for c in storage.lab_claims(SPEC, "u-bob", {})
+    }
+    assert ns_claims == {"lab-home": "u-bob-lab-home", "lab-datasets": "u-bob-lab-datasets",
+                         "lab-results": "u-bob-lab-results"}  # fmt: skip
 
 
 @pytest.mark.parametrize(

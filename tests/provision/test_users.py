@@ -43,14 +43,16 @@ def test_add_user_then_the_user_works_in_their_namespace(emu, admin, tmp_path: P
     assert added.namespace == "u-alice"
     assert set(added.created) == {"Namespace u-alice", "RoleBinding alice-edit", "ClusterRoleBinding research-view-alice",
                                   "PersistentVolumeClaim home", "PersistentVolumeClaim datasets",
-                                  "PersistentVolumeClaim results", "ResourceQuota researcher",
+                                  "PersistentVolumeClaim results", "PersistentVolumeClaim lab-home",
+                                  "PersistentVolumeClaim lab-datasets", "PersistentVolumeClaim lab-results",
+                                  "ResourceQuota researcher",
                                   "LimitRange researcher-defaults", "NetworkPolicy default-deny-ingress",
                                   "NetworkPolicy from-laptops"}  # fmt: skip
     with emu.model.lock:
         rb = emu.model.store.get("rolebindings", "u-alice", "alice-edit")
         crb = emu.model.store.get("clusterrolebindings", None, "research-view-alice")
         pvc = emu.model.store.get("persistentvolumeclaims", "u-alice", "home")
-    assert (rb["roleRef"]["name"], crb["roleRef"]["name"]) == ("edit", "view")
+    assert (rb["roleRef"]["name"], crb["roleRef"]["name"]) == ("edit", "research-viewer")
     assert rb["subjects"] == [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "alice"}]
     assert pvc["spec"]["volumeName"] == "u-alice-home" and pvc["spec"]["storageClassName"] == ""
 

@@ -71,12 +71,14 @@ class ValidatingAdmissionPolicies:
             self._programs[expression] = prog
         return prog
 
-    def _eval(self, expression: str, activation: dict) -> bool:
+    def _eval(self, expression: str, activation: dict, any_type: bool = False):
         import celpy
 
         result = self._program(expression).evaluate(activation)
         if isinstance(result, celpy.CELEvalError):
             raise ValueError(str(result.args[0] if result.args else result))
+        if any_type:  # a variable's value
+            return result
         if not isinstance(result, celpy.celtypes.BoolType):
             raise ValueError(f"expression must return bool, got {type(result).__name__}")
         return bool(result)
@@ -135,6 +137,7 @@ class ValidatingAdmissionPolicies:
         name = (obj.get("metadata") or {}).get("name", "")
         request = {
             "operation": op,
+            "subResource": "",
             "namespace": namespace or "",
             "name": name,
             "resource": {"group": res.group, "version": res.version, "resource": res.plural},
@@ -163,6 +166,22 @@ class ValidatingAdmissionPolicies:
                     )
                 return None
 
+        import celpy
+
+        values: dict = {}  # spec.variables, in order, each seeing the ones before (as kube-apiserver composes them)
+        for var in pspec.get("variables") or ():
+            activation = {**activation, "variables": celpy.celtypes.MapType(values)}
+            try:
+                values[celpy.celtypes.StringType(var["name"])] = self._eval(
+                    var["expression"], activation, True
+                )
+            except Exception as e:  # noqa: BLE001 - as an expression's error: failurePolicy
+                if fail:
+                    self._deny(
+                        pname, bname, f"expression '{var['expression']}' resulted in error: {e}", "", res, obj
+                    )
+                return
+        activation = {**activation, "variables": celpy.celtypes.MapType(values)}
         for cond in pspec.get("matchConditions") or ():
             if check(cond.get("expression", "")) is False:
                 return

@@ -145,6 +145,13 @@ data "aws_iam_policy_document" "control_plane" {
     resources = ["${aws_s3_bucket.this.arn}/snapshots/*", "${aws_s3_bucket.this.arn}/pki/*"]
   }
 
+  # the API audit log's rotated files (scripts/etcd.sh ship-audit): written, never read back nor deleted by a member
+  statement {
+    sid       = "ShipAuditLogs"
+    actions   = ["s3:PutObject"]
+    resources = ["${aws_s3_bucket.this.arn}/audit/*"]
+  }
+
   statement {
     sid       = "ListSnapshots"
     actions   = ["s3:ListBucket"]

@@ -22,6 +22,13 @@ data "aws_iam_policy_document" "control_plane" {
     ]
   }
 
+  # etcd's encryption key (scripts/bootstrap.sh setup_encryption): made by member 0 at init, read by joiners
+  statement {
+    sid       = "EtcdEncryptionKey"
+    actions   = ["ssm:GetParameter", "ssm:PutParameter"]
+    resources = ["${local.kubeadm}/encryption-key"]
+  }
+
   statement {
     sid     = "ReportBootstrapState"
     actions = ["ssm:GetParameter", "ssm:PutParameter"]

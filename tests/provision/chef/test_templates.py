@@ -111,18 +111,23 @@ def test_secrets_file_pairs_each_tunnel_with_its_key_and_nothing_else(tmp_path):
     assert FAKE_PSK not in render("swanctl.conf.erb", node_json)
 
 
-def test_exports_are_the_spec_paths_to_exactly_the_cluster_networks(tmp_path):
+def test_exports_are_the_spec_paths_to_exactly_the_sites_servers(tmp_path):
+    """Issue 36: to each site server's own address, never a VPC's CIDR (AUTH_SYS believes whatever uid a client
+    sends; a VPC holds the SSH machines, the pod gateways and every autoscaled node)."""
     cluster = load_spec()
     _, node_json = generate(cluster, tmp_path)
     lines = [
         line.split() for line in render("exports.erb", node_json).splitlines() if not line.startswith("#")
     ]
     assert [line[0] for line in lines] == [e.path for e in cluster.storage.nfs.exports]
-    networks = {s.cidr for s in cluster.sites} | {r.cidr for r in cluster.regions}
+    nas = cluster.storage.nfs.server
+    hosts = {f"{s.ip}/32" for site in cluster.sites for s in site.servers if s.name != nas}
     for line in lines:
         clients = {c.split("(")[0] for c in line[1:]}
-        assert clients == networks
-        assert all(ipaddress.ip_network(c) for c in clients)
+        assert clients == hosts
+        assert all(ipaddress.ip_network(c).num_addresses == 1 for c in clients)
+        assert not any(ipaddress.ip_network(c).subnet_of(ipaddress.ip_network(r.cidr))
+                       for c in clients for r in cluster.regions)  # fmt: skip
         assert all(c.endswith("(rw,sync,no_subtree_check,root_squash)") for c in line[1:])
 
 

@@ -2,6 +2,7 @@
 back-off, removal of dead etcd members and the status a task reads (scenarios in
 data/control_plane_scenarios.yaml, each naming the kubeadm/etcd rule it follows)."""
 
+import base64
 import gzip
 import json
 import os
@@ -186,7 +187,7 @@ def test_init_config_is_kubeadm_v1beta4(scripts, tmp_path):
     )  # issue 26: no certificates uploaded at init (serve_joins does, per join)
     # IRSA: tokens carry the S3-published issuer first (kube-apiserver signs with the first), the old one still
     # accepted; the JWKS is where `invoke publish-oidc` writes it.
-    assert cluster["apiServer"]["extraArgs"] == [
+    assert cluster["apiServer"]["extraArgs"][:3] == [
         {"name": "service-account-issuer", "value": ISSUER},
         {"name": "service-account-issuer", "value": "https://kubernetes.default.svc.cluster.local"},
         {"name": "service-account-jwks-uri", "value": f"{ISSUER}/keys.json"},
@@ -205,3 +206,51 @@ def test_joining_members_write_the_same_scheduler_profile(scripts, tmp_path):
     assert result.returncode == 0, result.stderr
     written = (tmp_path / "root" / SCHEDULER["config_file"].lstrip("/")).read_text()
     assert yaml.safe_load(written) == scheduler.control_plane_config()
+
+
+def test_etcd_encryption_at_rest_and_the_audit_log(scripts, tmp_path):
+    """Issue 36: kube-apiserver encrypts Secrets in etcd with a key made on the instance at init (stored in SSM for
+    the joiners, never in the rendered user data), and writes an audit log by a policy, both files mounted into its
+    static pod through kubeadm's ClusterConfiguration."""
+    case = dict(SCENARIOS[0], env=dict(SCENARIOS[0]["env"], FAKE_INIT_FAILS=99))
+    _, _, state = _run(scripts[0], case, tmp_path)
+    root = tmp_path / "root"
+    cluster = list(yaml.safe_load_all((root / "etc/kubernetes/bootstrap/init.yaml").read_text()))[1]
+    args = {a["name"]: a["value"] for a in cluster["apiServer"]["extraArgs"]}
+    assert args["encryption-provider-config"] == "/etc/kubernetes/encryption/config.yaml"
+    assert args["audit-policy-file"] == "/etc/kubernetes/audit/policy.yaml"
+    assert args["audit-log-path"] == "/var/log/kubernetes/audit/audit.log"
+    mounts = {v["name"]: v for v in cluster["apiServer"]["extraVolumes"]}
+    assert (
+        mounts["encryption"]["hostPath"] == "/etc/kubernetes/encryption" and mounts["encryption"]["readOnly"]
+    )
+    assert mounts["audit-policy"]["mountPath"] == "/etc/kubernetes/audit"
+    config_path = root / "etc/kubernetes/encryption/config.yaml"
+    assert oct(config_path.stat().st_mode & 0o777) == "0o600"
+    config = yaml.safe_load(config_path.read_text())
+    assert config["kind"] == "EncryptionConfiguration"
+    provider = config["resources"][0]["providers"][0]["secretbox"]["keys"][0]["secret"]
+    assert len(base64.b64decode(provider)) == 32  # secretbox's 32-byte key
+    assert config["resources"][0]["providers"][-1] == {
+        "identity": {}
+    }  # what was written before stays readable
+    stored = (state / "ssm" / "_dlr_kubeadm_encryption-key").read_text().strip()
+    assert stored == provider and provider not in scripts[0] and provider not in scripts[1]
+    policy = yaml.safe_load((root / "etc/kubernetes/audit/policy.yaml").read_text())
+    assert policy["kind"] == "Policy" and policy["rules"][-1] == {"level": "Metadata"}
+    secrets_rule = next(r for r in policy["rules"] if any("secrets" in g.get("resources", [])
+                                                          for g in r.get("resources", [])))  # fmt: skip
+    assert secrets_rule["level"] == "Metadata"  # never a Secret's body in the log
+
+
+def test_a_joining_member_reads_the_encryption_key_from_ssm(scripts, tmp_path):
+    case = next(c for c in SCENARIOS if c["name"].startswith("a joining member"))
+    case = dict(
+        case, ssm=dict(case.get("ssm", {}), **{"/dlr/kubeadm/encryption-key": "a2V5" * 10 + "a2V5a2U="})
+    )
+    result, _, _ = _run(scripts[2], case, tmp_path)
+    assert result.returncode == 0, result.stderr
+    config = yaml.safe_load((tmp_path / "root/etc/kubernetes/encryption/config.yaml").read_text())
+    assert (
+        config["resources"][0]["providers"][0]["secretbox"]["keys"][0]["secret"] == "a2V5" * 10 + "a2V5a2U="
+    )

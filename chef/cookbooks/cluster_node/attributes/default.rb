@@ -9,6 +9,8 @@ default['cluster_node']['kubeadm_join_config'] = '/etc/kubernetes/kubeadm-join.y
 # SSH keys outside the NFS homes (sshd's AuthorizedKeysFile) and the sudo group of the spec's admins.
 default['cluster_node']['authorized_keys_dir'] = '/etc/ssh/authorized_keys'
 default['cluster_node']['admin_group'] = 'cluster-admins'
+# Admins' homes: on each server's own disk, never on the NFS export (libraries/access.rb, Access.home).
+default['cluster_node']['admin_home_root'] = '/var/lib/cluster-admins'
 # The image's package lock as the scripts and check.sh read it.
 default['cluster_node']['package_lock_file'] = '/etc/cluster/package-lock'
 # Version changes on a joined worker: cordon with this kubeconfig (an admin-provided credential allowed to patch

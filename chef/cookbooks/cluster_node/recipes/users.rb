@@ -4,7 +4,8 @@
 # survives NFS homes: sshd reads keys from /etc/ssh/authorized_keys/<user> (root-owned, outside /home), the keys of
 # local accounts (the installer's admin) are copied there before /home is NFS-mounted, the spec's admins get sudo
 # through a group, and sshd is checked (sshd -t) before it is reloaded. Homes live on the NFS export mounted at
-# /home when there is one (written on the NFS server: clients squash root).
+# /home when there is one (written on the NFS server: clients squash root); admins' homes are on each server's own
+# disk (admin_home_root), off the export, since a file there is run by someone with sudo.
 nfs = node['cluster_node']['nfs']
 home_export = nfs && nfs['exports'].find { |e| e['mount'] == '/home' }
 write_homes = home_export.nil? || nfs_server?
@@ -12,6 +13,7 @@ home_root = home_export && nfs_server? ? home_export['path'] : '/home'
 keys_dir = node['cluster_node']['authorized_keys_dir']
 admin_group = node['cluster_node']['admin_group']
 users = node['cluster_node']['users']
+admin_root = node['cluster_node']['admin_home_root']
 
 directory keys_dir do
   owner 'root'
@@ -40,7 +42,7 @@ users.each do |u|
   user u['name'] do
     uid u['uid']
     gid u['uid']
-    home "/home/#{u['name']}"
+    home ClusterNode::Access.home(u, admin_root)
     shell '/bin/bash'
     manage_home false
   end
@@ -50,6 +52,20 @@ users.each do |u|
     owner 'root'
     group 'root'
     mode '0644'
+  end
+
+  if u['admin']
+    directory admin_root do
+      owner 'root'
+      group 'root'
+      mode '0755'
+    end
+
+    directory ClusterNode::Access.home(u, admin_root) do
+      owner u['name']
+      group u['name']
+      mode '0700'
+    end
   end
 
   next unless write_homes

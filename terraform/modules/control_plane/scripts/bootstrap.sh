@@ -2,7 +2,8 @@
 # Control-plane bootstrap: plain bash functions, embedded verbatim in the user data after the configuration
 # block of templates/control_plane.sh.tftpl (which calls `main`). Also installed as
 # /usr/local/sbin/cluster-control-plane: the hourly timer runs `cluster-control-plane publish`, the node
-# lifecycle timer `cluster-control-plane gc-nodes` and `serve-joins` every minute.
+# lifecycle timer `cluster-control-plane gc-nodes`, and `serve-joins` and `approve-csrs` on their own timers, every
+# minute.
 #
 # The control-plane certificates (the cluster CA's and etcd's keys) leave a member only while another one joins
 # (issue 26): a joining member writes ${STATUS_PREFIX%/status}/join-request; a joined member, on its next minute,
@@ -104,10 +105,89 @@ read_init_state() { init=$(init_state); }
 service_account_args() {
   [[ -n $SA_ISSUER ]] || return 0
   cat <<EOF
-  extraArgs:
   - {name: service-account-issuer, value: "$SA_ISSUER"}
   - {name: service-account-issuer, value: "https://kubernetes.default.svc.cluster.local"}
   - {name: service-account-jwks-uri, value: "$SA_ISSUER/keys.json"}
+EOF
+}
+
+# etcd encryption at rest (issue 36): the key is made on member 0 at init, kept in SSM (SecureString) for joiners.
+ENCRYPTION_DIR=/etc/kubernetes/encryption
+AUDIT_DIR=/etc/kubernetes/audit
+AUDIT_LOG_DIR=/var/log/kubernetes/audit
+
+write_encryption_config() { # KEY
+  install -d -m 0700 "$root$ENCRYPTION_DIR"
+  install -m 0600 /dev/null "$root$ENCRYPTION_DIR/config.yaml"
+  cat >"$root$ENCRYPTION_DIR/config.yaml" <<EOF
+apiVersion: apiserver.config.k8s.io/v1
+kind: EncryptionConfiguration
+resources:
+  - resources: [secrets]
+    providers:
+      - secretbox:
+          keys:
+            - {name: key1, secret: "$1"}
+      - identity: {}
+EOF
+}
+
+setup_encryption() {
+  local key
+  if key=$(ssm_get "$JOIN_PREFIX/encryption-key" 2>/dev/null) && [[ -n $key && $key != None ]]; then
+    :
+  elif [[ $MEMBER == 0 && $init == pending ]]; then
+    key=$(head -c 32 /dev/urandom | base64 -w0) && put_secret encryption-key "$key" || return 1
+  else # a cluster initialised before issue 36: its kubeadm-config names no encryption (docs/operations.md)
+    log "no encryption key: a cluster from before issue 36"
+    return 0
+  fi
+  write_encryption_config "$key"
+}
+
+# The API audit policy (issue 36); `cluster-etcd ship-audit` uploads the rotated files to S3.
+write_audit_policy() {
+  install -d -m 0755 "$root$AUDIT_DIR"
+  install -d -m 0700 "$root$AUDIT_LOG_DIR"
+  cat >"$root$AUDIT_DIR/policy.yaml" <<'EOF'
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: None
+    nonResourceURLs: [/healthz*, /livez*, /readyz*, /version, /metrics]
+  - {level: None, resources: [{group: coordination.k8s.io, resources: [leases]}], verbs: [get, update, watch]}
+  - level: Metadata
+    resources:
+      - {group: "", resources: [secrets, configmaps, serviceaccounts/token]}
+      - {group: authentication.k8s.io, resources: [tokenreviews]}
+  - level: RequestResponse
+    resources:
+      - {group: rbac.authorization.k8s.io}
+      - {group: certificates.k8s.io}
+      - {group: admissionregistration.k8s.io}
+      - {group: "", resources: [pods/exec, pods/attach, pods/portforward, namespaces]}
+    verbs: [create, update, patch, delete, deletecollection]
+  - level: Request
+    verbs: [create, update, patch, delete, deletecollection]
+  - level: Metadata
+EOF
+}
+
+apiserver_config() {
+  cat <<EOF
+  extraArgs:
+$(service_account_args)
+  - {name: encryption-provider-config, value: "$ENCRYPTION_DIR/config.yaml"}
+  - {name: audit-policy-file, value: "$AUDIT_DIR/policy.yaml"}
+  - {name: audit-log-path, value: "$AUDIT_LOG_DIR/audit.log"}
+  - {name: audit-log-maxsize, value: "50"}
+  - {name: audit-log-maxbackup, value: "20"}
+  - {name: audit-log-maxage, value: "7"}
+  extraVolumes:
+  - {name: encryption, hostPath: "$ENCRYPTION_DIR", mountPath: "$ENCRYPTION_DIR", readOnly: true, pathType: Directory}
+  - {name: audit-policy, hostPath: "$AUDIT_DIR", mountPath: "$AUDIT_DIR", readOnly: true, pathType: Directory}
+  - {name: audit-log, hostPath: "$AUDIT_LOG_DIR", mountPath: "$AUDIT_LOG_DIR", pathType: DirectoryOrCreate}
 EOF
 }
 
@@ -124,7 +204,7 @@ kubernetesVersion: "v${KUBERNETES_VERSION#v}"
 controlPlaneEndpoint: "$ENDPOINT"
 apiServer:
   certSANs: ["$API_HOST", "$LB_DNS_NAME"]
-$(service_account_args)
+$(apiserver_config)
 networking:
   podSubnet: "$POD_CIDR"
   serviceSubnet: "$SERVICE_CIDR"
@@ -306,6 +386,106 @@ remove_stale_nodes() {
     done
 }
 
+# Node identity (issue 36, docs/operations.md): kubeadm's kubeadm:node-autoapprove-bootstrap lets any holder of the
+# worker token mint system:node:<any>. It is deleted each run; a bootstrap CSR is approved only for a running EC2
+# instance's private DNS name or a lab server (kube-system/research-node-names) with no Node and no approval yet.
+NODE_AUTOAPPROVE_BINDING=kubeadm:node-autoapprove-bootstrap
+
+region_of_node() { # ip-10-0-1-5.us-west-2.compute.internal -> us-west-2; *.ec2.internal -> us-east-1
+  case $1 in
+    *.ec2.internal) echo us-east-1 ;;
+    *.compute.internal) cut -d. -f2 <<<"$1" ;;
+    *) return 1 ;;
+  esac
+}
+
+csr_verdict() { # NODE LAB_NAMES NODES APPROVED -> "approve" or "deny <reason>"
+  local node=$1 lab=$2 nodes=$3 approved=$4 region ids
+  [[ $node =~ ^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$ ]] || { echo "deny $node is no node name"; return; }
+  [[ " $nodes " == *" $node "* ]] && { echo "deny Node $node exists"; return; }
+  [[ " $approved " == *" $node "* ]] && { echo "deny $node was approved before"; return; }
+  [[ " $lab " == *" $node "* ]] && { echo approve; return; }
+  region=$(region_of_node "$node") \
+    || { echo "deny $node is no EC2 name nor lab server"; return; }
+  ids=$(aws ec2 describe-instances --region "$region" \
+    --filters "Name=private-dns-name,Values=$node" "Name=instance-state-name,Values=pending,running" \
+    --query 'Reservations[].Instances[].InstanceId' --output text) || { echo "skip EC2 cannot be read"; return; }
+  [[ -n ${ids//[[:space:]]/} ]] && { echo approve; return; }
+  echo "deny no running instance $node in $region"
+}
+
+approve_csrs() {
+  local kubectl=(kubectl --kubeconfig "$root/etc/kubernetes/admin.conf")
+  local csrs nodes lab approved name request subject node verdict
+  "${kubectl[@]}" delete clusterrolebinding "$NODE_AUTOAPPROVE_BINDING" --ignore-not-found >/dev/null \
+    || log "approve-csrs: cannot delete the binding"
+  csrs=$("${kubectl[@]}" get csr -o json) || return 1
+  nodes=$("${kubectl[@]}" get nodes -o 'jsonpath={.items[*].metadata.name}') || return 1
+  lab=$("${kubectl[@]}" -n kube-system get configmap research-node-names -o 'jsonpath={.data.names}' 2>/dev/null) \
+    || lab=""
+  approved=$(python3 -c '
+import json, sys
+for c in json.load(sys.stdin)["items"]:
+  s, m = c["spec"], c["metadata"]
+  k = [x["type"] for x in (c.get("status") or {}).get("conditions") or []]
+  if s.get("signerName") != "kubernetes.io/kube-apiserver-client-kubelet" or not s.get("username", "").startswith("system:bootstrap:"):
+    continue
+  if "Approved" in k:
+    print("approved", m.get("annotations", {}).get("research.cluster/node", ""))
+  elif not k:
+    ok = set(s.get("usages") or []) <= {"digital signature", "key encipherment", "client auth"}
+    print("pending" if ok else "badusage", m["name"], s["request"])
+' <<<"$csrs") || return 1
+  local seen
+  seen=$(awk '$1 == "approved" {printf "%s ", $2}' <<<"$approved")
+  while read -r kind name request; do
+    [[ $kind == pending || $kind == badusage ]] || continue
+    subject=$(base64 -d <<<"$request" | openssl req -noout -subject -nameopt RFC2253 2>/dev/null) || subject=""
+    subject=${subject#subject=}
+    node=${subject#CN=system:node:}
+    node=${node%,O=system:nodes}
+    if [[ $kind == badusage ]]; then
+      verdict="deny usages"
+    elif [[ $subject != "CN=system:node:$node,O=system:nodes" ]]; then
+      verdict="deny subject $subject"
+    else
+      verdict=$(csr_verdict "$node" "$lab" "$nodes" "$seen")
+    fi
+    case $verdict in
+      approve)
+        "${kubectl[@]}" annotate csr "$name" "research.cluster/node=$node" --overwrite >/dev/null \
+          && "${kubectl[@]}" certificate approve "$name" >/dev/null \
+          && seen+="$node " && log "approve-csrs: approved $name for $node"
+        ;;
+      deny*)
+        log "approve-csrs: denying $name: ${verdict#deny }"
+        "${kubectl[@]}" certificate deny "$name" >/dev/null || true
+        ;;
+      *) log "approve-csrs: $name pending: ${verdict#skip }" ;;
+    esac
+  done <<<"$approved"
+}
+
+# The certificates alone (never a key, a kubeconfig or a .pem with its key) copied for the certificate exporter
+# (provision/monitoring.py EXPORTED_CERTIFICATES, issue 36); `publish` refreshes them every hour.
+export_certificates() {
+  local k=$root/etc/kubernetes out f name
+  out=$k/exported-certificates
+  install -d -m 0755 "$out"
+  for f in "$k"/pki/*.crt "$k"/pki/etcd/*.crt; do
+    [[ -e $f ]] || continue
+    name=${f#"$k"/pki/}
+    install -m 0644 "$f" "$out/${name//\//-}"
+  done
+  for name in admin super-admin controller-manager scheduler; do
+    [[ -e $k/$name.conf ]] || continue
+    awk '$1 == "client-certificate-data:" {print $2; exit}' "$k/$name.conf" | base64 -d >"$out/$name.conf.crt"
+  done
+  f=$root/var/lib/kubelet/pki/kubelet-client-current.pem
+  [[ ! -e $f ]] || openssl x509 -in "$f" -out "$out/kubelet-client.crt"
+  chmod 0644 "$out"/*.crt 2>/dev/null || true
+}
+
 # The node lifecycle rule of the cloud controller manager (k8s.io/cloud-provider controllers/nodelifecycle,
 # MonitorNodes): a Node that is not Ready and whose instance EC2 no longer has (not found, or terminated) is
 # deleted; a Ready Node, a stopped instance and a Node without an aws:/// providerID (the lab's servers) are left
@@ -402,14 +582,40 @@ Type=oneshot
 Environment=KUBECONFIG=/etc/kubernetes/admin.conf
 ExecStart=/usr/local/sbin/cluster-control-plane publish
 UNIT
+  # each on its own timer: serve-joins never waits on gc-nodes (issue 36)
   cat >"$root/etc/systemd/system/cluster-node-lifecycle.service" <<'UNIT'
 [Unit]
 Description=Delete the Node objects of cloud instances that no longer exist
 [Service]
 Type=oneshot
 ExecStart=/usr/local/sbin/cluster-control-plane gc-nodes
+UNIT
+  cat >"$root/etc/systemd/system/cluster-serve-joins.service" <<'UNIT'
+[Unit]
+Description=Upload the control-plane certificates for a joining member, or withdraw them
+[Service]
+Type=oneshot
 ExecStart=/usr/local/sbin/cluster-control-plane serve-joins
 UNIT
+  cat >"$root/etc/systemd/system/cluster-csr-approver.service" <<'UNIT'
+[Unit]
+Description=Approve kubelet client certificates of real instances and lab servers only
+[Service]
+Type=oneshot
+ExecStart=/usr/local/sbin/cluster-control-plane approve-csrs
+UNIT
+  local unit
+  for unit in cluster-serve-joins cluster-csr-approver; do
+    cat >"$root/etc/systemd/system/$unit.timer" <<UNIT
+[Unit]
+Description=$unit every minute
+[Timer]
+OnBootSec=1min
+OnUnitActiveSec=1min
+[Install]
+WantedBy=timers.target
+UNIT
+  done
   cat >"$root/etc/systemd/system/cluster-node-lifecycle.timer" <<'UNIT'
 [Unit]
 Description=Node lifecycle: remove Nodes of terminated instances
@@ -435,6 +641,7 @@ main() {
   export AWS_DEFAULT_REGION=$REGION
   case ${1:-bootstrap} in
     publish)
+      export_certificates || log "cannot copy the certificates for the exporter"
       publish_join_parameters && publish_operator_access
       return
       ;;
@@ -446,9 +653,13 @@ main() {
       serve_joins
       return
       ;;
+    approve-csrs)
+      approve_csrs
+      return
+      ;;
     bootstrap) ;;
     *)
-      echo "usage: $0 [bootstrap|publish|gc-nodes|serve-joins]" >&2
+      echo "usage: $0 [bootstrap|publish|gc-nodes|serve-joins|approve-csrs]" >&2
       return 2
       ;;
   esac
@@ -461,13 +672,18 @@ main() {
   install_publisher
   write_scheduler_config
   wait_until "$INIT_PARAMETER to be readable" read_init_state || fail "cannot read $INIT_PARAMETER from SSM"
+  write_audit_policy
+  wait_until "the etcd encryption key" setup_encryption || fail "cannot store $JOIN_PREFIX/encryption-key in SSM"
   if [[ $MEMBER == 0 && $init == pending ]]; then
     init_cluster
   else
     join_cluster
   fi
   rm -f "$conf_dir/init.yaml"
+  export_certificates || log "cannot copy the certificates for the exporter"
   systemctl daemon-reload
   systemctl enable --now publish-join-token.timer
   systemctl enable --now cluster-node-lifecycle.timer
+  systemctl enable --now cluster-serve-joins.timer
+  systemctl enable --now cluster-csr-approver.timer
 }

@@ -12,6 +12,8 @@
 #                           download SNAPSHOT (s3://... or a file), check its sha256, restore it into a new data
 #                           directory and swap it in; the old one is kept beside it
 #   start                   put the static pods back and wait for etcd and the API
+#   ship-audit              upload each rotated API audit log (audit-<time>.log beside audit.log) to
+#                           s3://BUCKET/audit/<member instance>/ (SSE-KMS) and remove it once uploaded
 #   restore-data FILE DIR NAME PEER_URL INITIAL_CLUSTER TOKEN
 #                           the restore itself (etcd's "Restoring a cluster": each member restores the same snapshot
 #                           with its own name and peer URL and the whole new membership)
@@ -186,14 +188,34 @@ start() {
   log "etcd answers on $ENDPOINT"
 }
 
+# The API audit log's rotated files (kube-apiserver names them audit-<time>.log), shipped off the member: a replaced
+# member's log is in S3, not lost with its disk (issue 36). The file being written is left to its rotation.
+ship_audit() {
+  local dir=${AUDIT_LOG_DIR:-/var/log/kubernetes/audit} file id
+  [[ -n $BUCKET ]] || { echo "cluster-etcd: no bucket: the audit log stays on this member" >&2; return 0; }
+  id=${INSTANCE_ID:-$(cat /var/lib/cloud/data/instance-id 2>/dev/null || hostname)}
+  for file in "$dir"/audit-*.log; do
+    [[ -e $file ]] || continue
+    gzip -f "$file"
+    aws s3 cp --only-show-errors "$file.gz" "s3://$BUCKET/audit/$id/$(basename "$file").gz" --sse aws:kms \
+      --sse-kms-key-id "$KMS_KEY_ARN" && rm -f "$file.gz"
+  done
+  for file in "$dir"/audit-*.log.gz; do # a gzip whose upload failed before
+    [[ -e $file ]] || continue
+    aws s3 cp --only-show-errors "$file" "s3://$BUCKET/audit/$id/$(basename "$file")" --sse aws:kms \
+      --sse-kms-key-id "$KMS_KEY_ARN" && rm -f "$file"
+  done
+}
+
 case ${1:-} in
   backup) backup "${2:-}" ;;
+  ship-audit) ship_audit ;;
   stop) stop ;;
   restore) restore "$2" "$3" "$4" ;;
   start) start ;;
   restore-data) restore_data "$2" "$3" "$4" "$5" "$6" "$7" ;;
   *)
-    echo "usage: $0 backup [--any-member] | stop | restore SNAPSHOT INITIAL_CLUSTER TOKEN | start" >&2
+    echo "usage: $0 backup [--any-member] | stop | restore SNAPSHOT INITIAL_CLUSTER TOKEN | start | ship-audit" >&2
     exit 2
     ;;
 esac

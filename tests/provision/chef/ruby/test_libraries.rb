@@ -151,6 +151,14 @@ class AccessTest < Minitest::Test
                     "AuthorizedKeysFile /etc/ssh/authorized_keys/%u .ssh/authorized_keys\n"
     assert_includes ClusterNode::Access.sudoers('cluster-admins'), "%cluster-admins ALL=(ALL:ALL) NOPASSWD: ALL\n"
   end
+
+  # Issue 36: an admin (sudo) never has their home on the shared export, a researcher always does.
+  def test_admin_homes_are_off_the_export
+    root = '/var/lib/cluster-admins'
+    assert_equal '/var/lib/cluster-admins/alice', ClusterNode::Access.home({ 'name' => 'alice', 'admin' => true }, root)
+    assert_equal '/home/bob', ClusterNode::Access.home({ 'name' => 'bob', 'admin' => false }, root)
+    refute ClusterNode::Access.home({ 'name' => 'alice', 'admin' => true }, root).start_with?('/home/')
+  end
 end
 
 # The templates the resources and recipes render through the libraries (ErbView: the join config is re-rendered
