@@ -158,11 +158,11 @@ def check_terraform(c, spec=None, out=None):
         raise UserError(f"{len(problems)} problems; fix them before `invoke plan` or `invoke up`")
 
 
-def _preflight(cluster, names, state_bucket) -> None:
+def _preflight(cluster, names, state_bucket, out=None) -> None:
     from clusterspec.errors import UserError
     from provision import preflight
 
-    problems = preflight.run(cluster, names, state_bucket)
+    problems = preflight.run(cluster, names, state_bucket, out_dir=out)
     for line in problems:
         print(line)
     if problems:
@@ -194,7 +194,7 @@ def up(c, region=None, all=False, spec=None, out=None, state_bucket=None, plugin
     from provision.terraform import commands
 
     cluster, names, out = _tf_args(spec, region, all, out)
-    _preflight(cluster, names, state_bucket)
+    _preflight(cluster, names, state_bucket, out)
     commands.up(cluster, names, out, state_bucket, plugin_dir, yes=yes)
     for line in after_up(cluster, names):
         print(line)
@@ -461,6 +461,30 @@ def deploy_autoscaler(c, spec=None, dry_run=False, role_arn=None):
 
 
 # --- researchers (issue 15; docs/researchers.md) ---------------------------------------------------------------
+@task(
+    name="vpn-ca",
+    help={
+        "home": "where the VPN CA lives (default: ~/.local/share/research-cluster)",
+        "out": "Terraform output directory the ARNs go to (default: build/terraform)",
+        "renew": "import a new server certificate at the same ARN",
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+    },
+)
+@user_errors
+def vpn_ca(c, home=None, out=None, renew=False, spec=None):
+    """Make the Client VPN's CA and server certificate (RSA 2048) and import them into ACM before the first `up`."""
+    from pathlib import Path
+
+    from clusterspec.loader import load_spec
+    from provision import vpn_ca as ca
+    from provision.terraform.settings import DEFAULT_OUT
+
+    for line in ca.run(
+        load_spec(spec), Path(out) if out else DEFAULT_OUT, Path(home) if home else None, renew
+    ):
+        print(line)
+
+
 @task(
     name="add-user",
     help={

@@ -7,7 +7,9 @@ runs, checked against the spec, one line per problem (what is missing, and the c
 - Lambda: at least one unreserved concurrent execution for the pod gateway's failover function;
 - the baked image's SSM parameter ``/<cluster>/ami/gpu-worker`` in every region to apply (or ``build/ami``);
 - the bake's network: a default VPC in the bake region (Packer's amazon-ebs launches its build instance there);
-- the Client VPN certificates: in ACM in the primary region, issued, with a key type Client VPN accepts;
+- the Client VPN certificates: in ACM in the primary region, issued, and what Client VPN accepts of them (RSA
+  1024/2048 keys, valid now, serverAuth on the server certificate, a chain each link of which signs the one before:
+  provision/vpn_rules.py); `invoke vpn-ca` makes and imports them;
 - S3 Block Public Access of the account against the OIDC issuer bucket, whose two documents must be public;
 - the state bucket: present and ours (`invoke bootstrap-state`);
 - the deployed images' digests (provision/data/images.yaml), which the deploys after the apply require
@@ -28,6 +30,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from clusterspec import catalog
 from clusterspec.spec import Cluster
+from provision import vpn_rules
 
 Clients = Callable[[str, str], object]
 
@@ -175,8 +178,9 @@ def check_certificates(
     for var in CERTIFICATE_VARIABLES:
         arn = environ.get(f"TF_VAR_{var}") or files.get(var)
         if not arn:
-            out.append(f"{region}: TF_VAR_{var} is not set: import the Client VPN certificate into ACM in {region} "
-                       "(`aws acm import-certificate`) and set it to the ARN (docs/terraform.md)")  # fmt: skip
+            out.append(f"{region}: TF_VAR_{var} is not set: run `invoke vpn-ca` (it makes the Client VPN's CA and "
+                       f"server certificate, imports them into ACM in {region} and writes their ARN into the "
+                       "primary root's client_vpn.auto.tfvars; docs/terraform.md)")  # fmt: skip
             continue
         if f":acm:{region}:" not in arn:
             out.append(
@@ -192,10 +196,16 @@ def check_certificates(
             continue
         if cert.get("Status") != "ISSUED":
             out.append(f"TF_VAR_{var}: {arn} is {cert.get('Status')}, not ISSUED")
+            continue
         if cert.get("KeyAlgorithm") not in CLIENT_VPN_KEYS:
             out.append(f"TF_VAR_{var}: {arn} has a {cert.get('KeyAlgorithm')} key; Client VPN accepts RSA 1024 or "
-                       "2048-bit keys only (Client VPN Administrator Guide, \"Mutual authentication\"): reissue it "
-                       "with `openssl req -newkey rsa:2048`")  # fmt: skip
+                       "2048-bit keys only (Client VPN Administrator Guide, \"Mutual authentication\"): issue it "
+                       "with `invoke vpn-ca`")  # fmt: skip
+            continue
+        body = acm.get_certificate(CertificateArn=arn)
+        role = vpn_rules.SERVER if var == "client_vpn_server_certificate_arn" else vpn_rules.CLIENT_CA
+        out += [f"TF_VAR_{var}: {arn} {p}" for p in vpn_rules.problems(role, body["Certificate"],
+                                                                         body.get("CertificateChain"))]  # fmt: skip
     return out
 
 
@@ -284,13 +294,12 @@ def preflight(cluster: Cluster, roots: list[str], clients: Clients, *, account: 
     return out
 
 
-def run(
-    cluster: Cluster, roots: list[str], state_bucket: str | None = None, ami_dir: Path | None = None
-) -> list[str]:
+def run(cluster: Cluster, roots: list[str], state_bucket: str | None = None, ami_dir: Path | None = None,
+        out_dir: Path | None = None) -> list[str]:  # fmt: skip
     """`invoke preflight` against the account of the current credentials; prints the lines, returns them."""
     import boto3
 
-    from provision.terraform.settings import AMI_DIR, Backend
+    from provision.terraform.settings import AMI_DIR, DEFAULT_OUT, Backend
 
     session = boto3.Session()
     made: dict = {}
@@ -304,5 +313,6 @@ def run(
         return [f"preflight: no usable AWS credentials ({e}); configure them (`aws configure sso`) first"]
     bucket = Backend.for_cluster(cluster.name, cluster.primary_region, state_bucket).bucket
     return preflight(
-        cluster, roots, clients, account=account, state_bucket=bucket, ami_dir=ami_dir or AMI_DIR
-    )
+        cluster, roots, clients, account=account, state_bucket=bucket, ami_dir=ami_dir or AMI_DIR,
+        out_dir=out_dir or DEFAULT_OUT,
+    )  # fmt: skip

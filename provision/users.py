@@ -11,12 +11,14 @@
    those from the spec's ``users`` (terraform/modules/efs), so a new user's volumes follow ``invoke up`` and
    ``invoke render-storage``;
 4. a kubeconfig with a client certificate from the cluster's own CA through the CertificateSigningRequest API:
-   the key is generated here (``cryptography``, EC P-256) and never leaves this machine; the CSR names the signer
+   the key is generated here (``cryptography``, EC P-256: Kubernetes accepts it) and never leaves this machine; the CSR names the signer
    ``kubernetes.io/kube-apiserver-client``, is approved by the admin running the task and its certificate
    waited for; the server and its CA come from the admin's own kubeconfig;
 5. a Client VPN client certificate from the VPN CA this module keeps outside the repository (the CA whose
-   certificate the Client VPN endpoint trusts: import ``ca.crt`` into ACM once and pass its ARN as
-   ``client_vpn_client_ca_arn``).
+   certificate the Client VPN endpoint trusts; ``invoke vpn-ca`` creates it with the endpoint's server
+   certificate and imports them into ACM before the first ``invoke up``: provision/vpn_ca.py). Every key of that
+   CA is RSA 2048 with SHA-256 signatures: Client VPN accepts RSA 1024 and 2048-bit keys only (Client VPN
+   Administrator Guide, "Mutual authentication").
 
 Keys and certificates go to ``~/.local/share/research-cluster`` (mode 0600 files in 0700 folders) unless told
 otherwise, never into the repository, never into logs.
@@ -42,7 +44,7 @@ from pathlib import Path
 import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from clusterspec.errors import UserError
@@ -52,6 +54,9 @@ from clusterspec.spec import Cluster
 USERS_GROUP = "research:users"
 SIGNER = "kubernetes.io/kube-apiserver-client"
 CERT_DAYS = 365
+CA_DAYS = 3650
+SERVER_CERT_DAYS = 825
+VPN_KEY_BITS = 2048  # Client VPN: RSA 1024 or 2048 only; 2048 is the one still considered strong
 DEFAULT_HOME = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "research-cluster"
 
 
@@ -71,6 +76,16 @@ def _key_pem(key) -> bytes:
 
 def _pem(cert) -> bytes:
     return cert.public_bytes(serialization.Encoding.PEM)
+
+
+def _vpn_key():
+    return rsa.generate_private_key(public_exponent=65537, key_size=VPN_KEY_BITS)
+
+
+def _key_usage(**allowed: bool) -> x509.KeyUsage:
+    names = ("digital_signature", "content_commitment", "key_encipherment", "data_encipherment", "key_agreement",
+             "key_cert_sign", "crl_sign", "encipher_only", "decipher_only")  # fmt: skip
+    return x509.KeyUsage(**{n: allowed.get(n, False) for n in names})
 
 
 def check_user(spec: Cluster, name: str) -> None:
@@ -97,41 +112,78 @@ class VpnCa:
     def crl_path(self) -> Path:
         return self.folder / "crl.pem"
 
+    @property
+    def key_path(self) -> Path:
+        return self.folder / "ca.key"
+
+    def exists(self) -> bool:
+        return self.key_path.exists()
+
+    def create(self) -> bool:
+        """Make the CA (RSA 2048, ten years) unless there is one; True when it was made now."""
+        if self.key_path.exists():
+            return False
+        key = _vpn_key()
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{self.cluster} client VPN CA")])
+        now = dt.datetime.now(dt.UTC)
+        cert = (
+            x509.CertificateBuilder()
+            .subject_name(name)
+            .issuer_name(name)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - dt.timedelta(minutes=5))
+            .not_valid_after(now + dt.timedelta(days=CA_DAYS))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+            .add_extension(_key_usage(key_cert_sign=True, crl_sign=True), critical=True)
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+            .sign(key, hashes.SHA256())
+        )
+        _private(self.key_path, _key_pem(key))
+        self.cert_path.write_bytes(_pem(cert))
+        return True
+
     def _load(self):
-        key_path = self.folder / "ca.key"
-        if not key_path.exists():
-            key = ec.generate_private_key(ec.SECP384R1())
-            name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{self.cluster} client VPN CA")])
-            now = dt.datetime.now(dt.UTC)
-            cert = (
-                x509.CertificateBuilder()
-                .subject_name(name)
-                .issuer_name(name)
-                .public_key(key.public_key())
-                .serial_number(x509.random_serial_number())
-                .not_valid_before(now - dt.timedelta(minutes=5))
-                .not_valid_after(now + dt.timedelta(days=3650))
-                .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-                .add_extension(
-                    x509.KeyUsage(
-                        digital_signature=False,
-                        content_commitment=False,
-                        key_encipherment=False,
-                        data_encipherment=False,
-                        key_agreement=False,
-                        key_cert_sign=True,
-                        crl_sign=True,
-                        encipher_only=False,
-                        decipher_only=False,
-                    ),  # fmt: skip
-                    critical=True,
-                )
-                .sign(key, hashes.SHA384())
+        self.create()
+        key = serialization.load_pem_private_key(self.key_path.read_bytes(), None)
+        if not (isinstance(key, rsa.RSAPrivateKey) and key.key_size in (1024, 2048)):
+            kind = f"RSA {key.key_size}" if isinstance(key, rsa.RSAPrivateKey) else "EC"
+            raise UserError(
+                f"{self.key_path}: the VPN CA has an {kind} key, which Client VPN refuses (RSA 1024 or 2048 only): "
+                f"move {self.folder} aside, run `invoke vpn-ca` for a new one and reissue every laptop's "
+                "certificate (`invoke rotate-certificates --vpn-user NAME`)"
             )
-            _private(key_path, _key_pem(key))
-            self.cert_path.write_bytes(_pem(cert))
-        key = serialization.load_pem_private_key(key_path.read_bytes(), None)
         return key, x509.load_pem_x509_certificate(self.cert_path.read_bytes())
+
+    def _leaf(self, subject: str, key, days: int, usage, san: str | None = None):
+        ca_key, ca_cert = self._load()
+        now = dt.datetime.now(dt.UTC)
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+            .issuer_name(ca_cert.subject)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - dt.timedelta(minutes=5))
+            .not_valid_after(min(now + dt.timedelta(days=days), ca_cert.not_valid_after_utc))
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(_key_usage(digital_signature=True, key_encipherment=True), critical=True)
+            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+            .add_extension(
+                x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
+            )
+        )
+        if san:
+            builder = builder.add_extension(x509.SubjectAlternativeName([x509.DNSName(san)]), critical=False)
+        return builder.sign(ca_key, hashes.SHA256()), ca_cert
+
+    def issue_server(self, domain: str) -> tuple[bytes, bytes, bytes]:
+        """(key PEM, certificate PEM, chain PEM) of a Client VPN server certificate ``vpn.<domain>``."""
+        key = _vpn_key()
+        name = f"vpn.{domain}"
+        cert, ca_cert = self._leaf(name, key, SERVER_CERT_DAYS, ExtendedKeyUsageOID.SERVER_AUTH, san=name)
+        return _key_pem(key), _pem(cert), _pem(ca_cert)
 
     def _issued(self) -> dict:
         path = self.folder / "issued.json"
@@ -141,26 +193,10 @@ class VpnCa:
         (self.folder / "issued.json").write_text(json.dumps(issued, indent=1, sort_keys=True) + "\n")
 
     def issue(self, user: str, domain: str) -> tuple[bytes, bytes, int]:
-        """(key PEM, certificate PEM, serial) of a new client certificate for ``user``."""
-        ca_key, ca_cert = self._load()
-        key = ec.generate_private_key(ec.SECP256R1())
-        now = dt.datetime.now(dt.UTC)
-        serial = x509.random_serial_number()
-        cert = (
-            x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{user}.vpn.{domain}")]))
-            .issuer_name(ca_cert.subject)
-            .public_key(key.public_key())
-            .serial_number(serial)
-            .not_valid_before(now - dt.timedelta(minutes=5))
-            .not_valid_after(now + dt.timedelta(days=CERT_DAYS))
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
-            .add_extension(
-                x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
-            )
-            .sign(ca_key, hashes.SHA384())
-        )
+        """(key PEM, certificate PEM, serial) of a new client certificate for ``user`` (RSA 2048, clientAuth)."""
+        key = _vpn_key()
+        cert, _ = self._leaf(f"{user}.vpn.{domain}", key, CERT_DAYS, ExtendedKeyUsageOID.CLIENT_AUTH)
+        serial = cert.serial_number
         issued = self._issued()
         issued.setdefault(user, []).append({"serial": str(serial), "revoked": False})
         self._save_issued(issued)
@@ -203,7 +239,7 @@ class VpnCa:
                         .revocation_date(when)
                         .build()
                     )
-        crl = builder.sign(ca_key, hashes.SHA384())
+        crl = builder.sign(ca_key, hashes.SHA256())
         self.crl_path.write_bytes(crl.public_bytes(serialization.Encoding.PEM))
         return self.crl_path
 

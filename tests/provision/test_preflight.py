@@ -10,12 +10,12 @@ import pytest
 from botocore.stub import Stubber
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from moto import mock_aws
 
 from clusterspec.loader import load_spec
-from provision import preflight
+from provision import preflight, vpn_ca
 from provision.terraform.commands import selected_roots
 
 ACCOUNT = "123456789012"
@@ -156,7 +156,7 @@ def test_a_prepared_account_passes(aws, spec, tmp_path):
         boto3.client("ssm", region_name=region).put_parameter(
             Name="/dlr/ami/gpu-worker", Value="ami-0123456789abcdef0", Type="String"
         )
-    rsa_arn = _import(rsa.generate_private_key(public_exponent=65537, key_size=2048))
+    rsa_arn = vpn_ca.create(spec, boto3.client("acm", region_name="us-west-2"), tmp_path / "tf", tmp_path).arn
     high = {r: {c: 10_000.0 for c in CODES} for r in spec.spill_over_order}
     problems = preflight.preflight(
         spec, selected_roots(spec, None, True), _clients(high), account=ACCOUNT,
@@ -176,7 +176,9 @@ def test_the_vcpus_every_apply_launches(spec):
 
 def test_the_certificates_may_come_from_the_rendered_roots_tfvars(aws, tmp_path):
     """`invoke up` accepts them in a *.auto.tfvars of the primary root; so does the preflight."""
-    arn = _import(rsa.generate_private_key(public_exponent=65537, key_size=2048))
+    arn = vpn_ca.create(
+        load_spec(), boto3.client("acm", region_name="us-west-2"), tmp_path / "tf", tmp_path
+    ).arn
     root = tmp_path / "us-west-2"
     root.mkdir()
     (root / "vpn.auto.tfvars").write_text(
