@@ -102,6 +102,7 @@ def global_context(cluster: Cluster, backend: Backend, out_dir: Path) -> dict:
         "bucket_purposes": list(cluster.storage.s3.buckets),
         "noncurrent_version_days": cluster.storage.s3.noncurrent_version_days,
         "site_names": [s.name for s in cluster.sites],
+        "site_gateways": [v.name for s in cluster.sites for v in s.servers if "gateway" in v.roles],
         "psk_ssm_prefix": cluster.vpn.psk_ssm_prefix,
         "operations": operations_context(cluster),  # issue 29: roots/global/operations.tf.j2
     }

@@ -78,10 +78,19 @@ def scopes(
         if target is None or not target.is_dir():
             continue
         inner = {
-            k: _literal(resolver, v) for k, v in body.items() if k not in _MODULE_META and k != "__is_block__"
+            k: _bound(resolver, v) for k, v in body.items() if k not in _MODULE_META and k != "__is_block__"
         }
         inner = {k: v for k, v in inner.items() if v is not None}
         yield from scopes(checker, target, inner, f"{context} module.{name}".strip(), depth + 1)
+
+
+def _bound(resolver: Resolver, raw: object) -> object | None:
+    """A module argument the callee's rules can use: a literal, or a list of literals (a list of names that an
+    IAM condition lists, e.g. the sites' gateways)."""
+    if isinstance(raw, list):
+        items = [_literal(resolver, x) for x in raw]
+        return items if all(isinstance(x, str) for x in items) else None
+    return _literal(resolver, raw)
 
 
 def _number(scope: Scope, raw: object) -> int | None:
