@@ -268,6 +268,55 @@ def ports(scope: Scope, shown: Path, table: list[ports_table.Port] | None = None
     return out
 
 
+# --- rule 5: the nodes' own ports are not reachable from machines with shells ------------------------------------
+def egress_rules(scope: Scope) -> Iterator[tuple[Path, str, str, str, int, int]]:
+    """(file, resource name, key, protocol, from, to) of every egress rule: a literal rule, or one whose for_each
+    draws [protocol, from, to, ...] entries from a local map (directly or through a for expression over it)."""
+    local_values = scope.d.locals()
+    for tf, rtype, name, body in scope.d.typed("resource"):
+        if rtype != "aws_vpc_security_group_egress_rule":
+            continue
+        each = str(body.get("for_each", ""))
+        group = ports_table.party(scope.d.path.name, str(body.get("security_group_id", "")))
+        names = re.findall(r"local\.(\w+)", each)
+        for n in list(names):  # a for expression over another local (setproduct of ports and networks)
+            if isinstance(local_values.get(n), str):
+                names += re.findall(r"local\.(\w+)", local_values[n])
+        maps = [local_values.get(m) for m in names]
+        for entries in [m for m in maps if isinstance(m, dict)]:
+            if isinstance(m2 := next(iter(entries.values()), None), list) and len(m2) >= 3 and \
+                    all(isinstance(v, list) and len(v) >= 3 for v in entries.values()):  # fmt: skip
+                for key, (proto, lo, hi, *_rest) in entries.items():
+                    yield tf, group, name, key, _unquote(str(proto)).strip('"'), int(lo), int(hi)
+                break
+        else:
+            proto = _unquote(str(body.get("ip_protocol", ""))).strip('"')
+            lo, hi = body.get("from_port", -1), body.get("to_port", -1)
+            yield (tf, group, name, "", proto, int(lo) if isinstance(lo, int) else -1,
+                   int(hi) if isinstance(hi, int) else -1)  # fmt: skip
+
+
+def nodes_only(scope: Scope, shown: Path, table: list[ports_table.Port] | None = None) -> list[Problem]:
+    table = ports_table.NODES_ONLY if table is None else table
+    module = scope.d.path.name
+    out = []
+    for tf, group, name, key, proto, lo, hi in egress_rules(scope):
+        if (module, group) not in ports_table.SHELL_GROUPS:
+            continue
+        for port in table:
+            o = port.opening
+            if proto == "-1" or (proto == o.proto and lo <= o.lo and o.hi <= hi):
+                start = Locator(tf).header("resource", "aws_vpc_security_group_egress_rule", name)
+                line = next((i + 1 for i, ln in enumerate(Locator(tf).lines) if key and re.match(rf"\s*{re.escape(key)}\s*=", ln)),
+                            start)  # fmt: skip
+                out.append(Problem(_show(tf, shown), line,
+                                   f"aws_vpc_security_group_egress_rule.{name}{f'[{key}]' if key else ''}", "egress",
+                                   f"{module}.{group} (researchers' shells) reaches {o.proto} {o.lo}, {port.component}, "
+                                   f"which only the cluster's nodes may reach ({port.cite}); leave it out of the "
+                                   "group's egress"))  # fmt: skip
+    return out
+
+
 # --- running them ----------------------------------------------------------------------------------------------
 @dataclass
 class Counts:
@@ -291,6 +340,7 @@ def check(
         (alone,) = list(scopes(checker, module, None))[:1]
         problems.update(lambda_concurrency(alone, shown))
         problems.update(ports(alone, shown))
+        problems.update(nodes_only(alone, shown))
         counts["Lambda functions"] += sum(
             1 for _, r, _, _ in alone.d.typed("resource") if r == "aws_lambda_function"
         )
