@@ -317,6 +317,43 @@ def nodes_only(scope: Scope, shown: Path, table: list[ports_table.Port] | None =
     return out
 
 
+# --- rule 6: on machines with shells, only root reaches the instance metadata -----------------------------------
+IMDS = (
+    'Amazon EC2 User Guide, "Limit access to the instance metadata service": a local firewall rule (iptables or '
+    "nftables owner match) keeps users other than root from the role's credentials; the hop limit only keeps "
+    "containers out"
+)
+IMDS_ROOT_ONLY = [
+    re.compile(r"ip daddr 169\.254\.169\.254 meta skuid != 0 (reject|drop)"),
+    re.compile(r"-d 169\.254\.169\.254\b.*-m owner ! --uid-owner (0|root)\b.*-j (REJECT|DROP)"),
+]
+
+
+def imds_root_only(scope: Scope, shown: Path) -> list[Problem]:
+    """Every instance of a module with shell users (ports.SHELL_GROUPS) runs user data (a templatefile of the
+    module) with a rule that keeps non-root users from 169.254.169.254."""
+    module = scope.d.path.name
+    if module not in {m for m, _ in ports_table.SHELL_GROUPS}:
+        return []
+    out = []
+    for tf, rtype, name, _body in scope.d.typed("resource"):
+        if rtype not in ("aws_instance", "aws_launch_template"):
+            continue
+        text = "\n".join(f.read_text() for f in scope.d.files)
+        templates = [
+            scope.d.path / t for t in re.findall(r'templatefile\("\$\{path\.module\}/([^"]+)"', text)
+        ]
+        user_data = "\n".join(t.read_text() for t in templates if t.is_file())
+        if any(r.search(user_data) for r in IMDS_ROOT_ONLY):
+            continue
+        start = Locator(tf).header("resource", rtype, name)
+        out.append(Problem(_show(tf, shown), start, f"{rtype}.{name}", "user_data",
+                           f"researchers have shells on {module}, and its user data lets every local user read the "
+                           f"instance role's credentials from 169.254.169.254 ({IMDS}); add an nftables rule "
+                           "`ip daddr 169.254.169.254 meta skuid != 0 reject` loaded at boot"))  # fmt: skip
+    return out
+
+
 # --- running them ----------------------------------------------------------------------------------------------
 @dataclass
 class Counts:
@@ -341,6 +378,7 @@ def check(
         problems.update(lambda_concurrency(alone, shown))
         problems.update(ports(alone, shown))
         problems.update(nodes_only(alone, shown))
+        problems.update(imds_root_only(alone, shown))
         counts["Lambda functions"] += sum(
             1 for _, r, _, _ in alone.d.typed("resource") if r == "aws_lambda_function"
         )
