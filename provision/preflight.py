@@ -10,6 +10,9 @@ runs, checked against the spec, one line per problem (what is missing, and the c
 - the Client VPN certificates: in ACM in the primary region, issued, and what Client VPN accepts of them (RSA
   1024/2048 keys, valid now, serverAuth on the server certificate, a chain each link of which signs the one before:
   provision/vpn_rules.py); `invoke vpn-ca` makes and imports them;
+- each EFA group's zone: one of the region's zones in the spec that EC2 offers every instance type of the group in
+  (DescribeInstanceTypeOfferings, the call the node_group module chooses the zone by); the zones themselves exist
+  for the account (DescribeAvailabilityZones);
 - S3 Block Public Access of the account against the OIDC issuer bucket, whose two documents must be public;
 - the state bucket: present and ours (`invoke bootstrap-state`);
 - the deployed images' digests (provision/data/images.yaml), which the deploys after the apply require
@@ -148,6 +151,52 @@ def check_images(cluster: Cluster, regions: list[str], clients: Clients, ami_dir
     return out
 
 
+def efa_zones(cluster: Cluster, region: str, group, clients: Clients) -> list[str]:
+    """The spec's zones of REGION where EC2 offers every instance type of GROUP, in the spec's order."""
+    ec2 = clients("ec2", region)
+    zones = cluster.region(region).zones
+    offered: dict[str, set[str]] = {}
+    token = None
+    while True:
+        page = ec2.describe_instance_type_offerings(
+            LocationType="availability-zone",
+            Filters=[{"Name": "instance-type", "Values": list(group.instance_types)},
+                     {"Name": "location", "Values": list(zones)}],
+            **({"NextToken": token} if token else {}),
+        )  # fmt: skip
+        for o in page.get("InstanceTypeOfferings", []):
+            offered.setdefault(o["Location"], set()).add(o["InstanceType"])
+        token = page.get("NextToken")
+        if not token:
+            break
+    return [z for z in zones if set(group.instance_types) <= offered.get(z, set())]
+
+
+def check_zones(cluster: Cluster, regions: list[str], clients: Clients) -> list[str]:
+    table = catalog.instance_types()
+    out = []
+    for region in regions:
+        spec_zones = cluster.region(region).zones
+        ec2 = clients("ec2", region)
+        have = {z["ZoneName"] for z in ec2.describe_availability_zones(
+            Filters=[{"Name": "zone-type", "Values": ["availability-zone"]}])["AvailabilityZones"]}  # fmt: skip
+        missing = [z for z in spec_zones if z not in have]
+        if missing:
+            out.append(f"{region}: this account has no zone {', '.join(missing)} (it has {', '.join(sorted(have))}); "
+                       "list only those in cluster.yaml's regions[].zones")  # fmt: skip
+            continue
+        for g in cluster.region(region).node_groups:
+            if min(table[t].efa for t in g.instance_types) == 0:
+                continue
+            if not efa_zones(cluster, region, g, clients):
+                types = ", ".join(g.instance_types)
+                out.append(f"{region}: EFA group {g.name} ({types}) needs one zone that offers every type, and none "
+                           f"of {', '.join(spec_zones)} does (`aws ec2 describe-instance-type-offerings --region "
+                           f"{region} --location-type availability-zone --filters Name=instance-type,Values={types}`): "
+                           "add such a zone to the region or change the group's types")  # fmt: skip
+    return out
+
+
 def check_bake_network(cluster: Cluster, clients: Clients) -> list[str]:
     region = cluster.primary_region
     vpcs = clients("ec2", region).describe_vpcs(Filters=[{"Name": "isDefault", "Values": ["true"]}])["Vpcs"]
@@ -278,6 +327,7 @@ def preflight(cluster: Cluster, roots: list[str], clients: Clients, *, account: 
             ("the bake's network", lambda: check_bake_network(cluster, clients) if images() else [])
         )
         checks.append(("vCPU quotas", lambda: check_quotas(cluster, regions, clients)))
+        checks.append(("the zones and EFA placement", lambda: check_zones(cluster, regions, clients)))
     if cluster.primary_region in regions:
         checks.append(("Lambda concurrency", lambda: check_lambda(cluster, clients)))
         root = out_dir / cluster.primary_region if out_dir else None

@@ -354,6 +354,42 @@ def imds_root_only(scope: Scope, shown: Path) -> list[Problem]:
     return out
 
 
+# --- rule 7: an EFA group's one zone is one that offers its instance types ------------------------------------------
+EFA_ZONE = (
+    'Amazon EC2 User Guide, "Placement groups": a cluster placement group is in one zone, and only the zones that '
+    "DescribeInstanceTypeOfferings lists for an instance type launch it"
+)
+
+
+def _follows(scope: Scope, expr: str, target: str, depth: int = 0) -> bool:
+    """Whether ``expr`` refers to ``target``, directly or through the module's locals."""
+    if target in expr:
+        return True
+    if depth > 4:
+        return False
+    local_values = scope.d.locals()
+    return any(_follows(scope, str(local_values.get(n, "")), target, depth + 1)
+               for n in re.findall(r"local\.(\w+)", expr))  # fmt: skip
+
+
+def efa_zone(scope: Scope, shown: Path) -> list[Problem]:
+    out = []
+    for tf, rtype, name, body in scope.d.typed("resource"):
+        if rtype != "aws_autoscaling_group" or "aws_placement_group" not in str(
+            body.get("placement_group", "")
+        ):
+            continue
+        if _follows(scope, str(body.get("vpc_zone_identifier", "")), "data.aws_ec2_instance_type_offerings"):
+            continue
+        start = Locator(tf).header("resource", rtype, name)
+        out.append(Problem(_show(tf, shown), Locator(tf).argument(start, ("vpc_zone_identifier",)),
+                           f"{rtype}.{name}", "vpc_zone_identifier",
+                           "a group in a cluster placement group launches in one zone, and this one is not chosen by "
+                           f"the instance types' offerings ({EFA_ZONE}); take the zone from "
+                           "data.aws_ec2_instance_type_offerings"))  # fmt: skip
+    return out
+
+
 # --- running them ----------------------------------------------------------------------------------------------
 @dataclass
 class Counts:
@@ -379,6 +415,7 @@ def check(
         problems.update(ports(alone, shown))
         problems.update(nodes_only(alone, shown))
         problems.update(imds_root_only(alone, shown))
+        problems.update(efa_zone(alone, shown))
         counts["Lambda functions"] += sum(
             1 for _, r, _, _ in alone.d.typed("resource") if r == "aws_lambda_function"
         )

@@ -7,6 +7,7 @@ import datetime as dt
 
 import boto3
 import pytest
+import yaml
 from botocore.stub import Stubber
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -17,6 +18,7 @@ from moto import mock_aws
 from clusterspec.loader import load_spec
 from provision import preflight, vpn_ca
 from provision.terraform.commands import selected_roots
+from tests.support import ROOT
 
 ACCOUNT = "123456789012"
 CODES = sorted(set(preflight.ON_DEMAND.values()) | set(preflight.SPOT.values()))
@@ -185,3 +187,24 @@ def test_the_certificates_may_come_from_the_rendered_roots_tfvars(aws, tmp_path)
         f'client_vpn_server_certificate_arn = "{arn}"\nclient_vpn_client_ca_arn = "{arn}"\n'
     )
     assert preflight.check_certificates(load_spec(), _clients({}), {}, root) == []
+
+
+def test_an_efa_group_needs_a_zone_that_offers_its_types(aws, tmp_path):
+    """Against moto's offerings (issue 36): g4dn.8xlarge (EFA) is offered in us-west-2a to c, not d; a region
+    listing only us-west-2d is refused in one line, and the zone chosen is the offering one, not the first letter."""
+    doc = yaml.safe_load((ROOT / "cluster.yaml").read_text())
+    doc["regions"][0]["zones"] = ["us-west-2d", "us-west-2b"]
+    doc["regions"][0]["node_groups"] = [
+        {"name": "efa-t4", "instance_types": ["g4dn.8xlarge"], "min": 0, "max": 2}
+    ]
+    (tmp_path / "ok.yaml").write_text(yaml.safe_dump(doc))
+    ok = load_spec(tmp_path / "ok.yaml")
+    (group,) = ok.region("us-west-2").node_groups
+    assert preflight.efa_zones(ok, "us-west-2", group, _clients({})) == ["us-west-2b"]
+    assert [p for p in preflight.check_zones(ok, ["us-west-2"], _clients({})) if "us-west-2:" in p] == []
+    doc["regions"][0]["zones"] = ["us-west-2d"]
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(doc))
+    bad = load_spec(tmp_path / "bad.yaml")
+    (line,) = preflight.check_zones(bad, ["us-west-2"], _clients({}))
+    assert line.startswith("us-west-2: EFA group efa-t4 (g4dn.8xlarge) needs one zone that offers every type, and "
+                           "none of us-west-2d does")  # fmt: skip
