@@ -390,6 +390,29 @@ def pin_images(c, refresh=False, image=None):
         print(line)
 
 
+@task(name="push-autoscaler", help={"spec": "path of the cluster spec (default: cluster.yaml)"})
+@user_errors
+def push_autoscaler(c, spec=None):
+    """Build deploy/Dockerfile, push it to the lab's ECR repository and record its digest (read back with
+    credentials) in provision/data/images.yaml; needs a Docker engine."""
+    from clusterspec.loader import load_spec
+    from provision import lab_images
+
+    pushed = lab_images.push_autoscaler(load_spec(spec))
+    print(f"pushed {pushed.image}: {pushed.digest}; recorded in provision/data/images.yaml (commit it)")
+
+
+@task(name="mirror-images", help={"spec": "path of the cluster spec (default: cluster.yaml)"})
+@user_errors
+def mirror_images(c, spec=None):
+    """Copy every third-party image, by its pinned digest, into the lab's ECR mirrors (crane or skopeo)."""
+    from clusterspec.loader import load_spec
+    from provision import lab_images
+
+    for line in lab_images.mirror_images(load_spec(spec)):
+        print(line)
+
+
 # --- autoscaler planner (issue 3; docs/planner.md) ------------------------------------------------------------
 @task(
     help={

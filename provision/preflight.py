@@ -289,18 +289,33 @@ def check_state_bucket(bucket: str, region: str, clients: Clients) -> list[str]:
     return []
 
 
-def check_image_digests(table: Path | None = None) -> list[str]:
+def check_image_digests(table: Path | None = None, cluster: Cluster | None = None) -> list[str]:
     """The deploys after the primary region's apply refuse images by tag (provision/images.py ``check_pinned``):
-    say so before the apply, with the command that records them."""
-    from provision import images, pin_images
+    say so before the apply, with the command that records them: `invoke pin-images` for the third-party images,
+    `invoke push-autoscaler` for the lab's own (provision/lab_images.py)."""
+    from clusterspec.errors import UserError
+    from provision import images, lab_images, pin_images
 
-    missing = pin_images.pending(images.table(table or images.TABLE))
-    if not missing:
-        return []
-    more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
-    return [f"{len(missing)} deployed images have no digest ({missing[0]}{more}): the add-ons, the scheduler and the "
-            "autoscaler would not deploy after the apply; run `invoke pin-images` and commit "
-            "provision/data/images.yaml"]  # fmt: skip
+    path = table or images.TABLE
+    images.table.cache_clear()
+    entries = images.table(path)
+    missing = pin_images.pending(entries)
+    out = []
+    if missing:
+        more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+        out.append(f"{len(missing)} deployed images have no digest ({missing[0]}{more}): the add-ons, the scheduler "
+                   "and the autoscaler would not deploy after the apply; run `invoke pin-images` and commit "
+                   "provision/data/images.yaml")  # fmt: skip
+    if cluster is not None:
+        try:
+            own = lab_images.autoscaler_image(cluster)
+        except UserError as e:
+            return [*out, str(e)]
+        if "@sha256:" not in own and not (entries.get(own) or {}).get("digest"):
+            out.append(f"the autoscaler's image {own} has no digest in {path}: run `invoke push-autoscaler` (it "
+                       "builds deploy/Dockerfile, pushes it to the lab's ECR repository and records the digest "
+                       "read back with credentials)")  # fmt: skip
+    return out
 
 
 def preflight(cluster: Cluster, roots: list[str], clients: Clients, *, account: str, state_bucket: str,
@@ -334,7 +349,7 @@ def preflight(cluster: Cluster, roots: list[str], clients: Clients, *, account: 
         checks.append(
             ("the Client VPN certificates", lambda: check_certificates(cluster, clients, environ, root))
         )
-        checks.append(("the images' digests", lambda: check_image_digests(image_table)))
+        checks.append(("the images' digests", lambda: check_image_digests(image_table, cluster)))
     out: list[str] = []
     for what, check in checks:
         try:

@@ -79,6 +79,16 @@ def _node_group(cluster: Cluster, region: Region, group) -> dict:
     }
 
 
+def _lab_repositories(cluster: Cluster) -> list[str]:
+    """The lab's own ECR repositories (provision/lab_images.py): the autoscaler's and one mirror per third-party
+    image of provision/data/images.yaml."""
+    from provision import lab_images
+
+    names = [lab_images.autoscaler_repository(cluster)]
+    names += [lab_images.mirror_repository(cluster, i) for i in lab_images.third_party()]
+    return sorted(set(names))
+
+
 def _common(cluster: Cluster, backend: Backend, out_dir: Path, root: str) -> dict:
     return {
         "cluster": cluster.name,
@@ -119,6 +129,7 @@ def region_context(
     ctx = _common(cluster, backend, out_dir, region_name) | {
         "region": region_name,
         "is_primary": region_name == primary,
+        "lab_repositories": _lab_repositories(cluster),
         "primary_region": primary,
         "primary_state_key": backend.key(primary),
         "vpc_cidr": region.cidr,

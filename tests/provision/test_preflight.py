@@ -141,6 +141,11 @@ def test_a_fresh_account_gets_one_line_per_problem(aws, spec, tmp_path, capsys):
     assert "TF_VAR_client_vpn_client_ca_arn is not set" in printed
     assert "deployed images have no digest (nvcr.io/nvidia/k8s-device-plugin:v0.17.4 and " in printed
     assert "run `invoke pin-images`" in printed
+    assert (
+        "the autoscaler's image 123456789012.dkr.ecr.us-west-2.amazonaws.com/dlr/autoscaler:0.1.0 has no digest"
+        in printed
+    )
+    assert "run `invoke push-autoscaler`" in printed
     assert all("\n" not in line for line in problems) and len(problems) == len(set(problems))
 
 
@@ -151,6 +156,10 @@ def test_a_prepared_account_passes(aws, spec, tmp_path):
         tmp_path / "images.yaml"
     )  # as `invoke pin-images` leaves the table (tests/provision/test_pin_images.py)
     pinned.write_text(images.TABLE.read_text().replace("digest: null", 'digest: "sha256:' + "0" * 64 + '"'))
+    from provision import lab_images  # and the lab's own image, as `invoke push-autoscaler` records it
+
+    lab_images.record(lab_images.autoscaler_image(spec), "sha256:" + "1" * 64, "cluster.yaml autoscaler.image",
+                      path=pinned)  # fmt: skip
     boto3.client("s3", region_name="us-west-2").create_bucket(
         Bucket="dlr-terraform-state", CreateBucketConfiguration={"LocationConstraint": "us-west-2"}
     )
