@@ -527,6 +527,14 @@ def add_user(c, name, kubeconfig=None, home=None, role_arn=None, spec=None):
     added = add(load_spec(spec), name, kubeconfig, home, role_arn=role_arn)
     print(f"{name}: namespace {added.namespace}; created {', '.join(added.created) or 'nothing new'}")
     print(f"kubeconfig {added.kubeconfig}; VPN certificate {added.vpn_cert} and key {added.vpn_key}")
+    if added.aws_config:
+        print(
+            f"AWS profile {added.aws_config} (IAM Roles Anywhere with the VPN certificate; `lab submit` uploads with it)"
+        )
+    else:
+        print(
+            "no AWS profile yet: `invoke vpn-ca`, then `invoke up --region global` makes the researchers' trust anchor"
+        )
     print("hand these to the user privately; docs/researchers.md is their next step")
     print(
         "their claims bind once their EFS access points exist: `invoke up` (primary region), then "

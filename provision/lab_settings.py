@@ -51,8 +51,16 @@ def objects(cluster: Cluster, registry: str | None = None, code_bucket: str | No
                     "verbs": ["get"]}]},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": READER, **meta},
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": READER},
-         "subjects": [{"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": USERS_GROUP}]},
+         "subjects": readers(cluster)},
     ]  # fmt: skip
+
+
+def readers(cluster: Cluster, without: str | None = None) -> list[dict]:
+    """The settings' readers: each of the spec's researchers by name, not the group research:users that every
+    certificate `add-user` ever issued carries (a certificate cannot be taken back before it expires; a binding
+    can: `remove-user` rebinds without the user, issue 36)."""
+    return [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": u.name}
+            for u in cluster.users if u.name != without]  # fmt: skip
 
 
 def apply(api_client, cluster: Cluster, registry: str | None = None, code_bucket: str | None = None,

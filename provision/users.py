@@ -195,7 +195,9 @@ class VpnCa:
     def issue(self, user: str, domain: str) -> tuple[bytes, bytes, int]:
         """(key PEM, certificate PEM, serial) of a new client certificate for ``user`` (RSA 2048, clientAuth)."""
         key = _vpn_key()
-        cert, _ = self._leaf(f"{user}.vpn.{domain}", key, CERT_DAYS, ExtendedKeyUsageOID.CLIENT_AUTH)
+        # CN = the user: IAM Roles Anywhere maps it to the session tag x509Subject/CN, which names their own S3
+        # prefix (terraform/modules/researcher_access)
+        cert, _ = self._leaf(user, key, CERT_DAYS, ExtendedKeyUsageOID.CLIENT_AUTH)
         serial = cert.serial_number
         issued = self._issued()
         issued.setdefault(user, []).append({"serial": str(serial), "revoked": False})
@@ -283,6 +285,31 @@ class AddedUser:
     vpn_cert: Path
     vpn_key: Path
     created: list[str]
+    aws_config: Path | None = (
+        None  # None: no researcher_access output yet (the global root without the VPN CA)
+    )
+
+
+SIGNING_HELPER = "aws_signing_helper"
+
+
+def aws_config_text(spec: Cluster, user: str, access: dict, cert: Path, key: Path) -> str:
+    """The researcher's AWS profile: credentials from IAM Roles Anywhere for their VPN certificate (one hour, renewed
+    by aws_signing_helper at every call), for `lab submit`'s uploads; AWS_PROFILE=<cluster> selects it."""
+    helper = (f"{SIGNING_HELPER} credential-process --certificate {cert} --private-key {key} "
+              f"--trust-anchor-arn {access['trust_anchor_arn']} --profile-arn {access['profile_arn']} "
+              f"--role-arn {access['role_arn']}")  # fmt: skip
+    return f"[profile {spec.name}]\nregion = {spec.primary_region}\ncredential_process = {helper}\n"
+
+
+def researcher_access(out: Path | None = None) -> dict | None:
+    """The global root's researcher_access output (trust anchor, profile, role), None before it exists."""
+    from provision.terraform import outputs
+
+    try:
+        return outputs.global_output("researcher_access", **({"out": out} if out else {}))
+    except UserError:
+        return None
 
 
 def _create(api_client, obj: dict) -> str:
@@ -441,7 +468,7 @@ def annotate_service_account(api_client, namespace: str, role_arn: str) -> None:
 
 
 def add_user(spec: Cluster, user: str, admin_kubeconfig: str | None = None, home: Path | None = None,
-             timeout_s: float = 60, role_arn: str | None = None) -> AddedUser:  # fmt: skip
+             timeout_s: float = 60, role_arn: str | None = None, access: dict | None = None) -> AddedUser:  # fmt: skip
     from kubernetes import config
 
     check_user(spec, user)
@@ -470,9 +497,16 @@ def add_user(spec: Cluster, user: str, admin_kubeconfig: str | None = None, home
     vpn_key, vpn_cert, _ = VpnCa(home / "vpn-ca", spec.name).issue(user, spec.domain)
     _private(out / "vpn-client.key", vpn_key)
     (out / "vpn-client.crt").write_bytes(vpn_cert)
-    return AddedUser(
-        spec.researchers.namespace(user), kubeconfig, out / "vpn-client.crt", out / "vpn-client.key", created
-    )
+    access = researcher_access() if access is None else access
+    aws_config = None
+    if access:  # paths as they will be on the laptop: next to the config in ~/.config/research-cluster
+        laptop = Path("~/.config/research-cluster")
+        aws_config = out / "aws-config"
+        aws_config.write_text(
+            aws_config_text(spec, user, access, laptop / "vpn-client.crt", laptop / "vpn-client.key")
+        )
+    return AddedUser(spec.researchers.namespace(user), kubeconfig, out / "vpn-client.crt", out / "vpn-client.key",
+                     created, aws_config)  # fmt: skip
 
 
 def remove_plan(spec: Cluster, user: str) -> list[str]:
@@ -483,12 +517,14 @@ def remove_plan(spec: Cluster, user: str) -> list[str]:
         f"RoleBinding {ns}/{user}-edit",
         f"Namespace {ns} (every job, pod and claim in it; the volumes' data stays)",
         f"CertificateSigningRequests labelled {USER_LABEL}={user}",
-        f"the VPN certificates of {user} (revoked in crl.pem)",
+        f"the VPN certificates of {user} (revoked in crl.pem; imported into Client VPN and IAM Roles Anywhere)",
+        f"{user} out of the lab settings' readers (the research:users group's only binding)",
     ]
 
 
 def remove_user(spec: Cluster, user: str, admin_kubeconfig: str | None = None, home: Path | None = None,
-                vpn_endpoint: str | None = None, region: str | None = None) -> list[str]:  # fmt: skip
+                vpn_endpoint: str | None = None, region: str | None = None,
+                access: dict | None = None) -> list[str]:  # fmt: skip
     from kubernetes import client, config
     from kubernetes.client.exceptions import ApiException
 
@@ -520,6 +556,7 @@ def remove_user(spec: Cluster, user: str, admin_kubeconfig: str | None = None, h
         for csr in certs.list_certificate_signing_request(label_selector=f"{USER_LABEL}={user}").items:
             certs.delete_certificate_signing_request(csr.metadata.name)
             done.append(f"CertificateSigningRequest {csr.metadata.name}")
+        done += _unbind_reader(rbac, spec, user)
     finally:
         api_client.close()
     ca = VpnCa(home / "vpn-ca", spec.name)
@@ -528,7 +565,60 @@ def remove_user(spec: Cluster, user: str, admin_kubeconfig: str | None = None, h
     if vpn_endpoint:
         import_crl(ca.crl_path, vpn_endpoint, region or spec.primary_region)
         done.append(f"imported the revocation list into {vpn_endpoint}")
+    anchor = access.get("trust_anchor_arn") if access else (researcher_access() or {}).get("trust_anchor_arn")
+    if anchor:
+        import_roles_anywhere_crl(ca.crl_path, anchor, spec.name)
+        done.append(f"imported the revocation list for the trust anchor {anchor}: no more AWS credentials")
+    else:
+        done.append(
+            "no researchers' trust anchor (global output researcher_access): no AWS credentials to revoke"
+        )
     return done
+
+
+def _unbind_reader(rbac, spec: Cluster, user: str) -> list[str]:
+    """Take the user out of the readers of the lab settings (the only binding of research:users' members)."""
+    from kubernetes.client.exceptions import ApiException
+
+    from provision import lab_settings
+
+    ns, name = lab_settings.LAB_SETTINGS_NAMESPACE, lab_settings.READER
+    try:
+        body = rbac.read_namespaced_role_binding(name, ns)
+    except ApiException as e:
+        if e.status == 404:
+            return []
+        raise UserError(f"reading RoleBinding {ns}/{name}: {e.status} {e.reason}") from None
+    kept = [{"kind": x.kind, "apiGroup": x.api_group, "name": x.name} for x in body.subjects or []
+            if x.name not in (user, USERS_GROUP)]  # fmt: skip
+    kept += [
+        x for x in lab_settings.readers(spec, without=user) if x["name"] not in {k["name"] for k in kept}
+    ]
+    rbac.replace_namespaced_role_binding(name, ns, {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": name, "namespace": ns, "labels": body.metadata.labels,
+                     "resourceVersion": body.metadata.resource_version},
+        "roleRef": {"apiGroup": body.role_ref.api_group, "kind": body.role_ref.kind, "name": body.role_ref.name},
+        "subjects": kept,
+    })  # fmt: skip
+    return [f"RoleBinding {ns}/{name}: {user} (and the group {USERS_GROUP}) no longer among its subjects"]
+
+
+def import_roles_anywhere_crl(crl_path: Path, trust_anchor_arn: str, cluster: str, client=None) -> str:
+    """Load the CA's revocation list into IAM Roles Anywhere for the researchers' trust anchor (replacing the one
+    imported before): a revoked certificate gets no credentials. Returns the CRL's id."""
+    import boto3
+
+    region = trust_anchor_arn.split(":")[3]
+    ra = client or boto3.client("rolesanywhere", region_name=region)
+    name, data = f"{cluster}-researchers", crl_path.read_bytes()
+    for crl in ra.list_crls().get("crls", []):
+        if crl.get("name") == name and crl.get("trustAnchorArn") == trust_anchor_arn:
+            ra.update_crl(crlId=crl["crlId"], crlData=data)
+            return crl["crlId"]
+    return ra.import_crl(name=name, crlData=data, trustAnchorArn=trust_anchor_arn, enabled=True)["crl"][
+        "crlId"
+    ]
 
 
 def import_crl(crl_path: Path, endpoint_id: str, region: str) -> None:

@@ -8,7 +8,9 @@
    client certificates come from one CA, the server certificate's ARN serves for both), so the CA's own key never
    leaves the admin's machine;
 3. both ARNs into ``<out>/<primary region>/client_vpn.auto.tfvars``, which `invoke preflight` and `invoke up` read
-   (the file holds ARNs only; render leaves it in place).
+   (the file holds ARNs only; render leaves it in place), and the CA's public certificate into
+   ``<out>/global/lab_vpn_ca.auto.tfvars``: the trust anchor of the researchers' AWS identities (IAM Roles
+   Anywhere, terraform/modules/researcher_access).
 
 Run again, it keeps what is in ACM (the ARN recorded in ``vpn-ca/acm.json``) unless ``renew``: then a new server
 certificate is imported at the same ARN (the endpoint keeps its reference). Nothing here needs a running cluster.
@@ -28,6 +30,7 @@ from provision import vpn_rules
 from provision.users import DEFAULT_HOME, VpnCa
 
 TFVARS = "client_vpn.auto.tfvars"
+CA_TFVARS = "lab_vpn_ca.auto.tfvars"
 VARIABLES = ("client_vpn_server_certificate_arn", "client_vpn_client_ca_arn")
 
 
@@ -87,6 +90,11 @@ def create(cluster: Cluster, acm, out: Path, home: Path | None = None, renew: bo
         lines.append(f"imported the server certificate vpn.{cluster.domain} into ACM: {arn}")
     path = write_tfvars(out / region, arn)
     lines.append(f"wrote {path} ({' and '.join(VARIABLES)}); `invoke up` reads it")
+    anchor = out / "global" / CA_TFVARS
+    anchor.parent.mkdir(parents=True, exist_ok=True)
+    anchor.write_text("# invoke vpn-ca: the lab's VPN CA (public certificate), the researchers' trust anchor\n"
+                      f"lab_vpn_ca_certificate_pem = <<-EOT\n{ca.cert_path.read_text().strip()}\nEOT\n")  # fmt: skip
+    lines.append(f"wrote {anchor} (the CA's certificate: the researchers' AWS identities, Roles Anywhere)")
     return Result(arn, path, lines)
 
 

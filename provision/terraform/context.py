@@ -107,6 +107,7 @@ def global_context(cluster: Cluster, backend: Backend, out_dir: Path) -> dict:
         "researchers_roles": bool(cluster.users)
         and {"datasets", "results"} <= set(cluster.storage.s3.buckets),
         "autoscaler_subject": AUTOSCALER_IRSA_SUBJECT,
+        "researchers_repository": f"{cluster.name}/{cluster.researchers.ecr_repository}",
         "region": cluster.primary_region,
         "regions": [r.name for r in cluster.regions],  # issue 26: the image builder's regions
         "bucket_purposes": list(cluster.storage.s3.buckets),

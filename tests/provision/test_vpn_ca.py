@@ -106,6 +106,8 @@ def test_vpn_ca_imports_before_any_cluster_and_the_preflight_accepts_it(tmp_path
     )
     body = acm.get_certificate(CertificateArn=first.arn)
     assert "PRIVATE KEY" not in body["Certificate"] + body["CertificateChain"]
+    anchor = (out / "global" / "lab_vpn_ca.auto.tfvars").read_text()  # the researchers' trust anchor
+    assert (tmp_path / "vpn-ca" / "ca.crt").read_text().strip() in anchor and "PRIVATE KEY" not in anchor
     # again: kept; --renew: a new certificate at the same ARN
     again = vpn_ca.create(spec, acm, out, tmp_path)
     assert again.arn == first.arn and any(
