@@ -238,12 +238,7 @@ def test_add_user_gives_the_researcher_an_aws_identity_for_lab_submit(emu, admin
     assert none.aws_config is None
 
 
-def test_remove_user_takes_them_out_of_the_readers_and_revokes_their_aws_credentials(
-    emu,
-    admin,
-    tmp_path: Path,
-    monkeypatch,  # noqa: F811
-) -> None:
+def test_remove_user_unbinds_and_revokes_aws_credentials(emu, admin, tmp_path, monkeypatch) -> None:  # noqa: F811
     import boto3
     from botocore.stub import ANY, Stubber
     from kubernetes.client.exceptions import ApiException
