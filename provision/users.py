@@ -36,6 +36,7 @@ import base64
 import datetime as dt
 import json
 import os
+import re
 import secrets
 import time
 from dataclasses import dataclass
@@ -355,7 +356,8 @@ def _admin_cluster(kubeconfig: str | None) -> tuple[str, str | None]:
     return cluster["server"], ca
 
 
-def request_client_certificate(api_client, user: str, timeout_s: float = 60) -> tuple[bytes, bytes, str]:
+def request_client_certificate(api_client, user: str, timeout_s: float = 60, group: str = USERS_GROUP,
+                               seconds: int = CERT_DAYS * 24 * 3600) -> tuple[bytes, bytes, str]:  # fmt: skip
     """(key PEM, certificate PEM, CSR name) through the CertificateSigningRequest API, approved by the caller."""
     from kubernetes import client
 
@@ -365,14 +367,14 @@ def request_client_certificate(api_client, user: str, timeout_s: float = 60) -> 
         .subject_name(
             x509.Name(
                 [
-                    x509.NameAttribute(NameOID.ORGANIZATION_NAME, USERS_GROUP),
+                    x509.NameAttribute(NameOID.ORGANIZATION_NAME, group),
                     x509.NameAttribute(NameOID.COMMON_NAME, user),
                 ]
             )
         )  # fmt: skip
         .sign(key, hashes.SHA256())
     )
-    name = f"research-user-{user}-{secrets.token_hex(3)}"
+    name = f"{'research-user' if group == USERS_GROUP else 'research-operator'}-{user}-{secrets.token_hex(3)}"
     certs = client.CertificatesV1Api(api_client)
     certs.create_certificate_signing_request(
         {
@@ -383,7 +385,7 @@ def request_client_certificate(api_client, user: str, timeout_s: float = 60) -> 
                 "request": base64.b64encode(csr.public_bytes(serialization.Encoding.PEM)).decode(),
                 "signerName": SIGNER,
                 "usages": ["digital signature", "client auth"],
-                "expirationSeconds": CERT_DAYS * 24 * 3600,
+                "expirationSeconds": seconds,
             },
         }
     )
@@ -507,6 +509,46 @@ def add_user(spec: Cluster, user: str, admin_kubeconfig: str | None = None, home
         )
     return AddedUser(spec.researchers.namespace(user), kubeconfig, out / "vpn-client.crt", out / "vpn-client.key",
                      created, aws_config)  # fmt: skip
+
+
+# --- operators: their own short-lived identities; admin.conf is break-glass --------------------------------------
+OPERATORS_GROUP = "research:operators"
+OPERATOR_BINDING = "research-operators"
+MAX_OPERATOR_HOURS = 12
+
+
+def operator_binding() -> dict:
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": OPERATOR_BINDING, "labels": {"app.kubernetes.io/managed-by": "research-cluster"}},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [{"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": OPERATORS_GROUP}]}  # fmt: skip
+
+
+def operator_kubeconfig(spec: Cluster, name: str, admin_kubeconfig: str | None, out: Path, hours: int = 8,
+                        timeout_s: float = 60) -> Path:  # fmt: skip
+    """A kubeconfig for operator NAME with a certificate of the cluster's CA valid HOURS (at most 12): CN = NAME
+    (what the API server's audit log names), O = research:operators (bound to cluster-admin). The admin kubeconfig
+    (fetched from SSM by the operator role) only approves the request; day-to-day work never uses it."""
+    from kubernetes import config
+
+    if not 1 <= hours <= MAX_OPERATOR_HOURS:
+        raise UserError(f"--hours {hours}: an operator's certificate lasts 1 to {MAX_OPERATOR_HOURS} hours")
+    if not re.fullmatch(r"[a-z][a-z0-9._-]{0,62}", name) or name in {u.name for u in spec.users}:
+        raise UserError(
+            f"--name {name!r}: an operator's own name (lower case, not a researcher's), e.g. jdoe"
+        )
+    api_client = config.new_client_from_config(config_file=admin_kubeconfig)
+    try:
+        _create(api_client, operator_binding())
+        key, cert, _ = request_client_certificate(api_client, name, timeout_s, OPERATORS_GROUP, hours * 3600)
+    finally:
+        api_client.close()
+    server, ca = _admin_cluster(admin_kubeconfig)
+    text = kubeconfig_text(spec, name, server, ca, key, cert)
+    doc = yaml.safe_load(text)
+    doc["contexts"][0]["context"].pop("namespace", None)
+    _private(out, yaml.safe_dump(doc, sort_keys=False).encode())
+    return out
 
 
 def remove_plan(spec: Cluster, user: str) -> list[str]:

@@ -270,3 +270,26 @@ def test_remove_user_unbinds_and_revokes_aws_credentials(emu, admin, tmp_path, m
     bob = config.new_client_from_config(config_file=str(emu.write_kubeconfig(
         tmp_path / "bob", user="bob", groups=(users.USERS_GROUP,))))  # fmt: skip
     client.CoreV1Api(bob).read_namespaced_config_map("research-lab-settings", "kube-public")
+
+
+def test_an_operator_gets_their_own_short_lived_identity(emu, admin, tmp_path: Path) -> None:  # noqa: F811
+    """Issue 36: CN = the operator, O = research:operators (bound to cluster-admin), valid hours, not a year;
+    the admin kubeconfig only approved it."""
+    import datetime as dt
+
+    path = users.operator_kubeconfig(SPEC, "jdoe", admin, tmp_path / "jdoe.conf", hours=8, timeout_s=5)
+    assert _mode(path) == 0o600
+    doc = load_yaml(path)
+    cert = x509.load_pem_x509_certificate(
+        base64.b64decode(doc["users"][0]["user"]["client-certificate-data"])
+    )
+    assert cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value == "jdoe"
+    assert cert.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)[0].value == users.OPERATORS_GROUP
+    assert cert.not_valid_after_utc - dt.datetime.now(dt.UTC) <= dt.timedelta(hours=8, minutes=1)
+    api = config.new_client_from_config(str(path))
+    assert client.CoreV1Api(api).list_namespaced_secret("kube-system") is not None  # cluster-admin
+    api.close()
+    with pytest.raises(UserError, match="lasts 1 to 12 hours"):
+        users.operator_kubeconfig(SPEC, "jdoe", admin, tmp_path / "x.conf", hours=24)
+    with pytest.raises(UserError, match="not a researcher's"):
+        users.operator_kubeconfig(SPEC, "alice", admin, tmp_path / "x.conf")
