@@ -486,6 +486,7 @@ def deploy_autoscaler(c, spec=None, dry_run=False, role_arn=None):
 # --- researchers (issue 15; docs/researchers.md) ---------------------------------------------------------------
 @task(
     name="vpn-ca",
+    auto_shortflags=False,  # -h is help (--home has no short flag)
     help={
         "home": "where the VPN CA lives (default: ~/.local/share/research-cluster)",
         "out": "Terraform output directory the ARNs go to (default: build/terraform)",
@@ -686,24 +687,30 @@ def render_storage(c, efs_id, out="build/deploy/storage", spec=None, csi_role_ar
     name="operator-kubeconfig",
     help={
         "name": "your own name (CN of the certificate, what the audit log shows)",
-        "hours": "how long the certificate lasts (1 to 12, default 8)",
+        "duration": "hours the certificate lasts (1 to 12, default 8)",
         "admin_kubeconfig": "the break-glass admin kubeconfig that approves it (default: ~/.kube/<cluster>.conf)",
         "out": "where to write it (default: ~/.kube/<cluster>-<name>.conf)",
         "spec": "path of the cluster spec (default: cluster.yaml)",
     },
 )
 @user_errors
-def operator_kubeconfig(c, name, hours=8, admin_kubeconfig=None, out=None, spec=None):
+def operator_kubeconfig(c, name=None, duration=8, admin_kubeconfig=None, out=None, spec=None):
     """Your own short-lived cluster-admin kubeconfig (group research:operators); admin.conf stays break-glass."""
     from pathlib import Path
 
+    from clusterspec.errors import UserError
     from clusterspec.loader import load_spec
     from provision.users import operator_kubeconfig as make
 
+    if not name:
+        raise UserError(
+            "operator-kubeconfig: give --name NAME (your own name; it is what the audit log shows)"
+        )
+    hours = int(duration)
     cluster = load_spec(spec)
     admin = admin_kubeconfig or str(Path.home() / ".kube" / f"{cluster.name}.conf")
     path = make(cluster, name, admin, Path(out) if out else Path.home() / ".kube" / f"{cluster.name}-{name}.conf",
-                int(hours))  # fmt: skip
+                hours)  # fmt: skip
     print(f"wrote {path}: cluster-admin as {name} for {hours} hours (KUBECONFIG={path})")
 
 
