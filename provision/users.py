@@ -532,7 +532,9 @@ def operator_kubeconfig(spec: Cluster, name: str, admin_kubeconfig: str | None, 
     from kubernetes import config
 
     if not 1 <= hours <= MAX_OPERATOR_HOURS:
-        raise UserError(f"--duration {hours}: an operator's certificate lasts 1 to {MAX_OPERATOR_HOURS} hours")
+        raise UserError(
+            f"--duration {hours}: an operator's certificate lasts 1 to {MAX_OPERATOR_HOURS} hours"
+        )
     if not re.fullmatch(r"[a-z][a-z0-9._-]{0,62}", name) or name in {u.name for u in spec.users}:
         raise UserError(
             f"--name {name!r}: an operator's own name (lower case, not a researcher's), e.g. jdoe"
