@@ -289,10 +289,12 @@ def check_state_bucket(bucket: str, region: str, clients: Clients) -> list[str]:
     return []
 
 
-def check_image_digests(table: Path | None = None, cluster: Cluster | None = None) -> list[str]:
+def check_image_digests(table: Path | None = None, cluster: Cluster | None = None,
+                        clients: Clients | None = None) -> list[str]:  # fmt: skip
     """The deploys after the primary region's apply refuse images by tag (provision/images.py ``check_pinned``):
     say so before the apply, with the command that records them: `invoke pin-images` for the third-party images,
-    `invoke push-autoscaler` for the lab's own (provision/lab_images.py)."""
+    `invoke push-autoscaler` for the lab's own (provision/lab_images.py) once its ECR repository exists (the
+    primary region's apply makes it: on a fresh account there is nothing to push to yet, and no line)."""
     from clusterspec.errors import UserError
     from provision import images, lab_images, pin_images
 
@@ -311,11 +313,27 @@ def check_image_digests(table: Path | None = None, cluster: Cluster | None = Non
             own = lab_images.autoscaler_image(cluster)
         except UserError as e:
             return [*out, str(e)]
-        if "@sha256:" not in own and not (entries.get(own) or {}).get("digest"):
+        if (
+            "@sha256:" not in own
+            and not (entries.get(own) or {}).get("digest")
+            and _repository_exists(clients, cluster.primary_region, lab_images.autoscaler_repository(cluster))
+        ):
             out.append(f"the autoscaler's image {own} has no digest in {path}: run `invoke push-autoscaler` (it "
                        "builds deploy/Dockerfile, pushes it to the lab's ECR repository and records the digest "
                        "read back with credentials)")  # fmt: skip
     return out
+
+
+def _repository_exists(clients: Clients | None, region: str, name: str) -> bool:
+    if clients is None:
+        return True
+    try:
+        clients("ecr", region).describe_repositories(repositoryNames=[name])
+        return True
+    except ClientError as e:
+        if e.response.get("Error", {}).get("Code") == "RepositoryNotFoundException":
+            return False
+        raise
 
 
 def preflight(cluster: Cluster, roots: list[str], clients: Clients, *, account: str, state_bucket: str,
@@ -349,7 +367,7 @@ def preflight(cluster: Cluster, roots: list[str], clients: Clients, *, account: 
         checks.append(
             ("the Client VPN certificates", lambda: check_certificates(cluster, clients, environ, root))
         )
-        checks.append(("the images' digests", lambda: check_image_digests(image_table, cluster)))
+        checks.append(("the images' digests", lambda: check_image_digests(image_table, cluster, clients)))
     out: list[str] = []
     for what, check in checks:
         try:
