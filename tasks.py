@@ -164,11 +164,11 @@ def check_terraform(c, spec=None, out=None):
         raise UserError(f"{len(problems)} problems; fix them before `invoke plan` or `invoke up`")
 
 
-def _preflight(cluster, names, state_bucket) -> None:
+def _preflight(cluster, names, state_bucket, out=None) -> None:
     from clusterspec.errors import UserError
     from provision import preflight
 
-    problems = preflight.run(cluster, names, state_bucket)
+    problems = preflight.run(cluster, names, state_bucket, out_dir=out)
     for line in problems:
         print(line)
     if problems:
@@ -200,7 +200,7 @@ def up(c, region=None, all=False, spec=None, out=None, state_bucket=None, plugin
     from provision.terraform import commands
 
     cluster, names, out = _tf_args(spec, region, all, out)
-    _preflight(cluster, names, state_bucket)
+    _preflight(cluster, names, state_bucket, out)
     commands.up(cluster, names, out, state_bucket, plugin_dir, yes=yes)
     for line in after_up(cluster, names):
         print(line)
@@ -396,6 +396,29 @@ def pin_images(c, refresh=False, image=None):
         print(line)
 
 
+@task(name="push-autoscaler", help={"spec": "path of the cluster spec (default: cluster.yaml)"})
+@user_errors
+def push_autoscaler(c, spec=None):
+    """Build deploy/Dockerfile, push it to the lab's ECR repository and record its digest (read back with
+    credentials) in provision/data/images.yaml; needs a Docker engine."""
+    from clusterspec.loader import load_spec
+    from provision import lab_images
+
+    pushed = lab_images.push_autoscaler(load_spec(spec))
+    print(f"pushed {pushed.image}: {pushed.digest}; recorded in provision/data/images.yaml (commit it)")
+
+
+@task(name="mirror-images", help={"spec": "path of the cluster spec (default: cluster.yaml)"})
+@user_errors
+def mirror_images(c, spec=None):
+    """Copy every third-party image, by its pinned digest, into the lab's ECR mirrors (crane or skopeo)."""
+    from clusterspec.loader import load_spec
+    from provision import lab_images
+
+    for line in lab_images.mirror_images(load_spec(spec)):
+        print(line)
+
+
 # --- autoscaler planner (issue 3; docs/planner.md) ------------------------------------------------------------
 @task(
     help={
@@ -468,6 +491,31 @@ def deploy_autoscaler(c, spec=None, dry_run=False, role_arn=None):
 
 # --- researchers (issue 15; docs/researchers.md) ---------------------------------------------------------------
 @task(
+    name="vpn-ca",
+    auto_shortflags=False,  # -h is help (--home has no short flag)
+    help={
+        "home": "where the VPN CA lives (default: ~/.local/share/research-cluster)",
+        "out": "Terraform output directory the ARNs go to (default: build/terraform)",
+        "renew": "import a new server certificate at the same ARN",
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+    },
+)
+@user_errors
+def vpn_ca(c, home=None, out=None, renew=False, spec=None):
+    """Make the Client VPN's CA and server certificate (RSA 2048) and import them into ACM before the first `up`."""
+    from pathlib import Path
+
+    from clusterspec.loader import load_spec
+    from provision import vpn_ca as ca
+    from provision.terraform.settings import DEFAULT_OUT
+
+    for line in ca.run(
+        load_spec(spec), Path(out) if out else DEFAULT_OUT, Path(home) if home else None, renew
+    ):
+        print(line)
+
+
+@task(
     name="add-user",
     help={
         "name": "the user, as listed in the spec's users",
@@ -486,6 +534,14 @@ def add_user(c, name, kubeconfig=None, home=None, role_arn=None, spec=None):
     added = add(load_spec(spec), name, kubeconfig, home, role_arn=role_arn)
     print(f"{name}: namespace {added.namespace}; created {', '.join(added.created) or 'nothing new'}")
     print(f"kubeconfig {added.kubeconfig}; VPN certificate {added.vpn_cert} and key {added.vpn_key}")
+    if added.aws_config:
+        print(
+            f"AWS profile {added.aws_config} (IAM Roles Anywhere with the VPN certificate; `lab submit` uploads with it)"
+        )
+    else:
+        print(
+            "no AWS profile yet: `invoke vpn-ca`, then `invoke up --region global` makes the researchers' trust anchor"
+        )
     print("hand these to the user privately; docs/researchers.md is their next step")
     print(
         "their claims bind once their EFS access points exist: `invoke up` (primary region), then "
@@ -631,6 +687,37 @@ def render_storage(c, efs_id, out="build/deploy/storage", spec=None, csi_role_ar
     efs = lookup_access_points(cluster, efs_id, cluster.primary_region)
     for path in write_storage(render(cluster, efs, role), Path(out)):
         print(f"wrote {path}")
+
+
+@task(
+    name="operator-kubeconfig",
+    help={
+        "name": "your own name (CN of the certificate, what the audit log shows)",
+        "duration": "hours the certificate lasts (1 to 12, default 8)",
+        "admin_kubeconfig": "the break-glass admin kubeconfig that approves it (default: ~/.kube/<cluster>.conf)",
+        "out": "where to write it (default: ~/.kube/<cluster>-<name>.conf)",
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+    },
+)
+@user_errors
+def operator_kubeconfig(c, name=None, duration=8, admin_kubeconfig=None, out=None, spec=None):
+    """Your own short-lived cluster-admin kubeconfig (group research:operators); admin.conf stays break-glass."""
+    from pathlib import Path
+
+    from clusterspec.errors import UserError
+    from clusterspec.loader import load_spec
+    from provision.users import operator_kubeconfig as make
+
+    if not name:
+        raise UserError(
+            "operator-kubeconfig: give --name NAME (your own name; it is what the audit log shows)"
+        )
+    hours = int(duration)
+    cluster = load_spec(spec)
+    admin = admin_kubeconfig or str(Path.home() / ".kube" / f"{cluster.name}.conf")
+    path = make(cluster, name, admin, Path(out) if out else Path.home() / ".kube" / f"{cluster.name}-{name}.conf",
+                hours)  # fmt: skip
+    print(f"wrote {path}: cluster-admin as {name} for {hours} hours (KUBECONFIG={path})")
 
 
 @task(

@@ -89,6 +89,15 @@ def gpu_models() -> dict[str, GpuModel]:
     return {name: GpuModel(name=name, **row) for name, row in _load("gpus.yaml")["models"].items()}
 
 
+@cache
+def zones() -> dict[str, list[str]]:
+    """Region => the names of its availability zones (clusterspec/data/zones.yaml)."""
+    return {
+        region: [f"{region}{letter}" for letter in letters]
+        for region, letters in _load("zones.yaml")["zones"].items()
+    }
+
+
 def instance_type(name: str) -> InstanceType:
     """The table's row for ``name``; KeyError names the type when it is unknown."""
     try:

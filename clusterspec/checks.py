@@ -110,11 +110,17 @@ def _regions(c: Cluster) -> Iterator[Problem]:
                 f"unknown AWS region {r.name!r} (e.g. us-west-2, us-east-1, eu-west-1)",
             )
             continue
+        real = catalog.zones().get(r.name)
         for j, z in enumerate(r.zones):
             if not re.fullmatch(re.escape(r.name) + r"[a-z]", z):
                 yield (
                     f"regions[{i}].zones[{j}]",
                     f"{z!r} is not an availability zone of {r.name} (e.g. {r.name}a)",
+                )
+            elif real is not None and z not in real:
+                yield (
+                    f"regions[{i}].zones[{j}]",
+                    f"{r.name} has no zone {z!r}; its zones are {', '.join(real)} (clusterspec/data/zones.yaml)",
                 )
     if c.spill_over is not None:
         for i, name in enumerate(c.spill_over):

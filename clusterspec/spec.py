@@ -208,7 +208,11 @@ class AutoscalerSettings(Strict):
     max_scale_in_fraction: float = Field(0.1, gt=0, le=1)
     max_new_nodes_per_loop: int = Field(1000, ge=1)
     priority_cutoff: int = -10
-    image: str = "ghcr.io/research-cluster/autoscaler:0.1.0"
+    image: str | None = Field(
+        None,
+        description="the autoscaler's image (default: <researchers.registry>/<cluster>/autoscaler:<version>, the lab's "
+        "own ECR repository, pushed by `invoke push-autoscaler`)",
+    )
 
 
 class User(Strict):

@@ -30,7 +30,7 @@ from clusterspec.names import (
     STATUS_CONFIGMAP,
 )
 from clusterspec.spec import Cluster
-from provision import checkout, kubectl
+from provision import checkout, kubectl, lab_images
 
 REPO = Path(__file__).resolve().parent.parent
 TEMPLATES = REPO / "deploy" / "manifests"
@@ -122,7 +122,7 @@ def render(cluster: Cluster, arn: str | None) -> list[dict]:
         "namespace": DEFAULT_NAMESPACE,
         "labels": _mapping_lines(labels),
         "selector": _mapping_lines(selector),
-        "image": cluster.autoscaler.image,
+        "image": lab_images.autoscaler_image(cluster),
         "args": autoscaler_args(cluster),
         "cluster_env": cluster_env(cluster),
         "replicas": REPLICAS,

@@ -62,6 +62,7 @@ def objects(cluster: Cluster, registry: str | None = None, code_bucket: str | No
     ]  # fmt: skip
 
 
+
 def apply(api_client, cluster: Cluster, registry: str | None = None, code_bucket: str | None = None,
           s3_endpoint: str | None = None, exclude: tuple[str, ...] = ()) -> list[str]:  # fmt: skip
     """Create or replace the three objects through the API; the lines say what was done."""

@@ -1,5 +1,5 @@
 """``invoke pin-images``: record in provision/data/images.yaml the digest each image's tag names now, from its
-registry (provision/registry.py), so that the deploy tasks, which refuse an image by tag (provision/images.py
+registry (provision/registry.py; the lab's own ECR images with credentials, never on first use), so that the deploy tasks, which refuse an image by tag (provision/images.py
 ``check_pinned``), deploy it by digest from then on.
 
 Only images without a digest are looked up (``--refresh``: all of them, a changed digest said in one line). Every
@@ -58,9 +58,14 @@ def pin_images(
     refresh: bool = False,
     only: list[str] | None = None,
     path: Path = images.TABLE,
-    resolve: Callable[[str], str] = registry.digest,
+    resolve: Callable[[str], str] | None = None,
 ) -> list[str]:
-    """Resolve and record; the lines to print. Raises UserError (nothing written) when any image fails."""
+    """Resolve and record; the lines to print. Raises UserError (nothing written) when any image fails. Images in
+    the lab's ECR registry are read with its credentials (provision/lab_images.py ``resolve``), others anonymously
+    as their public registries serve them."""
+    from provision import lab_images
+
+    resolve = resolve or lab_images.resolve
     table = images.table(path)
     todo = pending(table, refresh, only)
     if not todo:

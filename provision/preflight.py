@@ -7,7 +7,12 @@ runs, checked against the spec, one line per problem (what is missing, and the c
 - Lambda: at least one unreserved concurrent execution for the pod gateway's failover function;
 - the baked image's SSM parameter ``/<cluster>/ami/gpu-worker`` in every region to apply (or ``build/ami``);
 - the bake's network: a default VPC in the bake region (Packer's amazon-ebs launches its build instance there);
-- the Client VPN certificates: in ACM in the primary region, issued, with a key type Client VPN accepts;
+- the Client VPN certificates: in ACM in the primary region, issued, and what Client VPN accepts of them (RSA
+  1024/2048 keys, valid now, serverAuth on the server certificate, a chain each link of which signs the one before:
+  provision/vpn_rules.py); `invoke vpn-ca` makes and imports them;
+- each EFA group's zone: one of the region's zones in the spec that EC2 offers every instance type of the group in
+  (DescribeInstanceTypeOfferings, the call the node_group module chooses the zone by); the zones themselves exist
+  for the account (DescribeAvailabilityZones);
 - S3 Block Public Access of the account against the OIDC issuer bucket, whose two documents must be public;
 - the state bucket: present and ours (`invoke bootstrap-state`);
 - the deployed images' digests (provision/data/images.yaml), which the deploys after the apply require
@@ -28,6 +33,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from clusterspec import catalog
 from clusterspec.spec import Cluster
+from provision import vpn_rules
 
 Clients = Callable[[str, str], object]
 
@@ -145,6 +151,52 @@ def check_images(cluster: Cluster, regions: list[str], clients: Clients, ami_dir
     return out
 
 
+def efa_zones(cluster: Cluster, region: str, group, clients: Clients) -> list[str]:
+    """The spec's zones of REGION where EC2 offers every instance type of GROUP, in the spec's order."""
+    ec2 = clients("ec2", region)
+    zones = cluster.region(region).zones
+    offered: dict[str, set[str]] = {}
+    token = None
+    while True:
+        page = ec2.describe_instance_type_offerings(
+            LocationType="availability-zone",
+            Filters=[{"Name": "instance-type", "Values": list(group.instance_types)},
+                     {"Name": "location", "Values": list(zones)}],
+            **({"NextToken": token} if token else {}),
+        )  # fmt: skip
+        for o in page.get("InstanceTypeOfferings", []):
+            offered.setdefault(o["Location"], set()).add(o["InstanceType"])
+        token = page.get("NextToken")
+        if not token:
+            break
+    return [z for z in zones if set(group.instance_types) <= offered.get(z, set())]
+
+
+def check_zones(cluster: Cluster, regions: list[str], clients: Clients) -> list[str]:
+    table = catalog.instance_types()
+    out = []
+    for region in regions:
+        spec_zones = cluster.region(region).zones
+        ec2 = clients("ec2", region)
+        have = {z["ZoneName"] for z in ec2.describe_availability_zones(
+            Filters=[{"Name": "zone-type", "Values": ["availability-zone"]}])["AvailabilityZones"]}  # fmt: skip
+        missing = [z for z in spec_zones if z not in have]
+        if missing:
+            out.append(f"{region}: this account has no zone {', '.join(missing)} (it has {', '.join(sorted(have))}); "
+                       "list only those in cluster.yaml's regions[].zones")  # fmt: skip
+            continue
+        for g in cluster.region(region).node_groups:
+            if min(table[t].efa for t in g.instance_types) == 0:
+                continue
+            if not efa_zones(cluster, region, g, clients):
+                types = ", ".join(g.instance_types)
+                out.append(f"{region}: EFA group {g.name} ({types}) needs one zone that offers every type, and none "
+                           f"of {', '.join(spec_zones)} does (`aws ec2 describe-instance-type-offerings --region "
+                           f"{region} --location-type availability-zone --filters Name=instance-type,Values={types}`): "
+                           "add such a zone to the region or change the group's types")  # fmt: skip
+    return out
+
+
 def check_bake_network(cluster: Cluster, clients: Clients) -> list[str]:
     region = cluster.primary_region
     vpcs = clients("ec2", region).describe_vpcs(Filters=[{"Name": "isDefault", "Values": ["true"]}])["Vpcs"]
@@ -175,8 +227,9 @@ def check_certificates(
     for var in CERTIFICATE_VARIABLES:
         arn = environ.get(f"TF_VAR_{var}") or files.get(var)
         if not arn:
-            out.append(f"{region}: TF_VAR_{var} is not set: import the Client VPN certificate into ACM in {region} "
-                       "(`aws acm import-certificate`) and set it to the ARN (docs/terraform.md)")  # fmt: skip
+            out.append(f"{region}: TF_VAR_{var} is not set: run `invoke vpn-ca` (it makes the Client VPN's CA and "
+                       f"server certificate, imports them into ACM in {region} and writes their ARN into the "
+                       "primary root's client_vpn.auto.tfvars; docs/terraform.md)")  # fmt: skip
             continue
         if f":acm:{region}:" not in arn:
             out.append(
@@ -192,10 +245,16 @@ def check_certificates(
             continue
         if cert.get("Status") != "ISSUED":
             out.append(f"TF_VAR_{var}: {arn} is {cert.get('Status')}, not ISSUED")
+            continue
         if cert.get("KeyAlgorithm") not in CLIENT_VPN_KEYS:
             out.append(f"TF_VAR_{var}: {arn} has a {cert.get('KeyAlgorithm')} key; Client VPN accepts RSA 1024 or "
-                       "2048-bit keys only (Client VPN Administrator Guide, \"Mutual authentication\"): reissue it "
-                       "with `openssl req -newkey rsa:2048`")  # fmt: skip
+                       "2048-bit keys only (Client VPN Administrator Guide, \"Mutual authentication\"): issue it "
+                       "with `invoke vpn-ca`")  # fmt: skip
+            continue
+        body = acm.get_certificate(CertificateArn=arn)
+        role = vpn_rules.SERVER if var == "client_vpn_server_certificate_arn" else vpn_rules.CLIENT_CA
+        out += [f"TF_VAR_{var}: {arn} {p}" for p in vpn_rules.problems(role, body["Certificate"],
+                                                                         body.get("CertificateChain"))]  # fmt: skip
     return out
 
 
@@ -230,18 +289,51 @@ def check_state_bucket(bucket: str, region: str, clients: Clients) -> list[str]:
     return []
 
 
-def check_image_digests(table: Path | None = None) -> list[str]:
+def check_image_digests(table: Path | None = None, cluster: Cluster | None = None,
+                        clients: Clients | None = None) -> list[str]:  # fmt: skip
     """The deploys after the primary region's apply refuse images by tag (provision/images.py ``check_pinned``):
-    say so before the apply, with the command that records them."""
-    from provision import images, pin_images
+    say so before the apply, with the command that records them: `invoke pin-images` for the third-party images,
+    `invoke push-autoscaler` for the lab's own (provision/lab_images.py) once its ECR repository exists (the
+    primary region's apply makes it: on a fresh account there is nothing to push to yet, and no line)."""
+    from clusterspec.errors import UserError
+    from provision import images, lab_images, pin_images
 
-    missing = pin_images.pending(images.table(table or images.TABLE))
-    if not missing:
-        return []
-    more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
-    return [f"{len(missing)} deployed images have no digest ({missing[0]}{more}): the add-ons, the scheduler and the "
-            "autoscaler would not deploy after the apply; run `invoke pin-images` and commit "
-            "provision/data/images.yaml"]  # fmt: skip
+    path = table or images.TABLE
+    images.table.cache_clear()
+    entries = images.table(path)
+    missing = pin_images.pending(entries)
+    out = []
+    if missing:
+        more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+        out.append(f"{len(missing)} deployed images have no digest ({missing[0]}{more}): the add-ons, the scheduler "
+                   "and the autoscaler would not deploy after the apply; run `invoke pin-images` and commit "
+                   "provision/data/images.yaml")  # fmt: skip
+    if cluster is not None:
+        try:
+            own = lab_images.autoscaler_image(cluster)
+        except UserError as e:
+            return [*out, str(e)]
+        if (
+            "@sha256:" not in own
+            and not (entries.get(own) or {}).get("digest")
+            and _repository_exists(clients, cluster.primary_region, lab_images.autoscaler_repository(cluster))
+        ):
+            out.append(f"the autoscaler's image {own} has no digest in {path}: run `invoke push-autoscaler` (it "
+                       "builds deploy/Dockerfile, pushes it to the lab's ECR repository and records the digest "
+                       "read back with credentials)")  # fmt: skip
+    return out
+
+
+def _repository_exists(clients: Clients | None, region: str, name: str) -> bool:
+    if clients is None:
+        return True
+    try:
+        clients("ecr", region).describe_repositories(repositoryNames=[name])
+        return True
+    except ClientError as e:
+        if e.response.get("Error", {}).get("Code") == "RepositoryNotFoundException":
+            return False
+        raise
 
 
 def preflight(cluster: Cluster, roots: list[str], clients: Clients, *, account: str, state_bucket: str,
@@ -268,13 +360,14 @@ def preflight(cluster: Cluster, roots: list[str], clients: Clients, *, account: 
             ("the bake's network", lambda: check_bake_network(cluster, clients) if images() else [])
         )
         checks.append(("vCPU quotas", lambda: check_quotas(cluster, regions, clients)))
+        checks.append(("the zones and EFA placement", lambda: check_zones(cluster, regions, clients)))
     if cluster.primary_region in regions:
         checks.append(("Lambda concurrency", lambda: check_lambda(cluster, clients)))
         root = out_dir / cluster.primary_region if out_dir else None
         checks.append(
             ("the Client VPN certificates", lambda: check_certificates(cluster, clients, environ, root))
         )
-        checks.append(("the images' digests", lambda: check_image_digests(image_table)))
+        checks.append(("the images' digests", lambda: check_image_digests(image_table, cluster, clients)))
     out: list[str] = []
     for what, check in checks:
         try:
@@ -284,13 +377,12 @@ def preflight(cluster: Cluster, roots: list[str], clients: Clients, *, account: 
     return out
 
 
-def run(
-    cluster: Cluster, roots: list[str], state_bucket: str | None = None, ami_dir: Path | None = None
-) -> list[str]:
+def run(cluster: Cluster, roots: list[str], state_bucket: str | None = None, ami_dir: Path | None = None,
+        out_dir: Path | None = None) -> list[str]:  # fmt: skip
     """`invoke preflight` against the account of the current credentials; prints the lines, returns them."""
     import boto3
 
-    from provision.terraform.settings import AMI_DIR, Backend
+    from provision.terraform.settings import AMI_DIR, DEFAULT_OUT, Backend
 
     session = boto3.Session()
     made: dict = {}
@@ -304,5 +396,6 @@ def run(
         return [f"preflight: no usable AWS credentials ({e}); configure them (`aws configure sso`) first"]
     bucket = Backend.for_cluster(cluster.name, cluster.primary_region, state_bucket).bucket
     return preflight(
-        cluster, roots, clients, account=account, state_bucket=bucket, ami_dir=ami_dir or AMI_DIR
-    )
+        cluster, roots, clients, account=account, state_bucket=bucket, ami_dir=ami_dir or AMI_DIR,
+        out_dir=out_dir or DEFAULT_OUT,
+    )  # fmt: skip

@@ -3,8 +3,9 @@
 ``GET /v2/<repository>/manifests/<tag>`` with the manifest media types accepted, and where the registry answers
 401 with a ``Bearer`` challenge, an anonymous pull token from the challenge's realm first (the Docker registry
 token protocol, which Docker Hub, ghcr.io, quay.io, registry.k8s.io, public.ecr.aws and nvcr.io all serve for
-public images). The digest is the SHA-256 of the manifest bytes as served (the image index, for multi-platform
-images), computed here; a ``Docker-Content-Digest`` header that disagrees is an error, not a second opinion.
+public images). A registry that needs credentials (the lab's own ECR repositories: ``Basic`` with the token of ECR's
+GetAuthorizationToken, provision/lab_images.py) gets ``authorization`` on the first request instead. The digest is
+the SHA-256 of the manifest bytes as served (the image index, for multi-platform images), computed here; a ``Docker-Content-Digest`` header that disagrees is an error, not a second opinion.
 """
 
 from __future__ import annotations
@@ -77,14 +78,14 @@ def _token(challenge: str, repository: str, opener) -> str:
 
 
 def digest(image: str, *, base_url: Callable[[Reference], str] | None = None, opener=None,
-           timeout_s: float = 30.0) -> str:  # fmt: skip
+           timeout_s: float = 30.0, authorization: str | None = None) -> str:  # fmt: skip
     """``sha256:<hex>`` of ``image``'s manifest as its registry serves it now. ``base_url`` maps a reference to its
     API's base (default ``https://<host>``; the tests point it at a registry on loopback)."""
     ref = parse(image)
     base = (base_url or (lambda r: f"https://{r.api_host}"))(ref)
     url = f"{base}/v2/{ref.repository}/manifests/{ref.tag}"
     open_ = opener or (lambda req: urllib.request.urlopen(req, timeout=timeout_s))  # noqa: S310 (https or a test's)
-    headers = {"Accept": ACCEPT}
+    headers = {"Accept": ACCEPT} | ({"Authorization": authorization} if authorization else {})
     try:
         for attempt in range(2):
             try:
@@ -92,12 +93,17 @@ def digest(image: str, *, base_url: Callable[[Reference], str] | None = None, op
                     body, said = reply.read(), reply.headers.get("Docker-Content-Digest")
                 break
             except urllib.error.HTTPError as e:
-                if e.code == 401 and attempt == 0 and e.headers.get("WWW-Authenticate"):
+                if e.code == 401 and attempt == 0 and not authorization and e.headers.get("WWW-Authenticate"):
                     headers["Authorization"] = (
                         f"Bearer {_token(e.headers['WWW-Authenticate'], ref.repository, open_)}"
                     )
                     continue
-                what = {401: "not allowed without credentials", 404: "no such repository or tag"}.get(
+                what = {
+                    401: "the credentials were refused"
+                    if authorization
+                    else "not allowed without credentials",
+                    404: "no such repository or tag",
+                }.get(  # fmt: skip
                     e.code, e.reason
                 )
                 raise RegistryError(f"{image}: {url}: HTTP {e.code} ({what})") from None

@@ -12,12 +12,14 @@
    those from the spec's ``users`` (terraform/modules/efs), so a new user's volumes follow ``invoke up`` and
    ``invoke render-storage``;
 4. a kubeconfig with a client certificate from the cluster's own CA through the CertificateSigningRequest API:
-   the key is generated here (``cryptography``, EC P-256) and never leaves this machine; the CSR names the signer
+   the key is generated here (``cryptography``, EC P-256: Kubernetes accepts it) and never leaves this machine; the CSR names the signer
    ``kubernetes.io/kube-apiserver-client``, is approved by the admin running the task and its certificate
    waited for; the server and its CA come from the admin's own kubeconfig;
 5. a Client VPN client certificate from the VPN CA this module keeps outside the repository (the CA whose
-   certificate the Client VPN endpoint trusts: import ``ca.crt`` into ACM once and pass its ARN as
-   ``client_vpn_client_ca_arn``).
+   certificate the Client VPN endpoint trusts; ``invoke vpn-ca`` creates it with the endpoint's server
+   certificate and imports them into ACM before the first ``invoke up``: provision/vpn_ca.py). Every key of that
+   CA is RSA 2048 with SHA-256 signatures: Client VPN accepts RSA 1024 and 2048-bit keys only (Client VPN
+   Administrator Guide, "Mutual authentication").
 
 Keys and certificates go to ``~/.local/share/research-cluster`` (mode 0600 files in 0700 folders) unless told
 otherwise, never into the repository, never into logs.
@@ -35,6 +37,7 @@ import base64
 import datetime as dt
 import json
 import os
+import re
 import secrets
 import time
 from dataclasses import dataclass
@@ -43,7 +46,7 @@ from pathlib import Path
 import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from clusterspec.errors import UserError
@@ -53,6 +56,9 @@ from clusterspec.spec import Cluster
 USERS_GROUP = "research:users"
 SIGNER = "kubernetes.io/kube-apiserver-client"
 CERT_DAYS = 365
+CA_DAYS = 3650
+SERVER_CERT_DAYS = 825
+VPN_KEY_BITS = 2048  # Client VPN: RSA 1024 or 2048 only; 2048 is the one still considered strong
 DEFAULT_HOME = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "research-cluster"
 
 
@@ -72,6 +78,16 @@ def _key_pem(key) -> bytes:
 
 def _pem(cert) -> bytes:
     return cert.public_bytes(serialization.Encoding.PEM)
+
+
+def _vpn_key():
+    return rsa.generate_private_key(public_exponent=65537, key_size=VPN_KEY_BITS)
+
+
+def _key_usage(**allowed: bool) -> x509.KeyUsage:
+    names = ("digital_signature", "content_commitment", "key_encipherment", "data_encipherment", "key_agreement",
+             "key_cert_sign", "crl_sign", "encipher_only", "decipher_only")  # fmt: skip
+    return x509.KeyUsage(**{n: allowed.get(n, False) for n in names})
 
 
 def check_user(spec: Cluster, name: str) -> None:
@@ -98,41 +114,78 @@ class VpnCa:
     def crl_path(self) -> Path:
         return self.folder / "crl.pem"
 
+    @property
+    def key_path(self) -> Path:
+        return self.folder / "ca.key"
+
+    def exists(self) -> bool:
+        return self.key_path.exists()
+
+    def create(self) -> bool:
+        """Make the CA (RSA 2048, ten years) unless there is one; True when it was made now."""
+        if self.key_path.exists():
+            return False
+        key = _vpn_key()
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{self.cluster} client VPN CA")])
+        now = dt.datetime.now(dt.UTC)
+        cert = (
+            x509.CertificateBuilder()
+            .subject_name(name)
+            .issuer_name(name)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - dt.timedelta(minutes=5))
+            .not_valid_after(now + dt.timedelta(days=CA_DAYS))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+            .add_extension(_key_usage(key_cert_sign=True, crl_sign=True), critical=True)
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+            .sign(key, hashes.SHA256())
+        )
+        _private(self.key_path, _key_pem(key))
+        self.cert_path.write_bytes(_pem(cert))
+        return True
+
     def _load(self):
-        key_path = self.folder / "ca.key"
-        if not key_path.exists():
-            key = ec.generate_private_key(ec.SECP384R1())
-            name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{self.cluster} client VPN CA")])
-            now = dt.datetime.now(dt.UTC)
-            cert = (
-                x509.CertificateBuilder()
-                .subject_name(name)
-                .issuer_name(name)
-                .public_key(key.public_key())
-                .serial_number(x509.random_serial_number())
-                .not_valid_before(now - dt.timedelta(minutes=5))
-                .not_valid_after(now + dt.timedelta(days=3650))
-                .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-                .add_extension(
-                    x509.KeyUsage(
-                        digital_signature=False,
-                        content_commitment=False,
-                        key_encipherment=False,
-                        data_encipherment=False,
-                        key_agreement=False,
-                        key_cert_sign=True,
-                        crl_sign=True,
-                        encipher_only=False,
-                        decipher_only=False,
-                    ),  # fmt: skip
-                    critical=True,
-                )
-                .sign(key, hashes.SHA384())
+        self.create()
+        key = serialization.load_pem_private_key(self.key_path.read_bytes(), None)
+        if not (isinstance(key, rsa.RSAPrivateKey) and key.key_size in (1024, 2048)):
+            kind = f"RSA {key.key_size}" if isinstance(key, rsa.RSAPrivateKey) else "EC"
+            raise UserError(
+                f"{self.key_path}: the VPN CA has an {kind} key, which Client VPN refuses (RSA 1024 or 2048 only): "
+                f"move {self.folder} aside, run `invoke vpn-ca` for a new one and reissue every laptop's "
+                "certificate (`invoke rotate-certificates --vpn-user NAME`)"
             )
-            _private(key_path, _key_pem(key))
-            self.cert_path.write_bytes(_pem(cert))
-        key = serialization.load_pem_private_key(key_path.read_bytes(), None)
         return key, x509.load_pem_x509_certificate(self.cert_path.read_bytes())
+
+    def _leaf(self, subject: str, key, days: int, usage, san: str | None = None):
+        ca_key, ca_cert = self._load()
+        now = dt.datetime.now(dt.UTC)
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+            .issuer_name(ca_cert.subject)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - dt.timedelta(minutes=5))
+            .not_valid_after(min(now + dt.timedelta(days=days), ca_cert.not_valid_after_utc))
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(_key_usage(digital_signature=True, key_encipherment=True), critical=True)
+            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+            .add_extension(
+                x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
+            )
+        )
+        if san:
+            builder = builder.add_extension(x509.SubjectAlternativeName([x509.DNSName(san)]), critical=False)
+        return builder.sign(ca_key, hashes.SHA256()), ca_cert
+
+    def issue_server(self, domain: str) -> tuple[bytes, bytes, bytes]:
+        """(key PEM, certificate PEM, chain PEM) of a Client VPN server certificate ``vpn.<domain>``."""
+        key = _vpn_key()
+        name = f"vpn.{domain}"
+        cert, ca_cert = self._leaf(name, key, SERVER_CERT_DAYS, ExtendedKeyUsageOID.SERVER_AUTH, san=name)
+        return _key_pem(key), _pem(cert), _pem(ca_cert)
 
     def _issued(self) -> dict:
         path = self.folder / "issued.json"
@@ -142,26 +195,12 @@ class VpnCa:
         (self.folder / "issued.json").write_text(json.dumps(issued, indent=1, sort_keys=True) + "\n")
 
     def issue(self, user: str, domain: str) -> tuple[bytes, bytes, int]:
-        """(key PEM, certificate PEM, serial) of a new client certificate for ``user``."""
-        ca_key, ca_cert = self._load()
-        key = ec.generate_private_key(ec.SECP256R1())
-        now = dt.datetime.now(dt.UTC)
-        serial = x509.random_serial_number()
-        cert = (
-            x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{user}.vpn.{domain}")]))
-            .issuer_name(ca_cert.subject)
-            .public_key(key.public_key())
-            .serial_number(serial)
-            .not_valid_before(now - dt.timedelta(minutes=5))
-            .not_valid_after(now + dt.timedelta(days=CERT_DAYS))
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
-            .add_extension(
-                x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
-            )
-            .sign(ca_key, hashes.SHA384())
-        )
+        """(key PEM, certificate PEM, serial) of a new client certificate for ``user`` (RSA 2048, clientAuth)."""
+        key = _vpn_key()
+        # CN = the user: IAM Roles Anywhere maps it to the session tag x509Subject/CN, which names their own S3
+        # prefix (terraform/modules/researcher_access)
+        cert, _ = self._leaf(user, key, CERT_DAYS, ExtendedKeyUsageOID.CLIENT_AUTH)
+        serial = cert.serial_number
         issued = self._issued()
         issued.setdefault(user, []).append({"serial": str(serial), "revoked": False})
         self._save_issued(issued)
@@ -204,7 +243,7 @@ class VpnCa:
                         .revocation_date(when)
                         .build()
                     )
-        crl = builder.sign(ca_key, hashes.SHA384())
+        crl = builder.sign(ca_key, hashes.SHA256())
         self.crl_path.write_bytes(crl.public_bytes(serialization.Encoding.PEM))
         return self.crl_path
 
@@ -252,6 +291,31 @@ class AddedUser:
     vpn_cert: Path
     vpn_key: Path
     created: list[str]
+    aws_config: Path | None = (
+        None  # None: no researcher_access output yet (the global root without the VPN CA)
+    )
+
+
+SIGNING_HELPER = "aws_signing_helper"
+
+
+def aws_config_text(spec: Cluster, user: str, access: dict, cert: Path, key: Path) -> str:
+    """The researcher's AWS profile: credentials from IAM Roles Anywhere for their VPN certificate (one hour, renewed
+    by aws_signing_helper at every call), for `lab submit`'s uploads; AWS_PROFILE=<cluster> selects it."""
+    helper = (f"{SIGNING_HELPER} credential-process --certificate {cert} --private-key {key} "
+              f"--trust-anchor-arn {access['trust_anchor_arn']} --profile-arn {access['profile_arn']} "
+              f"--role-arn {access['role_arn']}")  # fmt: skip
+    return f"[profile {spec.name}]\nregion = {spec.primary_region}\ncredential_process = {helper}\n"
+
+
+def researcher_access(out: Path | None = None) -> dict | None:
+    """The global root's researcher_access output (trust anchor, profile, role), None before it exists."""
+    from provision.terraform import outputs
+
+    try:
+        return outputs.global_output("researcher_access", **({"out": out} if out else {}))
+    except UserError:
+        return None
 
 
 def _create(api_client, obj: dict) -> str:
@@ -323,7 +387,8 @@ def _admin_cluster(kubeconfig: str | None) -> tuple[str, str | None]:
     return cluster["server"], ca
 
 
-def request_client_certificate(api_client, user: str, timeout_s: float = 60) -> tuple[bytes, bytes, str]:
+def request_client_certificate(api_client, user: str, timeout_s: float = 60, group: str = USERS_GROUP,
+                               seconds: int = CERT_DAYS * 24 * 3600) -> tuple[bytes, bytes, str]:  # fmt: skip
     """(key PEM, certificate PEM, CSR name) through the CertificateSigningRequest API, approved by the caller."""
     from kubernetes import client
 
@@ -333,14 +398,14 @@ def request_client_certificate(api_client, user: str, timeout_s: float = 60) -> 
         .subject_name(
             x509.Name(
                 [
-                    x509.NameAttribute(NameOID.ORGANIZATION_NAME, USERS_GROUP),
+                    x509.NameAttribute(NameOID.ORGANIZATION_NAME, group),
                     x509.NameAttribute(NameOID.COMMON_NAME, user),
                 ]
             )
         )  # fmt: skip
         .sign(key, hashes.SHA256())
     )
-    name = f"research-user-{user}-{secrets.token_hex(3)}"
+    name = f"{'research-user' if group == USERS_GROUP else 'research-operator'}-{user}-{secrets.token_hex(3)}"
     certs = client.CertificatesV1Api(api_client)
     certs.create_certificate_signing_request(
         {
@@ -351,7 +416,7 @@ def request_client_certificate(api_client, user: str, timeout_s: float = 60) -> 
                 "request": base64.b64encode(csr.public_bytes(serialization.Encoding.PEM)).decode(),
                 "signerName": SIGNER,
                 "usages": ["digital signature", "client auth"],
-                "expirationSeconds": CERT_DAYS * 24 * 3600,
+                "expirationSeconds": seconds,
             },
         }
     )
@@ -436,7 +501,7 @@ def annotate_service_account(api_client, namespace: str, role_arn: str) -> None:
 
 
 def add_user(spec: Cluster, user: str, admin_kubeconfig: str | None = None, home: Path | None = None,
-             timeout_s: float = 60, role_arn: str | None = None) -> AddedUser:  # fmt: skip
+             timeout_s: float = 60, role_arn: str | None = None, access: dict | None = None) -> AddedUser:  # fmt: skip
     from kubernetes import config
 
     check_user(spec, user)
@@ -467,9 +532,58 @@ def add_user(spec: Cluster, user: str, admin_kubeconfig: str | None = None, home
     vpn_key, vpn_cert, _ = VpnCa(home / "vpn-ca", spec.name).issue(user, spec.domain)
     _private(out / "vpn-client.key", vpn_key)
     (out / "vpn-client.crt").write_bytes(vpn_cert)
-    return AddedUser(
-        spec.researchers.namespace(user), kubeconfig, out / "vpn-client.crt", out / "vpn-client.key", created
-    )
+    access = researcher_access() if access is None else access
+    aws_config = None
+    if access:  # paths as they will be on the laptop: next to the config in ~/.config/research-cluster
+        laptop = Path("~/.config/research-cluster")
+        aws_config = out / "aws-config"
+        aws_config.write_text(
+            aws_config_text(spec, user, access, laptop / "vpn-client.crt", laptop / "vpn-client.key")
+        )
+    return AddedUser(spec.researchers.namespace(user), kubeconfig, out / "vpn-client.crt", out / "vpn-client.key",
+                     created, aws_config)  # fmt: skip
+
+
+# --- operators: their own short-lived identities; admin.conf is break-glass --------------------------------------
+OPERATORS_GROUP = "research:operators"
+OPERATOR_BINDING = "research-operators"
+MAX_OPERATOR_HOURS = 12
+
+
+def operator_binding() -> dict:
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": OPERATOR_BINDING, "labels": {"app.kubernetes.io/managed-by": "research-cluster"}},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [{"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": OPERATORS_GROUP}]}  # fmt: skip
+
+
+def operator_kubeconfig(spec: Cluster, name: str, admin_kubeconfig: str | None, out: Path, hours: int = 8,
+                        timeout_s: float = 60) -> Path:  # fmt: skip
+    """A kubeconfig for operator NAME with a certificate of the cluster's CA valid HOURS (at most 12): CN = NAME
+    (what the API server's audit log names), O = research:operators (bound to cluster-admin). The admin kubeconfig
+    (fetched from SSM by the operator role) only approves the request; day-to-day work never uses it."""
+    from kubernetes import config
+
+    if not 1 <= hours <= MAX_OPERATOR_HOURS:
+        raise UserError(
+            f"--duration {hours}: an operator's certificate lasts 1 to {MAX_OPERATOR_HOURS} hours"
+        )
+    if not re.fullmatch(r"[a-z][a-z0-9._-]{0,62}", name) or name in {u.name for u in spec.users}:
+        raise UserError(
+            f"--name {name!r}: an operator's own name (lower case, not a researcher's), e.g. jdoe"
+        )
+    api_client = config.new_client_from_config(config_file=admin_kubeconfig)
+    try:
+        _create(api_client, operator_binding())
+        key, cert, _ = request_client_certificate(api_client, name, timeout_s, OPERATORS_GROUP, hours * 3600)
+    finally:
+        api_client.close()
+    server, ca = _admin_cluster(admin_kubeconfig)
+    text = kubeconfig_text(spec, name, server, ca, key, cert)
+    doc = yaml.safe_load(text)
+    doc["contexts"][0]["context"].pop("namespace", None)
+    _private(out, yaml.safe_dump(doc, sort_keys=False).encode())
+    return out
 
 
 def remove_plan(spec: Cluster, user: str) -> list[str]:
@@ -481,12 +595,13 @@ def remove_plan(spec: Cluster, user: str) -> list[str]:
         f"Namespace {ns} (every job, pod and claim in it; the volumes' data stays)",
         f"CertificateSigningRequests labelled {USER_LABEL}={user}",
         f"{user} from the readers of the lab settings (RoleBinding kube-public/research-lab-settings-reader)",
-        f"the VPN certificates of {user} (revoked in crl.pem)",
+        f"the VPN certificates of {user} (revoked in crl.pem; imported into Client VPN and IAM Roles Anywhere)",
     ]
 
 
 def remove_user(spec: Cluster, user: str, admin_kubeconfig: str | None = None, home: Path | None = None,
-                vpn_endpoint: str | None = None, region: str | None = None) -> list[str]:  # fmt: skip
+                vpn_endpoint: str | None = None, region: str | None = None,
+                access: dict | None = None) -> list[str]:  # fmt: skip
     from kubernetes import client, config
     from kubernetes.client.exceptions import ApiException
 
@@ -531,7 +646,32 @@ def remove_user(spec: Cluster, user: str, admin_kubeconfig: str | None = None, h
     if vpn_endpoint:
         import_crl(ca.crl_path, vpn_endpoint, region or spec.primary_region)
         done.append(f"imported the revocation list into {vpn_endpoint}")
+    anchor = access.get("trust_anchor_arn") if access else (researcher_access() or {}).get("trust_anchor_arn")
+    if anchor:
+        import_roles_anywhere_crl(ca.crl_path, anchor, spec.name)
+        done.append(f"imported the revocation list for the trust anchor {anchor}: no more AWS credentials")
+    else:
+        done.append(
+            "no researchers' trust anchor (global output researcher_access): no AWS credentials to revoke"
+        )
     return done
+
+
+def import_roles_anywhere_crl(crl_path: Path, trust_anchor_arn: str, cluster: str, client=None) -> str:
+    """Load the CA's revocation list into IAM Roles Anywhere for the researchers' trust anchor (replacing the one
+    imported before): a revoked certificate gets no credentials. Returns the CRL's id."""
+    import boto3
+
+    region = trust_anchor_arn.split(":")[3]
+    ra = client or boto3.client("rolesanywhere", region_name=region)
+    name, data = f"{cluster}-researchers", crl_path.read_bytes()
+    for crl in ra.list_crls().get("crls", []):
+        if crl.get("name") == name and crl.get("trustAnchorArn") == trust_anchor_arn:
+            ra.update_crl(crlId=crl["crlId"], crlData=data)
+            return crl["crlId"]
+    return ra.import_crl(name=name, crlData=data, trustAnchorArn=trust_anchor_arn, enabled=True)["crl"][
+        "crlId"
+    ]
 
 
 def import_crl(crl_path: Path, endpoint_id: str, region: str) -> None:

@@ -25,6 +25,9 @@ for key, value in {
     # the emulator pulls no image: deploy tasks may apply images by tag here (provision/images.py); the refusal
     # itself is tested with it unset (tests/provision/test_images.py)
     "RESEARCH_CLUSTER_LOCAL_IMAGES_BY_TAG": "1",
+    # the lab's registry, where its own autoscaler image lives (provision/lab_images.py); the refusal without one
+    # is tested with an empty environment (tests/provision/test_lab_images.py)
+    "LAB_REGISTRY": "123456789012.dkr.ecr.us-west-2.amazonaws.com",
 }.items():
     os.environ[key] = value
 

@@ -77,8 +77,11 @@ class ImageConfig:
 
 # deploy/Dockerfile: the autoscaler image (python:3.11 slim, /opt/autoscaler venv, USER 10001:10001); here its
 # venv is this interpreter's.
+# It lives in the lab's own registry, <registry>/<cluster>/autoscaler (provision/lab_images.py): any repository
+# whose last part is "autoscaler".
+AUTOSCALER_REPOSITORY = "autoscaler"
 IMAGES: dict[str, ImageConfig] = {
-    "ghcr.io/research-cluster/autoscaler": ImageConfig(
+    AUTOSCALER_REPOSITORY: ImageConfig(
         entrypoint=("autoscaler",),
         cmd=("run", "--help"),
         env={"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "HOME": "/tmp", "TMPDIR": "/tmp"},
@@ -100,7 +103,7 @@ def image_config(image: str) -> ImageConfig | None:
         repo = repo.rsplit(":", 1)[0]
     if repo.endswith("/" + standard_image.repository()):
         return replace(STANDARD, venv_bin=standard_bin())
-    return IMAGES.get(repo)
+    return IMAGES.get(repo.rsplit("/", 1)[-1])
 
 
 _VAR = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)|\$\$")

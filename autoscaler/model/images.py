@@ -45,6 +45,8 @@ def layers(image: str) -> dict[str, float]:
     entry = (cat.get("images") or {}).get(repo)
     if entry is None and repo.endswith("/" + standard_image.repository()):
         return standard_image.layers()
+    if entry is None and repo.endswith("/autoscaler"):  # the lab's own registry, whichever it is
+        entry = (cat.get("images") or {}).get("autoscaler")
     if entry is None and image.rsplit(":", 1)[-1].startswith("deps-"):  # lab's requirements image
         return {**standard_image.layers(), f"layer-of:{image}": float(cat["default_mb"])}
     if entry is None:

@@ -27,14 +27,11 @@ from pathlib import Path
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric import rsa
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from clusterspec.errors import UserError
 from clusterspec.spec import Cluster
 from provision import monitoring
-from provision.users import DEFAULT_HOME, VpnCa, _key_pem, _pem, _private
+from provision.users import DEFAULT_HOME, VpnCa, _pem, _private
 
 SERVER_CERT_DAYS = 825  # the longest validity browsers and most TLS clients accept for a server certificate
 
@@ -268,30 +265,13 @@ def renew_vpn_server(cluster: Cluster, home: Path | None = None, session: boto3.
             f"no Client VPN endpoint {cluster.name}-{cluster.primary_region}-laptops with a server certificate"
         )
     arn = endpoint["ServerCertificateArn"]
-    ca = VpnCa(Path(home or DEFAULT_HOME) / "vpn-ca", cluster.name)
-    ca_key, ca_cert = ca._load()
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    name = f"vpn.{cluster.domain}"
-    now = dt.datetime.now(dt.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
-        .issuer_name(ca_cert.subject).public_key(key.public_key()).serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=SERVER_CERT_DAYS))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=True,
-                                     data_encipherment=False, key_agreement=False, key_cert_sign=False,
-                                     crl_sign=False, encipher_only=False, decipher_only=False), critical=True)
-        .sign(ca_key, hashes.SHA256())
-    )  # fmt: skip
+    key, cert, chain = VpnCa(Path(home or DEFAULT_HOME) / "vpn-ca", cluster.name).issue_server(cluster.domain)
     try:
         session.client("acm", region_name=cluster.primary_region).import_certificate(
             CertificateArn=arn,
-            Certificate=_pem(cert),
-            PrivateKey=_key_pem(key),
-            CertificateChain=_pem(ca_cert),
+            Certificate=cert,
+            PrivateKey=key,
+            CertificateChain=chain,
         )
     except (BotoCoreError, ClientError) as e:
         raise UserError(f"ACM ImportCertificate {arn}: {e}".splitlines()[0]) from None

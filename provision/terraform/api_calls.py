@@ -50,6 +50,9 @@ class PolicyResolver(Resolver):
 def _strings(resolver: PolicyResolver, raw) -> list[str]:
     if isinstance(raw, list):
         return [resolver.text(x) for x in raw]
+    m = re.fullmatch(r"\$\{var\.([\w-]+)\}", raw) if isinstance(raw, str) else None
+    if m and isinstance(resolver.bindings.get(m[1]), list):  # a list the root binds (seams._bound)
+        return [resolver.text(x) for x in resolver.bindings[m[1]]]
     return [resolver.text(raw)]
 
 

@@ -79,6 +79,16 @@ def _node_group(cluster: Cluster, region: Region, group) -> dict:
     }
 
 
+def _lab_repositories(cluster: Cluster) -> list[str]:
+    """The lab's own ECR repositories (provision/lab_images.py): the autoscaler's and one mirror per third-party
+    image of provision/data/images.yaml."""
+    from provision import lab_images
+
+    names = [lab_images.autoscaler_repository(cluster)]
+    names += [lab_images.mirror_repository(cluster, i) for i in lab_images.third_party()]
+    return sorted(set(names))
+
+
 def _common(cluster: Cluster, backend: Backend, out_dir: Path, root: str) -> dict:
     return {
         "cluster": cluster.name,
@@ -97,11 +107,13 @@ def global_context(cluster: Cluster, backend: Backend, out_dir: Path) -> dict:
         "researchers_roles": bool(cluster.users)
         and {"datasets", "results"} <= set(cluster.storage.s3.buckets),
         "autoscaler_subject": AUTOSCALER_IRSA_SUBJECT,
+        "researchers_repository": f"{cluster.name}/{cluster.researchers.ecr_repository}",
         "region": cluster.primary_region,
         "regions": [r.name for r in cluster.regions],  # issue 26: the image builder's regions
         "bucket_purposes": list(cluster.storage.s3.buckets),
         "noncurrent_version_days": cluster.storage.s3.noncurrent_version_days,
         "site_names": [s.name for s in cluster.sites],
+        "site_gateways": [v.name for s in cluster.sites for v in s.servers if "gateway" in v.roles],
         "psk_ssm_prefix": cluster.vpn.psk_ssm_prefix,
         "operations": operations_context(cluster),  # issue 29: roots/global/operations.tf.j2
     }
@@ -118,6 +130,7 @@ def region_context(
     ctx = _common(cluster, backend, out_dir, region_name) | {
         "region": region_name,
         "is_primary": region_name == primary,
+        "lab_repositories": _lab_repositories(cluster),
         "primary_region": primary,
         "primary_state_key": backend.key(primary),
         "vpc_cidr": region.cidr,

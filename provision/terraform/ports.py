@@ -78,6 +78,18 @@ PORTS = [
 ]  # fmt: skip
 
 
+# Ports only the cluster's nodes may reach (issue 36): no egress rule of these groups (machines where researchers
+# have shells) may cover them. A node's ingress admits the node networks (prefix-list:nodes), which hold the SSH
+# machines' addresses too, so the machines' own group is where they are refused.
+NODES_ONLY = [
+    _p("flannel VXLAN", "network", "cluster", "prefix-list:nodes", "udp", 8472, 8472,
+       "flannel Documentation/backends.md, vxlan: an unauthenticated overlay; a packet from a shell is a pod's"),
+    _p("kubelet API", "network", "cluster", "prefix-list:nodes", "tcp", 10250, 10250,
+       KUBEADM + ": the kubelet serves the API server and metrics scrapers"),
+]  # fmt: skip
+SHELL_GROUPS = [("ssh_machines", "ssh")]  # (module, security group) of machines with researchers' shells
+
+
 def _ref(expr: str) -> tuple[str, str] | None:
     m = re.search(r"\b(aws_security_group|aws_ec2_managed_prefix_list)\.(\w+)(?:\[\d+\])?\.id\b", expr)
     if m:

@@ -78,10 +78,19 @@ def scopes(
         if target is None or not target.is_dir():
             continue
         inner = {
-            k: _literal(resolver, v) for k, v in body.items() if k not in _MODULE_META and k != "__is_block__"
+            k: _bound(resolver, v) for k, v in body.items() if k not in _MODULE_META and k != "__is_block__"
         }
         inner = {k: v for k, v in inner.items() if v is not None}
         yield from scopes(checker, target, inner, f"{context} module.{name}".strip(), depth + 1)
+
+
+def _bound(resolver: Resolver, raw: object) -> object | None:
+    """A module argument the callee's rules can use: a literal, or a list of literals (a list of names that an
+    IAM condition lists, e.g. the sites' gateways)."""
+    if isinstance(raw, list):
+        items = [_literal(resolver, x) for x in raw]
+        return items if all(isinstance(x, str) for x in items) else None
+    return _literal(resolver, raw)
 
 
 def _number(scope: Scope, raw: object) -> int | None:
@@ -259,6 +268,128 @@ def ports(scope: Scope, shown: Path, table: list[ports_table.Port] | None = None
     return out
 
 
+# --- rule 5: the nodes' own ports are not reachable from machines with shells ------------------------------------
+def egress_rules(scope: Scope) -> Iterator[tuple[Path, str, str, str, int, int]]:
+    """(file, resource name, key, protocol, from, to) of every egress rule: a literal rule, or one whose for_each
+    draws [protocol, from, to, ...] entries from a local map (directly or through a for expression over it)."""
+    local_values = scope.d.locals()
+    for tf, rtype, name, body in scope.d.typed("resource"):
+        if rtype != "aws_vpc_security_group_egress_rule":
+            continue
+        each = str(body.get("for_each", ""))
+        group = ports_table.party(scope.d.path.name, str(body.get("security_group_id", "")))
+        names = re.findall(r"local\.(\w+)", each)
+        for n in list(names):  # a for expression over another local (setproduct of ports and networks)
+            if isinstance(local_values.get(n), str):
+                names += re.findall(r"local\.(\w+)", local_values[n])
+        maps = [local_values.get(m) for m in names]
+        for entries in [m for m in maps if isinstance(m, dict)]:
+            if isinstance(m2 := next(iter(entries.values()), None), list) and len(m2) >= 3 and \
+                    all(isinstance(v, list) and len(v) >= 3 for v in entries.values()):  # fmt: skip
+                for key, (proto, lo, hi, *_rest) in entries.items():
+                    yield tf, group, name, key, _unquote(str(proto)).strip('"'), int(lo), int(hi)
+                break
+        else:
+            proto = _unquote(str(body.get("ip_protocol", ""))).strip('"')
+            lo, hi = body.get("from_port", -1), body.get("to_port", -1)
+            yield (tf, group, name, "", proto, int(lo) if isinstance(lo, int) else -1,
+                   int(hi) if isinstance(hi, int) else -1)  # fmt: skip
+
+
+def nodes_only(scope: Scope, shown: Path, table: list[ports_table.Port] | None = None) -> list[Problem]:
+    table = ports_table.NODES_ONLY if table is None else table
+    module = scope.d.path.name
+    out = []
+    for tf, group, name, key, proto, lo, hi in egress_rules(scope):
+        if (module, group) not in ports_table.SHELL_GROUPS:
+            continue
+        for port in table:
+            o = port.opening
+            if proto == "-1" or (proto == o.proto and lo <= o.lo and o.hi <= hi):
+                start = Locator(tf).header("resource", "aws_vpc_security_group_egress_rule", name)
+                line = next((i + 1 for i, ln in enumerate(Locator(tf).lines) if key and re.match(rf"\s*{re.escape(key)}\s*=", ln)),
+                            start)  # fmt: skip
+                out.append(Problem(_show(tf, shown), line,
+                                   f"aws_vpc_security_group_egress_rule.{name}{f'[{key}]' if key else ''}", "egress",
+                                   f"{module}.{group} (researchers' shells) reaches {o.proto} {o.lo}, {port.component}, "
+                                   f"which only the cluster's nodes may reach ({port.cite}); leave it out of the "
+                                   "group's egress"))  # fmt: skip
+    return out
+
+
+# --- rule 6: on machines with shells, only root reaches the instance metadata -----------------------------------
+IMDS = (
+    'Amazon EC2 User Guide, "Limit access to the instance metadata service": a local firewall rule (iptables or '
+    "nftables owner match) keeps users other than root from the role's credentials; the hop limit only keeps "
+    "containers out"
+)
+IMDS_ROOT_ONLY = [
+    re.compile(r"ip daddr 169\.254\.169\.254 meta skuid != 0 (reject|drop)"),
+    re.compile(r"-d 169\.254\.169\.254\b.*-m owner ! --uid-owner (0|root)\b.*-j (REJECT|DROP)"),
+]
+
+
+def imds_root_only(scope: Scope, shown: Path) -> list[Problem]:
+    """Every instance of a module with shell users (ports.SHELL_GROUPS) runs user data (a templatefile of the
+    module) with a rule that keeps non-root users from 169.254.169.254."""
+    module = scope.d.path.name
+    if module not in {m for m, _ in ports_table.SHELL_GROUPS}:
+        return []
+    out = []
+    for tf, rtype, name, _body in scope.d.typed("resource"):
+        if rtype not in ("aws_instance", "aws_launch_template"):
+            continue
+        text = "\n".join(f.read_text() for f in scope.d.files)
+        templates = [
+            scope.d.path / t for t in re.findall(r'templatefile\("\$\{path\.module\}/([^"]+)"', text)
+        ]
+        user_data = "\n".join(t.read_text() for t in templates if t.is_file())
+        if any(r.search(user_data) for r in IMDS_ROOT_ONLY):
+            continue
+        start = Locator(tf).header("resource", rtype, name)
+        out.append(Problem(_show(tf, shown), start, f"{rtype}.{name}", "user_data",
+                           f"researchers have shells on {module}, and its user data lets every local user read the "
+                           f"instance role's credentials from 169.254.169.254 ({IMDS}); add an nftables rule "
+                           "`ip daddr 169.254.169.254 meta skuid != 0 reject` loaded at boot"))  # fmt: skip
+    return out
+
+
+# --- rule 7: an EFA group's one zone is one that offers its instance types ------------------------------------------
+EFA_ZONE = (
+    'Amazon EC2 User Guide, "Placement groups": a cluster placement group is in one zone, and only the zones that '
+    "DescribeInstanceTypeOfferings lists for an instance type launch it"
+)
+
+
+def _follows(scope: Scope, expr: str, target: str, depth: int = 0) -> bool:
+    """Whether ``expr`` refers to ``target``, directly or through the module's locals."""
+    if target in expr:
+        return True
+    if depth > 4:
+        return False
+    local_values = scope.d.locals()
+    return any(_follows(scope, str(local_values.get(n, "")), target, depth + 1)
+               for n in re.findall(r"local\.(\w+)", expr))  # fmt: skip
+
+
+def efa_zone(scope: Scope, shown: Path) -> list[Problem]:
+    out = []
+    for tf, rtype, name, body in scope.d.typed("resource"):
+        if rtype != "aws_autoscaling_group" or "aws_placement_group" not in str(
+            body.get("placement_group", "")
+        ):
+            continue
+        if _follows(scope, str(body.get("vpc_zone_identifier", "")), "data.aws_ec2_instance_type_offerings"):
+            continue
+        start = Locator(tf).header("resource", rtype, name)
+        out.append(Problem(_show(tf, shown), Locator(tf).argument(start, ("vpc_zone_identifier",)),
+                           f"{rtype}.{name}", "vpc_zone_identifier",
+                           "a group in a cluster placement group launches in one zone, and this one is not chosen by "
+                           f"the instance types' offerings ({EFA_ZONE}); take the zone from "
+                           "data.aws_ec2_instance_type_offerings"))  # fmt: skip
+    return out
+
+
 # --- running them ----------------------------------------------------------------------------------------------
 @dataclass
 class Counts:
@@ -282,6 +413,9 @@ def check(
         (alone,) = list(scopes(checker, module, None))[:1]
         problems.update(lambda_concurrency(alone, shown))
         problems.update(ports(alone, shown))
+        problems.update(nodes_only(alone, shown))
+        problems.update(imds_root_only(alone, shown))
+        problems.update(efa_zone(alone, shown))
         counts["Lambda functions"] += sum(
             1 for _, r, _, _ in alone.d.typed("resource") if r == "aws_lambda_function"
         )

@@ -88,6 +88,15 @@ def size(value: object, module: Module) -> int:
     call = re.fullmatch(r"(toset|tolist|tomap|merge)\((.*)\)", expr, re.S)
     if call:
         return sum(size(a, module) for a in _split_args(call[2]))
+    call = re.fullmatch(r"keys\((.*)\)", expr, re.S)
+    if call:
+        return size(call[1], module)
+    product = re.match(r"\{\s*for\s+\w+\s+in\s+setproduct\((.*?)\)\s*:", expr, re.S)  # one entry per pair
+    if product:
+        total = 1
+        for a in _split_args(product[1]):
+            total *= size(a, module)
+        return total
     ref = re.fullmatch(r"(var|local)\.([\w-]+)", expr)
     if ref and ref[1] == "var" and ref[2] in module.bindings:
         return size(module.bindings[ref[2]], module)

@@ -22,7 +22,9 @@ def test_invoke_up_all_does_the_documented_steps_in_order(monkeypatch, capsys):
     from provision.terraform import commands
 
     steps: list[str] = []
-    monkeypatch.setattr(preflight, "run", lambda cluster, names, bucket=None: steps.append("preflight") or [])
+    monkeypatch.setattr(
+        preflight, "run", lambda cluster, names, bucket=None, out_dir=None: steps.append("preflight") or []
+    )
 
     def up(cluster, names, *args, **kwargs):
         steps.extend(f"apply {n}" for n in names)

@@ -42,8 +42,12 @@ def _rendered() -> set[str]:
 
 
 def test_every_rendered_image_is_recorded_in_the_table():
+    """All but the lab's own autoscaler image, whose line `invoke push-autoscaler` adds with the digest it pushed
+    (the preflight says so until then: tests/provision/test_lab_images.py)."""
+    from provision import lab_images
+
     recorded = set(images.table())
-    named = {i.split("@", 1)[0] for i in _rendered()}
+    named = {i.split("@", 1)[0] for i in _rendered()} - {lab_images.autoscaler_image(SPEC)}
     assert named <= recorded, sorted(named - recorded)
 
 

@@ -7,16 +7,18 @@ import datetime as dt
 
 import boto3
 import pytest
+import yaml
 from botocore.stub import Stubber
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from moto import mock_aws
 
 from clusterspec.loader import load_spec
-from provision import preflight
+from provision import preflight, vpn_ca
 from provision.terraform.commands import selected_roots
+from tests.support import ROOT
 
 ACCOUNT = "123456789012"
 CODES = sorted(set(preflight.ON_DEMAND.values()) | set(preflight.SPOT.values()))
@@ -139,6 +141,7 @@ def test_a_fresh_account_gets_one_line_per_problem(aws, spec, tmp_path, capsys):
     assert "TF_VAR_client_vpn_client_ca_arn is not set" in printed
     assert "deployed images have no digest (nvcr.io/nvidia/k8s-device-plugin:v0.17.4 and " in printed
     assert "run `invoke pin-images`" in printed
+    assert "push-autoscaler" not in printed  # its ECR repository comes with the primary region's apply
     assert all("\n" not in line for line in problems) and len(problems) == len(set(problems))
 
 
@@ -149,6 +152,10 @@ def test_a_prepared_account_passes(aws, spec, tmp_path):
         tmp_path / "images.yaml"
     )  # as `invoke pin-images` leaves the table (tests/provision/test_pin_images.py)
     pinned.write_text(images.TABLE.read_text().replace("digest: null", 'digest: "sha256:' + "0" * 64 + '"'))
+    from provision import lab_images  # and the lab's own image, as `invoke push-autoscaler` records it
+
+    lab_images.record(lab_images.autoscaler_image(spec), "sha256:" + "1" * 64, "cluster.yaml autoscaler.image",
+                      path=pinned)  # fmt: skip
     boto3.client("s3", region_name="us-west-2").create_bucket(
         Bucket="dlr-terraform-state", CreateBucketConfiguration={"LocationConstraint": "us-west-2"}
     )
@@ -156,7 +163,7 @@ def test_a_prepared_account_passes(aws, spec, tmp_path):
         boto3.client("ssm", region_name=region).put_parameter(
             Name="/dlr/ami/gpu-worker", Value="ami-0123456789abcdef0", Type="String"
         )
-    rsa_arn = _import(rsa.generate_private_key(public_exponent=65537, key_size=2048))
+    rsa_arn = vpn_ca.create(spec, boto3.client("acm", region_name="us-west-2"), tmp_path / "tf", tmp_path).arn
     high = {r: {c: 10_000.0 for c in CODES} for r in spec.spill_over_order}
     problems = preflight.preflight(
         spec, selected_roots(spec, None, True), _clients(high), account=ACCOUNT,
@@ -176,10 +183,42 @@ def test_the_vcpus_every_apply_launches(spec):
 
 def test_the_certificates_may_come_from_the_rendered_roots_tfvars(aws, tmp_path):
     """`invoke up` accepts them in a *.auto.tfvars of the primary root; so does the preflight."""
-    arn = _import(rsa.generate_private_key(public_exponent=65537, key_size=2048))
+    arn = vpn_ca.create(
+        load_spec(), boto3.client("acm", region_name="us-west-2"), tmp_path / "tf", tmp_path
+    ).arn
     root = tmp_path / "us-west-2"
     root.mkdir()
     (root / "vpn.auto.tfvars").write_text(
         f'client_vpn_server_certificate_arn = "{arn}"\nclient_vpn_client_ca_arn = "{arn}"\n'
     )
     assert preflight.check_certificates(load_spec(), _clients({}), {}, root) == []
+
+
+def test_an_efa_group_needs_a_zone_that_offers_its_types(aws, tmp_path):
+    """Against moto's offerings (issue 36): g4dn.8xlarge (EFA) is offered in us-west-2a to c, not d; a region
+    listing only us-west-2d is refused in one line, and the zone chosen is the offering one, not the first letter."""
+    doc = yaml.safe_load((ROOT / "cluster.yaml").read_text())
+    doc["regions"][0]["zones"] = ["us-west-2d", "us-west-2b"]
+    doc["regions"][0]["node_groups"] = [
+        {"name": "efa-t4", "instance_types": ["g4dn.8xlarge"], "min": 0, "max": 2}
+    ]
+    (tmp_path / "ok.yaml").write_text(yaml.safe_dump(doc))
+    ok = load_spec(tmp_path / "ok.yaml")
+    (group,) = ok.region("us-west-2").node_groups
+    assert preflight.efa_zones(ok, "us-west-2", group, _clients({})) == ["us-west-2b"]
+    assert [p for p in preflight.check_zones(ok, ["us-west-2"], _clients({})) if "us-west-2:" in p] == []
+    doc["regions"][0]["zones"] = ["us-west-2d"]
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(doc))
+    bad = load_spec(tmp_path / "bad.yaml")
+    (line,) = preflight.check_zones(bad, ["us-west-2"], _clients({}))
+    assert line.startswith("us-west-2: EFA group efa-t4 (g4dn.8xlarge) needs one zone that offers every type, and "
+                           "none of us-west-2d does")  # fmt: skip
+
+
+def test_once_its_repository_exists_the_autoscalers_image_needs_pushing(aws, spec, tmp_path):
+    """Issue 36: the lab's own image, after the apply made its ECR repository: the preflight names the task."""
+    boto3.client("ecr", region_name="us-west-2").create_repository(repositoryName="dlr/autoscaler")
+    (line,) = preflight.check_image_digests(None, spec, _clients({}))[1:]
+    assert line.startswith("the autoscaler's image 123456789012.dkr.ecr.us-west-2.amazonaws.com/dlr/autoscaler:0.1.0 "
+                           "has no digest")  # fmt: skip
+    assert "run `invoke push-autoscaler`" in line

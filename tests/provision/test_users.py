@@ -214,3 +214,84 @@ def test_the_revocation_list_goes_to_the_client_vpn_endpoint(tmp_path: Path, mon
     with stub:
         users.import_crl(ca.crl_path, "cvpn-endpoint-0123456789abcdef0", "us-west-2")
     stub.assert_no_pending_responses()
+
+
+ACCESS = {
+    "trust_anchor_arn": "arn:aws:rolesanywhere:us-west-2:123456789012:trust-anchor/0123abcd-0000-0000-0000-000000000000",
+    "profile_arn": "arn:aws:rolesanywhere:us-west-2:123456789012:profile/4567ef00-0000-0000-0000-000000000000",
+    "role_arn": "arn:aws:iam::123456789012:role/dlr-researcher-laptop",
+}
+
+
+def test_add_user_gives_the_researcher_an_aws_identity_for_lab_submit(emu, admin, tmp_path: Path) -> None:  # noqa: F811
+    """Issue 36: the VPN certificate (CN = the user, which Roles Anywhere makes the session tag naming their prefix)
+    and an AWS profile whose credential_process trades it for the laptop role's credentials."""
+    added = users.add_user(SPEC, "alice", admin, tmp_path, timeout_s=5, access=ACCESS)
+    vpn = x509.load_pem_x509_certificate(added.vpn_cert.read_bytes())
+    assert vpn.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value == "alice"
+    text = added.aws_config.read_text()
+    assert text.startswith(
+        "[profile dlr]\nregion = us-west-2\ncredential_process = aws_signing_helper credential-process "
+    )
+    for arn in ACCESS.values():
+        assert arn in text
+    assert "--certificate ~/.config/research-cluster/vpn-client.crt" in text and "PRIVATE KEY" not in text
+    none = users.add_user(SPEC, "bob", admin, tmp_path, timeout_s=5, access={})  # no trust anchor yet
+    assert none.aws_config is None
+
+
+def test_remove_user_unbinds_and_revokes_aws_credentials(emu, admin, tmp_path, monkeypatch) -> None:  # noqa: F811
+    import boto3
+    from botocore.stub import ANY, Stubber
+    from kubernetes.client.exceptions import ApiException
+
+    users.add_user(SPEC, "alice", admin, tmp_path, timeout_s=5, access=ACCESS)
+    alice = config.new_client_from_config(config_file=str(emu.write_kubeconfig(
+        tmp_path / "alice", user="alice", groups=(users.USERS_GROUP,))))  # fmt: skip
+    core = client.CoreV1Api(alice)
+    core.read_namespaced_config_map("research-lab-settings", "kube-public")  # a researcher reads the settings
+    ra = boto3.client("rolesanywhere", region_name="us-west-2")
+    stub = Stubber(ra)
+    stub.add_response("list_crls", {"crls": []})
+    stub.add_response("import_crl", {"crl": {"crlId": "c0ffee00-0000-0000-0000-000000000000"}},
+                      {"name": "dlr-researchers", "crlData": ANY, "trustAnchorArn": ACCESS["trust_anchor_arn"],
+                       "enabled": True})  # fmt: skip
+    monkeypatch.setattr(boto3, "client", lambda *a, **k: ra)
+    with stub:
+        done = users.remove_user(SPEC, "alice", admin, tmp_path, access=ACCESS)
+    stub.assert_no_pending_responses()
+    assert any(
+        line.startswith("RoleBinding kube-public/research-lab-settings-reader: alice") for line in done
+    )
+    assert done[-1].startswith(
+        f"imported the revocation list for the trust anchor {ACCESS['trust_anchor_arn']}"
+    )
+    with pytest.raises(ApiException) as e:  # still research:users by certificate, no longer a reader
+        core.read_namespaced_config_map("research-lab-settings", "kube-public")
+    assert e.value.status == 403
+    bob = config.new_client_from_config(config_file=str(emu.write_kubeconfig(
+        tmp_path / "bob", user="bob", groups=(users.USERS_GROUP,))))  # fmt: skip
+    client.CoreV1Api(bob).read_namespaced_config_map("research-lab-settings", "kube-public")
+
+
+def test_an_operator_gets_their_own_short_lived_identity(emu, admin, tmp_path: Path) -> None:  # noqa: F811
+    """Issue 36: CN = the operator, O = research:operators (bound to cluster-admin), valid hours, not a year;
+    the admin kubeconfig only approved it."""
+    import datetime as dt
+
+    path = users.operator_kubeconfig(SPEC, "jdoe", admin, tmp_path / "jdoe.conf", hours=8, timeout_s=5)
+    assert _mode(path) == 0o600
+    doc = load_yaml(path)
+    cert = x509.load_pem_x509_certificate(
+        base64.b64decode(doc["users"][0]["user"]["client-certificate-data"])
+    )
+    assert cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value == "jdoe"
+    assert cert.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)[0].value == users.OPERATORS_GROUP
+    assert cert.not_valid_after_utc - dt.datetime.now(dt.UTC) <= dt.timedelta(hours=8, minutes=1)
+    api = config.new_client_from_config(str(path))
+    assert client.CoreV1Api(api).list_namespaced_secret("kube-system") is not None  # cluster-admin
+    api.close()
+    with pytest.raises(UserError, match="lasts 1 to 12 hours"):
+        users.operator_kubeconfig(SPEC, "jdoe", admin, tmp_path / "x.conf", hours=24)
+    with pytest.raises(UserError, match="not a researcher's"):
+        users.operator_kubeconfig(SPEC, "alice", admin, tmp_path / "x.conf")

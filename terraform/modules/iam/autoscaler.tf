@@ -94,6 +94,11 @@ data "aws_iam_policy_document" "autoscaler" {
       variable = "autoscaling:VPCZoneIdentifiers"
       values   = ["true"]
     }
+    condition {
+      test     = "Null"
+      variable = "autoscaling:InstanceTypes"
+      values   = ["true"]
+    }
   }
 }
 

@@ -48,10 +48,17 @@ data "aws_iam_policy_document" "control_plane" {
     ]
   }
 
+  # a joined member registers its own address and deregisters those of replaced members (bootstrap.sh)
   statement {
     sid       = "ServeThroughTheBalancer"
-    actions   = ["elasticloadbalancing:RegisterTargets"]
+    actions   = ["elasticloadbalancing:RegisterTargets", "elasticloadbalancing:DeregisterTargets"]
     resources = ["arn:${local.p}:elasticloadbalancing:*:${local.account}:targetgroup/${var.cluster}-api/*"]
+  }
+
+  statement {
+    sid       = "ReadTheBalancersTargets"
+    actions   = ["elasticloadbalancing:DescribeTargetHealth"]
+    resources = ["*"] # DescribeTargetHealth supports no resource-level permissions
   }
 
   statement {

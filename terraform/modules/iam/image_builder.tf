@@ -6,8 +6,13 @@
 # - every EC2 write is limited to the bake region (copies: the cluster's regions), and what it creates or
 #   changes to the build's tags: the instance and its volumes are launched only with Packer's run_tags
 #   (Cluster=<cluster>, research.cluster/role=gpu-worker: aws:RequestTag), only from Canonical's images, and
-#   stopped, modified or terminated only when tagged so (ec2:ResourceTag); images and snapshots are deregistered
-#   or deleted only when they carry the build's tags (Packer's tags and snapshot_tags).
+#   stopped, modified or terminated only when tagged so (ec2:ResourceTag);
+# - it tags only what it creates (issue 36): instances and volumes in RunInstances, the temporary key pair and
+#   security group in their create calls (ec2:CreateAction); images and snapshots only with the build's own tags
+#   (Packer 1.6.6 tags them after CreateImage and CopyImage, so no ec2:CreateAction is present);
+# - it deregisters and deletes nothing: CreateTags reaches any image of the cluster's regions, so a tag proves
+#   nothing about who made an image; an image Packer leaves behind after a failed build is an operator's to
+#   deregister (docs/operations.md).
 # Packer 1.6.6 cannot tag its temporary key pair and security group, so the key pair is limited to the bake region
 # and the security group to the bake region's default VPC, where Packer builds (ec2:Vpc): no group of the
 # cluster's VPCs can be opened. Packer's group opens SSH only to the bake host's address
@@ -204,31 +209,30 @@ data "aws_iam_policy_document" "image_builder" {
   }
 
   statement {
-    sid       = "TagImagesAndSnapshots"
+    sid       = "TagImagesAndSnapshotsWithTheBuildsTags"
     actions   = ["ec2:CreateTags"]
-    resources = ["arn:${local.p}:ec2:*::image/*", "arn:${local.p}:ec2:*::snapshot/*"]
-  }
-
-  statement {
-    sid       = "RemoveOnlyTheBuildsImagesAndSnapshots"
-    actions   = ["ec2:DeregisterImage", "ec2:DeleteSnapshot"]
     resources = concat([for r in var.regions : "arn:${local.p}:ec2:${r}::image/*"], [for r in var.regions : "arn:${local.p}:ec2:${r}::snapshot/*"])
     condition {
       test     = "StringEquals"
-      variable = "ec2:ResourceTag/Cluster"
+      variable = "aws:RequestTag/Cluster"
       values   = [var.cluster]
     }
     condition {
       test     = "StringEquals"
-      variable = "ec2:ResourceTag/research.cluster/role"
+      variable = "aws:RequestTag/research.cluster/role"
       values   = ["gpu-worker"]
     }
   }
 
   statement {
-    sid       = "TagTheTemporaryKeyPairAndSecurityGroup"
+    sid       = "TagTheTemporaryKeyPairAndSecurityGroupAtCreation"
     actions   = ["ec2:CreateTags"]
     resources = ["arn:${local.p}:ec2:${local.bake}:${local.account}:security-group/*", "arn:${local.p}:ec2:${local.bake}:${local.account}:key-pair/*"]
+    condition {
+      test     = "StringEquals"
+      variable = "ec2:CreateAction"
+      values   = ["CreateSecurityGroup", "CreateKeyPair"]
+    }
   }
 
   statement {

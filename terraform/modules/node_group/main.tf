@@ -38,6 +38,36 @@ locals {
   efa = var.efa_interfaces > 0
 }
 
+# The one zone of an EFA group: the first of the VPC's zones where EC2 offers every instance type of the group
+# (DescribeInstanceTypeOfferings; issue 36), never the zone whose letter sorts first: p4d and p5 are offered in
+# some zones of a region only, and a placement group in a zone without them launches nothing.
+# `invoke preflight` makes the same call before the apply.
+data "aws_ec2_instance_type_offerings" "efa" {
+  count         = local.efa ? 1 : 0
+  location_type = "availability-zone"
+
+  filter {
+    name   = "instance-type"
+    values = var.instance_types
+  }
+
+  filter {
+    name   = "location"
+    values = keys(var.subnet_ids_by_zone)
+  }
+}
+
+locals {
+  efa_zones = local.efa ? [
+    for z in sort(keys(var.subnet_ids_by_zone)) : z
+    if length(toset([
+      for i, t in data.aws_ec2_instance_type_offerings.efa[0].instance_types : t
+      if data.aws_ec2_instance_type_offerings.efa[0].locations[i] == z
+    ])) == length(toset(var.instance_types))
+  ] : []
+  efa_subnet_ids = length(local.efa_zones) > 0 ? [var.subnet_ids_by_zone[local.efa_zones[0]]] : []
+}
+
 resource "aws_placement_group" "efa" {
   count    = local.efa ? 1 : 0
   name     = var.name
@@ -133,8 +163,8 @@ resource "aws_autoscaling_group" "this" {
   min_size         = var.min_size
   max_size         = var.max_size
   desired_capacity = var.min_size
-  # a cluster placement group lives in one zone: an EFA group launches in the first subnet's
-  vpc_zone_identifier       = local.efa ? [var.subnet_ids[0]] : var.subnet_ids
+  # a cluster placement group lives in one zone: an EFA group launches in the zone that offers its types
+  vpc_zone_identifier       = local.efa ? local.efa_subnet_ids : var.subnet_ids
   placement_group           = local.efa ? aws_placement_group.efa[0].id : null
   health_check_type         = "EC2"
   health_check_grace_period = 300
@@ -197,5 +227,9 @@ resource "aws_autoscaling_group" "this" {
   lifecycle {
     # The autoscaler owns desired capacity; Terraform must never fight it.
     ignore_changes = [desired_capacity]
+    precondition {
+      condition     = !local.efa || length(local.efa_subnet_ids) == 1
+      error_message = "No zone of the VPC offers every instance type of this EFA group (DescribeInstanceTypeOfferings): add a zone that does to the region's zones in cluster.yaml."
+    }
   }
 }

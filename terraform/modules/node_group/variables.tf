@@ -73,6 +73,12 @@ variable "subnet_ids" {
   type        = list(string)
 }
 
+variable "subnet_ids_by_zone" {
+  description = "The same private subnets by availability zone: an EFA group launches in one of them (the zone that offers its instance types)."
+  type        = map(string)
+  default     = {}
+}
+
 variable "security_group_ids" {
   description = "Security groups of the nodes (the cluster security group)."
   type        = list(string)

@@ -2,7 +2,7 @@
 # server holds a certificate of the sites' own CA (trust anchor) and exchanges a signature for one-hour role
 # credentials through aws_signing_helper (credential_process; cookbook recipe site_credentials). The role reads
 # the kubeadm join token and CA hash, and the pre-shared keys of the site named in the certificate's OU only;
-# nothing writes. (SSM hybrid activation would also work, but registers every server as a managed node that
+# nothing writes; only gateways read tunnel keys. (SSM hybrid activation would also work, but registers every server as a managed node that
 # ssm:SendCommand can run commands on, and its activation code is itself a secret to distribute.)
 data "aws_caller_identity" "this" {}
 data "aws_partition" "this" {}
@@ -60,11 +60,18 @@ data "aws_iam_policy_document" "site" {
     resources = ["${local.ssm}/${var.cluster}/kubeadm/join-token", "${local.ssm}/${var.cluster}/kubeadm/ca-cert-hash"]
   }
 
+  # Only the site's gateway (a server with the gateway role, named in the certificate's CN) reads the tunnel keys:
+  # a GPU server or the NAS holds the same role and runs researchers' pods (issue 36).
   statement {
-    sid     = "ReadOwnSitesTunnelKeys"
+    sid     = "GatewaysReadOwnSitesTunnelKeys"
     actions = ["ssm:GetParameter"]
     # the site is the certificate's OU, which Roles Anywhere maps to this session tag
     resources = ["${local.ssm}${var.psk_ssm_prefix}/*/$${aws:PrincipalTag/x509Subject/OU}/tunnel*"]
+    condition {
+      test     = "StringEquals"
+      variable = "aws:PrincipalTag/x509Subject/CN"
+      values   = var.gateways
+    }
   }
 
   statement {

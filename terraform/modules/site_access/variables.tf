@@ -38,3 +38,9 @@ variable "session_duration_s" {
     error_message = "session_duration_s must be 900 to 43200 seconds."
   }
 }
+
+variable "gateways" {
+  description = "Names (certificate CNs) of the sites' servers with the gateway role: the only ones that read tunnel keys."
+  type        = list(string)
+  default     = []
+}

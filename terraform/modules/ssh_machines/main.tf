@@ -49,12 +49,32 @@ resource "aws_vpc_security_group_ingress_rule" "ssh" {
   to_port                      = 22
 }
 
+# Every port of the cluster networks (EFS, the API server, jobs, the pod gateways) except the nodes' own: flannel's
+# VXLAN (UDP 8472) would let a shell user inject packets into the pod network as any pod, and the kubelet
+# (TCP 10250) is the nodes' to serve the API server, never a researcher's (issue 36; provision/terraform/ports.py
+# NODES_ONLY). The group is stateful: replies to connections the nodes open are let through.
+locals {
+  cluster_ports = {
+    tcp-below-kubelet = ["tcp", 0, 10249]
+    tcp-above-kubelet = ["tcp", 10251, 65535]
+    udp-below-vxlan   = ["udp", 0, 8471]
+    udp-above-vxlan   = ["udp", 8473, 65535]
+    icmp              = ["icmp", -1, -1]
+  }
+  cluster_egress = {
+    for pair in setproduct(keys(local.cluster_ports), var.cluster_cidrs) :
+    "${pair[0]} ${pair[1]}" => concat(local.cluster_ports[pair[0]], [pair[1]])
+  }
+}
+
 resource "aws_vpc_security_group_egress_rule" "cluster" {
-  for_each          = toset(var.cluster_cidrs)
+  for_each          = local.cluster_egress
   security_group_id = aws_security_group.ssh.id
-  description       = "Everything to the cluster networks (EFS, the API server, jobs) in ${each.value}"
-  cidr_ipv4         = each.value
-  ip_protocol       = "-1"
+  description       = "${each.key} to the cluster networks (not VXLAN, not the kubelet)"
+  cidr_ipv4         = each.value[3]
+  ip_protocol       = each.value[0]
+  from_port         = each.value[1]
+  to_port           = each.value[2]
 }
 
 # Packages and pip through the NAT gateways, HTTP(S) only, as the cluster's own group allows.

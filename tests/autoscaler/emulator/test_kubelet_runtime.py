@@ -18,7 +18,7 @@ from autoscaler.model import ClusterModel, VirtualClock
 from tests.autoscaler.model.builders import group
 from tests.support import require_tool
 
-IMAGE = "ghcr.io/research-cluster/autoscaler:0.1.0"
+IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/dlr/autoscaler:0.1.0"  # the lab's own registry
 TOLERATE = [{"key": "nvidia.com/gpu", "operator": "Exists"}]
 SCRIPT = """
 import os, sys, pathlib

@@ -52,7 +52,7 @@ resource "aws_security_group" "g" {
   name = "g"
 }
 resource "aws_vpc_security_group_ingress_rule" "r" {
-  for_each          = { for pair in setproduct(keys(local.ports), var.cidrs) : pair[0] => pair[1] }
+  for_each          = { for c in var.cidrs : c => local.ports }
   security_group_id = aws_security_group.g.id
   ip_protocol       = "tcp"
 }
@@ -61,6 +61,28 @@ resource "aws_vpc_security_group_ingress_rule" "r" {
     )
     with pytest.raises(Uncountable):
         root.counts()  # a for expression is not evaluated: never counted as zero
+
+
+def test_a_for_expression_over_setproduct_counts_every_pair(tmp_path):
+    """7 ports times 2 networks: 14 rules at most (the SSH machines' egress, issue 36), an upper bound."""
+    root = _root(
+        tmp_path,
+        """
+locals {
+  ports = { ssh = 22, api = 6443, kubelet = 10250, vxlan = 8472, nfs = 2049, nodeports = 30000, icmp = -1 }
+}
+resource "aws_security_group" "g" {
+  name = "g"
+}
+resource "aws_vpc_security_group_egress_rule" "r" {
+  for_each          = { for pair in setproduct(keys(local.ports), var.cidrs) : "${pair[0]} ${pair[1]}" => pair }
+  security_group_id = aws_security_group.g.id
+  ip_protocol       = "tcp"
+}
+""",
+        'module "n" {\n  source = "../m"\n  cidrs = ["a", "b"]\n}\n',
+    )
+    assert root.counts()[("n", "g", "egress")] == 14
 
 
 def test_a_prefix_list_reference_counts_as_its_max_entries(tmp_path):

@@ -29,9 +29,15 @@ def test_site_role_reads_only_and_only_its_own_sites_keys(cluster, rendered):
     statements = _statements(MODULES / "site_access/main.tf", "site")
     actions = {a for s in statements for a in s["actions"]}
     assert actions == {"ssm:GetParameter", "kms:Decrypt"}
-    (keys,) = [s for s in statements if s["sid"] == "ReadOwnSitesTunnelKeys"]
+    (keys,) = [s for s in statements if s["sid"] == "GatewaysReadOwnSitesTunnelKeys"]
     assert keys["resources"] == [
         "${local.ssm}${var.psk_ssm_prefix}/*/$${aws:PrincipalTag/x509Subject/OU}/tunnel*"
+    ]
+    # issue 36: only the site's gateway (certificate CN) reads them
+    (gateway,) = keys["condition"]
+    assert (gateway["variable"], gateway["values"]) == ("aws:PrincipalTag/x509Subject/CN", "${var.gateways}")
+    assert module_calls(rendered / "global")["site_access"]["gateways"] == [
+        v.name for s in cluster.sites for v in s.servers if "gateway" in v.roles
     ]
     (trust,) = _statements(MODULES / "site_access/main.tf", "assume")
     assert trust["principals"][0]["identifiers"] == ["rolesanywhere.amazonaws.com"]

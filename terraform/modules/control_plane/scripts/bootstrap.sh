@@ -546,6 +546,25 @@ register_target() {
   aws elbv2 register-targets --target-group-arn "$TARGET_GROUP_ARN" --targets "Id=$self_ip,Port=6443" >/dev/null
 }
 
+# A replaced member's address stays in the target group, unhealthy; with every target unhealthy a Network Load
+# Balancer fails open onto all of them, the dead ones included. After registering its own address a joined member
+# deregisters every target that is no live control-plane instance (issue 36). Never when EC2 does not list this
+# member itself (an empty or failed listing would otherwise deregister every member).
+deregister_stale_targets() {
+  local live targets ip
+  live=$(live_member_ips) || return 1
+  live=" $(tr -s '[:space:]' ' ' <<<"$live") "
+  [[ $live == *" $self_ip "* ]] || return 1
+  targets=$(aws elbv2 describe-target-health --target-group-arn "$TARGET_GROUP_ARN" \
+    --query 'TargetHealthDescriptions[].Target.Id' --output text) || return 1
+  for ip in $targets; do
+    [[ $live == *" $ip "* ]] && continue
+    report healing "deregistering $ip from the API target group: no control-plane instance has that address"
+    aws elbv2 deregister-targets --target-group-arn "$TARGET_GROUP_ARN" --targets "Id=$ip,Port=6443" >/dev/null \
+      || return 1
+  done
+}
+
 join_cluster() {
   report waiting "waiting for member 0 to initialise the cluster ($INIT_PARAMETER)"
   wait_until "the cluster to be initialised" initialized \
@@ -560,6 +579,7 @@ join_cluster() {
       withdraw_certificates
       wait_until "this member's address in the API target group" register_target \
         || fail "cannot register $self_ip with the API target group $TARGET_GROUP_ARN"
+      deregister_stale_targets || report healing "could not deregister stale API targets; see the target group"
       remove_stale_nodes || true
       report ready "joined the control plane at $ENDPOINT"
       return 0

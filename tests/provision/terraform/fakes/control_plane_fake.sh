@@ -51,7 +51,8 @@ case $name in
         rm -f "$file"
         ;;
       "ec2 describe-instances") echo "${FAKE_LIVE_IPS:-}" ;;
-      "elbv2 register-targets") ;;
+      "elbv2 register-targets" | "elbv2 deregister-targets") ;;
+      "elbv2 describe-target-health") echo "${FAKE_TARGETS:-}" ;;
       *) echo "fake aws: unexpected $*" >&2; exit 2 ;;
     esac
     ;;
