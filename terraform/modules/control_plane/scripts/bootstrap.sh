@@ -329,6 +329,7 @@ init_cluster() {
 
 # Private addresses of the control-plane instances EC2 still runs (this one included).
 live_member_ips() {
+  # shellcheck disable=SC2153 # REGION is the template's (set before these functions), not a misspelt local
   aws ec2 describe-instances --region "$REGION" \
     --filters "Name=tag:research.cluster/control-plane,Values=$CLUSTER" \
     "Name=instance-state-name,Values=pending,running" \
