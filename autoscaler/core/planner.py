@@ -38,6 +38,7 @@ def _plan(snapshot: Snapshot, config: PlannerConfig) -> Plan:
         if n.group and n.instance_id not in listed:
             unnamed[n.group] = unnamed.get(n.group, 0) + 1
     doomed: dict[str, list[str]] = {}
+    launching: dict[str, list] = {}  # per group, instances not registered yet (within the boot timeout)
     for g in snapshot.groups:
         waiting = [inst for inst in live_instances(g) if inst.id not in node_ids]
         # a node matched by label is one of these instances, we cannot tell which: that many of them (the oldest)
@@ -49,6 +50,8 @@ def _plan(snapshot: Snapshot, config: PlannerConfig) -> Plan:
                 continue
             state, reason = instance_state(inst.launched_at, snapshot.now, config)
             out.node_states[inst.id], out.node_reasons[inst.id] = state, reason
+            if state != "unregistered":
+                launching.setdefault(g.name, []).append(inst)
             if state == "unregistered":
                 doomed.setdefault(g.name, []).append(inst.id)
                 out.scale_down.append(
@@ -70,6 +73,20 @@ def _plan(snapshot: Snapshot, config: PlannerConfig) -> Plan:
     down = scale_down(snapshot, config, statuses, up, removed)
     new_nodes = dict(up.new_nodes)
     _warm_pool(snapshot, config, statuses, up, down, upcoming, new_nodes)
+    for g_name, ids in _cancel_unneeded(snapshot, config, statuses, up, down, upcoming, new_nodes, launching,
+                                        removed).items():  # fmt: skip
+        removed[g_name] = removed.get(g_name, 0) + len(ids)
+        for inst_id in ids:
+            out.node_reasons[inst_id] = CANCELLED
+            out.scale_down.append(
+                {
+                    "node": None,
+                    "group": g_name,
+                    "instance_id": inst_id,
+                    "action": "terminate",
+                    "reason": CANCELLED,
+                }
+            )
 
     out.scale_up = {g: n for g, n in new_nodes.items() if n}
     held: dict[str, int] = {}
@@ -134,6 +151,35 @@ def _hold_back(out: Plan, held: dict[str, int], snapshot: Snapshot) -> None:
             continue
         kept.append(a)
     out.scale_down = kept[::-1]
+
+
+CANCELLED = "launched for pods that are no longer pending and not registered yet: cancelled before it boots"
+
+
+def _cancel_unneeded(snapshot, config, statuses, up, down, upcoming, new_nodes, launching, removed) -> dict:
+    """Per group, the launching instances (not registered yet) no pending pod needs: capacity bought for pods
+    that were deleted, or that found room elsewhere, since. The upcoming nodes of a group less those this plan
+    places pods on, less those its warm pool still needs, never below the group's minimum, and none in a group
+    this plan grows; the newest instances go first (the oldest are the nearest to ready). Requests that are no
+    instance yet are left alone: lowering the desired size below the instances the group will have would let
+    Auto Scaling choose which to terminate; they are cancelled as instances in a later pass. The controller
+    terminates each only when a fresh read finds no Node for it (docs/autoscaler.md)."""
+    out: dict[str, list[str]] = {}
+    for g in snapshot.groups:
+        if new_nodes.get(g.name) or not launching.get(g.name):
+            continue
+        warm = config.warm_pool.get(g.name, 0)
+        warm_have = down.empty.get(g.name, 0) + up.starting_spare.get(g.name, 0)
+        spare = upcoming.get(g.name, 0) - up.upcoming_used.get(g.name, 0) - max(0, warm - warm_have)
+        spare = min(spare, statuses[g.name].desired - removed.get(g.name, 0) - g.min)
+        spare -= max(0, upcoming.get(g.name, 0) - len(launching[g.name]))  # requests with no instance yet
+        if spare <= 0:
+            continue
+        newest = sorted(
+            launching[g.name], key=lambda i: (i.launched_at is not None, i.launched_at), reverse=True
+        )
+        out[g.name] = [i.id for i in newest[:spare]]
+    return out
 
 
 def _warm_pool(snapshot, config, statuses, up, down, upcoming, new_nodes) -> None:

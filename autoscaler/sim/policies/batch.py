@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from autoscaler.controller import Controller, ControllerConfig
 from autoscaler.core.config import PlannerConfig
+from autoscaler.loop import BatchWindow
 from autoscaler.sim.policies.base import Policy, PolicyContext
 
 PENDING_MAX_S = 60.0
@@ -31,6 +32,7 @@ def controller_config(ctx: PolicyContext) -> ControllerConfig:
 
 class BatchPolicy(Policy):
     name = "batch"
+    batch_window = (BatchWindow(10).idle_s, BatchWindow(10).max_wait_s)  # what autoscaler.service runs
 
     def __init__(self, ctx: PolicyContext, run):
         super().__init__(ctx)
