@@ -73,6 +73,7 @@ def _plan(snapshot: Snapshot, config: PlannerConfig) -> Plan:
     down = scale_down(snapshot, config, statuses, up, removed)
     new_nodes = dict(up.new_nodes)
     _warm_pool(snapshot, config, statuses, up, down, upcoming, new_nodes)
+    _spare_gpus(snapshot, config, statuses, up, down, upcoming, new_nodes)
     for g_name, ids in _cancel_unneeded(snapshot, config, statuses, up, down, upcoming, new_nodes, launching,
                                         removed).items():  # fmt: skip
         removed[g_name] = removed.get(g_name, 0) + len(ids)
@@ -180,6 +181,87 @@ def _cancel_unneeded(snapshot, config, statuses, up, down, upcoming, new_nodes, 
         )
         out[g.name] = [i.id for i in newest[:spare]]
     return out
+
+
+GPU = "nvidia.com/gpu"
+
+
+def _gpus(quantities: dict[str, int]) -> int:
+    return quantities.get(GPU, 0) // 1000
+
+
+def _spare_gpus(snapshot, config, statuses, up, down, upcoming, new_nodes) -> None:
+    """Keep ``config.spare_gpus`` GPUs free for the next jobs: on the GPU groups that take any GPU pod (their only
+    taint is the GPU one), the GPUs no pod requests or is planned onto on usable and starting nodes that are not
+    being removed, plus the launching nodes no pod is placed on. When fewer are free, nodes are added in the first
+    groups, in the order new nodes take (regions in spill-over order, then group priority, then price per GPU),
+    and the empty nodes that make up the spare are not tainted for removal (``down`` edited in place)."""
+    want = int(config.spare_gpus)
+    if want <= 0:
+        return
+    region_idx = {r: i for i, r in enumerate(snapshot.regions)}
+    plain = [g for g in snapshot.groups if _gpus(g.allocatable) > 0 and all(t[0] == GPU for t in g.taints)]
+    names = {g.name for g in plain}
+    used: dict[str, int] = {}
+    for p in snapshot.pods:
+        where = p.node_name or p.nominated
+        if where and not p.terminated:
+            used[where] = used.get(where, 0) + _gpus(dict(p.shape.requests))
+    pending = {p.key: p for p in snapshot.pods if not p.node_name}
+    for key, where in up.placements.items():
+        if key in pending and not where.startswith(("new:", "upcoming:")):
+            used[where] = used.get(where, 0) + _gpus(dict(pending[key].shape.requests))
+    tainting = {a["node"] for a in down.actions if a["action"] in ("taint", "terminate") and a["node"]}
+    free, empty = 0, []
+    allocatable = {g.name: g.allocatable for g in plain}
+    by_name = {n.name: n for n in snapshot.nodes}
+    for n in snapshot.nodes:
+        state = down.states.get(n.name)
+        if n.group not in names or n.name in tainting or state in ("draining", "dead", "unready"):
+            continue
+        group_gpus = _gpus(allocatable[n.group])
+        left = max(
+            0, max(_gpus(n.allocatable), group_gpus if state == "starting" else 0) - used.get(n.name, 0)
+        )
+        free += left
+    for g in plain:
+        free += max(0, upcoming.get(g.name, 0) - up.upcoming_used.get(g.name, 0)) * _gpus(g.allocatable)
+    # empty nodes this plan would start removing: kept while the spare needs them (the newest taint first)
+    for a in down.actions:
+        n = by_name.get(a["node"] or "")
+        if a["action"] == "taint" and n is not None and n.group in names and not used.get(n.name):
+            empty.append((a, n))
+    for a, n in empty:
+        if free >= want:
+            break
+        down.actions.remove(a)
+        down.annotations.get(n.name, {}).pop("research.cluster/to-be-deleted-since", None)
+        down.states[n.name], down.reasons[n.name] = "protected", f"kept for the {want} spare GPU(s)"
+        free += _gpus(n.allocatable)
+    if free >= want:
+        return
+    cap_left = config.max_new_nodes_per_loop - sum(new_nodes.values())
+    order = sorted(
+        plain,
+        key=lambda g: (
+            region_idx.get(g.region, len(region_idx)),
+            -g.priority,
+            (g.price_per_hour or float("inf")) / _gpus(g.allocatable),
+            g.name,
+        ),
+    )
+    for g in order:
+        if free >= want or cap_left <= 0:
+            break
+        if statuses[g.name].blocked:
+            continue
+        per = _gpus(g.allocatable)
+        room = g.max - statuses[g.name].desired - new_nodes.get(g.name, 0)
+        add = max(0, min(-(-(want - free) // per), room, cap_left))
+        if add:
+            new_nodes[g.name] = new_nodes.get(g.name, 0) + add
+            free += add * per
+            cap_left -= add
 
 
 def _warm_pool(snapshot, config, statuses, up, down, upcoming, new_nodes) -> None:
