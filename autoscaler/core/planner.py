@@ -190,6 +190,10 @@ def _gpus(quantities: dict[str, int]) -> int:
     return quantities.get(GPU, 0) // 1000
 
 
+def _price_per_gpu(g) -> float:
+    return (g.price_per_hour or float("inf")) / max(1, _gpus(g.allocatable))
+
+
 def _spare_gpus(snapshot, config, statuses, up, down, upcoming, new_nodes) -> None:
     """Keep ``config.spare_gpus`` GPUs free for the next jobs: on the GPU groups that take any GPU pod (their only
     taint is the GPU one), the GPUs no pod requests or is planned onto on usable and starting nodes that are not
@@ -214,6 +218,7 @@ def _spare_gpus(snapshot, config, statuses, up, down, upcoming, new_nodes) -> No
     tainting = {a["node"] for a in down.actions if a["action"] in ("taint", "terminate") and a["node"]}
     free, empty = 0, []
     allocatable = {g.name: g.allocatable for g in plain}
+    groups_by_name = {g.name: g for g in plain}
     by_name = {n.name: n for n in snapshot.nodes}
     for n in snapshot.nodes:
         state = down.states.get(n.name)
@@ -231,9 +236,14 @@ def _spare_gpus(snapshot, config, statuses, up, down, upcoming, new_nodes) -> No
         n = by_name.get(a["node"] or "")
         if a["action"] == "taint" and n is not None and n.group in names and not used.get(n.name):
             empty.append((a, n))
+    # the cheapest GPUs first, and never a node with more GPUs than are missing (an empty 8-GPU node is not kept
+    # for one missing GPU: a one-GPU node is bought for it below)
+    empty.sort(key=lambda an: (_price_per_gpu(groups_by_name[an[1].group]), an[1].name))
     for a, n in empty:
         if free >= want:
             break
+        if _gpus(n.allocatable) > want - free:
+            continue
         down.actions.remove(a)
         down.annotations.get(n.name, {}).pop("research.cluster/to-be-deleted-since", None)
         down.states[n.name], down.reasons[n.name] = "protected", f"kept for the {want} spare GPU(s)"
@@ -246,7 +256,7 @@ def _spare_gpus(snapshot, config, statuses, up, down, upcoming, new_nodes) -> No
         key=lambda g: (
             region_idx.get(g.region, len(region_idx)),
             -g.priority,
-            (g.price_per_hour or float("inf")) / _gpus(g.allocatable),
+            _price_per_gpu(g),
             g.name,
         ),
     )

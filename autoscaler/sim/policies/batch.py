@@ -39,6 +39,8 @@ class BatchPolicy(Policy):
         self.run = run
         self.config = controller_config(ctx)
         self.controller = Controller(ctx.cluster, ctx.cloud, self.config, ctx.clock)
+        # spare GPUs are topped up when pods take them: a change of GPU use is then something the loop acts on
+        self.loop_on_usage_change = self.config.planner.spare_gpus > 0
         self.last_run = float("-inf")
         self.acted = False
         self.quiet_pending = 0  # loops in a row with pods pending and nothing done
@@ -66,3 +68,15 @@ class BatchPolicy(Policy):
             due.append(self.last_run + min(PENDING_MAX_S, scan * 2 ** max(0, self.quiet_pending - 1)))
         due = [t for t in due if t > self.last_run]
         return min(due) if due else None
+
+
+class LeanBatchPolicy(BatchPolicy):
+    """Ours at the cheap end of its one wait-cost trade-off: ``spare_gpus`` 0, no GPU kept free for the next jobs
+    (docs/planner.md, "Spare GPUs"). ``batch`` runs the spec's setting."""
+
+    name = "batch-lean"
+
+    def __init__(self, ctx: PolicyContext, run):
+        super().__init__(ctx, run)
+        self.config.planner.spare_gpus = 0
+        self.loop_on_usage_change = False
