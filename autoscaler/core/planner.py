@@ -190,6 +190,20 @@ def _gpus(quantities: dict[str, int]) -> int:
     return quantities.get(GPU, 0) // 1000
 
 
+def _active(snapshot, config) -> bool:
+    """Jobs are coming: a pod is pending, or one started within the idle threshold. Between bursts the spare is
+    kept; after a quiet idle threshold it goes with the other empty nodes, and the first job after that waits."""
+    now = snapshot.now
+    for p in snapshot.pods:
+        if p.daemonset or p.mirror or p.terminated:
+            continue
+        if not p.node_name:
+            return True
+        if p.started_at is not None and (now - p.started_at).total_seconds() < config.idle_threshold_s:
+            return True
+    return False
+
+
 def _price_per_gpu(g) -> float:
     return (g.price_per_hour or float("inf")) / max(1, _gpus(g.allocatable))
 
@@ -201,7 +215,7 @@ def _spare_gpus(snapshot, config, statuses, up, down, upcoming, new_nodes) -> No
     groups, in the order new nodes take (regions in spill-over order, then group priority, then price per GPU),
     and the empty nodes that make up the spare are not tainted for removal (``down`` edited in place)."""
     want = int(config.spare_gpus)
-    if want <= 0:
+    if want <= 0 or not _active(snapshot, config):
         return
     region_idx = {r: i for i, r in enumerate(snapshot.regions)}
     plain = [g for g in snapshot.groups if _gpus(g.allocatable) > 0 and all(t[0] == GPU for t in g.taints)]
