@@ -19,6 +19,8 @@ import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from autoscaler.sim.metrics import RunRecord, job_wait_s  # noqa: E402
 
@@ -227,8 +229,10 @@ def killed_plot(records: list[RunRecord]) -> str:
         )  # fmt: skip
     ax.set_xlabel("hours since the start of the trace")
     ax.set_ylabel("jobs killed so far")
+    most = max((len(_first_kills(r)) for r in records), default=0)
     ax.set_xlim(left=0)
-    ax.set_ylim(bottom=0)
+    ax.set_ylim(0, max(1, most) * 1.05)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # jobs are counted whole
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
     return _png(fig)
@@ -285,7 +289,12 @@ def cost_plot(names: list[str], figures: dict[str, dict]) -> str:
            color=colors, alpha=0.4, hatch="//", edgecolor="#333333")  # fmt: skip
     a2.set_ylabel("GPU-hours")
     a2.set_title("GPU-hours", loc="left", fontsize=10)
-    a2.legend()
+    a2.legend(
+        handles=[
+            Patch(facecolor="#999999", label="provisioned"),  # the colours are the policies'
+            Patch(facecolor="#999999", alpha=0.4, hatch="//", edgecolor="#333333", label="used"),
+        ]
+    )
     for ax in (a1, a2):
         ax.set_xticks(list(xs), names, rotation=35, ha="right", fontsize=8)  # long names never overlap
         ax.set_ylim(bottom=0)

@@ -33,7 +33,7 @@ from clusterspec.spec import Cluster as Spec
 # region), and once over every region (no real deployment: an idealised bound), each with its defaults and with
 # the jobs protected. ``name@default`` runs a policy under the default profile.
 DEFAULT_POLICIES = (
-    "batch,batch@default,ca-regional,ca-regional-protected,ca-primary,ca-primary-protected,ca-ideal,"
+    "batch,batch-lean,batch@default,ca-regional,ca-regional-protected,ca-primary,ca-primary-protected,ca-ideal,"
     "ca-ideal-protected,target-tracking,static-peak,static-p95"
 )
 
