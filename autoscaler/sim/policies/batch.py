@@ -39,8 +39,6 @@ class BatchPolicy(Policy):
         self.run = run
         self.config = controller_config(ctx)
         self.controller = Controller(ctx.cluster, ctx.cloud, self.config, ctx.clock)
-        # spare GPUs are topped up when pods take them: a change of GPU use is then something the loop acts on
-        self.loop_on_usage_change = self.config.planner.spare_gpus > 0
         self.last_run = float("-inf")
         self.acted = False
         self.quiet_pending = 0  # loops in a row with pods pending and nothing done
@@ -64,6 +62,9 @@ class BatchPolicy(Policy):
         for inst in self.run.model.cloud.instances.values():
             if inst.node_name is None or inst.node_name not in registered:
                 due.append(inst.launched_at + planner.boot_timeout_s)
+        if self.config.planner.spare_gpus > 0 and self.run.tracker.usage_changed:
+            # spare GPUs are topped up once pods took them: within a minute (the live loop: within a scan interval)
+            due.append(self.last_run + PENDING_MAX_S)
         if self.run.tracker.pending:
             due.append(self.last_run + min(PENDING_MAX_S, scan * 2 ** max(0, self.quiet_pending - 1)))
         due = [t for t in due if t > self.last_run]
@@ -79,4 +80,3 @@ class LeanBatchPolicy(BatchPolicy):
     def __init__(self, ctx: PolicyContext, run):
         super().__init__(ctx, run)
         self.config.planner.spare_gpus = 0
-        self.loop_on_usage_change = False
