@@ -35,6 +35,7 @@ from autoscaler.core.config import PlannerConfig
 from autoscaler.core.errors import SnapshotError
 from autoscaler.core.failures import GONE_STATES
 from autoscaler.core.names import TO_BE_DELETED_SINCE_ANNOTATION
+from autoscaler.core.planner import CANCELLED
 from autoscaler.core.planner import plan as make_plan
 from autoscaler.core.snapshot import parse_snapshot
 from autoscaler.core.timeutil import parse_time, show_time
@@ -254,6 +255,10 @@ class Controller:
         ] = {}  # (node, reason) -> (message, when)
         self._hold_up: str | None = None  # why no scale-up may be sent this pass
         self._placements: dict[str, str] = {}  # pod -> where this pass's plan puts it
+        # pending pod -> (group, node slot) the last plan launches or keeps launching a node for; and per group, when
+        # pods placed so vanished (one entry per slot): the launches the plan may cancel (_only_vanished_cancels)
+        self._bought_for: dict[str, tuple[str, str]] = {}
+        self._vanished: dict[str, list[datetime]] = {}
         self._node_states: dict[str, str] = {}  # node -> its state in this pass's plan
         self._pods_by_node: dict[str, str] | None = None  # node -> a pod holding it (built when needed)
         self._snapshot_pods: list[dict] = []
@@ -276,6 +281,8 @@ class Controller:
                 result.plan = self._plan(snapshot, result)
             if result.plan is not None:
                 result.plan = self._confirmed(result.plan, snapshot, result)
+            if result.plan is not None:
+                self._only_vanished_cancels(result.plan, snapshot, result)
             if result.plan is not None:
                 result.pending_pods = _pending(snapshot["pods"])
                 self._act(result.plan, snapshot, result)
@@ -607,6 +614,39 @@ class Controller:
             self._hold_up = "the plan without the vanished pods failed"
             return plan
         return again
+
+    def _only_vanished_cancels(self, plan: dict, snapshot: dict, result: LoopResult) -> None:
+        """Keep the plan's cancellations of launching instances (the planner's ``CANCELLED``) only for capacity
+        bought for pods that have vanished since (deleted while pending): per group, up to one per node slot that
+        earlier plans launched or kept launching for such pods, for a boot timeout. Capacity bought for pods that
+        found room elsewhere is left to the next pods: cancelling it would make them wait a new boot."""
+        now = result.now
+        present = {_key(p) for p in snapshot["pods"] if isinstance(p, dict)}
+        slots: dict[str, set[str]] = {}
+        for key, (group, slot) in self._bought_for.items():
+            if key not in present:
+                slots.setdefault(group, set()).add(slot)
+        for group, gone in slots.items():
+            self._vanished.setdefault(group, []).extend([now] * len(gone))
+        horizon = now - timedelta(seconds=self.config.planner.boot_timeout_s)
+        self._vanished = {
+            g: kept for g, ts in self._vanished.items() if (kept := [t for t in ts if t > horizon])
+        }
+        self._bought_for = {
+            k: (where.split(":", 2)[1], where)
+            for k, where in self._placements.items()
+            if where.startswith(("new:", "upcoming:"))
+        }
+        kept_actions = []
+        for step in plan.get("scale_down") or ():
+            if step.get("reason") == CANCELLED and step.get("node") is None:
+                allowed = self._vanished.get(step.get("group") or "")
+                if not allowed:
+                    (plan.get("node_reasons") or {}).pop(step.get("instance_id"), None)
+                    continue
+                allowed.pop()
+            kept_actions.append(step)
+        plan["scale_down"] = kept_actions
 
     # -- acting ----------------------------------------------------------------------------------------------
     def execute(self, plan: dict, snapshot: dict) -> LoopResult:

@@ -96,6 +96,13 @@ def _port(text: str) -> int:
     return value
 
 
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise ValueError(f"{text} is not a non-negative integer")
+    return value
+
+
 def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -191,6 +198,8 @@ RUN = [
     Option("--max-scale-in-fraction", "at most this share of nodes starts removal per pass", _fraction, "0.1"),
     Option("--max-new-nodes", "cap on nodes requested in one pass, over all groups", _positive, "1000"),
     Option("--priority-cutoff", "pods with a lower priority never trigger scale-up", int, "-10"),
+    Option("--spare-gpus", "GPUs kept free for the next jobs, so they start without waiting for a boot (0: none, "
+           "the cheapest)", _non_negative, "0"),
     Option("--warm-pool", "keep N idle nodes of GROUP ready (repeatable; env: comma-separated)", _warm_pools,
            repeat=True),
     Option("--drift-deadline", "nodes on an old launch template or image still busy this long: report their "

@@ -62,6 +62,7 @@ def planner_config(opts: dict) -> PlannerConfig:
         max_scale_in_fraction=opts.get("max_scale_in_fraction", 0.1),
         max_new_nodes_per_loop=opts.get("max_new_nodes", 1000),
         priority_cutoff=opts.get("priority_cutoff", -10),
+        spare_gpus=opts.get("spare_gpus") or 0,
         warm_pool=dict(opts.get("warm_pool") or {}),
         drift_deadline_s=opts.get("drift_deadline") or 0,
     )

@@ -208,6 +208,11 @@ class AutoscalerSettings(Strict):
     max_scale_in_fraction: float = Field(0.1, gt=0, le=1)
     max_new_nodes_per_loop: int = Field(1000, ge=1)
     priority_cutoff: int = -10
+    spare_gpus: int = Field(
+        0,
+        ge=0,
+        description="GPUs kept free for the next jobs, so they start without waiting for a boot (docs/planner.md)",
+    )
     image: str | None = Field(
         None,
         description="the autoscaler's image (default: <researchers.registry>/<cluster>/autoscaler:<version>, the lab's "

@@ -61,6 +61,7 @@ def autoscaler_args(cluster: Cluster) -> list[str]:
         f"--max-scale-in-fraction={s.max_scale_in_fraction}",
         f"--max-new-nodes={s.max_new_nodes_per_loop}",
         f"--priority-cutoff={s.priority_cutoff}",
+        f"--spare-gpus={s.spare_gpus}",
         f"--drift-deadline={_duration(int(cluster.operations.drift_deadline_h * 3600))}",
         f"--metrics-port={METRICS_PORT}",
         "--leader-elect",

@@ -20,6 +20,9 @@ class PlannerConfig:
     )
     priority_cutoff: int = -10  # pods with a lower priority never trigger scale-up
     warm_pool: dict[str, int] = field(default_factory=dict)  # group -> idle nodes to keep ready
+    # GPUs kept free on GPU nodes (registered or launching) for the next jobs, so that they start without waiting
+    # for a boot; 0: none, the cheapest (docs/planner.md, "Spare GPUs")
+    spare_gpus: int = 0
     backoff_base_s: float = 60  # first back-off after a failed scaling activity
     backoff_max_s: float = 1800  # back-off doubles per consecutive failure up to this
     max_events: int = 100_000  # cap on pod events in one plan (the rest are counted, not listed)

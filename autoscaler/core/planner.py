@@ -38,6 +38,7 @@ def _plan(snapshot: Snapshot, config: PlannerConfig) -> Plan:
         if n.group and n.instance_id not in listed:
             unnamed[n.group] = unnamed.get(n.group, 0) + 1
     doomed: dict[str, list[str]] = {}
+    launching: dict[str, list] = {}  # per group, instances not registered yet (within the boot timeout)
     for g in snapshot.groups:
         waiting = [inst for inst in live_instances(g) if inst.id not in node_ids]
         # a node matched by label is one of these instances, we cannot tell which: that many of them (the oldest)
@@ -49,6 +50,8 @@ def _plan(snapshot: Snapshot, config: PlannerConfig) -> Plan:
                 continue
             state, reason = instance_state(inst.launched_at, snapshot.now, config)
             out.node_states[inst.id], out.node_reasons[inst.id] = state, reason
+            if state != "unregistered":
+                launching.setdefault(g.name, []).append(inst)
             if state == "unregistered":
                 doomed.setdefault(g.name, []).append(inst.id)
                 out.scale_down.append(
@@ -70,6 +73,21 @@ def _plan(snapshot: Snapshot, config: PlannerConfig) -> Plan:
     down = scale_down(snapshot, config, statuses, up, removed)
     new_nodes = dict(up.new_nodes)
     _warm_pool(snapshot, config, statuses, up, down, upcoming, new_nodes)
+    _spare_gpus(snapshot, config, statuses, up, down, upcoming, new_nodes)
+    for g_name, ids in _cancel_unneeded(snapshot, config, statuses, up, down, upcoming, new_nodes, launching,
+                                        removed).items():  # fmt: skip
+        removed[g_name] = removed.get(g_name, 0) + len(ids)
+        for inst_id in ids:
+            out.node_reasons[inst_id] = CANCELLED
+            out.scale_down.append(
+                {
+                    "node": None,
+                    "group": g_name,
+                    "instance_id": inst_id,
+                    "action": "terminate",
+                    "reason": CANCELLED,
+                }
+            )
 
     out.scale_up = {g: n for g, n in new_nodes.items() if n}
     held: dict[str, int] = {}
@@ -134,6 +152,140 @@ def _hold_back(out: Plan, held: dict[str, int], snapshot: Snapshot) -> None:
             continue
         kept.append(a)
     out.scale_down = kept[::-1]
+
+
+CANCELLED = "launched for pods that are no longer pending and not registered yet: cancelled before it boots"
+
+
+def _cancel_unneeded(snapshot, config, statuses, up, down, upcoming, new_nodes, launching, removed) -> dict:
+    """Per group, the launching instances (not registered yet) no pending pod needs: capacity bought for pods
+    that were deleted, or that found room elsewhere, since. The upcoming nodes of a group less those this plan
+    places pods on, less those its warm pool still needs, never below the group's minimum, and none in a group
+    this plan grows; the newest instances go first (the oldest are the nearest to ready). Requests that are no
+    instance yet are left alone: lowering the desired size below the instances the group will have would let
+    Auto Scaling choose which to terminate; they are cancelled as instances in a later pass. The controller
+    terminates each only when a fresh read finds no Node for it (docs/autoscaler.md)."""
+    out: dict[str, list[str]] = {}
+    for g in snapshot.groups:
+        if new_nodes.get(g.name) or not launching.get(g.name):
+            continue
+        warm = config.warm_pool.get(g.name, 0)
+        warm_have = down.empty.get(g.name, 0) + up.starting_spare.get(g.name, 0)
+        spare = upcoming.get(g.name, 0) - up.upcoming_used.get(g.name, 0) - max(0, warm - warm_have)
+        spare = min(spare, statuses[g.name].desired - removed.get(g.name, 0) - g.min)
+        spare -= max(0, upcoming.get(g.name, 0) - len(launching[g.name]))  # requests with no instance yet
+        if spare <= 0:
+            continue
+        newest = sorted(
+            launching[g.name], key=lambda i: (i.launched_at is not None, i.launched_at), reverse=True
+        )
+        out[g.name] = [i.id for i in newest[:spare]]
+    return out
+
+
+GPU = "nvidia.com/gpu"
+
+
+def _gpus(quantities: dict[str, int]) -> int:
+    return quantities.get(GPU, 0) // 1000
+
+
+def _active(snapshot, config) -> bool:
+    """Jobs are coming: a pod is pending, or one started within the idle threshold. Between bursts the spare is
+    kept; after a quiet idle threshold it goes with the other empty nodes, and the first job after that waits."""
+    now = snapshot.now
+    for p in snapshot.pods:
+        if p.daemonset or p.mirror or p.terminated:
+            continue
+        if not p.node_name:
+            return True
+        if p.started_at is not None and (now - p.started_at).total_seconds() < config.idle_threshold_s:
+            return True
+    return False
+
+
+def _price_per_gpu(g) -> float:
+    return (g.price_per_hour or float("inf")) / max(1, _gpus(g.allocatable))
+
+
+def _spare_gpus(snapshot, config, statuses, up, down, upcoming, new_nodes) -> None:
+    """Keep ``config.spare_gpus`` GPUs free for the next jobs: on the GPU groups that take any GPU pod (their only
+    taint is the GPU one), the GPUs no pod requests or is planned onto on usable and starting nodes that are not
+    being removed, plus the launching nodes no pod is placed on. When fewer are free, nodes are added in the first
+    groups, in the order new nodes take (regions in spill-over order, then group priority, then price per GPU),
+    and the empty nodes that make up the spare are not tainted for removal (``down`` edited in place)."""
+    want = int(config.spare_gpus)
+    if want <= 0 or not _active(snapshot, config):
+        return
+    region_idx = {r: i for i, r in enumerate(snapshot.regions)}
+    plain = [g for g in snapshot.groups if _gpus(g.allocatable) > 0 and all(t[0] == GPU for t in g.taints)]
+    names = {g.name for g in plain}
+    used: dict[str, int] = {}
+    for p in snapshot.pods:
+        where = p.node_name or p.nominated
+        if where and not p.terminated:
+            used[where] = used.get(where, 0) + _gpus(dict(p.shape.requests))
+    pending = {p.key: p for p in snapshot.pods if not p.node_name}
+    for key, where in up.placements.items():
+        if key in pending and not where.startswith(("new:", "upcoming:")):
+            used[where] = used.get(where, 0) + _gpus(dict(pending[key].shape.requests))
+    tainting = {a["node"] for a in down.actions if a["action"] in ("taint", "terminate") and a["node"]}
+    free, empty = 0, []
+    allocatable = {g.name: g.allocatable for g in plain}
+    groups_by_name = {g.name: g for g in plain}
+    by_name = {n.name: n for n in snapshot.nodes}
+    for n in snapshot.nodes:
+        state = down.states.get(n.name)
+        if n.group not in names or n.name in tainting or state in ("draining", "dead", "unready"):
+            continue
+        group_gpus = _gpus(allocatable[n.group])
+        left = max(
+            0, max(_gpus(n.allocatable), group_gpus if state == "starting" else 0) - used.get(n.name, 0)
+        )
+        free += left
+    for g in plain:
+        free += max(0, upcoming.get(g.name, 0) - up.upcoming_used.get(g.name, 0)) * _gpus(g.allocatable)
+    # empty nodes this plan would start removing: kept while the spare needs them (the newest taint first)
+    for a in down.actions:
+        n = by_name.get(a["node"] or "")
+        if a["action"] == "taint" and n is not None and n.group in names and not used.get(n.name):
+            empty.append((a, n))
+    # the cheapest GPUs first, and never a node with more GPUs than are missing (an empty 8-GPU node is not kept
+    # for one missing GPU: a one-GPU node is bought for it below)
+    empty.sort(key=lambda an: (_price_per_gpu(groups_by_name[an[1].group]), an[1].name))
+    for a, n in empty:
+        if free >= want:
+            break
+        if _gpus(n.allocatable) > want - free:
+            continue
+        down.actions.remove(a)
+        down.annotations.get(n.name, {}).pop("research.cluster/to-be-deleted-since", None)
+        down.states[n.name], down.reasons[n.name] = "protected", f"kept for the {want} spare GPU(s)"
+        free += _gpus(n.allocatable)
+    if free >= want:
+        return
+    cap_left = config.max_new_nodes_per_loop - sum(new_nodes.values())
+    order = sorted(
+        plain,
+        key=lambda g: (
+            region_idx.get(g.region, len(region_idx)),
+            -g.priority,
+            _price_per_gpu(g),
+            g.name,
+        ),
+    )
+    for g in order:
+        if free >= want or cap_left <= 0:
+            break
+        if statuses[g.name].blocked:
+            continue
+        per = _gpus(g.allocatable)
+        room = g.max - statuses[g.name].desired - new_nodes.get(g.name, 0)
+        add = max(0, min(-(-(want - free) // per), room, cap_left))
+        if add:
+            new_nodes[g.name] = new_nodes.get(g.name, 0) + add
+            free += add * per
+            cap_left -= add
 
 
 def _warm_pool(snapshot, config, statuses, up, down, upcoming, new_nodes) -> None:

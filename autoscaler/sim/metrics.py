@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from autoscaler.sim.traces import Job
+from autoscaler.sim.waits import breakdown
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,7 @@ class RunRecord:
     api_calls_by_region: dict[str, int] = field(default_factory=dict)
     api_calls_by_operation: dict[str, int] = field(default_factory=dict)
     gpu_hours_by_model: dict[str, float] = field(default_factory=dict)  # provisioned, per GPU model
+    job_waits: list = field(default_factory=list)  # waits.JobWait per job: where its wait went
     nodes_bought: int = 0  # instances launched during the run (not those of the groups' minimum at the start)
     pods: int = 0  # pods the jobs are made of (replacements of killed pods not counted)
     pods_never_ran: int = 0  # of those, pods never started by the end of the run
@@ -159,6 +161,7 @@ def summarize(record: RunRecord, bursts: list[Burst]) -> dict:
     loops = [loops_to_request(record, b) for b in bursts]
     done_running = [x for x in to_running if x is not None]
     done_loops = [x for x in loops if x is not None]
+    p95, p99 = percentile(waits, 95), percentile(waits, 99)
     return {
         "jobs": len(record.jobs),
         "jobs_finished": sum(1 for o in record.jobs.values() if o.end_s is not None),
@@ -195,4 +198,5 @@ def summarize(record: RunRecord, bursts: list[Burst]) -> dict:
         "pods": record.pods,
         "pods_never_ran": record.pods_never_ran,
         "simulated_s": round(end, 1),
+        "wait_breakdown": breakdown(record.job_waits, p95, p99) if record.job_waits else None,
     }

@@ -19,6 +19,8 @@ import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from autoscaler.sim.metrics import RunRecord, job_wait_s  # noqa: E402
 
@@ -40,9 +42,13 @@ COLUMNS = [
 REGION_COLORS = ["#4c72b0", "#55a868", "#c44e52", "#8172b2", "#ccb974", "#64b5cd"]
 # One style per policy in the shared plots: colour, line style and marker all differ, so a line drawn over
 # another stays visible (dashes show the one below) and a black-and-white print still tells them apart.
-LINE_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
+# Twelve colours, so that each policy of the default run (eleven) has its own.
+LINE_COLORS = [
+    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
+    "#e377c2", "#17becf", "#000000", "#bcbd22", "#7f7f7f", "#aec7e8",
+]  # fmt: skip
 LINE_STYLES = ["-", "--", "-.", ":", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)), (0, (1, 2)), (0, (8, 3))]
-MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "h", "<", ">", "p"]
 # Two wait-time CDFs closer than this (a share of the jobs: 2% of the plot's height) look like one line.
 CLOSE = 0.02
 
@@ -52,8 +58,8 @@ def style(i: int) -> dict:
     n = len(LINE_COLORS)
     return {
         "color": LINE_COLORS[i % n],
-        "ls": LINE_STYLES[i % n],
-        "marker": MARKERS[i % n],
+        "ls": LINE_STYLES[i % len(LINE_STYLES)],
+        "marker": MARKERS[i % len(MARKERS)],
         "lw": 1.6,
         "ms": 5,
         "markerfacecolor": "none",
@@ -96,15 +102,18 @@ def timeline_plot(records: list[RunRecord]) -> str:
             ax.step(dx, dy, where="post", color="#dd8452", lw=1.2, label="demand (running + pending)")
         ax.set_title(rec.policy, loc="left", fontsize=10)
         ax.set_ylabel("GPUs")
+        ax.set_xlim(left=0)
+        ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
-    axes[0, 0].legend(loc="upper right", fontsize=7, ncol=2)
+    # the legend above the first panel, outside the plotting area: it never hides a curve
+    axes[0, 0].legend(loc="lower left", bbox_to_anchor=(0, 1.12), fontsize=7, ncol=3, frameon=False)
     axes[-1, 0].set_xlabel("hours since the start of the trace")
     return _png(fig)
 
 
 def _waits(rec: RunRecord) -> np.ndarray:
-    """Every job's wait as drawn in the CDF (under 1 s at 1 s), sorted."""
-    return np.sort(np.maximum([job_wait_s(o, rec.end_s) for o in rec.jobs.values()], 1.0))
+    """Every job's wait as drawn in the CDF, sorted."""
+    return np.sort(np.asarray([job_wait_s(o, rec.end_s) for o in rec.jobs.values()], dtype=float))
 
 
 def _cdf_distance(a: np.ndarray, b: np.ndarray) -> float:
@@ -191,11 +200,14 @@ def wait_cdf_plot(records: list[RunRecord]) -> str:
         ys = np.searchsorted(waits, xs, side="right") / len(waits)
         xs, ys = np.concatenate([[xs[0]], xs]), np.concatenate([[0.0], ys])
         ax.step(xs, ys, where="post", label=rec.policy, markevery=0.07 + 0.01 * i, **style(i))
-    ax.set_xscale("log")
-    ax.set_xlabel("job wait (s, log scale; under 1 s shown at 1 s)")
+    # linear from 0 to 10 s, logarithmic beyond: the axis starts at 0 and the tail (hours) still fits
+    ax.set_xscale("symlog", linthresh=10)
+    ax.set_xlim(left=0)
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("job wait (s; linear to 10 s, logarithmic beyond)")
     ax.set_ylabel("fraction of jobs that waited at most this long")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
     return _png(fig)
 
 
@@ -217,9 +229,12 @@ def killed_plot(records: list[RunRecord]) -> str:
         )  # fmt: skip
     ax.set_xlabel("hours since the start of the trace")
     ax.set_ylabel("jobs killed so far")
-    ax.set_ylim(bottom=-0.5)
+    most = max((len(_first_kills(r)) for r in records), default=0)
+    ax.set_xlim(left=0)
+    ax.set_ylim(0, max(1, most) * 1.05)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # jobs are counted whole
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
     return _png(fig)
 
 
@@ -256,8 +271,9 @@ def timeline_overlaps(records: list[RunRecord]) -> list[str]:
 
 
 def cost_plot(names: list[str], figures: dict[str, dict]) -> str:
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.5))
-    a1.bar(names, [figures[n]["cost_usd"] for n in names], color="#4c72b0")
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.5))
+    colors = [LINE_COLORS[i % len(LINE_COLORS)] for i in range(len(names))]  # each policy its colour
+    a1.bar(names, [figures[n]["cost_usd"] for n in names], color=colors)
     a1.set_ylabel("USD")
     a1.set_title("cost", loc="left", fontsize=10)
     width = 0.4
@@ -267,13 +283,21 @@ def cost_plot(names: list[str], figures: dict[str, dict]) -> str:
         [figures[n]["gpu_hours_provisioned"] for n in names],
         width,
         label="provisioned",
+        color=colors,
     )
-    a2.bar([x + width / 2 for x in xs], [figures[n]["gpu_hours_used"] for n in names], width, label="used")
-    a2.set_xticks(list(xs), names)
+    a2.bar([x + width / 2 for x in xs], [figures[n]["gpu_hours_used"] for n in names], width, label="used",
+           color=colors, alpha=0.4, hatch="//", edgecolor="#333333")  # fmt: skip
     a2.set_ylabel("GPU-hours")
     a2.set_title("GPU-hours", loc="left", fontsize=10)
-    a2.legend()
+    a2.legend(
+        handles=[
+            Patch(facecolor="#999999", label="provisioned"),  # the colours are the policies'
+            Patch(facecolor="#999999", alpha=0.4, hatch="//", edgecolor="#333333", label="used"),
+        ]
+    )
     for ax in (a1, a2):
+        ax.set_xticks(list(xs), names, rotation=35, ha="right", fontsize=8)  # long names never overlap
+        ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3, axis="y")
     return _png(fig)
 
@@ -288,7 +312,7 @@ TIMELINE = (
 WAIT_CDF = (
     "For each wait on the horizontal axis, the share of jobs that waited at most that long, from submission to "
     "the start of the attempt that ran to completion (time lost to a killed attempt counts). Higher and further "
-    "left is better. Jobs that started at once are drawn at 1 s, so the height of a curve at the left edge is "
+    "left is better. The axis is linear up to 10 s and logarithmic beyond; the height of a curve at 0 is "
     "the share of jobs that did not wait; the right end is the longest wait (the tail: p95 and p99 are where "
     "the curve crosses 0.95 and 0.99)."
 )

@@ -28,6 +28,7 @@ from autoscaler.sim.policies.base import Policy, PolicyContext
 from autoscaler.sim.rendezvous import Rendezvous
 from autoscaler.sim.traces import Job
 from autoscaler.sim.tracker import ModelTracker
+from autoscaler.sim.waits import NodeTimes, job_waits
 from autoscaler.sim.workload import NAMESPACE, job_pods
 from clusterspec.catalog import instance_types
 from clusterspec.scheduler import PROFILES
@@ -47,6 +48,7 @@ class Scenario:
     horizon_slack_s: float = 2 * 86400.0
     horizon_s: float | None = None  # the run ends here at the latest (s from the start); None: the slack's
     lifecycle: NodeLifecycle | None = None  # the nodes' lifecycle timings (None: autoscaler/model/boot.py's)
+    delete_after_s: float | None = None  # every pod deleted this long after its creation (the churn scenario)
 
 
 PolicyFactory = Callable[[PolicyContext, "Run"], Policy]
@@ -72,6 +74,8 @@ class Run:
         self.regions = list(spec.spill_over_order)
         self.tracker = ModelTracker(self.regions, self.clock.now)
         self.model.subscribe(self.tracker)
+        self.node_times = NodeTimes(self.clock.now)  # where each job's wait went (waits.py)
+        self.model.subscribe(self.node_times)
         for group in groups_from_spec(spec.model_dump(mode="json")):
             self.model.cloud.add_group(group)
         self.cluster = ModelCluster(self.model)
@@ -128,6 +132,13 @@ class Run:
         self.submitted += 1
         for pod in pods:
             self.model.submit_pod(pod)
+            if self.scenario.delete_after_s is not None:
+                self.model.queue.push(self.clock.now() + self.scenario.delete_after_s, self._delete, pod)
+
+    def _delete(self, pod: dict) -> None:
+        meta = pod["metadata"]
+        if self.model.store.find("pods", meta["namespace"], meta["name"]) is pod:
+            self.model.delete_pod(meta["namespace"], meta["name"])
 
     def done(self) -> bool:
         return (
@@ -181,6 +192,12 @@ class Run:
         now = self.clock.now()
         earliest = now if last is None else max(now, last + self.scan)
         usage = self.policy.loop_on_usage_change
+        window = self.policy.batch_window
+        if window and self.tracker.new_pending and self.tracker.first_new is not None:
+            # the live loop (autoscaler.loop.BatchWindow): pods pending open a window, closed idle_s after the last
+            # one or max_wait_s after the first, without waiting for the scan interval
+            due = min(self.tracker.last_new + window[0], self.tracker.first_new + window[1])
+            return max(now, due)
         if self.tracker.changed(usage) or len(self.model.cloud.activities) != self._activities:
             return self._grid(earliest)
         wake = self.policy.next_wakeup()
@@ -234,6 +251,7 @@ class Run:
         self.record.nodes_bought = sum(1 for inst in self.model.cloud.history if not inst.settled)
         self.record.pods = self.total_pods
         self.record.pods_never_ran = self._never_ran()
+        self.record.job_waits = job_waits(self, self.node_times, self.t0)
         return self.record
 
     def _never_ran(self) -> int:

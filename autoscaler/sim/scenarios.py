@@ -21,7 +21,7 @@ from autoscaler.sim.runner import Scenario
 from autoscaler.sim.traces import Job, load_trace
 from clusterspec.spec import Cluster as Spec
 
-SCENARIOS = ("burst", "demo")
+SCENARIOS = ("burst", "demo", "churn")
 
 # The demo's waves (autoscaler/demo/workload.py builds its pods from these): (model seconds after the first
 # wave, title, [(GPUs, duration s), ...]); the demo submits them at 0, 6 and 16 wall seconds at 60x.
@@ -113,6 +113,29 @@ def demo_scenario(spec: Spec) -> Scenario:
         capacity=demo_capacity(spec),
         bursts=[_burst(w) for w in waves],
         horizon_s=DEMO_WAVES[-1][0] + DEMO_WATCH_S,
+    )
+
+
+CHURN_PODS = 2000
+CHURN_DELETE_S = 2.0
+CHURN_WATCH_S = 900.0
+
+
+def churn_scenario() -> Scenario:
+    """Pods that vanish (issue 38): 2,000 one-GPU jobs submitted at once, every pod deleted 2 s after its creation
+    (a sweep cancelled at once, a controller that recreates pods under new names). Whatever is bought for them
+    is waste; the run is watched for 15 minutes, past the 10-minute idle threshold."""
+    jobs = [Job(f"churn-{i:04d}", 0.0, 1, 3600.0) for i in range(CHURN_PODS)]
+    return Scenario(
+        name="churn",
+        description=(
+            f"{CHURN_PODS:,} one-GPU jobs at once, each pod deleted {CHURN_DELETE_S:g} s after its creation; "
+            f"watched for {CHURN_WATCH_S / 60:g} minutes"
+        ),
+        jobs=jobs,
+        bursts=[],
+        horizon_s=CHURN_WATCH_S,
+        delete_after_s=CHURN_DELETE_S,
     )
 
 

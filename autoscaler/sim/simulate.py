@@ -20,8 +20,9 @@ from autoscaler.sim.bounds import lower_bound
 from autoscaler.sim.metrics import RunRecord, find_bursts, summarize
 from autoscaler.sim.policies import POLICIES, make_policy
 from autoscaler.sim.runner import Run, Scenario
-from autoscaler.sim.scenarios import SCENARIOS, burst_scenario, demo_scenario, trace_scenario
+from autoscaler.sim.scenarios import SCENARIOS, burst_scenario, churn_scenario, demo_scenario, trace_scenario
 from autoscaler.sim.traces import resolve_trace
+from autoscaler.sim.waits import CAUSE_WORDS, PARTS
 from clusterspec.errors import UserError
 from clusterspec.loader import load_spec, spec_from_data
 from clusterspec.scheduler import PROFILES
@@ -32,7 +33,7 @@ from clusterspec.spec import Cluster as Spec
 # region), and once over every region (no real deployment: an idealised bound), each with its defaults and with
 # the jobs protected. ``name@default`` runs a policy under the default profile.
 DEFAULT_POLICIES = (
-    "batch,batch@default,ca-regional,ca-regional-protected,ca-primary,ca-primary-protected,ca-ideal,"
+    "batch,batch-lean,batch@default,ca-regional,ca-regional-protected,ca-primary,ca-primary-protected,ca-ideal,"
     "ca-ideal-protected,target-tracking,static-peak,static-p95"
 )
 
@@ -59,7 +60,15 @@ SHOWN = [
     ("api_calls", "API calls"),
 ]
 # The columns a narrow terminal shows first, in the first table (the rest follow in as many tables as needed).
-KEY = ["wait_p99_s", "cost_usd", "cost_over_bound", "jobs_killed", "jobs_finished"]
+KEY = [
+    "wait_p50_s",
+    "wait_p95_s",
+    "wait_p99_s",
+    "cost_usd",
+    "cost_over_bound",
+    "jobs_killed",
+    "jobs_finished",
+]
 
 
 def parse_policies(text: str, scheduler: str = "bin-packing") -> list[str]:
@@ -341,6 +350,33 @@ def figures_tables(title: str, figures: dict[str, dict], console: Console) -> li
     ]
 
 
+def tail_lines(figures: dict[str, dict]) -> list[str]:
+    """The tail-causes section: per policy, the jobs that waited at least its p95 and its p99, by cause (the
+    node they waited for: bought after submission, already launching, running), node type and size, and the
+    mean of each part of their wait (autoscaler/sim/waits.py)."""
+    lines = [
+        "Tail causes: the jobs that waited at least the p95 (p99), where their wait went (docs/simulator.md)"
+    ]
+    for name, f in figures.items():
+        b = f.get("wait_breakdown")
+        if not b:
+            continue
+        for q in ("p95", "p99"):
+            t = b[f"tail_{q}"]
+            if not t["jobs"]:
+                lines.append(f"  {name} {q}: no job waited")
+                continue
+            causes = ", ".join(f"{CAUSE_WORDS[c]} {n}" for c, n in t["by_cause"].items())
+            types = ", ".join(f"{k} {n}" for k, n in list(t["by_instance_type"].items())[:3])
+            sizes = ", ".join(f"{k} {n}" for k, n in t["by_size"].items())
+            parts = ", ".join(f"{p} {t['mean_s'][p]:,.0f}" for p in PARTS)
+            lines.append(
+                f"  {name} {q}: {t['jobs']:,} jobs >= {t['threshold_s']:,.0f} s: {causes}; on {types}; {sizes}; "
+                f"mean s: {parts}"
+            )
+    return lines
+
+
 def bound_line(bound: dict) -> str:
     return (
         f"lower bound: ${bound['cost_usd']:,.0f} ({bound['useful_gpu_hours']:,.0f} useful GPU-hours at the cheapest "
@@ -388,7 +424,13 @@ def main(
     if scenario:
         if scenario not in SCENARIOS:
             raise UserError(f"--scenario: unknown {scenario!r}; choose from {', '.join(SCENARIOS)}")
-        sc = burst_scenario(cluster) if scenario == "burst" else demo_scenario(cluster)
+        sc = (
+            burst_scenario(cluster)
+            if scenario == "burst"
+            else demo_scenario(cluster)
+            if scenario == "demo"
+            else churn_scenario()
+        )
     else:
         sc = trace_scenario(resolve_trace(trace))
     if window is not None:
@@ -412,6 +454,8 @@ def main(
     for table in figures_tables(sc.name, figures, console):
         console.print(table)
     console.print(bound_line(bound))
+    for line in tail_lines(figures):
+        console.print(line, markup=False, highlight=False)
     console.print(
         f"wall time {wall:,.0f} s, {sum(f['cpu_seconds'] for f in figures.values()):,.0f} CPU-seconds"
     )

@@ -30,6 +30,8 @@ class ModelTracker:
         self.dirty = True
         self.pending = 0
         self.new_pending: set[str] = set()
+        self.first_new: float | None = None  # when the first and last of new_pending were created
+        self.last_new: float | None = None
         self.usage_changed = True  # GPU demand, use or capacity moved (for policies that watch utilization)
 
     def changed(self, usage: bool = False) -> bool:
@@ -39,6 +41,7 @@ class ModelTracker:
         self.dirty = False
         self.usage_changed = False
         self.new_pending.clear()
+        self.first_new = self.last_new = None
 
     @property
     def capacity(self) -> int:
@@ -95,6 +98,8 @@ class ModelTracker:
         old = self.pods.get(uid)
         if event == "DELETED":
             new = None
+            if old is not None and old[0] == "Pending":
+                self.dirty = True  # what was bought for it may be cancelled
         else:
             phase = (pod.get("status") or {}).get("phase", "Pending")
             gpus = old[1] if old else int(P.requests(pod).get(GPU, 0.0))
@@ -113,6 +118,9 @@ class ModelTracker:
             self.pods.pop(uid, None)
         if old is None and new is not None and new[0] == "Pending":
             self.new_pending.add(uid)
+            self.last_new = self._now()
+            if self.first_new is None:
+                self.first_new = self.last_new
         elif new is None or new[0] != "Pending":
             self.new_pending.discard(uid)
 

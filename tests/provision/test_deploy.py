@@ -110,6 +110,7 @@ def test_the_arguments_are_the_specs_settings_as_the_cli_reads_them(docs, spec):
         s.scan_interval_s, s.idle_threshold_s, s.boot_timeout_s)  # fmt: skip
     assert opts["max_scale_in_fraction"] == s.max_scale_in_fraction
     assert opts["max_new_nodes"] == s.max_new_nodes_per_loop and opts["priority_cutoff"] == s.priority_cutoff
+    assert opts["spare_gpus"] == s.spare_gpus == 8
     assert opts["warm_pool"] == {f"dlr-{r}-gpu-t4": 1 for r in spec.spill_over_order}
     assert opts["leader_elect"] is True and opts["dry_run"] is False
 

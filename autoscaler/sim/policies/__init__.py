@@ -7,6 +7,7 @@ from autoscaler.sim.policies.base import Policy, PolicyContext
 
 POLICIES = (
     "batch",
+    "batch-lean",
     "ca-regional",
     "ca-regional-protected",
     "ca-primary",
@@ -31,10 +32,10 @@ CA_POLICIES = {
 
 def make_policy(name: str, ctx: PolicyContext, run) -> Policy:
     """The policy called ``name`` over the run's interfaces; ``run`` gives ours the model's timers."""
-    if name == "batch":
-        from autoscaler.sim.policies.batch import BatchPolicy
+    if name in ("batch", "batch-lean"):
+        from autoscaler.sim.policies.batch import BatchPolicy, LeanBatchPolicy
 
-        return BatchPolicy(ctx, run)
+        return (BatchPolicy if name == "batch" else LeanBatchPolicy)(ctx, run)
     if name in CA_POLICIES:
         from autoscaler.sim.policies import ca_like
 

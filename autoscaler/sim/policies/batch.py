@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from autoscaler.controller import Controller, ControllerConfig
 from autoscaler.core.config import PlannerConfig
+from autoscaler.loop import BatchWindow
 from autoscaler.sim.policies.base import Policy, PolicyContext
 
 PENDING_MAX_S = 60.0
@@ -31,6 +32,7 @@ def controller_config(ctx: PolicyContext) -> ControllerConfig:
 
 class BatchPolicy(Policy):
     name = "batch"
+    batch_window = (BatchWindow(10).idle_s, BatchWindow(10).max_wait_s)  # what autoscaler.service runs
 
     def __init__(self, ctx: PolicyContext, run):
         super().__init__(ctx)
@@ -60,7 +62,21 @@ class BatchPolicy(Policy):
         for inst in self.run.model.cloud.instances.values():
             if inst.node_name is None or inst.node_name not in registered:
                 due.append(inst.launched_at + planner.boot_timeout_s)
+        if self.config.planner.spare_gpus > 0 and self.run.tracker.usage_changed:
+            # spare GPUs are topped up once pods took them: within a minute (the live loop: within a scan interval)
+            due.append(self.last_run + PENDING_MAX_S)
         if self.run.tracker.pending:
             due.append(self.last_run + min(PENDING_MAX_S, scan * 2 ** max(0, self.quiet_pending - 1)))
         due = [t for t in due if t > self.last_run]
         return min(due) if due else None
+
+
+class LeanBatchPolicy(BatchPolicy):
+    """Ours at the cheap end of its one wait-cost trade-off: ``spare_gpus`` 0, no GPU kept free for the next jobs
+    (docs/planner.md, "Spare GPUs"). ``batch`` runs the spec's setting."""
+
+    name = "batch-lean"
+
+    def __init__(self, ctx: PolicyContext, run):
+        super().__init__(ctx, run)
+        self.config.planner.spare_gpus = 0
