@@ -62,6 +62,8 @@ def objects(cluster: Cluster, registry: str | None = None, code_bucket: str | No
     ]  # fmt: skip
 
 
+FIELD_MANAGER = "research-cluster-lab"  # the manager `invoke up` applies the settings with
+
 
 def apply(api_client, cluster: Cluster, registry: str | None = None, code_bucket: str | None = None,
           s3_endpoint: str | None = None, exclude: tuple[str, ...] = ()) -> list[str]:  # fmt: skip
@@ -80,23 +82,21 @@ def apply(api_client, cluster: Cluster, registry: str | None = None, code_bucket
     registry = registry or old.get("registry")
     code_bucket = code_bucket or old.get("code_bucket")
     s3_endpoint = s3_endpoint or old.get("s3_endpoint")
+    # Server-side apply with the field manager `invoke up` applies them with (provision/cluster_addons.py): a
+    # create or replace here would make the client's own manager (OpenAPI-Generator) own the fields, and the next
+    # `invoke up` would be refused with a conflict, as the real API server showed (issue 33).
     calls = {
-        "ConfigMap": (core.create_namespaced_config_map, core.replace_namespaced_config_map),
-        "Role": (rbac.create_namespaced_role, rbac.replace_namespaced_role),
-        "RoleBinding": (rbac.create_namespaced_role_binding, rbac.replace_namespaced_role_binding),
+        "ConfigMap": core.patch_namespaced_config_map,
+        "Role": rbac.patch_namespaced_role,
+        "RoleBinding": rbac.patch_namespaced_role_binding,
     }
     done = []
     for obj in objects(cluster, registry, code_bucket, s3_endpoint, exclude):
-        create, replace = calls[obj["kind"]]
         name = obj["metadata"]["name"]
         try:
-            create(LAB_SETTINGS_NAMESPACE, obj)
-            done.append(f"created {obj['kind']} {LAB_SETTINGS_NAMESPACE}/{name}")
+            calls[obj["kind"]](name, LAB_SETTINGS_NAMESPACE, obj, field_manager=FIELD_MANAGER, force=True,
+                               _content_type="application/apply-patch+yaml")  # fmt: skip
         except ApiException as e:
-            if e.status != 409:
-                raise UserError(
-                    f"{obj['kind']} {LAB_SETTINGS_NAMESPACE}/{name}: {e.status} {e.reason}"
-                ) from None
-            replace(name, LAB_SETTINGS_NAMESPACE, obj)
-            done.append(f"updated {obj['kind']} {LAB_SETTINGS_NAMESPACE}/{name}")
+            raise UserError(f"{obj['kind']} {LAB_SETTINGS_NAMESPACE}/{name}: {e.status} {e.reason}") from None
+        done.append(f"applied {obj['kind']} {LAB_SETTINGS_NAMESPACE}/{name}")
     return done

@@ -185,6 +185,11 @@ def load_cluster(opts: Options, rng: random.Random):
         nodes = model.nodes()
         for i, node in enumerate(nodes):
             _enrich_node(node, kubectl_sized.node(node, i, rng, STATIC_TYPE))
+        # the claim every kubectl-sized pod names, bound to its volume: without it kube-scheduler (and the planner,
+        # which honours it) leaves every pod unschedulable (`persistentvolumeclaim "research-data" not found`)
+        claim, volume = kubectl_sized.data_claim(NAMESPACE)
+        model.store.create("persistentvolumes", volume, uid=volume["metadata"]["uid"])
+        model.store.create("persistentvolumeclaims", claim, uid=claim["metadata"]["uid"])
         per_node, extra = divmod(opts.pods, len(nodes))
         index = 0
         for i, node in enumerate(nodes):

@@ -36,9 +36,7 @@ IMMEDIATE_UNBOUND = "pod has unbound immediate PersistentVolumeClaims"  # volume
 PV_NOT_EXIST = (
     "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"  # ErrReasonPVNotExist
 )
-NODE_CONFLICT = (
-    "node(s) didn't match PersistentVolume's node affinity"  # ErrReasonNodeConflict: no node matches the volume
-)
+NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"  # ErrReasonNodeConflict: no node matches the volume
 NO_VOLUME_TO_BIND = "node(s) didn't find available persistent volumes to bind"  # ErrReasonBindConflict
 BINDING_MODES = ("Immediate", "WaitForFirstConsumer")
 _NAMELESS = {"metadata.name": ""}  # the node CheckNodeAffinity matches a volume's node affinity against

@@ -25,7 +25,7 @@ def test_researchers_read_the_settings_and_nothing_else(emu, tmp_path) -> None:
     lines = lab_settings.apply(
         admin, load_spec(), code_bucket="dlr-results-1", s3_endpoint="http://127.0.0.1:1"
     )
-    assert lines[0] == "created ConfigMap kube-public/research-lab-settings"
+    assert lines[0] == "applied ConfigMap kube-public/research-lab-settings"
     client.CoreV1Api(admin).create_namespaced_config_map("kube-public", {"metadata": {"name": "other"}})
     alice = config.new_client_from_config(
         config_file=str(emu.write_kubeconfig(tmp_path / "alice", user="alice", groups=("research:users",)))
@@ -38,7 +38,7 @@ def test_researchers_read_the_settings_and_nothing_else(emu, tmp_path) -> None:
     assert e.value.status == 403
     # add-user knows no bucket: what the cluster had stays
     again = lab_settings.apply(admin, load_spec())
-    assert again[0] == "updated ConfigMap kube-public/research-lab-settings"
+    assert again[0] == "applied ConfigMap kube-public/research-lab-settings"
     cm = core.read_namespaced_config_map("research-lab-settings", "kube-public")
     data = yaml.safe_load(cm.data["settings.yaml"])
     assert (data["code_bucket"], data["s3_endpoint"]) == ("dlr-results-1", "http://127.0.0.1:1")

@@ -10,10 +10,12 @@ data "aws_ssm_parameter" "ami" {
 }
 
 locals {
-  name     = "${var.cluster}-control-plane"
-  zones    = sort(keys(var.subnet_ids))
-  ami_id   = var.ami_id != "" ? var.ami_id : nonsensitive(data.aws_ssm_parameter.ami[0].value)
-  endpoint = "${var.api_dns_name}:6443"
+  # a whole-line comment of the scripts ("#" alone or "# " and text), not "#!" nor "# shellcheck ..."
+  comment_lines = "/(?m)^[ \\t]*#(?:[ \\t]+[^s \\t].*)?\\n/"
+  name          = "${var.cluster}-control-plane"
+  zones         = sort(keys(var.subnet_ids))
+  ami_id        = var.ami_id != "" ? var.ami_id : nonsensitive(data.aws_ssm_parameter.ami[0].value)
+  endpoint      = "${var.api_dns_name}:6443"
   # Written by the members only (IAM: modules/iam/control_plane.tf); read by `invoke control-plane-status`.
   status_prefix = "/${var.cluster}/control-plane/status"
 }
@@ -79,7 +81,8 @@ resource "aws_instance" "member" {
   iam_instance_profile   = var.instance_profile_name
   ebs_optimized          = true
   monitoring             = true
-  # gzip: the script with the scheduler profile is over EC2's 16 KiB user-data limit; cloud-init unpacks it.
+  # gzip: the script with the scheduler profile is over EC2's 16 KiB user-data limit; cloud-init unpacks it. The
+  # scripts' whole-line comments stay in the repository, not in the user data (shellcheck directives stay).
   user_data_base64 = base64gzip(templatefile("${path.module}/templates/control_plane.sh.tftpl", {
     cluster                = var.cluster
     index                  = count.index
@@ -100,8 +103,8 @@ resource "aws_instance" "member" {
     scheduler_kubeadm      = var.scheduler_kubeadm
     service_account_issuer = var.service_account_issuer
     target_group_arn       = aws_lb_target_group.api.arn
-    bootstrap              = file("${path.module}/scripts/bootstrap.sh")
-    etcd_script            = file("${path.module}/scripts/etcd.sh")
+    bootstrap              = replace(file("${path.module}/scripts/bootstrap.sh"), local.comment_lines, "")
+    etcd_script            = replace(file("${path.module}/scripts/etcd.sh"), local.comment_lines, "")
     etcd_backup            = var.etcd_backup
   }))
 

@@ -35,7 +35,7 @@ def test_json_and_report_for_the_issue_shape(tmp_path):
 
 def test_unknown_policy_is_one_line():
     with pytest.raises(
-        UserError, match=r"--policies: unknown fifo, batch@spread; choose from batch,ca-regional,"
+        UserError, match=r"--policies: unknown fifo, batch@spread; choose from batch,batch-lean,ca-regional,"
     ):
         parse_policies("batch,fifo,batch@spread")
     with pytest.raises(UserError, match=r"--scheduler: unknown 'spread'; choose from bin-packing, default"):

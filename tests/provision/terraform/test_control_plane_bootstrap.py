@@ -6,6 +6,7 @@ import base64
 import gzip
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -33,6 +34,12 @@ ETCD_BACKUP = {  # ../etcd_backup's outputs, as the primary region's root passes
     "status_parameter": "/dlr/etcd/last-backup",
     "metric_namespace": "dlr/etcd",
 }
+
+
+# the module's own pattern for the scripts' comment lines (main.tf local.comment_lines), as HCL
+COMMENTS = re.search(
+    r'^\s*comment_lines\s*=\s*(".*")$', (MODULES / "control_plane/main.tf").read_text(), re.M
+)[1]
 
 
 def render(member: int, cwd) -> str:
@@ -64,7 +71,8 @@ def render(member: int, cwd) -> str:
     etcd = inline(str(MODULES / "control_plane/scripts/etcd.sh"))
     expression = (
         f"jsonencode(templatefile({template}, merge({inline(values)}, "
-        f"{{bootstrap = file({bootstrap}), etcd_script = file({etcd})}})))"
+        f'{{bootstrap = replace(file({bootstrap}), {COMMENTS}, ""), '
+        f'etcd_script = replace(file({etcd}), {COMMENTS}, "")}})))'
     )
     result = subprocess.run(
         [terraform, "console"], input=expression, cwd=cwd, capture_output=True, text=True, timeout=60

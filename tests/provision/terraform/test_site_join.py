@@ -71,6 +71,7 @@ def test_only_the_control_plane_writes_join_secrets_and_only_it_reads_the_certif
         "${local.ssm}/control-plane/admin-kubeconfig",
         "${local.ssm}/control-plane/sa-pub",
         "${local.ssm}/control-plane/join-request",  # issue 26: certificates only while a member joins
+        "${local.kubeadm}/encryption-key",  # issue 36: etcd's encryption at rest, made by member 0 at init
     }
 
 
