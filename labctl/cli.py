@@ -146,30 +146,41 @@ def _where(kube, args, settings: Settings, user: str) -> tuple[str, str]:
 
 
 def _image(settings: Settings, snap, push: bool, build: bool, region: str | None, say=print,
-           at_start: bool = False) -> tuple[str, tuple[str, ...]]:  # fmt: skip
-    """(the job's image, pip arguments to install at start): the standard image when it has the requirements; else
-    the requirements' own image (built once, with docker or buildah); else, with ``at_start`` and no engine, the
-    standard image with the missing requirements installed when the job starts."""
-    d = deps.resolve(snap, settings.data.standard_packages)
+           at_start: bool = False) -> tuple[str, deps.Install]:  # fmt: skip
+    """(the job's image, what the job installs when it starts): the standard image when it has the requirements;
+    else the requirements' own image (built once, with docker or buildah); else, with ``at_start`` and no engine,
+    the standard image with the missing requirements installed when the job starts. The project itself, when it is
+    a package (setup.py, pyproject.toml), is installed at start in every case (``pip install -e .``)."""
+    packages = settings.data.standard_packages
+    d = deps.resolve(snap, packages)
     standard = settings.standard_ref(region)
-    if d.standard:
-        if d.source:
+    image_deps = deps.for_image(d)
+    eng = None
+    if not image_deps.standard:
+        eng = engine.find_engine() if build or at_start else None  # `docker info`: no side effect
+    install = deps.plan(snap, d, packages, at_start=at_start and eng is None and not image_deps.standard)
+    if "-e" in {s[0] for s in install.steps if s}:
+        say("the project is a package: the job runs `pip install -e .` in its own venv before the command")
+    if image_deps.standard:
+        if d.source and not d.missing:
             say(f"{d.source}: the standard image has all {len(d.lines)} requirements; no image to build")
-        return standard, ()
-    ref = settings.image_ref(d.tag(settings.standard_image), region)
+        elif d.source:
+            say(f"{d.source}: the standard image has all but the project's own ({', '.join(d.missing)}); "
+                "installed when the job starts")  # fmt: skip
+        return standard, install
+    ref = settings.image_ref(image_deps.tag(settings.standard_image), region)
     missing = f"{', '.join(d.missing[:3])}{' ...' if len(d.missing) > 3 else ''}"
-    eng = engine.find_engine() if build or at_start else None  # `docker info`: no side effect
     if at_start and eng is None:
-        install = ("-r", d.source) if d.source == "requirements.txt" else tuple(d.lines)
         say(f"{d.source}: {len(d.missing)} not in the standard image ({missing}); no container engine here: the job "
             "installs them when it starts (pip's cache on your home volume; an image is faster: lab image build --push)")  # fmt: skip
         return standard, install
     say(f"{d.source}: {len(d.missing)} not in the standard image ({missing}): image {ref}")
     if not build:
-        return ref, ()
-    data = deps.build_context(standard, d)
+        return ref, install
+    data = deps.build_context(standard, image_deps)
+    tag = image_deps.tag(settings.standard_image)
     if eng is None:
-        out = engine.write_context(d.tag(settings.standard_image), data)
+        out = engine.write_context(tag, data)
         raise LabError(
             f"no working docker or buildah here to build {ref}; build it anywhere with: "
             f"{engine.how_to_build(out, ref)}, push it, then rerun with --no-build"
@@ -177,13 +188,13 @@ def _image(settings: Settings, snap, push: bool, build: bool, region: str | None
     if engine.image_exists(eng, ref):
         say(f"reusing {ref} (same requirements)")
     else:
-        engine.build(eng, d.tag(settings.standard_image), data, ref)
+        engine.build(eng, tag, data, ref)
     if push:
         if settings.registry(region) is None:
             raise LabError("no registry: the cluster's settings name none; set LAB_REGISTRY (your ECR host)")
         engine.push(eng, ref)
         say(f"pushed {ref}")
-    return ref, ()
+    return ref, install
 
 
 def _submit(args, kube, settings: Settings) -> None:
@@ -226,7 +237,8 @@ def _submit(args, kube, settings: Settings) -> None:
     req = jobs.JobRequest(name, namespace, image, command, gpus, nodes, gang, prefs, user, code_tag=snap.tag,
                           code_url=code_url, code_sha256=snap.digest, gpu_type=gpu_type, spot=args.spot, env=env,
                           retries=args.retries, git=snap.git, s3_endpoint=settings.data.s3_endpoint,
-                          install=install, python=settings.python)  # fmt: skip
+                          install=install.steps, no_build_isolation=install.no_build_isolation,
+                          python=settings.python)  # fmt: skip
     jobs.check_request(req, settings)
     from labctl import launchers
 

@@ -94,9 +94,10 @@ class JobRequest:
     retries: int = DEFAULT_RETRIES
     git: str = ""  # "<commit>" or "<commit>+dirty", for the record
     s3_endpoint: str | None = None  # a local cluster's moto server, for the init container
-    # requirements the standard image lacks, installed at start (no container engine to build their image):
-    # the dependency file's name, and the pip arguments that install it
-    install: tuple[str, ...] = ()
+    # what the job installs in its own venv when it starts (labctl/jobenv.py): pip install argument lists, e.g.
+    # ("-r", "requirements.txt") for requirements no image was built for, ("-e", ".") for a package
+    install: tuple[tuple[str, ...], ...] = ()
+    no_build_isolation: bool = False  # the image has the project's build requirements
     python: str = "3.11"
 
 
@@ -313,9 +314,7 @@ def _restricted() -> dict:
 
 
 def init_container(req: JobRequest) -> dict:
-    from importlib import resources
-
-    script = resources.files("labctl").joinpath("unpack.py").read_text()
+    script = _script("unpack.py")
     env = [
         {"name": "LAB_CODE_URL", "value": req.code_url},
         {"name": "LAB_CODE_SHA256", "value": req.code_sha256},
@@ -335,41 +334,46 @@ def init_container(req: JobRequest) -> dict:
     }
 
 
-DEPS_PREFIX = f"{WORKSPACE}/.lab/deps"
+JOB_VENV = f"{WORKSPACE}/.lab/venv"
+
+
+def _script(module: str) -> str:
+    from importlib import resources
+
+    return resources.files("labctl").joinpath(module).read_text()
 
 
 def deps_container(req: JobRequest, home_mount: dict | None) -> dict:
-    """Requirements the standard image lacks, installed at start with the image's own pip under a prefix in the
-    workspace (what the image has counts as installed, so only the missing ones are fetched), pip's cache on the home
-    volume so the next start reuses it; the main container finds them through PYTHONPATH."""
+    """The job's own venv, the image's packages visible in it, and the project installed in it as its README says
+    (labctl/jobenv.py): pip's cache on the home volume, so the next start reuses what was fetched."""
+    import json
+
     mounts = [{"name": "workspace", "mountPath": WORKSPACE}] + ([home_mount] if home_mount else [])
+    env = [
+        {"name": "LAB_VENV", "value": JOB_VENV},
+        {"name": "LAB_CODE_DIR", "value": WORKSPACE},
+        {"name": "LAB_INSTALL", "value": json.dumps([list(s) for s in req.install])},
+        {"name": "HOME", "value": MOUNTS["home"] if home_mount else "/tmp"},
+        {"name": "PIP_CACHE_DIR", "value": f"{MOUNTS['home'] if home_mount else '/tmp'}/.cache/pip"},
+        {"name": "PYTHONUNBUFFERED", "value": "1"},
+    ]
+    if req.no_build_isolation:
+        env.append({"name": "LAB_NO_BUILD_ISOLATION", "value": "1"})
     return {
         "name": "deps",
         "image": req.image,
-        "command": [
-            "python3",
-            "-m",
-            "pip",
-            "install",
-            "--disable-pip-version-check",
-            "--no-warn-script-location",
-            "--prefix",
-            DEPS_PREFIX,
-            *req.install,
-        ],  # fmt: skip
+        "command": ["python3", "-c", _script("jobenv.py")],
         "workingDir": WORKSPACE,
-        "env": [
-            {"name": "HOME", "value": MOUNTS["home"]},
-            {"name": "PIP_CACHE_DIR", "value": f"{MOUNTS['home']}/.cache/pip"},
-        ],  # fmt: skip
+        "env": env,
         "resources": {"requests": {"cpu": "1", "memory": "2Gi"}},
         "volumeMounts": mounts,
         "securityContext": _restricted(),
     }
 
 
-def deps_path(req: JobRequest) -> str:
-    return f"{DEPS_PREFIX}/lib/python{req.python}/site-packages"
+def entry_command(command: list[str]) -> list[str]:
+    """The main container's command behind labctl/entry.py: the job's venv on PATH, the output teed to $LOG_DIR."""
+    return ["python3", "-c", _script("entry.py"), *command]
 
 
 def job_manifest(req: JobRequest, settings: Settings, launch: launchers.Launch | None = None) -> dict:
@@ -403,7 +407,7 @@ def job_manifest(req: JobRequest, settings: Settings, launch: launchers.Launch |
     main = {
         "name": "main",
         "image": req.image,
-        "command": list(launch.command),
+        "command": entry_command(list(launch.command)),
         "workingDir": WORKSPACE,
         "env": environment(req, launch, settings.efa_env if efa else {}),
         "resources": {"requests": requests, "limits": limits},
@@ -418,12 +422,10 @@ def job_manifest(req: JobRequest, settings: Settings, launch: launchers.Launch |
         "volumes": volumes,
         "enableServiceLinks": False,
     }
-    if req.code_url:
-        pod_spec["initContainers"] = [init_container(req)]
-    if req.install:
+    if req.code_url:  # the code, then the job's venv with the project installed as its README says
         home = next((m for m in mounts if m["name"] == "home"), None)
-        pod_spec.setdefault("initContainers", []).append(deps_container(req, home))
-        main["env"].append({"name": "PYTHONPATH", "value": deps_path(req)})
+        pod_spec["initContainers"] = [init_container(req), deps_container(req, home)]
+        main["env"].append({"name": "LAB_VENV", "value": JOB_VENV})
     if req.gang:
         pod_spec["schedulerName"] = settings.gang_scheduler
     if req.nodes > 1:
