@@ -95,6 +95,13 @@ def _parser() -> argparse.ArgumentParser:
         default=DEFAULT_MAX_FILE_MB,
         help=f"files over this size stay out of the snapshot (default {DEFAULT_MAX_FILE_MB}; 0: no limit)",
     )
+    s.add_argument(
+        "--keep",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a path next to the code (out, runs) copied to $LOG_DIR when the command ends (repeatable)",
+    )
     s.add_argument("--no-build", action="store_true", help="the image of your requirements is already pushed")
     s.add_argument(
         "--dry-run",
@@ -208,7 +215,8 @@ def _submit(args, kube, settings: Settings) -> None:
     user = _identity(kube, args)
     namespace, user = _where(kube, args, settings, user)
     probe = jobs.JobRequest(args.name or "probe", namespace, "x", command, gpus, nodes, gang, prefs, user,
-                            gpu_type=gpu_type, spot=args.spot, env=env, retries=args.retries)  # fmt: skip
+                            gpu_type=gpu_type, spot=args.spot, env=env, retries=args.retries,
+                            keep=tuple(args.keep))  # fmt: skip
     jobs.check_request(probe, settings)  # refuse what could never run before reading or uploading anything
     if settings.uid(user) is None:
         raise LabError(
@@ -237,7 +245,7 @@ def _submit(args, kube, settings: Settings) -> None:
     req = jobs.JobRequest(name, namespace, image, command, gpus, nodes, gang, prefs, user, code_tag=snap.tag,
                           code_url=code_url, code_sha256=snap.digest, gpu_type=gpu_type, spot=args.spot, env=env,
                           retries=args.retries, git=snap.git, s3_endpoint=settings.data.s3_endpoint,
-                          install=install.steps, no_build_isolation=install.no_build_isolation,
+                          install=install.steps, no_build_isolation=install.no_build_isolation, keep=tuple(args.keep),
                           python=settings.python)  # fmt: skip
     jobs.check_request(req, settings)
     from labctl import launchers
@@ -322,9 +330,14 @@ def run(argv: list[str]) -> int:
         elif args.cmd == "logs":
             chunks = (kube.all_logs(namespace, args.job, args.follow) if args.all
                       else kube.logs(namespace, args.job, args.index, args.follow))  # fmt: skip
+            kube.exit_code = 0
             for chunk in chunks:
                 sys.stdout.write(chunk)
                 sys.stdout.flush()
+            if args.follow and kube.exit_code:  # -f ends with the command's own status
+                why = getattr(kube, "exit_reason", "") or f"its command exited with code {kube.exit_code}"
+                print(f"lab: job {args.job}: {why}", file=sys.stderr)
+                return min(kube.exit_code, 255)
         elif args.cmd == "cancel":
             kube.get_job(namespace, args.job)
             gone = kube.cancel(namespace, args.job)
@@ -345,7 +358,7 @@ def main(argv: list[str] | None = None) -> None:
         code = run(sys.argv[1:] if argv is None else argv)
     except LabError as e:
         print(f"lab: {e.lines[0]}", file=sys.stderr)
-        code = 2
+        code = getattr(e, "code", 2)
     except KeyboardInterrupt:
         code = 130
     sys.exit(code)

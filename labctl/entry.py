@@ -5,6 +5,9 @@
 - ``$LOG_DIR`` (the results volume) is created, and the command's stdout and stderr are copied, as they come, both
   to the container's own (``kubectl logs``, ``lab logs``) and to ``$LOG_DIR/logs/node-<index>.log`` (appended, one
   header line per start): the output outlives the pod, its node and the Job.
+- ``LAB_KEEP`` (``lab submit --keep out``; paths relative to the working directory, ``:``-separated): once the
+  command ends, however it ends, each is copied to ``$LOG_DIR/<path>``, so what a project writes next to its code
+  (minGPT's and nanoGPT's ``./out``) outlives the pod.
 - SIGTERM and SIGINT go to the command; the exit status is the command's (128 + N for a signal), so the Job's
   failure policy sees the command's own.
 
@@ -34,6 +37,26 @@ def log_file():
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     f.write(f"--- lab: {os.environ.get('HOSTNAME', '?')} started {stamp}\n".encode())
     return f
+
+
+def keep(log_dir, paths):
+    """Copy what the command wrote next to the code to $LOG_DIR; one line each, never a failure of the job."""
+    import shutil
+
+    for rel in [p for p in paths.split(":") if p]:
+        src, dst = os.path.abspath(rel), os.path.join(log_dir, rel.strip("/"))
+        try:
+            if os.path.isdir(src):
+                shutil.copytree(src, dst, dirs_exist_ok=True, symlinks=True)
+            elif os.path.exists(src):
+                os.makedirs(os.path.dirname(dst) or ".", exist_ok=True)
+                shutil.copy2(src, dst)
+            else:
+                print(f"lab: --keep {rel}: the command wrote no {rel}", file=sys.stderr, flush=True)
+                continue
+            print(f"lab: kept {rel} in {dst}", file=sys.stderr, flush=True)
+        except OSError as e:
+            print(f"lab: --keep {rel}: {e}", file=sys.stderr, flush=True)
 
 
 def pump(src, dst, copy, lock):
@@ -74,6 +97,8 @@ def main(argv):
     rc = child.wait()
     for t in threads:
         t.join()
+    if os.environ.get("LAB_KEEP") and os.environ.get("LOG_DIR"):
+        keep(os.environ["LOG_DIR"], os.environ["LAB_KEEP"])
     if copy is not None:
         copy.write(f"--- lab: exit {rc}\n".encode())
         copy.close()

@@ -98,6 +98,7 @@ class JobRequest:
     # ("-r", "requirements.txt") for requirements no image was built for, ("-e", ".") for a package
     install: tuple[tuple[str, ...], ...] = ()
     no_build_isolation: bool = False  # the image has the project's build requirements
+    keep: tuple[str, ...] = ()  # paths next to the code copied to $LOG_DIR when the command ends (--keep)
     python: str = "3.11"
 
 
@@ -117,6 +118,12 @@ def check_request(req: JobRequest, settings: Settings) -> None:
         raise LabError(f"--gpus {req.gpus}: give the GPUs per node, at least 1")
     if req.retries < 0:
         raise LabError(f"--retries {req.retries}: give how often a disrupted node is replaced, 0 or more")
+    for path in req.keep:
+        parts = path.strip("/").split("/")
+        if path.startswith("/") or ".." in parts or ":" in path or not path.strip("/."):
+            raise LabError(
+                f"--keep {path!r}: give a path inside the code's folder, where the command writes it (e.g. out)"
+            )
     for k, _ in req.env:
         if not _ENV_NAME.match(k):
             raise LabError(
@@ -331,6 +338,7 @@ def init_container(req: JobRequest) -> dict:
         "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}},
         "volumeMounts": [{"name": "workspace", "mountPath": WORKSPACE}],
         "securityContext": _restricted(),
+        "terminationMessagePolicy": "FallbackToLogsOnError",  # its last lines in the pod's status
     }
 
 
@@ -368,6 +376,7 @@ def deps_container(req: JobRequest, home_mount: dict | None) -> dict:
         "resources": {"requests": {"cpu": "1", "memory": "2Gi"}},
         "volumeMounts": mounts,
         "securityContext": _restricted(),
+        "terminationMessagePolicy": "FallbackToLogsOnError",  # pip's last lines in the pod's status (lab status)
     }
 
 
@@ -414,6 +423,7 @@ def job_manifest(req: JobRequest, settings: Settings, launch: launchers.Launch |
         "volumeMounts": mounts,
         "ports": [{"name": "rendezvous", "containerPort": MASTER_PORT}],
         "securityContext": _restricted(),
+        "terminationMessagePolicy": "FallbackToLogsOnError",  # a failure's last lines in the pod's status
     }
     pod_spec: dict = {
         "restartPolicy": "Never",
@@ -426,6 +436,8 @@ def job_manifest(req: JobRequest, settings: Settings, launch: launchers.Launch |
         home = next((m for m in mounts if m["name"] == "home"), None)
         pod_spec["initContainers"] = [init_container(req), deps_container(req, home)]
         main["env"].append({"name": "LAB_VENV", "value": JOB_VENV})
+    if req.keep:
+        main["env"].append({"name": "LAB_KEEP", "value": ":".join(p.strip("/") for p in req.keep)})
     if req.gang:
         pod_spec["schedulerName"] = settings.gang_scheduler
     if req.nodes > 1:

@@ -166,3 +166,16 @@ def test_the_entry_keeps_the_commands_exit_status_and_both_streams(image: Path, 
     assert "out\n" in text and "err\n" in text and "--- lab: exit 3" in text
     missing = _run(image, proj, "no-such-command-xyz")
     assert missing.returncode == 127 and "lab: no-such-command-xyz:" in missing.stderr
+
+
+def test_keep_copies_what_the_command_wrote_next_to_the_code(image: Path, tmp_path: Path) -> None:
+    proj = _project(tmp_path / "proj")
+    logs = tmp_path / "results" / "job"
+    ran = _run(image, proj, "sh", "-c", "mkdir -p out/adder && echo w > out/adder/model.pt && exit 2",
+               LOG_DIR=str(logs), LAB_KEEP="out:runs")  # fmt: skip
+    assert ran.returncode == 2  # a failed command's output is kept too
+    assert (logs / "out" / "adder" / "model.pt").read_text() == "w\n"
+    assert (
+        f"lab: kept out in {logs / 'out'}" in ran.stderr
+        and "lab: --keep runs: the command wrote no runs" in ran.stderr
+    )

@@ -226,3 +226,11 @@ def test_the_job_gets_its_own_venv_with_the_installs_its_readme_says() -> None:
     main = pod["containers"][0]
     assert main["command"][:2] == ["python3", "-c"] and "LOG_DIR" in main["command"][2]
     assert main["command"][3:] == ["torchrun", "train.py"]
+
+
+def test_keep_names_paths_next_to_the_code() -> None:
+    env = _env(_pod(keep=("out", "runs/")))
+    assert env["LAB_KEEP"] == "out:runs"
+    for bad in ("/results/x", "../x", "a:b", "."):
+        with pytest.raises(LabError, match=r"--keep .*: give a path inside the code's folder"):
+            jobs.check_request(_req(keep=(bad,)), SETTINGS)

@@ -1,0 +1,67 @@
+"""Public training repositories run through `lab` on the local cluster exactly as their READMEs say (issue 37):
+minGPT's shape (tests/labctl/fixtures/mingpt_like: an installable package with setup.py, a project script that
+imports it after `pip install -e .` and writes ./out next to the code), with nothing fetched from the network. The
+pods are the emulator's processes (autoscaler/emulator/kubelet.py) on the standard image's venv, as in
+test_sample_project.py, whose cluster fixture this reuses."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.labctl import test_sample_project as sample
+from tests.labctl.test_sample_project import _git, _lab, _pod_folders, _wait
+
+cluster = sample.cluster  # the same local cluster: the emulator running pods as processes, alice's namespace
+
+pytestmark = pytest.mark.e2e
+
+MINGPT = Path(__file__).parent / "fixtures" / "mingpt_like"
+
+
+def _project(tmp_path: Path) -> Path:
+    proj = tmp_path / "minGPT"
+    shutil.copytree(MINGPT, proj, ignore=shutil.ignore_patterns("__pycache__", "out", "*.egg-info"))
+    _git(proj, "init", "-q")
+    _git(proj, "add", ".")
+    _git(proj, "commit", "-q", "-m", "as published")
+    return proj
+
+
+def test_mingpt_installs_itself_and_runs_its_project_as_the_readme_says(
+    cluster, capsys, tmp_path, monkeypatch
+):
+    emu, _, kubelet = cluster
+    monkeypatch.setenv("PIP_NO_INDEX", "1")  # lab's side fetches nothing either
+    proj = _project(tmp_path)
+    out = _lab(capsys, "submit", "--gpus", "1", "--gpu-type", "V100", "--name", "adder", "--path", str(proj),
+               "--env", "MAX_ITERS=20", "--", "python", "projects/adder/adder.py")  # fmt: skip
+    assert "the project is a package: the job runs `pip install -e .` in its own venv" in out
+    job = _wait(emu, "adder", timeout_s=180)
+    log = _lab(capsys, "logs", "adder")
+    assert job["status"].get("succeeded") == 1, (job["status"], log)
+    assert "iter_dt iter 19: train loss" in log and "saved ./out/adder/model.pt" in log
+    (folder,) = _pod_folders(kubelet, "adder")
+    workspace = folder / "volumes" / "workspace"
+    config = json.loads((workspace / "out" / "adder" / "config.json").read_text())
+    assert config["mingpt"] == str(
+        workspace / "mingpt" / "__init__.py"
+    )  # the editable install: the code itself
+    kept = kubelet / "claims" / "u-alice_results" / "adder" / "logs" / "node-0.log"
+    assert "iter_dt iter 19: train loss" in kept.read_text()  # the output outlives the pod
+
+
+def test_the_readmes_own_pip_install_in_the_command(cluster, capsys, tmp_path) -> None:
+    """`pip install -e .` typed in the command, as the README says it: into the job's venv (no Permission denied on
+    the image's), with the image's setuptools (nothing fetched)."""
+    emu, _, _ = cluster
+    proj = _project(tmp_path)
+    _lab(capsys, "submit", "--gpus", "1", "--gpu-type", "V100", "--name", "readme", "--path", str(proj), "--env",
+         "MAX_ITERS=2", "--", "sh", "-c", "pip install --no-index -e . && python projects/adder/adder.py")  # fmt: skip
+    job = _wait(emu, "readme", timeout_s=180)
+    log = _lab(capsys, "logs", "readme")
+    assert job["status"].get("succeeded") == 1, (job["status"], log)
+    assert "Successfully installed minGPT" in log and "saved ./out/adder/model.pt" in log
