@@ -367,6 +367,8 @@ def deps_container(req: JobRequest, home_mount: dict | None) -> dict:
     ]
     if req.no_build_isolation:
         env.append({"name": "LAB_NO_BUILD_ISOLATION", "value": "1"})
+    # pip's own settings given with --env (a private index, a wheelhouse on /datasets) reach the installs too
+    env += [{"name": k, "value": v} for k, v in req.env if k.startswith("PIP_")]
     return {
         "name": "deps",
         "image": req.image,

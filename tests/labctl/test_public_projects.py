@@ -87,3 +87,47 @@ def test_the_readmes_own_pip_install_in_the_command(cluster, capsys, tmp_path) -
     log = _lab(capsys, "logs", "readme")
     assert job["status"].get("succeeded") == 1, log
     assert "Successfully installed minGPT" in log and "saved ./out/adder/model.pt" in log
+
+
+HYDRA = Path(__file__).parent / "fixtures" / "hydra_ddp"
+WHEELHOUSE = Path(__file__).resolve().parents[2] / ".cache" / "hydra-wheels"
+
+
+def _wheelhouse(datasets: Path) -> None:
+    """hydra-core and its dependencies as wheels on the datasets volume, as an admin stages a wheelhouse for an
+    offline cluster: built once into .cache (the only fetch, from PyPI), read by the job with pip's own settings."""
+    import subprocess
+    import sys
+
+    if not any(WHEELHOUSE.glob("hydra_core-*.whl")):
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--disable-pip-version-check", "-w",
+                        str(WHEELHOUSE), "hydra-core==1.3.2"], check=True)  # fmt: skip
+    shutil.copytree(WHEELHOUSE, datasets / "wheels", dirs_exist_ok=True)
+    for p in [datasets, *datasets.rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
+
+
+def test_a_hydra_torchrun_project_on_two_nodes_keeps_its_out(cluster, capsys, tmp_path) -> None:
+    """pytorch/examples' minGPT-ddp shape: requirements.txt with hydra-core (not in the image: installed at start from
+    the wheelhouse, nothing fetched), plain `torchrun main.py` as a 2-node x 2-process gang on the CPU with gloo,
+    Hydra's config next to the code, snapshots in ./out kept in $LOG_DIR with --keep out."""
+    emu, _, kubelet = cluster
+    _wheelhouse(kubelet / "claims" / "u-alice_datasets")
+    proj = tmp_path / "minGPT-ddp"
+    shutil.copytree(HYDRA, proj, ignore=shutil.ignore_patterns("__pycache__", "out"))
+    port = str(sample._free_port())
+    out = _lab(capsys, "submit", "--gpus", "2", "--nodes", "2", "--gpu-type", "V100", "--name", "ddp", "--path",
+               str(proj), "--keep", "out", "--env", "PIP_NO_INDEX=1", "--env", "PIP_FIND_LINKS=/datasets/wheels",
+               "--env", "OMP_NUM_THREADS=1", "--env", f"PET_MASTER_PORT={port}", "--env", f"MASTER_PORT={port}",
+               "--", "torchrun", "main.py")  # fmt: skip
+    assert "requirements.txt: 1 not in the standard image (hydra-core)" in out
+    job = _wait(emu, "ddp", timeout_s=240)
+    log = _lab(capsys, "logs", "ddp", "--all")
+    assert job["status"].get("succeeded") == 2, log
+    reports = sample._reports(log)
+    assert sorted(r["rank"] for r in reports) == [0, 1, 2, 3] and {r["world_size"] for r in reports} == {4}
+    assert "[GPU0] Epoch 3" in log and "Training snapshot saved at out/snapshot.pt" in log
+    kept = kubelet / "claims" / "u-alice_results" / "ddp"
+    assert (kept / "out" / "snapshot.pt").exists()  # ./out outlives the pods
+    assert (kept / "out" / "hydra" / ".hydra" / "config.yaml").exists()  # Hydra's own record, kept with it
+    assert {f.name for f in (kept / "logs").iterdir()} == {"node-0.log", "node-1.log"}  # every rank's output
