@@ -110,7 +110,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     s.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command")
 
-    sub.add_parser("status", help="your jobs and their pods")
+    st = sub.add_parser(
+        "status", help="your jobs: state and why (quota, nodes, exit code), age, GPUs, region"
+    )
+    st.add_argument("-o", "--output", choices=["table", "json"], default="table")
     lg = sub.add_parser("logs", help="a job's output: rank 0's unless --index or --all")
     lg.add_argument("job")
     lg.add_argument("-f", "--follow", action="store_true")
@@ -269,29 +272,24 @@ def _submit(args, kube, settings: Settings) -> None:
     print(f"follow it:  lab status   lab logs {name} -f   lab tensorboard {name}   lab cancel {name}")
 
 
-def _status(kube, namespace: str) -> None:
-    rows = [("JOB", "NODES", "GPUS/NODE", "ACTIVE", "DONE", "FAILED", "PODS")]
-    for job in sorted(kube.jobs(namespace), key=lambda j: j.metadata.name):
-        st = job.status
-        limits = job.spec.template.spec.containers[0].resources.limits or {}
-        gpus = limits.get(jobs.GPU, "0")
-        pods = kube.pods(namespace, job.metadata.name)
-        phases = ",".join(f"{p.status.phase}@{p.spec.node_name or '-'}" for p in pods) or "-"
-        row = (
-            job.metadata.name,
-            job.spec.completions,
-            gpus,
-            st.active or 0,
-            st.succeeded or 0,
-            st.failed or 0,
-        )
-        rows.append((*map(str, row), phases))
-    if len(rows) == 1:
+def _status(kube, namespace: str, output: str = "table") -> None:
+    rows = kube.status_rows(namespace)
+    if output == "json":
+        import json
+
+        print(json.dumps({"namespace": namespace, "jobs": rows}, indent=2))
+        return
+    if not rows:
         print(f"no jobs in {namespace}; submit one with: lab submit --gpus 1 -- python train.py")
         return
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    table = [("JOB", "STATE", "AGE", "NODES", "GPUS", "GPU-TYPE", "REGION", "PODS", "REASON")]
     for r in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1])
+        pods = ",".join(f"{p['phase']}@{p['node'] or '-'}" for p in r["pods"]) or "-"
+        table.append((r["job"], r["state"], r["age"], str(r["nodes"]), str(r["gpus_per_node"]), r["gpu_type"],
+                      r["region"], pods, r["reason"] or "-"))  # fmt: skip
+    widths = [max(len(t[i]) for t in table) for i in range(len(table[0]) - 1)]
+    for t in table:
+        print("  ".join(c.ljust(w) for c, w in zip(t, widths, strict=False)) + "  " + t[-1])
 
 
 def run(argv: list[str]) -> int:
@@ -326,7 +324,7 @@ def run(argv: list[str]) -> int:
             return 0
         namespace = args.namespace or kube.default_namespace
         if args.cmd == "status":
-            _status(kube, namespace)
+            _status(kube, namespace, args.output)
         elif args.cmd == "logs":
             chunks = (kube.all_logs(namespace, args.job, args.follow) if args.all
                       else kube.logs(namespace, args.job, args.index, args.follow))  # fmt: skip

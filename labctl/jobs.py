@@ -66,6 +66,8 @@ from labctl.settings import Settings, gpu_type_key
 CODE_LABEL = "research.cluster/code"
 TOOL_LABEL = "app.kubernetes.io/managed-by"
 GIT_ANNOTATION = "research.cluster/git"
+GPU_TYPE_ANNOTATION = "research.cluster/gpu-type"  # --gpu-type as asked, for lab status
+REGION_PREF_ANNOTATION = "research.cluster/region-pref"  # --region-pref as asked, for lab status
 TTL_AFTER_FINISHED_S = 7 * 24 * 3600
 DEFAULT_RETRIES = 3
 WORKSPACE = "/workspace"
@@ -465,8 +467,10 @@ def job_manifest(req: JobRequest, settings: Settings, launch: launchers.Launch |
     if pod_annotations:
         template_meta["annotations"] = pod_annotations
     meta: dict = {"name": req.name, "namespace": req.namespace, "labels": labels}
-    if req.git:
-        meta["annotations"] = {GIT_ANNOTATION: req.git}
+    notes = {GIT_ANNOTATION: req.git, GPU_TYPE_ANNOTATION: req.gpu_type or "",
+             REGION_PREF_ANNOTATION: ",".join(req.region_pref)}  # fmt: skip
+    if any(notes.values()):
+        meta["annotations"] = {k: v for k, v in notes.items() if v}
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",

@@ -149,6 +149,25 @@ class Kube:
         pods = self.core.list_namespaced_pod(namespace, label_selector=f"{JOB_NAME_LABEL}={job}").items
         return sorted(pods, key=lambda p: int((p.metadata.annotations or {}).get(jobs.INDEX_ANNOTATION, 0)))
 
+    def status_rows(self, namespace: str) -> list[dict]:
+        """Every job of lab's in the namespace with its state and reason (labctl/status.py)."""
+        from labctl import status
+
+        plain = self.api_client.sanitize_for_serialization
+        found = sorted(self.jobs(namespace), key=lambda j: j.metadata.name)
+        try:
+            events = plain(self.core.list_namespaced_event(namespace).items)
+        except ApiException:
+            events = []  # the reasons without the Events: states still
+        try:
+            regions = {n.metadata.name: (n.metadata.labels or {}).get("topology.kubernetes.io/region", "?")
+                       for n in self.core.list_node().items}  # fmt: skip
+        except ApiException:
+            regions = {}
+        return [
+            status.row(plain(j), plain(self.pods(namespace, j.metadata.name)), events, regions) for j in found
+        ]
+
     def get_job(self, namespace: str, name: str):
         try:
             return self.batch.read_namespaced_job(name, namespace)

@@ -95,6 +95,8 @@ def test_a_failed_requirement_shows_the_deps_steps_output_and_reason(local, caps
     assert err == ("lab: job 'typo': its deps step (installing its requirements) failed with exit code 1 (Error) "
                    "before the command ran; its output is above\n")  # fmt: skip
     assert _lab(capsys, "logs", "typo", "-f")[0] == 1
+    code, out, _ = _lab(capsys, "status")
+    assert "its deps step (installing its requirements) failed with exit code 1 (Error) on typo-0-" in out
 
 
 def test_follow_waits_through_start_up_and_ends_with_the_commands_status(local, capsys) -> None:
@@ -117,6 +119,10 @@ def test_follow_waits_through_start_up_and_ends_with_the_commands_status(local, 
         done.set()
     assert (code, out) == (3, "diverged\n"), err
     assert err.endswith("lab: job bug: its command exited with code 3\n")
+    _finished(emu, "bug")
+    code, out, _ = _lab(capsys, "status")
+    (line,) = out.splitlines()[1:]
+    assert line.split()[1] == "Failed" and "exit code 3 (Error) on bug-0-" in line
 
 
 def test_a_gone_pod_is_read_from_log_dir(local, capsys) -> None:

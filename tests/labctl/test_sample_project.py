@@ -217,8 +217,8 @@ def test_a_requirement_the_standard_image_lacks_is_installed_at_start_without_do
     (proj / "use_dep.py").write_text("import numpy, tinydep\nprint('tinydep', tinydep.VALUE)\n")
     out = _lab(capsys, "submit", "--gpus", "1", "--gpu-type", "V100", "--name", "dep", "--path", str(proj),
                "--", "python", "use_dep.py")  # fmt: skip
-    assert "requirements.txt: 1 not in the standard image (./wheels/tinydep-0.1-py3-none-any.whl); no container " \
-        "engine here: the job installs them when it starts" in out  # fmt: skip
+    assert "requirements.txt: the standard image has all but the project's own " \
+        "(./wheels/tinydep-0.1-py3-none-any.whl); installed when the job starts" in out  # fmt: skip
     job = _wait(emu, "dep", timeout_s=120)
     assert job["status"].get("succeeded") == 1, job["status"]
     assert "tinydep 42" in _lab(capsys, "logs", "dep")
