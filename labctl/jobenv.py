@@ -24,6 +24,7 @@ fetched to build it, by these installs or by a ``pip install -e .`` in the job's
 
 import json
 import os
+import re
 import site
 import subprocess
 import sys
@@ -67,9 +68,10 @@ def copy_scripts(dest_bin):
         first, _, rest = text.partition("\n")
         if sys.prefix not in first and sys.prefix not in rest[:400]:
             continue  # not a script of the image's interpreter
-        for old in (os.path.join(src_bin, "python3"), os.path.join(src_bin, "python")):
-            first = first.replace(old, py)
-            rest = rest[:400].replace(old, py) + rest[400:]
+        # `#!/opt/venv/bin/python`, `python3`, `python3.11`, or pip's `exec` trampoline for long paths
+        interpreter = re.compile(re.escape(os.path.join(src_bin, "python")) + r"[0-9.]*")
+        first = interpreter.sub(py, first)
+        rest = interpreter.sub(py, rest[:400]) + rest[400:]
         with open(dst, "w") as f:
             f.write(first + "\n" + rest)
         os.chmod(dst, 0o755)

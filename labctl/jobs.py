@@ -353,12 +353,14 @@ def _script(module: str) -> str:
     return resources.files("labctl").joinpath(module).read_text()
 
 
-def deps_container(req: JobRequest, home_mount: dict | None) -> dict:
+def deps_container(req: JobRequest, home_mount: dict | None, datasets_mount: dict | None = None) -> dict:
     """The job's own venv, the image's packages visible in it, and the project installed in it as its README says
-    (labctl/jobenv.py): pip's cache on the home volume, so the next start reuses what was fetched."""
+    (labctl/jobenv.py): pip's cache on the home volume, so the next start reuses what was fetched; /datasets
+    (read-only) for a wheelhouse there (``--env PIP_FIND_LINKS=/datasets/wheels``)."""
     import json
 
-    mounts = [{"name": "workspace", "mountPath": WORKSPACE}] + ([home_mount] if home_mount else [])
+    mounts = [{"name": "workspace", "mountPath": WORKSPACE}]
+    mounts += [m for m in (home_mount, datasets_mount) if m]
     env = [
         {"name": "LAB_VENV", "value": JOB_VENV},
         {"name": "LAB_CODE_DIR", "value": WORKSPACE},
@@ -438,7 +440,8 @@ def job_manifest(req: JobRequest, settings: Settings, launch: launchers.Launch |
     }
     if req.code_url:  # the code, then the job's venv with the project installed as its README says
         home = next((m for m in mounts if m["name"] == "home"), None)
-        pod_spec["initContainers"] = [init_container(req), deps_container(req, home)]
+        datasets = next((m for m in mounts if m["name"] == "datasets"), None)
+        pod_spec["initContainers"] = [init_container(req), deps_container(req, home, datasets)]
         main["env"].append({"name": "LAB_VENV", "value": JOB_VENV})
     if req.keep:
         main["env"].append({"name": "LAB_KEEP", "value": ":".join(p.strip("/") for p in req.keep)})

@@ -116,6 +116,14 @@ def test_the_image_packages_and_scripts_are_the_jobs(image: Path, tmp_path: Path
     venv_bin = proj / ".lab" / "venv" / "bin"
     pip = (venv_bin / "pip").read_text().splitlines()[0]
     assert pip == f"#!{venv_bin / 'python'}"  # the image's console script, run by the job's interpreter
+    # a script whose #! names the versioned interpreter, as pip writes them (torchrun in a pip-built venv)
+    tool = tmp_path / "img" / "venv"
+    subprocess.run([BASE_PYTHON, "-m", "venv", "--without-pip", str(tool)], check=True)
+    (tool / "bin" / "tool").write_text(f"#!{tool}/bin/python3.11\nimport sys\nprint(sys.prefix)\n")
+    (tool / "bin" / "tool").chmod(0o755)
+    other = _project(tmp_path / "other")
+    assert _deps(tool / "bin" / "python", other, []).returncode == 0
+    assert _run(tool / "bin" / "python", other, "tool").stdout.strip() == str(other / ".lab" / "venv")
     ran = _run(image, proj, "python", "-c", "import pip, sys; print(pip.__file__); print(sys.prefix)")
     where, prefix = ran.stdout.split()
     assert where.startswith(_site(image)) and prefix == str(proj / ".lab" / "venv")  # seen, not copied
