@@ -238,9 +238,12 @@ def _submit(args, kube, settings: Settings) -> None:
         raise LabError(f"the cluster's settings name no code bucket ({settings.source}: code_bucket); "
                        "ask your admin to run `invoke lab-settings` after `invoke up`")  # fmt: skip
     code_url = snapshot.url(bucket, user, snap.digest)
-    if args.dry_run:
-        there = snapshot.exists(bucket, user, snap, settings.data.code_region, settings.data.s3_endpoint)
-        print(f"dry run: would {'reuse' if there else 'upload'} {code_url}")
+    if args.dry_run:  # the bucket is asked, never required: a first dry run needs no AWS identity
+        try:
+            there = snapshot.exists(bucket, user, snap, settings.data.code_region, settings.data.s3_endpoint)
+            print(f"dry run: would {'reuse' if there else 'upload'} {code_url}")
+        except LabError as e:
+            print(f"dry run: would upload {code_url} unless it is there; not checked ({e.lines[0]})")
     else:
         stored = snapshot.upload(bucket, user, snap, settings.data.code_region, settings.data.s3_endpoint)
         print(f"uploaded {stored.size} bytes to {stored.url}" if stored.uploaded else f"reusing {stored.url}")

@@ -273,3 +273,20 @@ def test_ssh_config_says_how_to_start_a_machine_that_stopped_while_idle(emu, tmp
     assert "invoke ssh-start <group>-<n>" in out and "60 minutes" in out
     inc = (tmp_path / "ssh" / "lab_config").read_text()
     assert "# stopped? invoke ssh-start gpu-1\nHost dlr-gpu-1\n" in inc
+
+
+def test_a_first_dry_run_needs_no_aws_identity(emu, lab_env, project, capsys, tmp_path, monkeypatch) -> None:
+    """A researcher with only the kubeconfig add-user gave them: the bucket is not reachable with no AWS credentials
+    (the cluster's real bucket, no local endpoint), and the dry run says so in its line and goes on."""
+    from tests.labctl.settings import SETTINGS_TEXT
+
+    settings = tmp_path / "settings.yaml"
+    settings.write_text(SETTINGS_TEXT)  # the real bucket: no s3_endpoint
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")  # no instance role to find either
+    monkeypatch.delenv("LAB_S3_ENDPOINT", raising=False)
+    code, out, err = _run(capsys, "--kubeconfig", lab_env, "--settings", str(settings), "submit", "--gpus", "1",
+                          "--name", "first", "--dry-run", "--path", str(project), "--", "python", "train.py")  # fmt: skip
+    assert code == 0, err
+    line = next(ln for ln in out.splitlines() if ln.startswith("dry run: would upload"))
+    assert "not checked (s3://dlr-results-123456789012: Unable to locate credentials" in line
+    assert "dry run: the API server admitted these in u-alice as alice; nothing was created" in out
