@@ -25,6 +25,17 @@ from labctl.errors import LabError
 from labctl.settings import Settings
 
 
+def _version() -> str:
+    from importlib import metadata
+
+    for dist in ("research-lab", "gpu-research-cluster"):  # lab alone, or the repository's checkout
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return "unknown"
+
+
 def _gpus(value: str) -> tuple[str | None, int]:
     """``8`` or SkyPilot's ``A100:8``."""
     kind, _, count = value.rpartition(":")
@@ -38,6 +49,7 @@ def _gpus(value: str) -> tuple[str | None, int]:
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="lab", description="Run the code here on the cluster's GPUs, follow it.")
+    p.add_argument("--version", action="version", version=f"lab {_version()}")
     p.add_argument(
         "--settings", help="the cluster's settings from a file (default: LAB_SETTINGS, else the cluster's)"
     )
@@ -125,6 +137,8 @@ def _parser() -> argparse.ArgumentParser:
     t = sub.add_parser("tensorboard", help="TensorBoard on a job's LOG_DIR; prints its URL (on the VPN)")
     t.add_argument("job")
     t.add_argument("--timeout", type=float, default=300)
+    comp = sub.add_parser("completion", help="shell completion: source <(lab completion bash)")
+    comp.add_argument("shell", choices=["bash", "zsh"])
     sc = sub.add_parser("ssh-config", help="write ~/.ssh entries for the SSH machines")
     sc.add_argument(
         "--user", default=None, help="your cluster user name (default: your kubeconfig's identity)"
@@ -296,7 +310,13 @@ def _status(kube, namespace: str, output: str = "table") -> None:
 
 
 def run(argv: list[str]) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.cmd == "completion":
+        from clusterspec.completion import script
+
+        print(script(parser, "lab", args.shell), end="")
+        return 0
     from labctl.kube import Kube
 
     settings_file = args.settings or os.environ.get("LAB_SETTINGS") or None
@@ -354,9 +374,21 @@ def run(argv: list[str]) -> int:
     return 0
 
 
+def _unreachable(e: Exception) -> str:
+    """One line for a cluster that does not answer (refused, no route, TLS, DNS), not the HTTP client's traceback."""
+    reason = getattr(e, "reason", None)
+    detail = str(reason or e).split(": ", 1)[-1].rstrip(")\"'")
+    return f"the cluster does not answer ({type(reason or e).__name__}: {detail}); is the VPN connected and your kubeconfig's server right?"
+
+
 def main(argv: list[str] | None = None) -> None:
+    import urllib3
+
     try:
         code = run(sys.argv[1:] if argv is None else argv)
+    except urllib3.exceptions.HTTPError as e:
+        print(f"lab: {_unreachable(e)}", file=sys.stderr)
+        code = 2
     except LabError as e:
         print(f"lab: {e.lines[0]}", file=sys.stderr)
         code = getattr(e, "code", 2)

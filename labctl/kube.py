@@ -46,6 +46,21 @@ class Kube:
             raise LabError(
                 f"kubeconfig: {str(e).rstrip('.')}; your admin makes yours with `invoke add-user NAME` (docs/researchers.md)"
             ) from None
+        except Exception as e:  # noqa: BLE001 - malformed YAML or shape: one line, not the client's traceback
+            import yaml
+
+            where = kubeconfig or "~/.kube/config"
+            what = (str(e).splitlines() or [type(e).__name__])[0]
+            if isinstance(e, yaml.YAMLError):
+                mark = getattr(e, "problem_mark", None)
+                what = f"not YAML ({getattr(e, 'problem', None) or what}" + (
+                    f" at line {mark.line + 1}, column {mark.column + 1})" if mark else ")"
+                )
+            else:
+                what = f"not a kubeconfig ({what}): it needs clusters, users, contexts and current-context"
+            raise LabError(
+                f"kubeconfig {where}: {what}; your admin makes yours with `invoke add-user NAME`"
+            ) from None
         if context:
             contexts, _ = config.list_kube_config_contexts(config_file=kubeconfig)
             active = next(c for c in contexts if c["name"] == context)

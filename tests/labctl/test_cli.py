@@ -290,3 +290,35 @@ def test_a_first_dry_run_needs_no_aws_identity(emu, lab_env, project, capsys, tm
     line = next(ln for ln in out.splitlines() if ln.startswith("dry run: would upload"))
     assert "not checked (s3://dlr-results-123456789012: Unable to locate credentials" in line
     assert "dry run: the API server admitted these in u-alice as alice; nothing was created" in out
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [("apiVersion: v1\nclusters: {bad\n", "not YAML (expected ',' or '}', but got '<stream end>' at line 3, column 1)"),
+     ("just a string\n", "not a kubeconfig ('str' object does not support item assignment): it needs clusters")],
+)  # fmt: skip
+def test_a_malformed_kubeconfig_is_one_line(tmp_path, capsys, text: str, want: str) -> None:
+    path = tmp_path / "kubeconfig"
+    path.write_text(text)
+    code, _, err = _run(capsys, "--kubeconfig", str(path), "status")
+    assert code == 2 and err.startswith(f"lab: kubeconfig {path}: {want}") and err.count("\n") == 1
+
+
+def test_an_unreachable_cluster_is_one_line(tmp_path, capsys) -> None:
+    import socket
+
+    with socket.socket() as s:  # a loopback port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "current-context": "x", "users": [{"name": "u", "user": {"token": "t"}}],
+        "clusters": [{"name": "x", "cluster": {"server": f"https://127.0.0.1:{port}"}}],
+        "contexts": [{"name": "x", "context": {"cluster": "x", "user": "u"}}]}))  # fmt: skip
+    for argv in (["status"], ["logs", "j"], ["cancel", "j"]):
+        code, _, err = _run(capsys, "--kubeconfig", str(path), *argv)
+        assert code == 2 and err.count("\n") == 1, err
+        assert (
+            err.startswith("lab: the cluster does not answer (NewConnectionError:")
+            and "Connection refused" in err
+        )
