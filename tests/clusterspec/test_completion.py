@@ -12,7 +12,6 @@ import pytest
 from tests.support import ROOT
 
 
-
 def _complete(prog: str, words: list[str]) -> list[str]:
     script = subprocess.run([sys.executable, "-c", f"import sys; from {'labctl.cli' if prog == 'lab' else 'autoscaler.cli'} "
                              f"import main; sys.argv = ['{prog}', 'completion', 'bash']; main()"],
