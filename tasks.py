@@ -5,7 +5,7 @@
 
 from invoke import task
 
-from provision.cli_support import user_errors
+from provision.cli_support import no_h_shortflag, user_errors
 
 
 # --- the spec ---------------------------------------------------------------------------------------------
@@ -989,3 +989,6 @@ def upgrade(c, dry_run=False, yes=False, spec=None):
         if input(f"type the cluster name ({cluster.name}) to upgrade: ").strip() != cluster.name:
             raise UserError("not confirmed; nothing was changed")
     up.upgrade(cluster, runner, members)
+
+
+no_h_shortflag(globals())  # -h means help on every task (provision/cli_support.py)

@@ -10,10 +10,37 @@ from invoke.exceptions import Exit
 
 from clusterspec.errors import UserError
 
+HELP = ("--help", "-h")
+
+
+def _help_instead(values) -> None:
+    """invoke fills a task's positional arguments first, so `invoke remove-user --help` would pass "--help" as the
+    user's name: show the task's help instead (and do nothing else)."""
+    if not any(isinstance(v, str) and v in HELP for v in values):
+        return
+    argv = sys.argv
+    at = next((i for i, a in enumerate(argv) if a in HELP), len(argv))
+    task = next((a for a in reversed(argv[1:at]) if not a.startswith("-")), None)
+    import subprocess
+
+    done = subprocess.run([argv[0], "--help", *([task] if task else [])], check=False)
+    raise Exit(code=done.returncode)
+
+
+def no_h_shortflag(namespace: dict) -> None:
+    """`-h` means help everywhere: a task whose options would take `-h` as a short flag (--home, --ssh-from after
+    --spec took -s) gets no automatic short flags (invoke's auto_shortflags), so `invoke TASK -h` is its help."""
+    from invoke import Task
+
+    for obj in namespace.values():
+        if isinstance(obj, Task) and any("h" in a.names for a in obj.get_arguments()):
+            obj.auto_shortflags = False
+
 
 def user_errors(fn: Callable) -> Callable:
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        _help_instead([*args[1:], *kwargs.values()])
         try:
             return fn(*args, **kwargs)
         except UserError as e:

@@ -1,0 +1,36 @@
+"""`--help` works on every task and `-h` means help (provision/cli_support.py): the real `invoke` on tasks.py. A task
+whose options would have taken `-h` (--home, --ssh-from) keeps it for help; a positional argument never swallows
+`--help` (`invoke remove-user --help` once planned removing a user named "--help")."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support import ROOT
+
+INVOKE = str(Path(sys.executable).parent / "invoke")
+
+
+def _invoke(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([INVOKE, *argv], cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [("add-user", "-h"), ("remove-user", "-h"), ("bake-ami", "-h"), ("certificates", "-h"),
+     ("remove-user", "--help"), ("add-user", "--help"), ("rotate-certificates", "-h")],
+)  # fmt: skip
+def test_h_and_help_show_the_tasks_help(argv: tuple[str, ...]) -> None:
+    done = _invoke(*argv)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"Usage: inv[oke] [--core-opts] {argv[0]} [--options]")
+    assert "research-view" not in done.stdout  # nothing planned, nothing removed
+
+
+def test_home_keeps_its_long_flag() -> None:
+    done = _invoke("add-user", "--home")
+    assert done.returncode != 0 and "home" in done.stderr and "Traceback" not in done.stderr
