@@ -52,3 +52,16 @@ def user_errors(fn: Callable) -> Callable:
             raise Exit(code=130) from None
 
     return wrapper
+
+
+def number(value: str | None, flag: str, what: str, kind: type = float, positive: bool = True):
+    """A numeric option from the command line, or None; one line naming the option and what is expected."""
+    if value is None or value == "":
+        return None
+    try:
+        out = kind(value)
+    except (TypeError, ValueError):
+        raise UserError(f"{flag} {value!r}: give {what}") from None
+    if positive and out <= 0:
+        raise UserError(f"{flag} {value!r}: give {what} (more than 0)")
+    return out

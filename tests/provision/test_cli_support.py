@@ -34,3 +34,14 @@ def test_h_and_help_show_the_tasks_help(argv: tuple[str, ...]) -> None:
 def test_home_keeps_its_long_flag() -> None:
     done = _invoke("add-user", "--home")
     assert done.returncode != 0 and "home" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [(("simulate", "--window", "abc"), "--window 'abc': give a number of hours, e.g. 24\n"),
+     (("simulate", "--window", "-3"), "--window '-3': give a number of hours, e.g. 24 (more than 0)\n"),
+     (("simulate", "--workers", "x"), "--workers 'x': give a number of processes, e.g. 2\n")],
+)  # fmt: skip
+def test_a_bad_number_is_one_line(argv: tuple[str, ...], line: str) -> None:
+    done = _invoke(*argv)
+    assert (done.returncode, done.stderr) == (2, line)
