@@ -68,7 +68,9 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--push", action="store_true", help="push to the cluster's registry (ECR)")
 
     s = sub.add_parser("submit", help="run a command on GPUs: lab submit --gpus 8 -- python train.py")
-    s.add_argument("--gpus", type=_gpus, required=True, help="GPUs per node (8), or TYPE:N (A100:8)")
+    s.add_argument(
+        "--gpus", type=_gpus, help="GPUs per node (8), or TYPE:N (A100:8); required here or in -f FILE"
+    )
     s.add_argument("--gpu-type", help="A100, V100, T4, Titan X, ... (the cluster's GPU models)")
     s.add_argument(
         "--spot", action="store_true", help="run on spot capacity (cheaper, may be reclaimed: retried)"
@@ -120,6 +122,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="the objects as the API server would create them (server-side dry run), nothing uploaded or created",
     )
+    s.add_argument(
+        "-f",
+        "--file",
+        help="a job file (YAML) with the same fields as these flags (gpus, nodes, env, command, ...); "
+        "flags given here win",
+    )
     s.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command")
 
     st = sub.add_parser(
@@ -146,6 +154,11 @@ def _parser() -> argparse.ArgumentParser:
     sc.add_argument("--identity", default=None, help="IdentityFile for the entries")
     sc.add_argument("--ssh-dir", default=str(Path.home() / ".ssh"))
     return p  # fmt: skip
+
+
+def _submit_actions(parser: argparse.ArgumentParser) -> list:
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices["submit"]._actions
 
 
 def _identity(kube, args) -> str:
@@ -219,6 +232,70 @@ def _image(settings: Settings, snap, push: bool, build: bool, region: str | None
         engine.push(eng, ref)
         say(f"pushed {ref}")
     return ref, install
+
+
+_FILE_FIELDS = {  # a job file's fields: the submit flags' names (dashes or underscores), how each is read
+    "gpus": "gpus", "gpu_type": "str", "spot": "bool", "nodes": "int", "gang": "bool", "region_pref": "list",
+    "name": "str", "path": "str", "env": "env", "retries": "int", "max_file_mb": "float", "keep": "list",
+    "no_build": "bool", "command": "command",
+}  # fmt: skip
+
+
+def _job_file(args, parser_defaults: dict, given: set[str]) -> None:
+    """Fill ``args`` from ``lab submit -f FILE``: each field as its flag would set it; a flag on the command line
+    wins. One line for a field that is unknown or of the wrong type."""
+    import shlex
+
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(args.file).read_text())
+    except OSError as e:
+        raise LabError(f"{args.file}: {e.strerror}") from None
+    except yaml.YAMLError as e:
+        raise LabError(f"{args.file}: not YAML ({str(e).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise LabError(f"{args.file}: a job file is a mapping of the submit flags' fields, e.g. gpus: 8")
+    for raw, value in data.items():
+        key = str(raw).replace("-", "_")
+        kind = _FILE_FIELDS.get(key)
+        if kind is None:
+            raise LabError(f"{args.file}: {raw}: not a field of lab submit; the fields are "
+                           f"{', '.join(k.replace('_', '-') for k in _FILE_FIELDS)}")  # fmt: skip
+        if key in given:
+            continue  # the flag wins
+        bad = LabError(f"{args.file}: {raw}: {value!r} is not {_KIND_WORDS[kind]}")
+        try:
+            if kind == "gpus":
+                value = _gpus(str(value))
+            elif kind == "int" and (isinstance(value, bool) or not isinstance(value, int)):
+                raise bad
+            elif kind == "float":
+                value = float(value)
+            elif kind == "bool" and not isinstance(value, bool):
+                raise bad
+            elif kind == "str":
+                value = str(value)
+            elif kind == "list":
+                value = [str(v) for v in value] if isinstance(value, list) else [str(value)]
+                value = ",".join(value) if key == "region_pref" else value
+            elif kind == "env":
+                if isinstance(value, dict):
+                    value = [f"{k}={v}" for k, v in value.items()]
+                elif isinstance(value, list):
+                    value = [str(v) for v in value]
+                else:
+                    raise bad
+            elif kind == "command":
+                value = shlex.split(value) if isinstance(value, str) else [str(v) for v in value]
+        except (ValueError, TypeError, argparse.ArgumentTypeError):
+            raise bad from None
+        setattr(args, key, value)
+
+
+_KIND_WORDS = {"gpus": "a number of GPUs per node or TYPE:N (A100:8)", "int": "a whole number",
+               "float": "a number", "bool": "true or false", "str": "a string", "list": "a list",
+               "env": "a mapping of names to values (LR: 3e-4)", "command": "a command (a string or a list)"}  # fmt: skip
 
 
 def _submit(args, kube, settings: Settings) -> None:
@@ -312,6 +389,20 @@ def _status(kube, namespace: str, output: str = "table") -> None:
 def run(argv: list[str]) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.cmd == "submit":
+        if args.file:
+            given = {
+                a.dest
+                for a in _submit_actions(parser)
+                if any(w == o or w.startswith(o + "=") for o in a.option_strings for w in argv)
+            }
+            if args.command[1:] if args.command[:1] == ["--"] else args.command:
+                given.add("command")
+            _job_file(args, {}, given)
+        if args.gpus is None:
+            raise LabError(
+                "--gpus: give the GPUs per node (8, or A100:8), here or as gpus: in a job file (-f)"
+            )
     if args.cmd == "completion":
         from clusterspec.completion import script
 

@@ -322,3 +322,31 @@ def test_an_unreachable_cluster_is_one_line(tmp_path, capsys) -> None:
             err.startswith("lab: the cluster does not answer (NewConnectionError:")
             and "Connection refused" in err
         )
+
+
+def test_a_job_file_has_the_flags_fields(emu, lab_env, project, capsys, tmp_path) -> None:
+    job = tmp_path / "job.yaml"
+    job.write_text("name: from-file\ngpus: 1\nnodes: 2\nno-gang: true\nenv: {LR: 3e-4}\nkeep: [out]\n"
+                   "command: torchrun train.py --lr $(LR)\n")  # fmt: skip
+    code, out, err = _run(capsys, "--kubeconfig", lab_env, "submit", "-f", str(job), "--path", str(project),
+                          "--dry-run")  # fmt: skip
+    assert code == 2 and err == (f"lab: {job}: no-gang: not a field of lab submit; the fields are gpus, gpu-type, "
+                                 "spot, nodes, gang, region-pref, name, path, env, retries, max-file-mb, keep, "
+                                 "no-build, command\n")  # fmt: skip
+    job.write_text(job.read_text().replace("no-gang: true", "gang: false"))
+    code, out, err = _run(capsys, "--kubeconfig", lab_env, "submit", "-f", str(job), "--path", str(project),
+                          "--name", "flag-wins", "--dry-run")  # fmt: skip
+    assert code == 0, err
+    docs = list(yaml.safe_load_all(out[out.index("apiVersion") :]))
+    assert docs[0]["metadata"]["name"] == "flag-wins" and docs[0]["spec"]["completions"] == 2
+    main = docs[0]["spec"]["template"]["spec"]["containers"][0]
+    assert main["command"][3:] == ["torchrun", "train.py", "--lr", "$(LR)"]
+    env = {e["name"]: e.get("value") for e in main["env"]}
+    assert env["LR"] == "3e-4" and env["LAB_KEEP"] == "out"
+    assert docs[0]["spec"]["template"]["spec"].get("schedulerName") != "research-gang-scheduler"  # gang: false
+    job.write_text("gpus: eight\n")
+    code, _, err = _run(capsys, "--kubeconfig", lab_env, "submit", "-f", str(job), "--path", str(project))
+    assert (
+        code == 2
+        and err == f"lab: {job}: gpus: 'eight' is not a number of GPUs per node or TYPE:N (A100:8)\n"
+    )
