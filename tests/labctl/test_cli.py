@@ -343,7 +343,9 @@ def test_a_job_file_has_the_flags_fields(emu, lab_env, project, capsys, tmp_path
     assert main["command"][3:] == ["torchrun", "train.py", "--lr", "$(LR)"]
     env = {e["name"]: e.get("value") for e in main["env"]}
     assert env["LR"] == "3e-4" and env["LAB_KEEP"] == "out"
-    assert docs[0]["spec"]["template"]["spec"].get("schedulerName") != "research-gang-scheduler"  # gang: false
+    assert (
+        docs[0]["spec"]["template"]["spec"].get("schedulerName") != "research-gang-scheduler"
+    )  # gang: false
     job.write_text("gpus: eight\n")
     code, _, err = _run(capsys, "--kubeconfig", lab_env, "submit", "-f", str(job), "--path", str(project))
     assert (
