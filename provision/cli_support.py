@@ -47,6 +47,17 @@ def user_errors(fn: Callable) -> Callable:
             for line in e.lines:
                 print(line, file=sys.stderr)
             raise Exit(code=e.exit_code) from None
+        except Exception as e:
+            import urllib3
+
+            if not isinstance(e, urllib3.exceptions.HTTPError):
+                raise
+            # the Kubernetes API (or another HTTP endpoint) does not answer: one line, not urllib3's traceback
+            reason = getattr(e, "reason", None) or e
+            detail = str(reason).split(": ", 1)[-1].rstrip(")\"'")
+            print(f"the Kubernetes API does not answer ({type(reason).__name__}: {detail}); check the kubeconfig's "
+                  "server and that you can reach it (the VPN, the control plane's address)", file=sys.stderr)  # fmt: skip
+            raise Exit(code=1) from None
         except KeyboardInterrupt:
             print("interrupted", file=sys.stderr)
             raise Exit(code=130) from None

@@ -181,7 +181,6 @@ def lookup_access_points(spec: Cluster, efs_id: str, region: str) -> EfsVolumes:
     """The file system's access points as terraform/modules/efs makes them, found with DescribeAccessPoints:
     a researcher's ``/home/<name>`` and ``/results/<name>`` enforcing their uid, and ``/datasets`` without one."""
     import boto3
-
     import botocore.exceptions
 
     _check_fs_id(efs_id)

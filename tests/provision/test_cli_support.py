@@ -45,3 +45,23 @@ def test_home_keeps_its_long_flag() -> None:
 def test_a_bad_number_is_one_line(argv: tuple[str, ...], line: str) -> None:
     done = _invoke(*argv)
     assert (done.returncode, done.stderr) == (2, line)
+
+
+@pytest.mark.parametrize("task", [("lab-settings",), ("add-user", "alice")])
+def test_an_unreachable_api_is_one_line(task: tuple[str, ...], tmp_path) -> None:
+    import socket
+
+    import yaml
+
+    with socket.socket() as s:  # a loopback port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    kc = tmp_path / "kubeconfig"
+    kc.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "current-context": "x", "users": [{"name": "u", "user": {"token": "t"}}],
+        "clusters": [{"name": "x", "cluster": {"server": f"https://127.0.0.1:{port}"}}],
+        "contexts": [{"name": "x", "context": {"cluster": "x", "user": "u"}}]}))  # fmt: skip
+    extra = ("--home", str(tmp_path / "home")) if task[0] == "add-user" else ()
+    done = _invoke(*task, "--kubeconfig", str(kc), *extra)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("the Kubernetes API does not answer (NewConnectionError:")
