@@ -5,7 +5,7 @@
 
 from invoke import task
 
-from provision.cli_support import user_errors
+from provision.cli_support import no_h_shortflag, number, user_errors
 
 
 # --- the spec ---------------------------------------------------------------------------------------------
@@ -66,8 +66,9 @@ def simulate(c, trace=None, scenario=None, policies=None, scheduler="bin-packing
     """Replay a job trace (or the burst scenario) through the cluster model under each scaling policy."""
     from autoscaler.sim.simulate import DEFAULT_POLICIES, main
 
-    main(trace, scenario, policies or DEFAULT_POLICIES, spec, json, report, int(workers) if workers else None,
-         scheduler, float(window) if window else None, without_gpu)  # fmt: skip
+    main(trace, scenario, policies or DEFAULT_POLICIES, spec, json, report,
+         number(workers, "--workers", "a number of processes, e.g. 2", int),
+         scheduler, number(window, "--window", "a number of hours, e.g. 24"), without_gpu)  # fmt: skip
 
 
 @task(
@@ -1082,3 +1083,6 @@ def upgrade(c, dry_run=False, yes=False, spec=None):
         if input(f"type the cluster name ({cluster.name}) to upgrade: ").strip() != cluster.name:
             raise UserError("not confirmed; nothing was changed")
     up.upgrade(cluster, runner, members)
+
+
+no_h_shortflag(globals())  # -h means help on every task (provision/cli_support.py)

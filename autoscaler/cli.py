@@ -28,10 +28,30 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineErrorParser(
         prog="autoscaler", description="Batch-optimized Kubernetes autoscaler for the research cluster."
     )
+    parser.add_argument("--version", action="version", version=f"autoscaler {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"autoscaler.commands.{name}").register(sub)
+    comp = sub.add_parser("completion", help="shell completion: source <(autoscaler completion bash)")
+    comp.add_argument("shell", choices=["bash", "zsh"])
+    comp.set_defaults(func=lambda args: _completion(args))
     return parser
+
+
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("gpu-research-cluster")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _completion(args) -> int:
+    from clusterspec.completion import script
+
+    print(script(build_parser(), "autoscaler", args.shell), end="")
+    return 0
 
 
 def main(argv: list[str] | None = None, *, process: bool = False) -> int:

@@ -204,8 +204,10 @@ def build_snapshot(root: str | Path, max_file_mb: float = DEFAULT_MAX_FILE_MB) -
     if not root.is_dir():
         raise LabError(f"{root}: not a directory; give the folder holding your code (default: .)")
     files, notes, git = select_files(root, max_file_mb)
-    if not any(r in files for r in REQUIREMENTS):
-        notes.append("no requirements.txt or pyproject.toml: the job gets the standard image's packages only")
+    if not any(r in files for r in (*REQUIREMENTS, "setup.py")):
+        notes.append(
+            "no requirements.txt, pyproject.toml or setup.py: the job gets the standard image's packages only"
+        )
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as tar:
         for rel in files:

@@ -65,6 +65,64 @@ def requirements(snap: Snapshot) -> tuple[str | None, list[str]]:
     return source, [str(d) for d in project.get("dependencies") or ()]
 
 
+def local(line: str) -> bool:
+    """A line naming the project's own files (``.``, ``-e .``, ``./wheels/x.whl``): installed when the job starts,
+    next to the code, never into an image (the image has no code)."""
+    if line.startswith(("-e ", "--editable")):
+        line = line.split(None, 1)[1] if " " in line else line.partition("=")[2]
+    return line.startswith((".", "/", "file:"))
+
+
+def installable(snap: Snapshot) -> bool:
+    """Whether the code is a package its README installs with ``pip install -e .``: a ``setup.py``, or a
+    ``pyproject.toml`` with a ``[project]`` or ``[build-system]`` table (not one that only configures tools)."""
+    if "setup.py" in snap.files:
+        return True
+    if "pyproject.toml" not in snap.files:
+        return False
+    try:
+        data = tomllib.loads(snap.read("pyproject.toml") or "")
+    except tomllib.TOMLDecodeError as e:
+        raise LabError(f"{snap.root / 'pyproject.toml'}: not TOML ({e})") from None
+    return "project" in data or "build-system" in data
+
+
+def build_requires(snap: Snapshot) -> list[str]:
+    """The project's build requirements (PEP 518; setuptools when it names none, as pip assumes)."""
+    if "pyproject.toml" in snap.files:
+        data = tomllib.loads(snap.read("pyproject.toml") or "")
+        system = data.get("build-system")
+        if system is not None:
+            return [str(r) for r in system.get("requires") or ()]
+    return ["setuptools>=40.8.0"]
+
+
+@dataclass(frozen=True)
+class Install:
+    """What the job's deps init container installs (labctl/jobenv.py): pip ``install`` argument lists, in order."""
+
+    steps: tuple[tuple[str, ...], ...] = ()
+    no_build_isolation: bool = (
+        False  # the image has the build requirements: nothing fetched to build the project
+    )
+
+
+def plan(snap: Snapshot, d: Deps, packages: dict[str, str], at_start: bool) -> Install:
+    """The installs at start: the requirement lines the image lacks when no image is built for them (``at_start``),
+    the local ones always, then the project itself, editable, when it is a package (``pip install -e .``)."""
+    steps: list[tuple[str, ...]] = []
+    wanted = d.missing if at_start else tuple(line for line in d.missing if local(line))
+    if wanted and d.source == "requirements.txt":
+        steps.append(("-r", "requirements.txt"))
+    elif wanted and not installable(snap):
+        steps.append(tuple(wanted))
+    if installable(snap) and not any(x.replace("-e", "").strip().rstrip("/") == "." for x in d.lines):
+        steps.append(("-e", "."))
+    norm = {canonicalize_name(k): v for k, v in packages.items()}
+    offline = all(satisfied(r, norm) for r in build_requires(snap))
+    return Install(tuple(steps), no_build_isolation=offline and bool(steps))
+
+
 def satisfied(line: str, packages: dict[str, str]) -> bool:
     """Whether the standard image's pinned packages satisfy one requirement line."""
     if line.startswith("-") or "://" in line or line.startswith((".", "/")):
@@ -83,6 +141,13 @@ def resolve(snap: Snapshot, packages: dict[str, str]) -> Deps:
     source, lines = requirements(snap)
     norm = {canonicalize_name(k): v for k, v in packages.items()}
     return Deps(source, tuple(lines), tuple(line for line in lines if not satisfied(line, norm)))
+
+
+def for_image(d: Deps) -> Deps:
+    """The requirements an image is built from: the lines that are not the project's own files."""
+    return Deps(
+        d.source, tuple(x for x in d.lines if not local(x)), tuple(x for x in d.missing if not local(x))
+    )
 
 
 def dockerfile(standard_image: str, deps: Deps) -> str:

@@ -66,6 +66,8 @@ from labctl.settings import Settings, gpu_type_key
 CODE_LABEL = "research.cluster/code"
 TOOL_LABEL = "app.kubernetes.io/managed-by"
 GIT_ANNOTATION = "research.cluster/git"
+GPU_TYPE_ANNOTATION = "research.cluster/gpu-type"  # --gpu-type as asked, for lab status
+REGION_PREF_ANNOTATION = "research.cluster/region-pref"  # --region-pref as asked, for lab status
 TTL_AFTER_FINISHED_S = 7 * 24 * 3600
 DEFAULT_RETRIES = 3
 WORKSPACE = "/workspace"
@@ -94,9 +96,11 @@ class JobRequest:
     retries: int = DEFAULT_RETRIES
     git: str = ""  # "<commit>" or "<commit>+dirty", for the record
     s3_endpoint: str | None = None  # a local cluster's moto server, for the init container
-    # requirements the standard image lacks, installed at start (no container engine to build their image):
-    # the dependency file's name, and the pip arguments that install it
-    install: tuple[str, ...] = ()
+    # what the job installs in its own venv when it starts (labctl/jobenv.py): pip install argument lists, e.g.
+    # ("-r", "requirements.txt") for requirements no image was built for, ("-e", ".") for a package
+    install: tuple[tuple[str, ...], ...] = ()
+    no_build_isolation: bool = False  # the image has the project's build requirements
+    keep: tuple[str, ...] = ()  # paths next to the code copied to $LOG_DIR when the command ends (--keep)
     python: str = "3.11"
 
 
@@ -116,6 +120,12 @@ def check_request(req: JobRequest, settings: Settings) -> None:
         raise LabError(f"--gpus {req.gpus}: give the GPUs per node, at least 1")
     if req.retries < 0:
         raise LabError(f"--retries {req.retries}: give how often a disrupted node is replaced, 0 or more")
+    for path in req.keep:
+        parts = path.strip("/").split("/")
+        if path.startswith("/") or ".." in parts or ":" in path or not path.strip("/."):
+            raise LabError(
+                f"--keep {path!r}: give a path inside the code's folder, where the command writes it (e.g. out)"
+            )
     for k, _ in req.env:
         if not _ENV_NAME.match(k):
             raise LabError(
@@ -313,9 +323,7 @@ def _restricted() -> dict:
 
 
 def init_container(req: JobRequest) -> dict:
-    from importlib import resources
-
-    script = resources.files("labctl").joinpath("unpack.py").read_text()
+    script = _script("unpack.py")
     env = [
         {"name": "LAB_CODE_URL", "value": req.code_url},
         {"name": "LAB_CODE_SHA256", "value": req.code_sha256},
@@ -332,44 +340,55 @@ def init_container(req: JobRequest) -> dict:
         "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}},
         "volumeMounts": [{"name": "workspace", "mountPath": WORKSPACE}],
         "securityContext": _restricted(),
+        "terminationMessagePolicy": "FallbackToLogsOnError",  # its last lines in the pod's status
     }
 
 
-DEPS_PREFIX = f"{WORKSPACE}/.lab/deps"
+JOB_VENV = f"{WORKSPACE}/.lab/venv"
 
 
-def deps_container(req: JobRequest, home_mount: dict | None) -> dict:
-    """Requirements the standard image lacks, installed at start with the image's own pip under a prefix in the
-    workspace (what the image has counts as installed, so only the missing ones are fetched), pip's cache on the home
-    volume so the next start reuses it; the main container finds them through PYTHONPATH."""
-    mounts = [{"name": "workspace", "mountPath": WORKSPACE}] + ([home_mount] if home_mount else [])
+def _script(module: str) -> str:
+    from importlib import resources
+
+    return resources.files("labctl").joinpath(module).read_text()
+
+
+def deps_container(req: JobRequest, home_mount: dict | None, datasets_mount: dict | None = None) -> dict:
+    """The job's own venv, the image's packages visible in it, and the project installed in it as its README says
+    (labctl/jobenv.py): pip's cache on the home volume, so the next start reuses what was fetched; /datasets
+    (read-only) for a wheelhouse there (``--env PIP_FIND_LINKS=/datasets/wheels``)."""
+    import json
+
+    mounts = [{"name": "workspace", "mountPath": WORKSPACE}]
+    mounts += [m for m in (home_mount, datasets_mount) if m]
+    env = [
+        {"name": "LAB_VENV", "value": JOB_VENV},
+        {"name": "LAB_CODE_DIR", "value": WORKSPACE},
+        {"name": "LAB_INSTALL", "value": json.dumps([list(s) for s in req.install])},
+        {"name": "HOME", "value": MOUNTS["home"] if home_mount else "/tmp"},
+        {"name": "PIP_CACHE_DIR", "value": f"{MOUNTS['home'] if home_mount else '/tmp'}/.cache/pip"},
+        {"name": "PYTHONUNBUFFERED", "value": "1"},
+    ]
+    if req.no_build_isolation:
+        env.append({"name": "LAB_NO_BUILD_ISOLATION", "value": "1"})
+    # pip's own settings given with --env (a private index, a wheelhouse on /datasets) reach the installs too
+    env += [{"name": k, "value": v} for k, v in req.env if k.startswith("PIP_")]
     return {
         "name": "deps",
         "image": req.image,
-        "command": [
-            "python3",
-            "-m",
-            "pip",
-            "install",
-            "--disable-pip-version-check",
-            "--no-warn-script-location",
-            "--prefix",
-            DEPS_PREFIX,
-            *req.install,
-        ],  # fmt: skip
+        "command": ["python3", "-c", _script("jobenv.py")],
         "workingDir": WORKSPACE,
-        "env": [
-            {"name": "HOME", "value": MOUNTS["home"]},
-            {"name": "PIP_CACHE_DIR", "value": f"{MOUNTS['home']}/.cache/pip"},
-        ],  # fmt: skip
+        "env": env,
         "resources": {"requests": {"cpu": "1", "memory": "2Gi"}},
         "volumeMounts": mounts,
         "securityContext": _restricted(),
+        "terminationMessagePolicy": "FallbackToLogsOnError",  # pip's last lines in the pod's status (lab status)
     }
 
 
-def deps_path(req: JobRequest) -> str:
-    return f"{DEPS_PREFIX}/lib/python{req.python}/site-packages"
+def entry_command(command: list[str]) -> list[str]:
+    """The main container's command behind labctl/entry.py: the job's venv on PATH, the output teed to $LOG_DIR."""
+    return ["python3", "-c", _script("entry.py"), *command]
 
 
 def job_manifest(req: JobRequest, settings: Settings, launch: launchers.Launch | None = None) -> dict:
@@ -403,13 +422,14 @@ def job_manifest(req: JobRequest, settings: Settings, launch: launchers.Launch |
     main = {
         "name": "main",
         "image": req.image,
-        "command": list(launch.command),
+        "command": entry_command(list(launch.command)),
         "workingDir": WORKSPACE,
         "env": environment(req, launch, settings.efa_env if efa else {}),
         "resources": {"requests": requests, "limits": limits},
         "volumeMounts": mounts,
         "ports": [{"name": "rendezvous", "containerPort": MASTER_PORT}],
         "securityContext": _restricted(),
+        "terminationMessagePolicy": "FallbackToLogsOnError",  # a failure's last lines in the pod's status
     }
     pod_spec: dict = {
         "restartPolicy": "Never",
@@ -418,12 +438,13 @@ def job_manifest(req: JobRequest, settings: Settings, launch: launchers.Launch |
         "volumes": volumes,
         "enableServiceLinks": False,
     }
-    if req.code_url:
-        pod_spec["initContainers"] = [init_container(req)]
-    if req.install:
+    if req.code_url:  # the code, then the job's venv with the project installed as its README says
         home = next((m for m in mounts if m["name"] == "home"), None)
-        pod_spec.setdefault("initContainers", []).append(deps_container(req, home))
-        main["env"].append({"name": "PYTHONPATH", "value": deps_path(req)})
+        datasets = next((m for m in mounts if m["name"] == "datasets"), None)
+        pod_spec["initContainers"] = [init_container(req), deps_container(req, home, datasets)]
+        main["env"].append({"name": "LAB_VENV", "value": JOB_VENV})
+    if req.keep:
+        main["env"].append({"name": "LAB_KEEP", "value": ":".join(p.strip("/") for p in req.keep)})
     if req.gang:
         pod_spec["schedulerName"] = settings.gang_scheduler
     if req.nodes > 1:
@@ -451,8 +472,10 @@ def job_manifest(req: JobRequest, settings: Settings, launch: launchers.Launch |
     if pod_annotations:
         template_meta["annotations"] = pod_annotations
     meta: dict = {"name": req.name, "namespace": req.namespace, "labels": labels}
-    if req.git:
-        meta["annotations"] = {GIT_ANNOTATION: req.git}
+    notes = {GIT_ANNOTATION: req.git, GPU_TYPE_ANNOTATION: req.gpu_type or "",
+             REGION_PREF_ANNOTATION: ",".join(req.region_pref)}  # fmt: skip
+    if any(notes.values()):
+        meta["annotations"] = {k: v for k, v in notes.items() if v}
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import re
 import threading
@@ -15,7 +16,7 @@ from kubernetes.config.config_exception import ConfigException
 from clusterspec.names import JOB_NAME_LABEL, LAB_SETTINGS_CONFIGMAP, LAB_SETTINGS_KEY, LAB_SETTINGS_NAMESPACE
 from clusterspec.scheduler import POD_GROUP_API
 from labctl import jobs
-from labctl.errors import LabError
+from labctl.errors import JobFailed, LabError
 
 TENSORBOARD_PORT = 6006
 _RANK_PREFIX = re.compile(r"^\[rank(\d+)\]:", re.M)
@@ -44,6 +45,21 @@ class Kube:
         except (ConfigException, OSError) as e:
             raise LabError(
                 f"kubeconfig: {str(e).rstrip('.')}; your admin makes yours with `invoke add-user NAME` (docs/researchers.md)"
+            ) from None
+        except Exception as e:  # noqa: BLE001 - malformed YAML or shape: one line, not the client's traceback
+            import yaml
+
+            where = kubeconfig or "~/.kube/config"
+            what = (str(e).splitlines() or [type(e).__name__])[0]
+            if isinstance(e, yaml.YAMLError):
+                mark = getattr(e, "problem_mark", None)
+                what = f"not YAML ({getattr(e, 'problem', None) or what}" + (
+                    f" at line {mark.line + 1}, column {mark.column + 1})" if mark else ")"
+                )
+            else:
+                what = f"not a kubeconfig ({what}): it needs clusters, users, contexts and current-context"
+            raise LabError(
+                f"kubeconfig {where}: {what}; your admin makes yours with `invoke add-user NAME`"
             ) from None
         if context:
             contexts, _ = config.list_kube_config_contexts(config_file=kubeconfig)
@@ -148,6 +164,25 @@ class Kube:
         pods = self.core.list_namespaced_pod(namespace, label_selector=f"{JOB_NAME_LABEL}={job}").items
         return sorted(pods, key=lambda p: int((p.metadata.annotations or {}).get(jobs.INDEX_ANNOTATION, 0)))
 
+    def status_rows(self, namespace: str) -> list[dict]:
+        """Every job of lab's in the namespace with its state and reason (labctl/status.py)."""
+        from labctl import status
+
+        plain = self.api_client.sanitize_for_serialization
+        found = sorted(self.jobs(namespace), key=lambda j: j.metadata.name)
+        try:
+            events = plain(self.core.list_namespaced_event(namespace).items)
+        except ApiException:
+            events = []  # the reasons without the Events: states still
+        try:
+            regions = {n.metadata.name: (n.metadata.labels or {}).get("topology.kubernetes.io/region", "?")
+                       for n in self.core.list_node().items}  # fmt: skip
+        except ApiException:
+            regions = {}
+        return [
+            status.row(plain(j), plain(self.pods(namespace, j.metadata.name)), events, regions) for j in found
+        ]
+
     def get_job(self, namespace: str, name: str):
         try:
             return self.batch.read_namespaced_job(name, namespace)
@@ -179,28 +214,117 @@ class Kube:
                     return pod
         return None
 
+    # --- the job's state, for logs and status ------------------------------------------------------------------
+    @staticmethod
+    def finished(job) -> str | None:
+        """``Complete`` or ``Failed`` once the Job controller says so, else None."""
+        for c in (job.status.conditions or []) if job.status else []:
+            if c.type in ("Complete", "Failed") and c.status == "True":
+                return c.type
+        return None
+
+    @staticmethod
+    def init_failure(pod) -> tuple[str, int, str] | None:
+        """(container, exit code, reason) of an init container (the code, the deps step) that failed."""
+        for cs in (pod.status.init_container_statuses or []) if pod.status else []:
+            for state in (cs.state, cs.last_state):
+                term = state.terminated if state else None
+                if term is not None and term.exit_code:
+                    return cs.name, term.exit_code, term.reason or "Error"
+        return None
+
+    @staticmethod
+    def main_exit(pod) -> int | None:
+        for cs in (pod.status.container_statuses or []) if pod.status else []:
+            if cs.name == "main" and cs.state and cs.state.terminated is not None:
+                return cs.state.terminated.exit_code
+        return None
+
+    @staticmethod
+    def starting(pod) -> str | None:
+        """Why the pod's command has no output yet, or None once it has started."""
+        if pod.status is None or not pod.spec.node_name:
+            return "not on a node yet"
+        for cs in pod.status.init_container_statuses or []:
+            if cs.state and cs.state.terminated is not None and cs.state.terminated.exit_code == 0:
+                continue
+            if cs.state and cs.state.running is not None:
+                return f"its {cs.name} step is running"
+            return f"its {cs.name} step is waiting"
+        for cs in pod.status.container_statuses or []:
+            if cs.name == "main" and cs.state and cs.state.waiting is not None:
+                return f"its command is waiting ({cs.state.waiting.reason or 'ContainerCreating'})"
+        if pod.status.phase == "Pending":
+            return "it is starting"
+        return None
+
+    def _container_log(self, namespace: str, pod: str, container: str) -> str:
+        try:
+            return self.core.read_namespaced_pod_log(pod, namespace, container=container)
+        except ApiException as e:
+            return f"(its output cannot be read: {_reason(e)})\n"
+
+    def _init_failed(self, namespace: str, job: str, pod, failure: tuple[str, int, str]) -> Iterator[str]:
+        name, code, reason = failure
+        text = self._container_log(namespace, pod.metadata.name, name)
+        if text.startswith(
+            "(its output cannot be read"
+        ):  # the kubelet's copy of its last lines, in the status
+            # (terminationMessagePolicy FallbackToLogsOnError, labctl/jobs.py)
+            cs = next(c for c in pod.status.init_container_statuses if c.name == name)
+            term = cs.state.terminated or cs.last_state.terminated
+            text = (term.message or "").rstrip() + "\n" if term.message else text
+        yield text
+        self.exit_code = code
+        step = "installing its requirements" if name == "deps" else "fetching its code"
+        raise JobFailed(
+            f"job {job!r}: its {name} step ({step}) failed with exit code {code} ({reason}) before the command ran; "
+            "its output is above"
+        )
+
     def logs(self, namespace: str, job: str, index: int | None, follow: bool) -> Iterator[str]:
-        """The output of the job's rank-0 pod (or node ``index``'s), its ``main`` container; with ``follow`` until
-        it exits."""
-        self.get_job(namespace, job)
-        pod = None
-        if index is None:
-            pod = self.rank0_pod(namespace, job)
-            index = 0
-        if pod is None:
-            pods = [p for p in self.pods(namespace, job) if self._index(p) == index]
-            if not pods:
-                raise LabError(f"job {job!r} has no pod of index {index} yet; `lab status` shows where it is")
-            pod = pods[-1]
+        """The output of the job's rank-0 pod (or node ``index``'s), its ``main`` container; with ``follow`` it
+        waits through start-up and follows until it exits (``exit_code`` then holds the command's status). A pod
+        that is gone (the Job failed, its node was given back) is read from ``$LOG_DIR`` instead; an init step
+        that failed (code, deps) shows its own output and reason."""
+        self.exit_code, self.exit_reason = 0, ""
+        said = None
+        while True:
+            job_obj = self.get_job(namespace, job)
+            pod = None
+            at = 0 if index is None else index
+            if index is None:
+                pod = self.rank0_pod(namespace, job)
+            if pod is None:
+                pods = [p for p in self.pods(namespace, job) if self._index(p) == at]
+                pod = pods[-1] if pods else None
+            done = self.finished(job_obj)
+            if pod is None and (
+                done or (job_obj.status and (job_obj.status.failed or job_obj.status.succeeded))
+            ):
+                yield from self.kept_log(namespace, job_obj, at)
+                if done == "Failed":
+                    self.exit_code = 1
+                return
+            failure = self.init_failure(pod) if pod is not None else None
+            if failure:
+                yield from self._init_failed(namespace, job, pod, failure)
+            why = "its pod is not created yet" if pod is None else self.starting(pod)
+            if why is None:
+                break
+            if not follow:
+                raise LabError(f"job {job!r} has no output yet: {why}; `lab status` shows where it is")
+            if why != said:
+                import sys
+
+                print(f"lab: waiting for {job}: {why}", file=sys.stderr, flush=True)
+                said = why
+            time.sleep(1)
         name = pod.metadata.name
-        if (
-            not pod.spec.node_name
-        ):  # the API server has no log location for it: an empty reply would say nothing
-            raise LabError(
-                f"job {job!r}: pod {name} is not on a node yet, so it has no output; `lab status` shows why"
-            )
         if not follow:
             yield self._log(namespace, name, job)
+            code = self.main_exit(pod)
+            self.exit_code = code or 0
             return
         try:
             resp = self.core.read_namespaced_pod_log(
@@ -213,6 +337,64 @@ class Kube:
                 yield chunk.decode(errors="replace")
         finally:
             resp.release_conn()
+        self.exit_code = self._wait_exit(namespace, name)
+
+    def _wait_exit(self, namespace: str, pod_name: str, timeout_s: float = 30.0) -> int:
+        """The command's exit status once its pod says it (the stream ends as the container does)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                pod = self.core.read_namespaced_pod(pod_name, namespace)
+            except ApiException:
+                self.exit_reason = (
+                    "its pod is gone before the command ended (cancelled, or its node was lost)"
+                )
+                return 1
+            code = self.main_exit(pod)
+            if code is not None:
+                return code
+            time.sleep(0.5)
+        return 1
+
+    def kept_log(self, namespace: str, job, index: int, timeout_s: float = 120.0) -> Iterator[str]:
+        """A gone pod's output from ``$LOG_DIR/logs/node-<index>.log`` (labctl/entry.py tees it there): read by a
+        short-lived pod that mounts the results volume read-only, as the researcher's uid, owned by the Job."""
+        import sys
+
+        name = f"logs-{job.metadata.name}"[:55].rstrip("-") + f"-{index}"
+        path = f"{jobs.MOUNTS['results']}/{job.metadata.name}/logs/node-{index}.log"
+        print(f"lab: job {job.metadata.name!r}: the pod of index {index} is gone; its output kept in {path}:",
+              file=sys.stderr, flush=True)  # fmt: skip
+        spec = job.spec.template.spec
+        uid = spec.security_context.run_as_user if spec.security_context else None
+        image = spec.containers[0].image
+        owner = jobs.owner(self.api_client.sanitize_for_serialization(job))
+        body = reader_pod(namespace, name, image, path, owner, uid)
+        try:
+            self.core.create_namespaced_pod(namespace, body)
+        except ApiException as e:
+            if e.status != 409:
+                raise LabError(f"reading {path}: {_reason(e)}") from None
+        try:
+            deadline = time.monotonic() + timeout_s
+            while True:
+                pod = self.core.read_namespaced_pod(name, namespace)
+                if pod.status and pod.status.phase in ("Succeeded", "Failed"):
+                    break
+                if time.monotonic() > deadline:
+                    raise LabError(
+                        f"reading {path}: pod {name} did not run in {timeout_s:.0f} s; see lab status"
+                    )
+                time.sleep(0.5)
+            text = self.core.read_namespaced_pod_log(name, namespace, container="cat")
+            if pod.status.phase == "Failed":
+                raise LabError(
+                    f"job {job.metadata.name!r}: no output kept for index {index} ({text.strip()})"
+                )
+            yield text
+        finally:
+            with contextlib.suppress(ApiException):
+                self.core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
 
     def all_logs(self, namespace: str, job: str, follow: bool) -> Iterator[str]:
         """Every pod's output, each line prefixed with its node rank (``[node 1]``; torchrun's own ``[rankN]:`` stays
@@ -326,6 +508,31 @@ class Kube:
             time.sleep(1)
             pod = self.core.read_namespaced_pod(name, namespace)
         return f"http://{pod.status.pod_ip}:{TENSORBOARD_PORT}/"
+
+
+def reader_pod(namespace: str, name: str, image: str, path: str, owner_ref: dict, uid: int | None) -> dict:
+    """A pod that prints one file of the results volume (read-only) and ends: restricted, as the job's uid."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": {jobs.TOOL_LABEL: "lab"},
+                     "ownerReferences": [owner_ref]},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [{
+                "name": "cat",
+                "image": image,
+                "command": ["cat", path],
+                "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
+                "volumeMounts": [{"name": "results", "mountPath": jobs.MOUNTS["results"], "readOnly": True}],
+                "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+            }],
+            "securityContext": {"runAsUser": uid or 65534, "runAsGroup": uid or 65534, "runAsNonRoot": True,
+                                "seccompProfile": {"type": "RuntimeDefault"}},
+            "volumes": [{"name": "results", "persistentVolumeClaim": {"claimName": "results", "readOnly": True}}],
+            "enableServiceLinks": False,
+        },
+    }  # fmt: skip
 
 
 def tensorboard_name(job: str) -> str:

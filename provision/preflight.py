@@ -377,6 +377,16 @@ def preflight(cluster: Cluster, roots: list[str], clients: Clients, *, account: 
     return out
 
 
+def credentials_line(e: Exception, region: str) -> str:
+    """Why STS did not say who we are: the endpoint not reached is not a credentials problem (issue 37)."""
+    from botocore.exceptions import ConnectTimeoutError, EndpointConnectionError, ProxyConnectionError
+
+    if isinstance(e, EndpointConnectionError | ConnectTimeoutError | ProxyConnectionError):
+        return (f"preflight: AWS does not answer in {region} ({e}); check the network, a proxy or "
+                "AWS_ENDPOINT_URL, not your credentials")  # fmt: skip
+    return f"preflight: no usable AWS credentials ({e}); configure them (`aws configure sso`) first"
+
+
 def run(cluster: Cluster, roots: list[str], state_bucket: str | None = None, ami_dir: Path | None = None,
         out_dir: Path | None = None) -> list[str]:  # fmt: skip
     """`invoke preflight` against the account of the current credentials; prints the lines, returns them."""
@@ -393,7 +403,7 @@ def run(cluster: Cluster, roots: list[str], state_bucket: str | None = None, ami
     try:
         account = clients("sts", cluster.primary_region).get_caller_identity()["Account"]
     except (BotoCoreError, ClientError) as e:
-        return [f"preflight: no usable AWS credentials ({e}); configure them (`aws configure sso`) first"]
+        return [credentials_line(e, cluster.primary_region)]
     bucket = Backend.for_cluster(cluster.name, cluster.primary_region, state_bucket).bucket
     return preflight(
         cluster, roots, clients, account=account, state_bucket=bucket, ami_dir=ami_dir or AMI_DIR,

@@ -231,13 +231,21 @@ def lookup_access_points(spec: Cluster, efs_id: str, region: str) -> EfsVolumes:
     """The file system's access points as terraform/modules/efs makes them, found with DescribeAccessPoints:
     a researcher's ``/home/<name>`` and ``/results/<name>`` enforcing their uid, and ``/datasets`` without one."""
     import boto3
+    import botocore.exceptions
 
     _check_fs_id(efs_id)
     pages = boto3.client("efs", region_name=region).get_paginator("describe_access_points")
-    found = sorted(
-        (ap for page in pages.paginate(FileSystemId=efs_id) for ap in page["AccessPoints"]),
-        key=lambda ap: ap["AccessPointId"],
-    )
+    try:
+        found = sorted(
+            (ap for page in pages.paginate(FileSystemId=efs_id) for ap in page["AccessPoints"]),
+            key=lambda ap: ap["AccessPointId"],
+        )
+    except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
+        # the access points are AWS's to say, whatever was given: one line, not botocore's traceback
+        raise UserError(
+            f"--efs-id {efs_id}: DescribeAccessPoints in {region} failed ({e}); the access points are read with "
+            "your AWS credentials (aws sts get-caller-identity)"
+        ) from None
     found = [ap for ap in found if ap.get("LifeCycleState") == "available"]
 
     def pick(path: str, uid: int | None) -> str | None:

@@ -58,8 +58,9 @@ mapfile -t pins < <(.venv/bin/python -c 'from clusterspec import standard_image 
 print("\n".join(f"{n}=={v}" for n, v in s.packages().items() if n not in ("deepspeed", "tensorboard", "accelerate")))')
 if [[ $(cat "$standard_venv/pins" 2>/dev/null) != "${pins[*]}" ]]; then
   rm -rf "$standard_venv"
-  /usr/bin/python3.11 -m venv "$standard_venv"
-  "$standard_venv/bin/pip" install -q --disable-pip-version-check "${pins[@]}"
+  # as the Dockerfile's `uv venv`: no pip of its own; pip and setuptools only as the image pins them
+  /usr/bin/python3.11 -m venv --without-pip "$standard_venv"
+  .venv/bin/pip --python "$standard_venv/bin/python" install -q --disable-pip-version-check "${pins[@]}"
   chmod -R a+rX "$standard_venv"
   echo "${pins[*]}" >"$standard_venv/pins"
 fi

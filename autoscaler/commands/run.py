@@ -22,6 +22,22 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
+def _groups_exist(cloud, opts: dict) -> None:
+    """A --cluster-name (or region) that tags no group is a typo, not an idle cluster: one line, exit status 2.
+    Regions that cannot be read now are left to the loop (it retries them and says so)."""
+    from autoscaler.options import UsageError
+    from clusterspec.names import CA_CLUSTER_TAG_PREFIX, CA_ENABLED_TAG
+
+    if cloud.list_groups() or cloud.unread_regions:
+        return
+    name = opts["cluster_name"]
+    raise UsageError(
+        f"--cluster-name {name}: no Auto Scaling group in {', '.join(opts['regions'])} is tagged "
+        f"{CA_CLUSTER_TAG_PREFIX}{name} and {CA_ENABLED_TAG}=true; give the spec's name (cluster.yaml: name) "
+        "and the regions its groups are in"
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     from autoscaler import jsonlog, service
 
@@ -30,6 +46,9 @@ def run(args: argparse.Namespace) -> int:
     svc = service.build(opts)
     if opts["once"]:
         service.sync_once(svc)
+        _groups_exist(
+            svc.cloud, opts
+        )  # after the API answered: AWS is asked only for a cluster that is there
         result = svc.controller.run_once()
         svc.cluster.close_events(service.EVENT_DRAIN_S)  # the pass's Events go out before the process ends
         out = {

@@ -2,18 +2,26 @@
 
 This is NOT a stand-in for Terraform (``terraform/``, docs/terraform.md, which builds the real groups with their
 networks, IAM and user data); it only gives the embedded AWS the groups the autoscaler discovers, named and
-tagged the way Terraform names and tags them: ``<cluster>-<region>-<group>``, the cluster-autoscaler discovery
-tags, node-template labels and taints, and the group priority.
+tagged the way Terraform names and tags them (terraform/modules/node_template): ``<cluster>-<region>-<group>``, the
+cluster-autoscaler discovery tags, the node-template labels (the group's own and ``research.cluster/node-group``),
+taints and resources (``nvidia.com/gpu``, and ``vpc.amazonaws.com/efa`` where every type of the group has EFA
+interfaces: the fewest of them, as the launch template gives), and the group priority. A job that asks for EFA (a
+multi-node A100 job, docs/researchers.md) therefore finds a group that can give it, as on AWS.
 """
 
 from __future__ import annotations
 
 import boto3
 
+from clusterspec import catalog
 from clusterspec.names import (
     CA_CLUSTER_TAG_PREFIX,
     CA_ENABLED_TAG,
+    EFA_RESOURCE,
+    GPU_RESOURCE,
+    NODE_GROUP_LABEL,
     NODE_TEMPLATE_LABEL_TAG,
+    NODE_TEMPLATE_RESOURCE_TAG,
     NODE_TEMPLATE_TAINT_TAG,
     PRIORITY_TAG,
 )
@@ -34,8 +42,14 @@ def _tag(group: str, key: str, value: str) -> dict:
 
 def group_tags(spec: Spec, name: str, group) -> list[dict]:
     tags = [_tag(name, CA_ENABLED_TAG, "true"), _tag(name, CA_CLUSTER_TAG_PREFIX + spec.name, "owned")]
-    tags += [_tag(name, NODE_TEMPLATE_LABEL_TAG + k, v) for k, v in group.labels.items()]
+    labels = {**group.labels, NODE_GROUP_LABEL: name}
+    tags += [_tag(name, NODE_TEMPLATE_LABEL_TAG + k, v) for k, v in labels.items()]
     tags += [_tag(name, NODE_TEMPLATE_TAINT_TAG + t.key, f"{t.value}:{t.effect}") for t in group.taints]
+    if group.gpus:
+        tags.append(_tag(name, NODE_TEMPLATE_RESOURCE_TAG + GPU_RESOURCE, str(group.gpus)))
+    efa = min(catalog.instance_types()[t].efa for t in group.instance_types)
+    if efa:
+        tags.append(_tag(name, NODE_TEMPLATE_RESOURCE_TAG + EFA_RESOURCE, str(efa)))
     tags.append(_tag(name, PRIORITY_TAG, str(group.priority)))
     return tags
 

@@ -159,3 +159,15 @@ def test_an_unreachable_api_is_one_line_and_exit_1(tmp_path, capsys):
     assert code == 1
     [line] = capsys.readouterr().err.splitlines()
     assert line.startswith("cannot list from the Kubernetes API at http://127.0.0.1:9: ")
+
+
+def test_a_cluster_name_that_tags_no_group_is_one_line_and_exit_2(live, capsys):
+    """A typo in --cluster-name found no group and exited 0 silently (issue 37)."""
+    _, kubeconfig, url = live
+    code = main(["run", "--cluster-name", "dlrx", "--regions", REGIONS, "--kubeconfig", kubeconfig,
+                 "--aws-endpoint-url", url, "--once", "--dry-run", "--metrics-port", "0"])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert err == ("--cluster-name dlrx: no Auto Scaling group in us-west-2, us-east-1, us-east-2 is tagged "
+                   "k8s.io/cluster-autoscaler/dlrx and k8s.io/cluster-autoscaler/enabled=true; give the spec's name "
+                   "(cluster.yaml: name) and the regions its groups are in\n")  # fmt: skip

@@ -92,3 +92,16 @@ def lab_env(monkeypatch, tmp_path: Path, kubeconfig: str):
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
     return kubeconfig
+
+
+def make_wheel(path: Path) -> None:
+    """A one-module wheel (PEP 427), as a requirement the standard image does not have."""
+    import zipfile
+
+    files = {"tinydep/__init__.py": "VALUE = 42\n",
+             "tinydep-0.1.dist-info/METADATA": "Metadata-Version: 2.1\nName: tinydep\nVersion: 0.1\n",
+             "tinydep-0.1.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}  # fmt: skip
+    record = "".join(f"{name},," + "\n" for name in [*files, "tinydep-0.1.dist-info/RECORD"])
+    with zipfile.ZipFile(path, "w") as z:
+        for name, text in {**files, "tinydep-0.1.dist-info/RECORD": record}.items():
+            z.writestr(name, text)

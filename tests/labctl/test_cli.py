@@ -273,3 +273,82 @@ def test_ssh_config_says_how_to_start_a_machine_that_stopped_while_idle(emu, tmp
     assert "invoke ssh-start <group>-<n>" in out and "60 minutes" in out
     inc = (tmp_path / "ssh" / "lab_config").read_text()
     assert "# stopped? invoke ssh-start gpu-1\nHost dlr-gpu-1\n" in inc
+
+
+def test_a_first_dry_run_needs_no_aws_identity(emu, lab_env, project, capsys, tmp_path, monkeypatch) -> None:
+    """A researcher with only the kubeconfig add-user gave them: the bucket is not reachable with no AWS credentials
+    (the cluster's real bucket, no local endpoint), and the dry run says so in its line and goes on."""
+    from tests.labctl.settings import SETTINGS_TEXT
+
+    settings = tmp_path / "settings.yaml"
+    settings.write_text(SETTINGS_TEXT)  # the real bucket: no s3_endpoint
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")  # no instance role to find either
+    monkeypatch.delenv("LAB_S3_ENDPOINT", raising=False)
+    code, out, err = _run(capsys, "--kubeconfig", lab_env, "--settings", str(settings), "submit", "--gpus", "1",
+                          "--name", "first", "--dry-run", "--path", str(project), "--", "python", "train.py")  # fmt: skip
+    assert code == 0, err
+    line = next(ln for ln in out.splitlines() if ln.startswith("dry run: would upload"))
+    assert "not checked (s3://dlr-results-123456789012: Unable to locate credentials" in line
+    assert "dry run: the API server admitted these in u-alice as alice; nothing was created" in out
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [("apiVersion: v1\nclusters: {bad\n", "not YAML (expected ',' or '}', but got '<stream end>' at line 3, column 1)"),
+     ("just a string\n", "not a kubeconfig ('str' object does not support item assignment): it needs clusters")],
+)  # fmt: skip
+def test_a_malformed_kubeconfig_is_one_line(tmp_path, capsys, text: str, want: str) -> None:
+    path = tmp_path / "kubeconfig"
+    path.write_text(text)
+    code, _, err = _run(capsys, "--kubeconfig", str(path), "status")
+    assert code == 2 and err.startswith(f"lab: kubeconfig {path}: {want}") and err.count("\n") == 1
+
+
+def test_an_unreachable_cluster_is_one_line(tmp_path, capsys) -> None:
+    import socket
+
+    with socket.socket() as s:  # a loopback port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "current-context": "x", "users": [{"name": "u", "user": {"token": "t"}}],
+        "clusters": [{"name": "x", "cluster": {"server": f"https://127.0.0.1:{port}"}}],
+        "contexts": [{"name": "x", "context": {"cluster": "x", "user": "u"}}]}))  # fmt: skip
+    for argv in (["status"], ["logs", "j"], ["cancel", "j"]):
+        code, _, err = _run(capsys, "--kubeconfig", str(path), *argv)
+        assert code == 2 and err.count("\n") == 1, err
+        assert (
+            err.startswith("lab: the cluster does not answer (NewConnectionError:")
+            and "Connection refused" in err
+        )
+
+
+def test_a_job_file_has_the_flags_fields(emu, lab_env, project, capsys, tmp_path) -> None:
+    job = tmp_path / "job.yaml"
+    job.write_text("name: from-file\ngpus: 1\nnodes: 2\nno-gang: true\nenv: {LR: 3e-4}\nkeep: [out]\n"
+                   "command: torchrun train.py --lr $(LR)\n")  # fmt: skip
+    code, out, err = _run(capsys, "--kubeconfig", lab_env, "submit", "-f", str(job), "--path", str(project),
+                          "--dry-run")  # fmt: skip
+    assert code == 2 and err == (f"lab: {job}: no-gang: not a field of lab submit; the fields are gpus, gpu-type, "
+                                 "spot, nodes, gang, region-pref, name, path, env, retries, max-file-mb, keep, "
+                                 "no-build, command\n")  # fmt: skip
+    job.write_text(job.read_text().replace("no-gang: true", "gang: false"))
+    code, out, err = _run(capsys, "--kubeconfig", lab_env, "submit", "-f", str(job), "--path", str(project),
+                          "--name", "flag-wins", "--dry-run")  # fmt: skip
+    assert code == 0, err
+    docs = list(yaml.safe_load_all(out[out.index("apiVersion") :]))
+    assert docs[0]["metadata"]["name"] == "flag-wins" and docs[0]["spec"]["completions"] == 2
+    main = docs[0]["spec"]["template"]["spec"]["containers"][0]
+    assert main["command"][3:] == ["torchrun", "train.py", "--lr", "$(LR)"]
+    env = {e["name"]: e.get("value") for e in main["env"]}
+    assert env["LR"] == "3e-4" and env["LAB_KEEP"] == "out"
+    assert (
+        docs[0]["spec"]["template"]["spec"].get("schedulerName") != "research-gang-scheduler"
+    )  # gang: false
+    job.write_text("gpus: eight\n")
+    code, _, err = _run(capsys, "--kubeconfig", lab_env, "submit", "-f", str(job), "--path", str(project))
+    assert (
+        code == 2
+        and err == f"lab: {job}: gpus: 'eight' is not a number of GPUs per node or TYPE:N (A100:8)\n"
+    )

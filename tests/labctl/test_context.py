@@ -235,8 +235,9 @@ def test_each_thing_left_out_is_one_line(project: Path) -> None:
     assert dirty and snap.git.endswith("+dirty")
     assert "big.bin" in build_snapshot(project, max_file_mb=0).files  # 0: no limit
     (project / "requirements.txt").unlink()
-    assert "no requirements.txt or pyproject.toml: the job gets the standard image's packages only" in (
-        build_snapshot(project).notes
+    assert (
+        "no requirements.txt, pyproject.toml or setup.py: the job gets the standard image's packages only"
+        in (build_snapshot(project).notes)
     )
 
 
@@ -259,3 +260,39 @@ def test_a_large_file_is_never_read(project: Path, monkeypatch) -> None:
 
 def test_deterministic_gzip(project: Path) -> None:
     assert build_snapshot(project).gzipped() == build_snapshot(project).gzipped()
+
+
+@pytest.mark.parametrize(
+    ("files", "at_start", "steps", "offline"),
+    [
+        # minGPT: setup.py and no requirements file; its README says `pip install -e .`
+        ({"setup.py": "from setuptools import setup\nsetup(name='m')\n"}, True, [["-e", "."]], True),
+        # `-e .` in requirements.txt: installed at start, once, never into an image
+        ({"setup.py": "", "requirements.txt": "torch\n-e .\n"}, True, [["-r", "requirements.txt"]], True),
+        ({"requirements.txt": ".\nnumpy\n"}, False, [["-r", "requirements.txt"]], True),
+        # a requirement the image lacks, with an engine to build its image: only the package at start
+        ({"setup.py": "", "requirements.txt": "transformers==4.57.0\n"}, False, [["-e", "."]], True),
+        ({"requirements.txt": "transformers==4.57.0\n"}, True, [["-r", "requirements.txt"]], True),
+        # a pyproject.toml that only configures tools is no package; one with another backend needs isolation
+        ({"pyproject.toml": "[tool.ruff]\nline-length = 100\n"}, True, [], False),
+        ({"pyproject.toml": "[project]\nname = 'p'\nversion = '1'\ndependencies = ['numpy']\n"}, True,
+         [["-e", "."]], True),
+        ({"pyproject.toml": "[build-system]\nrequires = ['hatchling']\nbuild-backend = 'hatchling.build'\n"
+                            "[project]\nname = 'p'\nversion = '1'\n"}, True, [["-e", "."]], False),
+    ],
+)  # fmt: skip
+def test_the_project_installs_itself_as_its_readme_says(
+    tmp_path: Path, files, at_start, steps, offline
+) -> None:
+    from labctl import deps
+
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    snap = build_snapshot(tmp_path)
+    packages = SETTINGS.data.standard_packages
+    plan = deps.plan(snap, deps.resolve(snap, packages), packages, at_start=at_start)
+    assert [list(s) for s in plan.steps] == steps
+    assert plan.no_build_isolation == offline
+    assert deps.for_image(deps.resolve(snap, packages)).lines == tuple(
+        x for x in deps.resolve(snap, packages).lines if x not in (".", "-e .")
+    )  # the project's own files never go into an image

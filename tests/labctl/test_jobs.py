@@ -68,7 +68,7 @@ def test_gang_pods_name_the_gang_scheduler_and_declare_the_group() -> None:
 
 def test_the_code_is_unpacked_into_a_working_directory_the_job_owns() -> None:
     pod = _pod()
-    (init,) = pod["initContainers"]
+    init, deps = pod["initContainers"]
     main = pod["containers"][0]
     assert init["image"] == main["image"] == IMAGE  # no second image to pull
     assert init["command"][:2] == ["python3", "-c"] and "tarfile" in init["command"][2]
@@ -90,7 +90,8 @@ def test_torchrun_gets_nodes_rank_and_rendezvous_as_pytorchjob_sets_them() -> No
     assert env["PET_MASTER_PORT"] == env["MASTER_PORT"] == "29500"
     assert env["WORLD_SIZE"] == "16" and env["NODE_RANK"] == index and env["PYTHONUNBUFFERED"] == "1"
     assert "RANK" not in env  # a pod-level RANK would make `python train.py` think it runs under torchrun
-    assert pod["containers"][0]["command"] == ["torchrun", "train.py"]  # nothing to add
+    # nothing added but lab's entry (the job's venv on PATH, the output teed to $LOG_DIR)
+    assert pod["containers"][0]["command"] == jobs.entry_command(["torchrun", "train.py"])
     assert env["PET_TEE"] == "3" and env["TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"] == "[rank${rank}]:"
     assert pod["subdomain"] == "resnet" and pod["restartPolicy"] == "Never"
 
@@ -212,16 +213,24 @@ def test_name_length_leaves_room_for_the_pod_hostname() -> None:
         jobs.check_name("a" * 61, nodes=11)
 
 
-def test_requirements_installed_at_start_go_on_the_python_path() -> None:
-    pod = _pod(install=("-r", "requirements.txt"))
+def test_the_job_gets_its_own_venv_with_the_installs_its_readme_says() -> None:
+    pod = _pod(install=(("-r", "requirements.txt"), ("-e", ".")), no_build_isolation=True)
     code, deps = pod["initContainers"]
     assert (code["name"], deps["name"]) == ("code", "deps")  # unpacked first, then installed next to it
-    assert deps["command"][:3] == ["python3", "-m", "pip"] and deps["command"][-2:] == [
-        "-r",
-        "requirements.txt",
-    ]
-    assert (
-        "--prefix" in deps["command"]
-        and {"name": "PIP_CACHE_DIR", "value": "/home/researcher/.cache/pip"} in deps["env"]
-    )
-    assert _env(pod)["PYTHONPATH"] == "/workspace/.lab/deps/lib/python3.11/site-packages"
+    assert deps["command"][:2] == ["python3", "-c"] and "EnvBuilder" in deps["command"][2]
+    env = {e["name"]: e["value"] for e in deps["env"]}
+    assert json.loads(env["LAB_INSTALL"]) == [["-r", "requirements.txt"], ["-e", "."]]
+    assert env["LAB_VENV"] == "/workspace/.lab/venv" and env["LAB_NO_BUILD_ISOLATION"] == "1"
+    assert env["PIP_CACHE_DIR"] == "/home/researcher/.cache/pip"
+    assert _env(pod)["LAB_VENV"] == "/workspace/.lab/venv" and "PYTHONPATH" not in _env(pod)
+    main = pod["containers"][0]
+    assert main["command"][:2] == ["python3", "-c"] and "LOG_DIR" in main["command"][2]
+    assert main["command"][3:] == ["torchrun", "train.py"]
+
+
+def test_keep_names_paths_next_to_the_code() -> None:
+    env = _env(_pod(keep=("out", "runs/")))
+    assert env["LAB_KEEP"] == "out:runs"
+    for bad in ("/results/x", "../x", "a:b", "."):
+        with pytest.raises(LabError, match=r"--keep .*: give a path inside the code's folder"):
+            jobs.check_request(_req(keep=(bad,)), SETTINGS)

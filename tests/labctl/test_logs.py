@@ -43,7 +43,7 @@ def test_logs_before_the_pod_has_a_node_and_after_it_prints(emu, lab_env, projec
     capsys.readouterr()
     assert _lab(lab_env, "logs", "resnet") == 2
     err = capsys.readouterr().err
-    assert err.startswith("lab: job 'resnet': pod resnet-0-") and "is not on a node yet" in err
+    assert err == "lab: job 'resnet' has no output yet: not on a node yet; `lab status` shows where it is\n"
     assert err.count("\n") == 1
     _boot_a_node(emu)
     pod = _pod_of(emu, "resnet")
@@ -71,8 +71,12 @@ def test_logs_follow_streams_until_the_job_is_cancelled(emu, lab_env, project, c
     with emu.model.lock:
         emu.model.delete("pods", "u-alice", name)
     follower.join(timeout=10)
-    assert not follower.is_alive() and codes == [0]
-    assert capsys.readouterr().out == "step 1\nstep 2\n"
+    assert not follower.is_alive() and codes == [1]  # -f ends with the job's status: this one never finished
+    out, err = capsys.readouterr()
+    assert out == "step 1\nstep 2\n"
+    assert (
+        err == "lab: job sweep: its pod is gone before the command ended (cancelled, or its node was lost)\n"
+    )
 
 
 def test_logs_of_a_container_still_starting_is_one_line(emu, lab_env, project, capsys):
@@ -86,9 +90,10 @@ def test_logs_of_a_container_still_starting_is_one_line(emu, lab_env, project, c
     assert _lab(lab_env, "logs", "slow") == 2
     err = capsys.readouterr().err
     name = pod["metadata"]["name"]
-    assert (
-        err == f'lab: job \'slow\': container "main" in pod "{name}" is waiting to start: ContainerCreating\n'
+    assert err == (
+        "lab: job 'slow' has no output yet: its command is waiting (ContainerCreating); `lab status` shows where it is\n"
     )
+    assert name.startswith("slow-0-")
 
 
 def _two_nodes(emu, lab_env, project, name: str, *command: str) -> list[dict]:

@@ -26,7 +26,7 @@ from autoscaler.model.adapters import ModelCloud
 from clusterspec.loader import load_spec
 from labctl.cli import main
 from provision import scheduler
-from tests.labctl.conftest import SPEC_DATA, make_bucket, publish_settings
+from tests.labctl.conftest import SPEC_DATA, make_bucket, make_wheel, publish_settings
 from tests.support import load_yaml, require_standard_venv
 
 # found, not imported: the jobs import torch, in their own processes
@@ -209,29 +209,16 @@ def test_two_node_gang_with_plain_torchrun(cluster, capsys) -> None:
     _assert_ran_as_alice(reports, *_pod_folders(kubelet, "gang"))
 
 
-def _wheel(path: Path) -> None:
-    """A one-module wheel (PEP 427), as a requirement the standard image does not have."""
-    import zipfile
-
-    files = {"tinydep/__init__.py": "VALUE = 42\n",
-             "tinydep-0.1.dist-info/METADATA": "Metadata-Version: 2.1\nName: tinydep\nVersion: 0.1\n",
-             "tinydep-0.1.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}  # fmt: skip
-    record = "".join(f"{name},," + "\n" for name in [*files, "tinydep-0.1.dist-info/RECORD"])
-    with zipfile.ZipFile(path, "w") as z:
-        for name, text in {**files, "tinydep-0.1.dist-info/RECORD": record}.items():
-            z.writestr(name, text)
-
-
 def test_a_requirement_the_standard_image_lacks_is_installed_at_start_without_docker(cluster, capsys) -> None:
     emu, proj, kubelet = cluster
     (proj / "wheels").mkdir()
-    _wheel(proj / "wheels" / "tinydep-0.1-py3-none-any.whl")
+    make_wheel(proj / "wheels" / "tinydep-0.1-py3-none-any.whl")
     (proj / "requirements.txt").write_text("torch\nnumpy\n./wheels/tinydep-0.1-py3-none-any.whl\n")
     (proj / "use_dep.py").write_text("import numpy, tinydep\nprint('tinydep', tinydep.VALUE)\n")
     out = _lab(capsys, "submit", "--gpus", "1", "--gpu-type", "V100", "--name", "dep", "--path", str(proj),
                "--", "python", "use_dep.py")  # fmt: skip
-    assert "requirements.txt: 1 not in the standard image (./wheels/tinydep-0.1-py3-none-any.whl); no container " \
-        "engine here: the job installs them when it starts" in out  # fmt: skip
+    assert "requirements.txt: the standard image has all but the project's own " \
+        "(./wheels/tinydep-0.1-py3-none-any.whl); installed when the job starts" in out  # fmt: skip
     job = _wait(emu, "dep", timeout_s=120)
     assert job["status"].get("succeeded") == 1, job["status"]
     assert "tinydep 42" in _lab(capsys, "logs", "dep")

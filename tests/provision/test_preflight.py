@@ -222,3 +222,38 @@ def test_once_its_repository_exists_the_autoscalers_image_needs_pushing(aws, spe
     assert line.startswith("the autoscaler's image 123456789012.dkr.ecr.us-west-2.amazonaws.com/dlr/autoscaler:0.1.0 "
                            "has no digest")  # fmt: skip
     assert "run `invoke push-autoscaler`" in line
+
+
+def test_an_unreachable_endpoint_is_not_blamed_on_credentials() -> None:
+    from botocore.exceptions import EndpointConnectionError, NoCredentialsError
+
+    from provision.preflight import credentials_line
+
+    line = credentials_line(
+        EndpointConnectionError(endpoint_url="https://sts.us-west-2.amazonaws.com"), "us-west-2"
+    )
+    assert line.startswith(
+        "preflight: AWS does not answer in us-west-2 (Could not connect to the endpoint URL"
+    )
+    assert "not your credentials" in line
+    assert credentials_line(NoCredentialsError(), "us-west-2") == (
+        "preflight: no usable AWS credentials (Unable to locate credentials); configure them (`aws configure sso`) first"
+    )
+
+
+def test_preflight_with_sts_unreachable_says_so(monkeypatch) -> None:
+    """The real STS call against a loopback port nobody listens on (AWS_ENDPOINT_URL): the line names the network."""
+    import socket
+
+    from clusterspec.loader import load_spec
+    from provision.preflight import run
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    (line,) = run(load_spec(), ["global"])
+    assert line.startswith("preflight: AWS does not answer in us-west-2") and "not your credentials" in line

@@ -182,3 +182,24 @@ def test_access_point_lookup_matches_path_and_uid(monkeypatch) -> None:
         storage.check_efs(SPEC, found)
         with pytest.raises(UserError, match="--efs-id 'fs-x'"):
             storage.lookup_access_points(SPEC, "fs-x", "us-west-2")
+
+
+def test_no_aws_credentials_is_one_line_even_with_both_values_given(tmp_path, monkeypatch) -> None:
+    """`invoke render-storage --efs-id fs-... --csi-role-arn arn:...` still reads the access points from AWS:
+    without credentials that is one line naming the call, not botocore's traceback (issue 37)."""
+    import pytest
+
+    from clusterspec.errors import UserError
+    from clusterspec.loader import load_spec
+    from provision.storage import lookup_access_points
+
+    for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")  # no instance role either, and no request for one
+    with pytest.raises(UserError) as e:
+        lookup_access_points(load_spec(), "fs-0123456789abcdef0", "us-west-2")
+    (line,) = e.value.lines
+    assert line == ("--efs-id fs-0123456789abcdef0: DescribeAccessPoints in us-west-2 failed (Unable to locate "
+                    "credentials); the access points are read with your AWS credentials (aws sts get-caller-identity)")  # fmt: skip

@@ -1,0 +1,67 @@
+"""`--help` works on every task and `-h` means help (provision/cli_support.py): the real `invoke` on tasks.py. A task
+whose options would have taken `-h` (--home, --ssh-from) keeps it for help; a positional argument never swallows
+`--help` (`invoke remove-user --help` once planned removing a user named "--help")."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support import ROOT
+
+INVOKE = str(Path(sys.executable).parent / "invoke")
+
+
+def _invoke(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([INVOKE, *argv], cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [("add-user", "-h"), ("remove-user", "-h"), ("bake-ami", "-h"), ("certificates", "-h"),
+     ("remove-user", "--help"), ("add-user", "--help"), ("rotate-certificates", "-h")],
+)  # fmt: skip
+def test_h_and_help_show_the_tasks_help(argv: tuple[str, ...]) -> None:
+    done = _invoke(*argv)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"Usage: inv[oke] [--core-opts] {argv[0]} [--options]")
+    assert "research-view" not in done.stdout  # nothing planned, nothing removed
+
+
+def test_home_keeps_its_long_flag() -> None:
+    done = _invoke("add-user", "--home")
+    assert done.returncode != 0 and "home" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [(("simulate", "--window", "abc"), "--window 'abc': give a number of hours, e.g. 24\n"),
+     (("simulate", "--window", "-3"), "--window '-3': give a number of hours, e.g. 24 (more than 0)\n"),
+     (("simulate", "--workers", "x"), "--workers 'x': give a number of processes, e.g. 2\n")],
+)  # fmt: skip
+def test_a_bad_number_is_one_line(argv: tuple[str, ...], line: str) -> None:
+    done = _invoke(*argv)
+    assert (done.returncode, done.stderr) == (2, line)
+
+
+@pytest.mark.parametrize("task", [("lab-settings",), ("add-user", "alice")])
+def test_an_unreachable_api_is_one_line(task: tuple[str, ...], tmp_path) -> None:
+    import socket
+
+    import yaml
+
+    with socket.socket() as s:  # a loopback port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    kc = tmp_path / "kubeconfig"
+    kc.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "current-context": "x", "users": [{"name": "u", "user": {"token": "t"}}],
+        "clusters": [{"name": "x", "cluster": {"server": f"https://127.0.0.1:{port}"}}],
+        "contexts": [{"name": "x", "context": {"cluster": "x", "user": "u"}}]}))  # fmt: skip
+    extra = ("--home", str(tmp_path / "home")) if task[0] == "add-user" else ()
+    done = _invoke(*task, "--kubeconfig", str(kc), *extra)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("the Kubernetes API does not answer (NewConnectionError:")
