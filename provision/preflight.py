@@ -20,6 +20,7 @@ Service Quotas (moto has no quota values).
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -238,6 +239,11 @@ def check_image_digests(table: Path | None = None) -> list[str]:
     missing = pin_images.pending(images.table(table or images.TABLE))
     if not missing:
         return []
+    if os.environ.get(images.BY_TAG_ENV) == "1":  # as check_pinned: the local stack, the day-one rehearsal
+        print(
+            f"warning: {len(missing)} deployed images have no digest ({images.BY_TAG_ENV}=1)", file=sys.stderr
+        )
+        return []
     more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
     return [f"{len(missing)} deployed images have no digest ({missing[0]}{more}): the add-ons, the scheduler and the "
             "autoscaler would not deploy after the apply; run `invoke pin-images` and commit "
@@ -290,13 +296,14 @@ def run(
     """`invoke preflight` against the account of the current credentials; prints the lines, returns them."""
     import boto3
 
+    from provision.terraform import endpoint
     from provision.terraform.settings import AMI_DIR, Backend
 
     session = boto3.Session()
     made: dict = {}
 
     def clients(service: str, region: str):
-        return made.setdefault((service, region), session.client(service, region_name=region))
+        return made.setdefault((service, region), endpoint.client(session, service, region))
 
     try:
         account = clients("sts", cluster.primary_region).get_caller_identity()["Account"]

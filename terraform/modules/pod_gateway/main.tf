@@ -2,9 +2,16 @@
 # there), with the source/destination check off. Every given route table sends the pod CIDR to the active
 # gateway; a Lambda function (failover/failover.py) moves the routes when it dies. Terraform creates the routes
 # once and then leaves their target to the function (ignore_changes).
+# The image id is read here, not given as `resolve:ssm:` (which a root_block_device breaks: the provider looks the
+# unresolved string up with DescribeImages, InvalidAMIID.Malformed; terraform-provider-aws issue 43488).
+data "aws_ssm_parameter" "ami" {
+  count = var.ami_id == "" ? 1 : 0
+  name  = var.ami_ssm_parameter
+}
+
 locals {
   name     = "${var.cluster}-pod-gateway"
-  image_id = var.ami_id != "" ? var.ami_id : "resolve:ssm:${var.ami_ssm_parameter}"
+  image_id = var.ami_id != "" ? var.ami_id : nonsensitive(data.aws_ssm_parameter.ami[0].value)
   zones    = sort(keys(var.subnet_ids))
   tags     = merge(var.tags, { "research.cluster/cluster" = var.cluster })
 }
