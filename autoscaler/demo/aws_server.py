@@ -134,9 +134,32 @@ def _transport_permission(secure: bool):
     return get_permission
 
 
+_original_log_permissions = s3_models.FakeBucket._log_permissions_enabled_policy
+
+
+def _log_permissions(target_bucket, target_prefix) -> bool:
+    """PutBucketLogging's check of the target's policy grant to the logging service, without moto's crash on a
+    statement whose Principal is "*" (a string: AttributeError, HTTP 500, which the provider retries for ever);
+    the TLS-only Deny every bucket of ours has is such a statement. Such statements grant the service nothing,
+    so they are passed over, as AWS does."""
+    from types import SimpleNamespace
+
+    policy = json.loads(target_bucket.policy.decode()) if target_bucket.policy else {}
+    statements = policy.get("Statement", [])
+    kept = [st for st in statements if isinstance(st.get("Principal"), dict)]
+    view = SimpleNamespace(
+        policy=json.dumps({**policy, "Statement": kept}).encode() if target_bucket.policy else None,
+        partition=target_bucket.partition,
+        name=target_bucket.name,
+    )
+    return _original_log_permissions(view, target_prefix)
+
+
 def install_transport(secure: bool) -> None:
-    """S3 bucket policies see this server's transport (TLS or plain HTTP) in ``aws:SecureTransport``."""
+    """S3 bucket policies see this server's transport (TLS or plain HTTP) in ``aws:SecureTransport``; and
+    PutBucketLogging reads a policy with a "*" principal (``_log_permissions``)."""
     s3_models.FakeBucket.get_permission = _transport_permission(secure)
+    s3_models.FakeBucket._log_permissions_enabled_policy = staticmethod(_log_permissions)
 
 
 # --- the account's EC2 vCPU quotas (Service Quotas). moto answers only service code vpc; a new AWS account has
@@ -232,6 +255,7 @@ def _check_loading_status(self, key: str) -> None:
 # --- Lambda's GetAccountSettings (the preflight's concurrency check): moto has no route for it. A new account's
 # defaults (Lambda Developer Guide, "Lambda quotas": 1,000 concurrent executions), less what functions reserve.
 LAMBDA_CONCURRENCY = 1000
+LAMBDA_ACCOUNT_SETTINGS = r"{0}/(?P<api_version>[^/]+)/account-settings/?$"
 
 
 def _lambda_account_settings(request, full_url, headers):
@@ -288,6 +312,14 @@ def uninstall() -> None:
     asg_models.FakeAutoScalingGroup.replace_autoscaling_group_instances = _original_launch
     asg_responses.AutoScalingResponse.describe_scaling_activities = _original_describe
     s3_models.FakeBucket.get_permission = _original_permission
+    s3_models.FakeBucket._log_permissions_enabled_policy = staticmethod(_original_log_permissions)
+    APPLIED_QUOTAS.clear()
+    sq_responses.ServiceQuotasResponse.list_aws_default_service_quotas = _original_defaults
+    for name in ("list_service_quotas", "request_service_quota_increase"):
+        if name in vars(sq_responses.ServiceQuotasResponse):
+            delattr(sq_responses.ServiceQuotasResponse, name)
+    ssm_models.ParameterDict._check_loading_status = _original_loading
+    lambda_urls.url_paths.pop(LAMBDA_ACCOUNT_SETTINGS, None)
 
 
 def parse_limit(text: str) -> tuple[tuple[str, str], int]:
