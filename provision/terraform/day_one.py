@@ -6,7 +6,7 @@ asks for, the baked image's record in every region, the Client VPN certificates 
 `invoke bootstrap-state`), then the commands a person runs, each a real `invoke` process with ``--endpoint``:
 `preflight`, `up --all --yes` (automation answers the questions; a person is still asked), a second
 `plan --all` that must show no change but the left-out resources (data/rehearsal_left_out.yaml), and
-`down --all --yes --delete-data`. Timings are printed per step; any failure ends the run with exit status 1.
+`down --all --yes --delete-data --kill-jobs`. Timings are printed per step; any failure ends the run with exit status 1.
 
 The apply's outputs (role ARNs, EFS ids, the alert topic) are printed through ``outputs.applied``: the hook for
 feeding the deploys of `invoke up` to a real control plane later (not done here).
@@ -214,9 +214,11 @@ def _rehearse(cluster: Cluster, spec: str | None, work: Path) -> int:
                 f"day-one: the second plan is not empty: {len(problems)} changes outside the left-out list: "
                 + ", ".join(problems[:20])
             )
-        steps.run(
-            "invoke down --all", lambda: invoke("down", "--all", "--yes", "--delete-data", *tf, env=env)
-        )
+        # automation's answers to down's questions: --yes (the cluster's name), --delete-data (the buckets'
+        # objects), --kill-jobs (no cluster answers, so no job can be checked: there is none here); a person is
+        # still asked each of them
+        down = ["down", "--all", "--yes", "--delete-data", "--kill-jobs", *tf]
+        steps.run("invoke down --all", lambda: invoke(*down, env=env))
         left = sorted({e.address for e in rehearsal.load()})
         print("day-one: converged and torn down")
         print("resources applied per root: " + ", ".join(f"{n} {c}" for n, c in applied.items()))
