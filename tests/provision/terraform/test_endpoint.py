@@ -97,3 +97,17 @@ def test_a_bad_entry_is_one_line(tmp_path):
     bad.write_text("- address: module.x.aws_y.z\n")
     with pytest.raises(UserError, match=r"left_out.yaml: entry 1: expected \{address: ..., gap: ...\}"):
         rehearsal.load(bad)
+
+
+def test_without_a_mirror_check_terraform_says_which_schema_it_reads(monkeypatch, tmp_path):
+    from provision.terraform.settings import PROVIDER_SCHEMA
+
+    monkeypatch.delenv("LAB_TF_PLUGIN_DIR", raising=False)
+    monkeypatch.setattr(mirror, "candidates", lambda: [tmp_path])
+    assert mirror.plugin_dir() is None
+    path, line = mirror.check_schema()
+    assert (
+        path == PROVIDER_SCHEMA
+        and line.startswith("no hashicorp/aws mirror on this machine")
+        and "npm" in line
+    )
