@@ -99,11 +99,8 @@ resource "aws_route" "pods" {
 }
 
 # --- failover ---------------------------------------------------------------------------------------------
-data "archive_file" "failover" {
-  type        = "zip"
-  source_file = "${path.module}/failover/failover.py"
-  output_path = "${path.root}/.build/pod-gateway-failover.zip"
-}
+# The function's zip (failover/failover.py alone) is written by `invoke render` next to the root
+# (provision/terraform/render.py): no archive provider, so the AWS provider is the only one a site mirrors.
 
 data "aws_caller_identity" "current" {}
 
@@ -173,8 +170,8 @@ resource "aws_lambda_function" "failover" {
   role             = aws_iam_role.failover.arn
   runtime          = "python3.12"
   handler          = "failover.handler"
-  filename         = data.archive_file.failover.output_path
-  source_code_hash = data.archive_file.failover.output_base64sha256
+  filename         = var.failover_zip
+  source_code_hash = filebase64sha256(var.failover_zip)
   timeout          = 30
   memory_size      = 128
 
