@@ -284,6 +284,83 @@ def _region_of(headers) -> str | None:
     return parts[2] if len(parts) > 3 else None
 
 
+# --- EC2 actions moto does not implement that the roots call: MonitorInstances (every instance has detailed
+# monitoring) and placement groups (the EFA groups' cluster placement). The answers follow the EC2 API Reference.
+PLACEMENT_GROUPS: dict[tuple[str, str], dict] = {}  # (region, name) -> group
+_EC2_NS = "http://ec2.amazonaws.com/doc/2016-11-15/"
+
+
+def _ec2_xml(action: str, body: str) -> str:
+    return f'<{action}Response xmlns="{_EC2_NS}"><requestId>{next(_ids):08d}</requestId>{body}</{action}Response>'
+
+
+def _monitoring(self, state: str, action: str) -> str:
+    items = []
+    for instance_id in self._get_param("InstanceIds", []):
+        instance = self.ec2_backend.get_instance(instance_id)
+        instance.monitoring_state = state
+        items.append(
+            f"<item><instanceId>{instance_id}</instanceId><monitoring><state>{state}</state></monitoring></item>"
+        )
+    return _ec2_xml(action, f"<instancesSet>{''.join(items)}</instancesSet>")
+
+
+def _placement_group_xml(g: dict) -> str:
+    tags = "".join(f"<item><key>{k}</key><value>{v}</value></item>" for k, v in g["tags"].items())
+    return (f"<groupName>{g['name']}</groupName><groupId>{g['id']}</groupId><groupArn>{g['arn']}</groupArn>"
+            f"<state>available</state><strategy>{g['strategy']}</strategy><tagSet>{tags}</tagSet>")  # fmt: skip
+
+
+def _create_placement_group(self) -> str:
+    name, strategy = self._get_param("GroupName"), self._get_param("Strategy")
+    tags = self._parse_tag_specification().get("placement-group", {})
+    gid = f"pg-{next(_ids):017x}"
+    group = {"name": name, "strategy": strategy, "id": gid, "tags": tags,
+             "arn": f"arn:aws:ec2:{self.region}:{self.current_account}:placement-group/{name}"}  # fmt: skip
+    with _lock:
+        if (self.region, name) in PLACEMENT_GROUPS:
+            from moto.ec2.exceptions import EC2ClientError
+
+            raise EC2ClientError(
+                "InvalidPlacementGroup.Duplicate", f"The Placement Group '{name}' already exists."
+            )
+        PLACEMENT_GROUPS[(self.region, name)] = group
+    return _ec2_xml("CreatePlacementGroup", f"<placementGroup>{_placement_group_xml(group)}</placementGroup>")
+
+
+def _describe_placement_groups(self) -> str:
+    names, ids = self._get_param("GroupNames", []), self._get_param("GroupIds", [])
+    with _lock:
+        groups = [g for (r, n), g in PLACEMENT_GROUPS.items() if r == self.region]
+    wanted = [g for g in groups if (not names and not ids) or g["name"] in names or g["id"] in ids]
+    missing = [n for n in names if n not in {g["name"] for g in wanted}]
+    if missing:
+        from moto.ec2.exceptions import EC2ClientError
+
+        raise EC2ClientError(
+            "InvalidPlacementGroup.Unknown", f"The Placement Group '{missing[0]}' is unknown."
+        )
+    items = "".join(f"<item>{_placement_group_xml(g)}</item>" for g in wanted)
+    return _ec2_xml("DescribePlacementGroups", f"<placementGroupSet>{items}</placementGroupSet>")
+
+
+def _delete_placement_group(self) -> str:
+    with _lock:
+        PLACEMENT_GROUPS.pop((self.region, self._get_param("GroupName")), None)
+    return _ec2_xml("DeletePlacementGroup", "<return>true</return>")
+
+
+def install_ec2() -> None:
+    from moto.ec2.responses import EC2Response
+
+    PLACEMENT_GROUPS.clear()
+    EC2Response.monitor_instances = lambda self: _monitoring(self, "enabled", "MonitorInstances")
+    EC2Response.unmonitor_instances = lambda self: _monitoring(self, "disabled", "UnmonitorInstances")
+    EC2Response.create_placement_group = _create_placement_group
+    EC2Response.describe_placement_groups = _describe_placement_groups
+    EC2Response.delete_placement_group = _delete_placement_group
+
+
 def install_account() -> None:
     """The account-level answers moto lacks (EC2 quotas and their increase requests); see EC2_DEFAULT_QUOTAS."""
     APPLIED_QUOTAS.clear()
@@ -416,6 +493,7 @@ def main(argv: list[str] | None = None) -> int:
     tls = tls_certificate(Path(args.tls)) if args.tls else None
     install_transport(secure=tls is not None)
     install_account()
+    install_ec2()
     server = serve(args.port, tls)
     url = f"{'https' if tls else 'http'}://127.0.0.1:{server.server_port}"
     threading.Thread(target=server.serve_forever, daemon=True, name="moto").start()

@@ -71,6 +71,7 @@ def embedded_aws(tmp_path, monkeypatch):
     aws_server.install({})
     aws_server.install_transport(secure=True)
     aws_server.install_account()
+    aws_server.install_ec2()
     server = aws_server.serve(0, (cert, key))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -152,3 +153,31 @@ def test_access_logging_to_a_bucket_whose_policy_also_denies_plain_http(embedded
             Bucket="data",
             BucketLoggingStatus={"LoggingEnabled": {"TargetBucket": "logs", "TargetPrefix": "x/"}},
         )
+
+
+def test_placement_groups_and_detailed_monitoring(embedded_aws):
+    """What the EFA node groups and every instance of the roots call, which moto does not implement."""
+    session, _ = embedded_aws
+    ec2 = session.client("ec2")
+    made = ec2.create_placement_group(
+        GroupName="dlr-efa", Strategy="cluster",
+        TagSpecifications=[{"ResourceType": "placement-group", "Tags": [{"Key": "k", "Value": "v"}]}],
+    )["PlacementGroup"]  # fmt: skip
+    assert made["State"] == "available" and made["GroupId"].startswith("pg-")
+    (found,) = ec2.describe_placement_groups(GroupNames=["dlr-efa"])["PlacementGroups"]
+    assert found["Strategy"] == "cluster" and found["Tags"] == [{"Key": "k", "Value": "v"}]
+    with pytest.raises(ec2.exceptions.ClientError, match="InvalidPlacementGroup.Duplicate"):
+        ec2.create_placement_group(GroupName="dlr-efa", Strategy="cluster")
+    ec2.delete_placement_group(GroupName="dlr-efa")
+    with pytest.raises(ec2.exceptions.ClientError, match="InvalidPlacementGroup.Unknown"):
+        ec2.describe_placement_groups(GroupNames=["dlr-efa"])
+    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    (instance,) = ec2.run_instances(ImageId=image, MinCount=1, MaxCount=1, InstanceType="t3.small")[
+        "Instances"
+    ]
+    (m,) = ec2.monitor_instances(InstanceIds=[instance["InstanceId"]])["InstanceMonitorings"]
+    assert m["Monitoring"]["State"] == "enabled"
+    described = ec2.describe_instances(InstanceIds=[instance["InstanceId"]])["Reservations"][0]["Instances"][
+        0
+    ]
+    assert described["Monitoring"]["State"] == "enabled"
