@@ -465,6 +465,14 @@ def serve(port: int = 0, tls: tuple[Path, Path] | None = None):
     )
 
 
+def load_managed_policies() -> None:
+    """IAM knows AWS's managed policies (moto's copy of the list), as an account does: attaching one that does not
+    exist, or under the wrong path, fails with NoSuchEntity as in AWS (moto loads them only when asked)."""
+    import os
+
+    os.environ["MOTO_IAM_LOAD_MANAGED_POLICIES"] = "true"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m autoscaler.demo.aws_server", description=__doc__.splitlines()[0]
@@ -494,6 +502,7 @@ def main(argv: list[str] | None = None) -> int:
     install_transport(secure=tls is not None)
     install_account()
     install_ec2()
+    load_managed_policies()
     server = serve(args.port, tls)
     url = f"{'https' if tls else 'http'}://127.0.0.1:{server.server_port}"
     threading.Thread(target=server.serve_forever, daemon=True, name="moto").start()
