@@ -181,3 +181,24 @@ def test_placement_groups_and_detailed_monitoring(embedded_aws):
         0
     ]
     assert described["Monitoring"]["State"] == "enabled"
+
+
+def test_iam_refuses_a_managed_policy_arn_under_the_wrong_path(embedded_aws, monkeypatch):
+    """The seam of terraform/modules/backup (issue 34): the S3 backup policies live at policy/<name>, not under
+    service-role/; the embedded IAM answers as AWS does (NoSuchEntity), so the rehearsal fails on the old ARNs."""
+    from moto.iam.models import iam_backends
+
+    monkeypatch.setenv("MOTO_IAM_LOAD_MANAGED_POLICIES", "false")  # restored after the test
+    aws_server.load_managed_policies()
+    iam_backends.reset()  # the account's IAM made again, now with AWS's managed policies
+    session, _ = embedded_aws
+    iam = session.client("iam")
+    iam.create_role(RoleName="backup", AssumeRolePolicyDocument="{}")
+    for arn in ("arn:aws:iam::aws:policy/AWSBackupServiceRolePolicyForS3Backup",
+                "arn:aws:iam::aws:policy/service-role/AWSBackupServiceRolePolicyForBackup"):  # fmt: skip
+        iam.attach_role_policy(RoleName="backup", PolicyArn=arn)
+    with pytest.raises(iam.exceptions.NoSuchEntityException):
+        iam.attach_role_policy(
+            RoleName="backup",
+            PolicyArn="arn:aws:iam::aws:policy/service-role/AWSBackupServiceRolePolicyForS3Backup",
+        )
