@@ -29,6 +29,7 @@ from moto.awslambda import urls as lambda_urls
 from moto.core.responses import ActionResult
 from moto.core.utils import utcnow
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+from moto.route53 import responses as route53_responses
 from moto.s3 import models as s3_models
 from moto.servicequotas import responses as sq_responses
 from moto.servicequotas.exceptions import NoSuchResource
@@ -287,6 +288,7 @@ def _region_of(headers) -> str | None:
 # --- EC2 actions moto does not implement that the roots call: MonitorInstances (every instance has detailed
 # monitoring) and placement groups (the EFA groups' cluster placement). The answers follow the EC2 API Reference.
 PLACEMENT_GROUPS: dict[tuple[str, str], dict] = {}  # (region, name) -> group
+_original_create_zone = route53_responses.Route53.create_hosted_zone
 _EC2_NS = "http://ec2.amazonaws.com/doc/2016-11-15/"
 
 
@@ -350,6 +352,18 @@ def _delete_placement_group(self) -> str:
     return _ec2_xml("DeletePlacementGroup", "<return>true</return>")
 
 
+def _create_hosted_zone(self):
+    """Route 53 CreateHostedZone: a zone created with a VPC is private (Route 53 API Reference, CreateHostedZone:
+    "to create a private hosted zone, specify ... VPC"); moto makes it private only on HostedZoneConfig.PrivateZone,
+    which the provider does not send, so the other regions' lookup of the private zone found nothing."""
+    if self._get_param("VPC.VPCId"):
+        plain = self._get_bool_param
+        self._get_bool_param = lambda name, default=None: (
+            True if name == "HostedZoneConfig.PrivateZone" else plain(name, default)
+        )
+    return _original_create_zone(self)
+
+
 def install_ec2() -> None:
     from moto.ec2.responses import EC2Response
 
@@ -359,6 +373,7 @@ def install_ec2() -> None:
     EC2Response.create_placement_group = _create_placement_group
     EC2Response.describe_placement_groups = _describe_placement_groups
     EC2Response.delete_placement_group = _delete_placement_group
+    route53_responses.Route53.create_hosted_zone = _create_hosted_zone
 
 
 def install_account() -> None:
