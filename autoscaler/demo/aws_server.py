@@ -405,6 +405,7 @@ def uninstall() -> None:
     asg_responses.AutoScalingResponse.describe_scaling_activities = _original_describe
     s3_models.FakeBucket.get_permission = _original_permission
     s3_models.FakeBucket._log_permissions_enabled_policy = staticmethod(_original_log_permissions)
+    route53_responses.Route53.create_hosted_zone = _original_create_zone
     APPLIED_QUOTAS.clear()
     sq_responses.ServiceQuotasResponse.list_aws_default_service_quotas = _original_defaults
     for name in ("list_service_quotas", "request_service_quota_increase"):

@@ -202,3 +202,17 @@ def test_iam_refuses_a_managed_policy_arn_under_the_wrong_path(embedded_aws, mon
             RoleName="backup",
             PolicyArn="arn:aws:iam::aws:policy/service-role/AWSBackupServiceRolePolicyForS3Backup",
         )
+
+
+def test_a_zone_created_with_a_vpc_is_private(embedded_aws):
+    """As the provider creates terraform/modules/dns' zone (a VPC, no PrivateZone flag); the other regions look it
+    up with private_zone = true (modules/dns_association)."""
+    session, _ = embedded_aws
+    vpc = session.client("ec2").create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+    r53 = session.client("route53")
+    zone = r53.create_hosted_zone(
+        Name="research.internal", CallerReference="x", VPC={"VPCRegion": "us-west-2", "VPCId": vpc}
+    )["HostedZone"]
+    assert zone["Config"]["PrivateZone"] is True
+    public = r53.create_hosted_zone(Name="example.org", CallerReference="y")["HostedZone"]
+    assert public["Config"]["PrivateZone"] is False
