@@ -98,7 +98,10 @@ def _delete_default_vpc(region: str) -> None:
         ec2.delete_vpc(VpcId=vpc["VpcId"])
 
 
-def test_a_fresh_account_gets_one_line_per_problem(aws, spec, tmp_path, capsys):
+def test_a_fresh_account_gets_one_line_per_problem(aws, spec, tmp_path, capsys, monkeypatch):
+    from provision import images
+
+    monkeypatch.delenv(images.BY_TAG_ENV, raising=False)  # tests/conftest.py sets it for the local stack
     boto3.client("s3control", region_name="us-west-2").put_public_access_block(
         AccountId=ACCOUNT,
         PublicAccessBlockConfiguration={"BlockPublicAcls": True, "IgnorePublicAcls": True,
@@ -183,3 +186,13 @@ def test_the_certificates_may_come_from_the_rendered_roots_tfvars(aws, tmp_path)
         f'client_vpn_server_certificate_arn = "{arn}"\nclient_vpn_client_ca_arn = "{arn}"\n'
     )
     assert preflight.check_certificates(load_spec(), _clients({}), {}, root) == []
+
+
+def test_images_by_tag_are_a_warning_where_they_are_allowed(monkeypatch, capsys):
+    """The local stack and the day-one rehearsal (RESEARCH_CLUSTER_LOCAL_IMAGES_BY_TAG=1) deploy no pinned images:
+    as check_pinned, preflight warns instead of stopping."""
+    from provision import images, preflight
+
+    monkeypatch.setenv(images.BY_TAG_ENV, "1")
+    assert preflight.check_image_digests() == []
+    assert "deployed images have no digest" in capsys.readouterr().err
