@@ -10,7 +10,7 @@ export TF_IN_AUTOMATION := 1
 # (`autoscaler run`, `lab`, `invoke`, the emulator's pods), and each would otherwise compile every module it imports.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: demo test lint unit e2e tools venv bench bench-live clean docs-check faults localcluster-bin
+.PHONY: demo test lint unit e2e tools venv bench bench-live clean docs-check faults localcluster-bin day-one
 
 $(STAMP): pyproject.toml
 	@echo "make: installing the Python dependencies into $(VENV) (once; a few minutes on a first run, pip's lines follow)"
@@ -56,6 +56,12 @@ e2e: venv .terraformrc
 # `make test`. One scenario alone, with its output: FAULTS=1 $(BIN)/pytest tests/faults -p no:xdist -s -k NAME
 faults: venv .terraformrc
 	FAULTS=1 $(BIN)/pytest tests/faults -n 2 -q
+
+# The day-one path rehearsed (issue 34, docs/terraform.md "Rehearsal"): a fresh embedded AWS (moto on loopback, TLS),
+# `invoke up --all` with the real hashicorp/aws provider from this machine's mirror, a second plan that must be
+# empty but for the left-out list, `invoke down`; prints timings. Not part of `make test`; CI runs it.
+day-one: venv .terraformrc
+	$(BIN)/python -m provision.terraform.day_one
 
 # System tools that tests use when present (they skip with a reason when absent; under CI=true they fail).
 tools:

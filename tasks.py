@@ -110,7 +110,20 @@ _TF_HELP = {
     "state_bucket": "S3 state bucket (default: <cluster>-terraform-state)",
     "plugin_dir": "air-gapped: a `terraform providers mirror` directory instead of the registry",
     "yes": "do not ask for confirmation (automation)",
+    "endpoint": "rehearsal: an embedded AWS on this machine (e.g. https://127.0.0.1:5000, the moto server) for "
+    "the provider, the state and boto3, with dummy credentials (docs/terraform.md, make day-one)",
 }
+
+
+def _use_endpoint(endpoint):
+    """--endpoint URL: this process (boto3) and the Terraform it starts talk to the embedded AWS only."""
+    if not endpoint:
+        return None
+    from provision.terraform import endpoint as embedded
+
+    url = embedded.check_url(endpoint)
+    embedded.use(url)
+    return url
 
 
 def _tf_args(spec, region, all, out):
@@ -138,14 +151,17 @@ def render(c, region=None, spec=None, out=None, state_bucket=None):
     render_roots(cluster, [region] if region else None, Path(out) if out else DEFAULT_OUT, state_bucket)
 
 
-@task(help={k: _TF_HELP[k] for k in ("region", "all", "spec", "out", "state_bucket", "plugin_dir")})
+@task(
+    help={k: _TF_HELP[k] for k in ("region", "all", "spec", "out", "state_bucket", "plugin_dir", "endpoint")}
+)
 @user_errors
-def plan(c, region=None, all=False, spec=None, out=None, state_bucket=None, plugin_dir=None):
+def plan(c, region=None, all=False, spec=None, out=None, state_bucket=None, plugin_dir=None, endpoint=None):
     """Render, init and plan Terraform roots (a dry run of `up`); nothing is changed."""
     from provision.terraform import commands
 
+    url = _use_endpoint(endpoint)
     cluster, names, out = _tf_args(spec, region, all, out)
-    commands.plan(cluster, names, out, state_bucket, plugin_dir)
+    commands.plan(cluster, names, out, state_bucket, plugin_dir, url=url)
 
 
 @task(name="check-terraform", help={k: _TF_HELP[k] for k in ("spec", "out")})
@@ -157,10 +173,13 @@ def check_terraform(c, spec=None, out=None):
 
     from clusterspec.errors import UserError
     from clusterspec.loader import load_spec
+    from provision.terraform.mirror import check_schema
     from provision.terraform.schema_check import run
-    from provision.terraform.settings import DEFAULT_OUT, MODULES, PROVIDER_SCHEMA, REPO
+    from provision.terraform.settings import DEFAULT_OUT, MODULES, REPO
 
-    problems = run(load_spec(spec), Path(out) if out else DEFAULT_OUT, MODULES, PROVIDER_SCHEMA, REPO)
+    schema, which = check_schema()
+    print(f"schema: {which}")
+    problems = run(load_spec(spec), Path(out) if out else DEFAULT_OUT, MODULES, schema, REPO)
     if problems:
         raise UserError(f"{len(problems)} problems; fix them before `invoke plan` or `invoke up`")
 
@@ -179,30 +198,33 @@ def _preflight(cluster, names, state_bucket, out=None) -> None:
     print(f"preflight: the account is ready for {', '.join(names)}")
 
 
-@task(help={k: _TF_HELP[k] for k in ("region", "spec", "state_bucket")})
+@task(help={k: _TF_HELP[k] for k in ("region", "spec", "state_bucket", "endpoint")})
 @user_errors
-def preflight(c, region=None, spec=None, state_bucket=None):
+def preflight(c, region=None, spec=None, state_bucket=None, endpoint=None):
     """What the account needs before the first apply (quotas, the baked image, certificates, Block Public Access,
     the state bucket): one line per problem, exit status 2 when there is any; every root unless --region."""
     from clusterspec.loader import load_spec
     from provision.terraform.commands import selected_roots
 
+    _use_endpoint(endpoint)
     cluster = load_spec(spec)
     _preflight(cluster, selected_roots(cluster, region, not region), state_bucket)
 
 
 @task(help=_TF_HELP)
 @user_errors
-def up(c, region=None, all=False, spec=None, out=None, state_bucket=None, plugin_dir=None, yes=False):
+def up(c, region=None, all=False, spec=None, out=None, state_bucket=None, plugin_dir=None, yes=False,
+       endpoint=None):  # fmt: skip
     """Preflight, then render, plan and apply Terraform roots; lists disruptive changes (deletions, replacements,
     updates of instances, groups, launch templates, the control plane, VPN connections, lowered maxima) and asks
     first."""
     from provision.cluster_addons import after_up
     from provision.terraform import commands
 
+    url = _use_endpoint(endpoint)
     cluster, names, out = _tf_args(spec, region, all, out)
     _preflight(cluster, names, state_bucket, out)
-    commands.up(cluster, names, out, state_bucket, plugin_dir, yes=yes)
+    commands.up(cluster, names, out, state_bucket, plugin_dir, yes=yes, url=url)
     for line in after_up(cluster, names):
         print(line)
 
@@ -232,6 +254,7 @@ def down(
     kill_jobs=False,
     delete_data=False,
     kubeconfig=None,
+    endpoint=None,
 ):
     """Destroy Terraform roots: shows the destroy plan, the running jobs and the data that would go, asks for the
     cluster's name (and once more for data), cordons the nodes and waits for or asks about running jobs, removes
@@ -242,21 +265,24 @@ def down(
     from provision.operations.teardown import Teardown, connect
     from provision.terraform import commands
 
+    url = _use_endpoint(endpoint)
     cluster, names, out = _tf_args(spec, region, all, out)
     teardown = Teardown(cluster, names, connect(kubeconfig), boto3.Session(region_name=cluster.primary_region),
                         yes=yes, wait_s=parse_duration(wait) if wait else 0, kill_jobs=kill_jobs,
                         delete_data=delete_data)  # fmt: skip
-    commands.down(cluster, names, out, state_bucket, plugin_dir, yes=yes, dry_run=dry_run, teardown=teardown)
+    commands.down(cluster, names, out, state_bucket, plugin_dir, yes=yes, dry_run=dry_run, teardown=teardown,
+                  url=url)  # fmt: skip
 
 
-@task(name="bootstrap-state", help={k: _TF_HELP[k] for k in ("spec", "state_bucket")})
+@task(name="bootstrap-state", help={k: _TF_HELP[k] for k in ("spec", "state_bucket", "endpoint")})
 @user_errors
-def bootstrap_state(c, spec=None, state_bucket=None):
+def bootstrap_state(c, spec=None, state_bucket=None, endpoint=None):
     """Create the Terraform state bucket in the primary region (locks are S3 lock files; idempotent)."""
     from clusterspec.loader import load_spec
     from provision.terraform.bootstrap import bootstrap_state as create
     from provision.terraform.settings import Backend
 
+    _use_endpoint(endpoint)
     cluster = load_spec(spec)
     backend = Backend.for_cluster(cluster.name, cluster.primary_region, state_bucket)
     for name, state in create(backend).items():

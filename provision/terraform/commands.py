@@ -10,6 +10,7 @@ from pathlib import Path
 
 from clusterspec.errors import UserError
 from clusterspec.spec import Cluster
+from provision.terraform import endpoint, mirror, rehearsal
 from provision.terraform.render import render, roots
 from provision.terraform.runner import Changes, Runner, require_aws_credentials, require_terraform
 from provision.terraform.settings import DEFAULT_OUT, GLOBAL
@@ -67,19 +68,41 @@ def require_primary_variables(cluster: Cluster, names: list[str], out: Path) -> 
 
 
 def _prepare(
-    cluster: Cluster, names: list[str], out: Path, state_bucket: str | None, plugin_dir: Path | None
+    cluster: Cluster,
+    names: list[str],
+    out: Path,
+    state_bucket: str | None,
+    plugin_dir: Path | None,
+    url: str | None = None,
 ) -> dict[str, Runner]:
+    """Render, then init each root: from the provider mirror when this machine has one (mirror.py), against the
+    embedded AWS at URL when given (endpoint.py; the override files are removed without it)."""
     require_terraform()
     require_aws_credentials()
     require_primary_variables(cluster, names, out)
     render(cluster, regions=[n for n in names if n != GLOBAL] or None, out_dir=out, state_bucket=state_bucket)
+    plugin_dir = mirror.plugin_dir(plugin_dir)
+    if plugin_dir is not None:
+        found = mirror.versions(plugin_dir) if plugin_dir.is_dir() else []
+        print(f"provider mirror {plugin_dir} (hashicorp/aws {', '.join(found) or 'none'})")
+    keys = endpoint.services(_endpoint_keys(plugin_dir)) if url else None
     runners = {}
     for name in names:
-        runner = Runner(out / name, plugin_dir=plugin_dir)
-        print(f"[{name}] terraform init")
+        backend = endpoint.write(out / name, url, keys)
+        runner = Runner(out / name, plugin_dir=plugin_dir, backend_config=backend)
+        print(f"[{name}] terraform init" + (f" (embedded AWS {url})" if url else ""))
         runner.init()
         runners[name] = runner
     return runners
+
+
+def _endpoint_keys(plugin_dir: Path | None) -> list[str]:
+    if plugin_dir is None or not mirror.versions(plugin_dir):
+        raise UserError(
+            "--endpoint needs the AWS provider from a local mirror (its schema names the service endpoints): "
+            "pass --plugin-dir DIR (a `terraform providers mirror` directory) or set LAB_TF_PLUGIN_DIR"
+        )
+    return mirror.schema(plugin_dir)["endpoints"]
 
 
 def plan(
@@ -88,15 +111,33 @@ def plan(
     out: Path = DEFAULT_OUT,
     state_bucket: str | None = None,
     plugin_dir: Path | None = None,
+    url: str | None = None,
 ) -> dict[str, Changes]:
     """Plan each root (a dry run of `up`); later roots may show unknown values until earlier ones exist."""
-    runners = _prepare(cluster, names, out, state_bucket, plugin_dir)
+    runners = _prepare(cluster, names, out, state_bucket, plugin_dir, url)
     result = {}
     for name, runner in runners.items():
         result[name] = runner.plan()
         print(f"[{name}] {result[name].summary()}")
+        if url:
+            _, left = rehearsal.split(
+                result[name].create + result[name].update + result[name].delete, rehearsal.load()
+            )
+            for address, entry in left.items():
+                print(f"[{name}] left out of the rehearsal: {address} ({entry.gap})")
         _show_disruptions(name, result[name])
     return result
+
+
+def _rehearsal_plan(name: str, runner: Runner) -> Changes:
+    """--endpoint: the plan of everything but the left-out resources (rehearsal.py), each of them named."""
+    whole = runner.plan()
+    keep, left = rehearsal.split(whole.resources, rehearsal.load())
+    if not left:
+        return whole
+    for address, entry in left.items():
+        print(f"[{name}] left out of the rehearsal: {address} ({entry.gap})")
+    return runner.plan(targets=keep)
 
 
 def _show_disruptions(name: str, changes: Changes) -> None:
@@ -129,18 +170,19 @@ def up(
     plugin_dir: Path | None = None,
     yes: bool = False,
     ask: Confirm = input,
+    url: str | None = None,
 ) -> None:
     """Render, init, plan and apply each root in order. A plan with disruptive changes (deletions, replacements,
     in-place updates of instances, groups, launch templates, the control plane or VPN connections, a lowered
     max_size; plan_summary.py) shows them and asks first."""
     for name in names:
-        runner = _prepare(cluster, [name], out, state_bucket, plugin_dir)[name]
+        runner = _prepare(cluster, [name], out, state_bucket, plugin_dir, url)[name]
         if name == cluster.primary_region:
             # the control plane applies flannel's objects at boot: their images by digest, or nothing is applied
             from provision import flannel, images
 
             images.check_pinned(out / name / "control_plane.tf", flannel.manifest(cluster))
-        changes = runner.plan()
+        changes = _rehearsal_plan(name, runner) if url else runner.plan()
         print(f"[{name}] {changes.summary()}")
         if changes.empty:
             runner.write_outputs()
@@ -168,13 +210,14 @@ def down(
     dry_run: bool = False,
     ask: Confirm = input,
     teardown=None,
+    url: str | None = None,
 ) -> None:
     """Destroy roots in reverse apply order: plan every destruction first, show the count, ask once (typing
     the cluster's name), then apply the saved destroy plans. ``teardown`` (provision/operations/teardown.py,
     issue 29) shows what goes besides resources before the question, and runs its steps (cordon, the jobs,
     protection off, data) between the question and the destroy and its clean-up after."""
     ordered = list(reversed(names))
-    runners = _prepare(cluster, ordered, out, state_bucket, plugin_dir)
+    runners = _prepare(cluster, ordered, out, state_bucket, plugin_dir, url)
     plans = {}
     for name, runner in runners.items():
         plans[name] = runner.plan(destroy=True)

@@ -22,3 +22,23 @@ def output(root: str, name: str, out: Path = DEFAULT_OUT):
 
 def global_output(name: str, out: Path = DEFAULT_OUT):
     return output(GLOBAL, name, out)
+
+
+def applied(roots: list[str], out: Path = DEFAULT_OUT) -> dict[str, object]:
+    """What the deploys after an apply take, from the outputs the apply produced (the hook for feeding them to a
+    real control plane, e.g. after the day-one rehearsal): the IAM role ARNs (global), each region's EFS file
+    system id and the primary region's alert topic ARN, by name; roots without outputs.json are skipped."""
+    found: dict[str, object] = {}
+    for root in roots:
+        path = out / root / "outputs.json"
+        if not path.is_file():
+            continue
+        values = {k: v.get("value") for k, v in json.loads(path.read_text()).items()}
+        for name, value in values.items():
+            if name.endswith("_role_arn") or name.endswith("_role_arns"):
+                found[name] = value
+            elif name == "efs_file_system_id":
+                found.setdefault("efs_file_system_ids", {})[root] = value
+            elif name.endswith("topic_arn"):
+                found[name] = value
+    return found

@@ -208,6 +208,61 @@ def extract(tgz: Path) -> dict:
     return schema
 
 
+def _kind(tf_type: object) -> str | None:
+    """A Terraform type (``terraform providers schema -json``) as the check's kind: None for a scalar."""
+    if isinstance(tf_type, list):
+        return {"list": "list", "set": "list", "map": "map"}.get(tf_type[0], "object")
+    return None
+
+
+def _read_only(tf_type: object) -> dict | None:
+    """The names a reference may read inside a computed object (or list or set of objects)."""
+    while isinstance(tf_type, list) and tf_type[0] in ("list", "set", "map"):
+        tf_type = tf_type[1]
+    if isinstance(tf_type, list) and tf_type[0] == "object":
+        return {
+            "args": {},
+            "kinds": {},
+            "blocks": {},
+            "computed": {n: _read_only(t) for n, t in tf_type[1].items()},
+        }
+    return None
+
+
+def _block(block: dict) -> dict:
+    args, kinds, computed, blocks = {}, {}, {}, {}
+    for name, a in block.get("attributes", {}).items():
+        if a.get("required") or a.get("optional"):
+            args[name] = "required" if a.get("required") else "optional"
+            kind = _kind(a.get("type")) if "type" in a else "object"
+            if kind:
+                kinds[name] = kind
+        else:
+            computed[name] = _read_only(a.get("type"))
+    for name, b in block.get("block_types", {}).items():
+        mode = b.get("nesting_mode", "list")
+        blocks[name] = {
+            "nesting": "single" if mode in ("single", "group") else mode,
+            "min": int(b.get("min_items", 0) or 0),
+            "max": 1 if mode in ("single", "group") or b.get("max_items") == 1 else None,
+            "body": _block(b.get("block", {})),
+        }
+    return {"args": args, "kinds": kinds, "blocks": blocks, "computed": computed}
+
+
+def from_terraform(full: dict, version: str) -> dict:
+    """The check's schema from ``terraform providers schema -json`` of the provider the roots use (the mirror's
+    hashicorp/aws): the same format as the one extracted from the npm bindings."""
+    provider = next(v for k, v in full["provider_schemas"].items() if k.endswith("hashicorp/aws"))
+    return {
+        "format": SCHEMA_FORMAT,
+        "package": f"terraform providers schema -json (hashicorp/aws {version})",
+        "provider_version": version,
+        "resource": {t: _block(s["block"]) for t, s in provider.get("resource_schemas", {}).items()},
+        "data": {t: _block(s["block"]) for t, s in provider.get("data_source_schemas", {}).items()},
+    }
+
+
 def write(schema: dict, out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(out.suffix + ".tmp")

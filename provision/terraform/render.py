@@ -17,7 +17,7 @@ from clusterspec.spec import Cluster
 from provision import checkout
 from provision.terraform import context
 from provision.terraform.hcl import literal
-from provision.terraform.settings import AMI_DIR, DEFAULT_OUT, GLOBAL, TEMPLATES, Backend
+from provision.terraform.settings import AMI_DIR, DEFAULT_OUT, GLOBAL, MODULES, TEMPLATES, Backend
 
 
 @dataclass(frozen=True)
@@ -88,9 +88,34 @@ def render(
         )
     ]
     for region in (r for r in known if r in wanted):
-        values = context.region_context(cluster, region, backend, out_dir, ami_dir)
+        values = context.region_context(cluster, region, backend, out_dir, ami_dir) | {
+            "failover_zip": FAILOVER_ZIP
+        }
         done.append(Rendered(region, out_dir / region, _write_root(env, "region", values, out_dir / region)))
+        if region == cluster.primary_region:
+            write_failover_zip(out_dir / region / FAILOVER_ZIP)
     return done
+
+
+# The pod gateway's failover function (terraform/modules/pod_gateway/failover/failover.py), zipped for Lambda into
+# the primary root: byte-for-byte the same zip for the same source (fixed time stamps), so its hash changes only
+# when the code does.
+FAILOVER_SOURCE = MODULES / "pod_gateway" / "failover" / "failover.py"
+FAILOVER_ZIP = ".build/pod-gateway-failover.zip"
+
+
+def write_failover_zip(path: Path, source: Path = FAILOVER_SOURCE) -> Path:
+    import zipfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    info = zipfile.ZipInfo(source.name, date_time=(1980, 1, 1, 0, 0, 0))
+    info.external_attr = 0o644 << 16
+    info.compress_type = zipfile.ZIP_DEFLATED
+    tmp = path.with_suffix(".tmp")
+    with zipfile.ZipFile(tmp, "w") as z:
+        z.writestr(info, source.read_bytes())
+    tmp.replace(path)
+    return path
 
 
 def clean(out_dir: Path = DEFAULT_OUT) -> None:

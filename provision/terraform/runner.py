@@ -86,6 +86,7 @@ class Changes:
     create: list[str] = field(default_factory=list)
     update: list[str] = field(default_factory=list)
     delete: list[str] = field(default_factory=list)  # deletions, including the delete half of replacements
+    resources: list[str] = field(default_factory=list)  # every managed resource the plan covers (no-ops too)
     disruptive: list[Disruption] = field(
         default_factory=list
     )  # what `up` shows and asks about (plan_summary)
@@ -102,6 +103,8 @@ class Changes:
         out = cls()
         for rc in plan.get("resource_changes", []):
             actions = rc.get("change", {}).get("actions", [])
+            if rc.get("mode", "managed") == "managed":
+                out.resources.append(rc["address"])
             if "delete" in actions:
                 out.delete.append(rc["address"])
             if "create" in actions:
@@ -127,7 +130,13 @@ def _rendered_backend(versions: Path) -> dict:
 class Runner:
     """Terraform in one rendered root directory."""
 
-    def __init__(self, root: Path, plugin_dir: Path | None = None, binary: str | None = None):
+    def __init__(
+        self,
+        root: Path,
+        plugin_dir: Path | None = None,
+        binary: str | None = None,
+        backend_config: Path | None = None,
+    ):
         self.root = Path(root)
         if not (self.root / "versions.tf").exists():
             raise UserError(f"{self.root}: no rendered Terraform root here; run `invoke render` first")
@@ -136,6 +145,7 @@ class Runner:
                 f"--plugin-dir {plugin_dir}: not a directory (expected a `terraform providers mirror`)"
             )
         self.plugin_dir = plugin_dir
+        self.backend_config = backend_config  # --endpoint: the state in the embedded AWS (endpoint.py)
         self.tf = Terraform(working_dir=str(self.root), terraform_bin_path=require_terraform(binary))
 
     def _run(self, *args: str, stream: bool = False, **options) -> tuple[int, str, str]:
@@ -173,9 +183,22 @@ class Runner:
             )
         )
 
+    def _cached_endpoint(self) -> bool:
+        """The root was last initialised against an embedded AWS (its backend has endpoints)."""
+        try:
+            cached = json.loads((self.root / ".terraform" / "terraform.tfstate").read_text())
+        except (OSError, ValueError):
+            return False
+        return bool(cached.get("backend", {}).get("config", {}).get("endpoints"))
+
     def init(self) -> None:
         options = {"input": False, "plugin_dir": str(self.plugin_dir) if self.plugin_dir else None}
-        if self._only_locking_changed():
+        if self.backend_config is not None or self._cached_endpoint():
+            # to or from a rehearsal's embedded AWS: never migrate state between it and AWS
+            options["reconfigure"] = IsFlagged
+            if self.backend_config is not None:
+                options["backend_config"] = str(self.backend_config.resolve())
+        elif self._only_locking_changed():
             print(
                 f"[{self.root.name}] state locking moves to an S3 lock file (use_lockfile): init -reconfigure"
             )
@@ -197,8 +220,9 @@ class Runner:
             raise UserError(AWS_UNREACHABLE_HINT)
         raise self._fail("init", code, raw)
 
-    def plan(self, destroy: bool = False) -> Changes:
-        """A saved plan (``tfplan`` or ``destroy.tfplan`` in the root) and what it would change."""
+    def plan(self, destroy: bool = False, targets: list[str] | None = None) -> Changes:
+        """A saved plan (``tfplan`` or ``destroy.tfplan`` in the root) and what it would change; TARGETS: only
+        those resources and what they depend on (the rehearsal's left-out resources, rehearsal.py)."""
         plan_file = DESTROY_PLAN_FILE if destroy else PLAN_FILE
         code, _, _ = self._run(
             "plan",
@@ -206,6 +230,7 @@ class Runner:
             input=False,
             out=plan_file,
             destroy=IsFlagged if destroy else IsNotFlagged,
+            target=targets or None,
         )
         if code != 0:
             raise self._fail("plan", code, "")

@@ -684,6 +684,27 @@ def _literal(resolver: Resolver, raw: object) -> object | None:
     return None
 
 
+def check_apply_rules(d: Directory, shown: Path, known_policies: set[str] | None = None) -> list[Problem]:
+    """apply_rules.py: managed-policy ARNs that do not exist; `resolve:ssm:` images with a root block device."""
+    from provision.terraform import apply_rules
+
+    known = apply_rules.table() if known_policies is None else known_policies
+    found = [
+        *apply_rules.check_policies(d.typed("resource"), known),
+        *apply_rules.check_resolve_ssm(d.typed("resource"), d.locals()),
+    ]
+    out = []
+    for address, argument, message in found:
+        rtype, name = address.split(".", 1)
+        tf = next((tf for tf, t, n, _ in d.typed("resource") if (t, n) == (rtype, name)), None)
+        if tf is None:
+            continue
+        locate = Locator(tf)
+        line = locate.argument(locate.header("resource", rtype, name), (argument,))
+        out.append(Problem(_show(tf, shown), line, address, argument, message))
+    return out
+
+
 def check(schema: dict, modules: Path, roots: list[Path], shown: Path) -> list[Problem]:
     """Every module under ``modules`` and every rendered root in ``roots``; problems sorted, duplicates dropped."""
     checker = Checker(schema, shown)
@@ -691,10 +712,12 @@ def check(schema: dict, modules: Path, roots: list[Path], shown: Path) -> list[P
     for module in sorted(p for p in modules.iterdir() if p.is_dir() and list(p.glob("*.tf"))):
         problems.update(checker.structure(module))
         problems.update(checker.values(module, None, ""))
+        problems.update(check_apply_rules(checker.directory(module), shown))
     # A value a module gets wrong whatever its caller passes is reported once, without a root's context.
     known = {(p.path, p.line, p.address, p.argument) for p in problems}
     for root in roots:
         problems.update(checker.structure(root))
+        problems.update(check_apply_rules(checker.directory(root), shown))
         for p in checker.values(root, {}, root.name):
             if (p.path, p.line, p.address, p.argument) not in known:
                 problems.add(p)

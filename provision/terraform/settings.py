@@ -11,7 +11,7 @@ TEMPLATES = REPO / "terraform" / "roots"
 DEFAULT_OUT = REPO / "build" / "terraform"
 AMI_DIR = REPO / "build" / "ami"
 GLOBAL = "global"
-AWS_PROVIDER_VERSION = "~> 6.25"
+AWS_PROVIDER_VERSION = ">= 5.100, < 7.0"
 # The AWS provider's schema for the offline check, written by `make tools` (scripts/install-tools.sh).
 PROVIDER_SCHEMA = REPO / ".cache" / "provider-aws" / "schema.json.gz"
 

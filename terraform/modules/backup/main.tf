@@ -99,15 +99,16 @@ resource "aws_iam_role" "backup" {
 }
 
 # AWS Backup Developer Guide, "Managed policies for AWS Backup": EFS through the general policies, S3 through its own
+# (the general ones under service-role/, the S3 ones at the top level: arn:aws:iam::aws:policy/<name>).
 resource "aws_iam_role_policy_attachment" "backup" {
-  for_each = toset([
-    "AWSBackupServiceRolePolicyForBackup",
-    "AWSBackupServiceRolePolicyForRestores",
-    "AWSBackupServiceRolePolicyForS3Backup",
-    "AWSBackupServiceRolePolicyForS3Restore",
-  ])
+  for_each = {
+    "AWSBackupServiceRolePolicyForBackup"    = "service-role/"
+    "AWSBackupServiceRolePolicyForRestores"  = "service-role/"
+    "AWSBackupServiceRolePolicyForS3Backup"  = ""
+    "AWSBackupServiceRolePolicyForS3Restore" = ""
+  }
   role       = aws_iam_role.backup.name
-  policy_arn = "arn:${local.p}:iam::aws:policy/service-role/${each.value}"
+  policy_arn = "arn:${local.p}:iam::aws:policy/${each.value}${each.key}"
 }
 
 # the snapshots are SSE-KMS under the cluster key: AWS Backup reads them through S3

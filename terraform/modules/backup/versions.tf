@@ -4,7 +4,7 @@ terraform {
   required_providers {
     aws = {
       source                = "hashicorp/aws"
-      version               = "~> 6.25"
+      version               = ">= 5.100, < 7.0"
       configuration_aliases = [aws.copy]
     }
   }

@@ -50,6 +50,10 @@ resource "aws_s3_bucket_logging" "this" {
   bucket        = aws_s3_bucket.this[each.key].id
   target_bucket = aws_s3_bucket.this["access-logs"].id
   target_prefix = "${each.key}/"
+
+  # S3 checks the target's grant to the logging service at PutBucketLogging (InvalidTargetBucketForLogging
+  # without it): the log bucket's policy first (found by `make day-one`, issue 34)
+  depends_on = [aws_s3_bucket_policy.this]
 }
 
 resource "aws_s3_bucket_ownership_controls" "this" {

@@ -82,7 +82,7 @@ resource "aws_instance" "member" {
   ebs_optimized          = true
   monitoring             = true
   # gzip: the script with the scheduler profile is over EC2's 16 KiB user-data limit; cloud-init unpacks it. The
-  # scripts' whole-line comments stay in the repository, not in the user data (shellcheck directives stay).
+  # bootstrap's whole-line comments stay in the repository, not in the user data (shellcheck directives stay).
   user_data_base64 = base64gzip(templatefile("${path.module}/templates/control_plane.sh.tftpl", {
     cluster                = var.cluster
     index                  = count.index
@@ -104,7 +104,7 @@ resource "aws_instance" "member" {
     service_account_issuer = var.service_account_issuer
     target_group_arn       = aws_lb_target_group.api.arn
     bootstrap              = replace(file("${path.module}/scripts/bootstrap.sh"), local.comment_lines, "")
-    etcd_script            = replace(file("${path.module}/scripts/etcd.sh"), local.comment_lines, "")
+    etcd_script            = file("${path.module}/scripts/etcd.sh")
     etcd_backup            = var.etcd_backup
   }))
 

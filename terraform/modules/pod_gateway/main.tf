@@ -2,9 +2,16 @@
 # there), with the source/destination check off. Every given route table sends the pod CIDR to the active
 # gateway; a Lambda function (failover/failover.py) moves the routes when it dies. Terraform creates the routes
 # once and then leaves their target to the function (ignore_changes).
+# The image id is read here, not given as `resolve:ssm:` (which a root_block_device breaks: the provider looks the
+# unresolved string up with DescribeImages, InvalidAMIID.Malformed; terraform-provider-aws issue 43488).
+data "aws_ssm_parameter" "ami" {
+  count = var.ami_id == "" ? 1 : 0
+  name  = var.ami_ssm_parameter
+}
+
 locals {
   name     = "${var.cluster}-pod-gateway"
-  image_id = var.ami_id != "" ? var.ami_id : "resolve:ssm:${var.ami_ssm_parameter}"
+  image_id = var.ami_id != "" ? var.ami_id : nonsensitive(data.aws_ssm_parameter.ami[0].value)
   zones    = sort(keys(var.subnet_ids))
   tags     = merge(var.tags, { "research.cluster/cluster" = var.cluster })
 }
@@ -92,11 +99,8 @@ resource "aws_route" "pods" {
 }
 
 # --- failover ---------------------------------------------------------------------------------------------
-data "archive_file" "failover" {
-  type        = "zip"
-  source_file = "${path.module}/failover/failover.py"
-  output_path = "${path.root}/.build/pod-gateway-failover.zip"
-}
+# The function's zip (failover/failover.py alone) is written by `invoke render` next to the root
+# (provision/terraform/render.py): no archive provider, so the AWS provider is the only one a site mirrors.
 
 data "aws_caller_identity" "current" {}
 
@@ -166,8 +170,8 @@ resource "aws_lambda_function" "failover" {
   role             = aws_iam_role.failover.arn
   runtime          = "python3.12"
   handler          = "failover.handler"
-  filename         = data.archive_file.failover.output_path
-  source_code_hash = data.archive_file.failover.output_base64sha256
+  filename         = var.failover_zip
+  source_code_hash = filebase64sha256(var.failover_zip)
   timeout          = 30
   memory_size      = 128
 

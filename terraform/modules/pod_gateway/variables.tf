@@ -83,6 +83,11 @@ variable "ca_hash_parameter" {
   type        = string
 }
 
+variable "failover_zip" {
+  description = "Path of the failover function's zip (failover/failover.py), written by `invoke render`."
+  type        = string
+}
+
 variable "kms_key_arn" {
   description = "KMS key for root volumes and the failover function's logs."
   type        = string

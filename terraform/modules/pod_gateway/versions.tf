@@ -4,11 +4,7 @@ terraform {
   required_providers {
     aws = {
       source  = "hashicorp/aws"
-      version = "~> 6.25"
-    }
-    archive = {
-      source  = "hashicorp/archive"
-      version = "~> 2.7"
+      version = ">= 5.100, < 7.0"
     }
   }
 }

@@ -169,9 +169,26 @@ resource "aws_iam_instance_profile" "machine" {
   tags = local.tags
 }
 
+# The images are read here, not given as `resolve:ssm:` (which a root_block_device breaks: the provider looks the
+# unresolved string up with DescribeImages, InvalidAMIID.Malformed; terraform-provider-aws issue 43488).
+data "aws_ssm_parameter" "cpu_ami" {
+  count = anytrue([for m in values(local.machines) : !m.gpu]) ? 1 : 0
+  name  = var.cpu_ami_ssm_parameter
+}
+
+data "aws_ssm_parameter" "gpu_ami" {
+  count = var.gpu_ami_id == "" && anytrue([for m in values(local.machines) : m.gpu]) ? 1 : 0
+  name  = var.gpu_ami_ssm_parameter
+}
+
+locals {
+  cpu_ami_id = try(nonsensitive(data.aws_ssm_parameter.cpu_ami[0].value), "")
+  gpu_ami_id = var.gpu_ami_id != "" ? var.gpu_ami_id : try(nonsensitive(data.aws_ssm_parameter.gpu_ami[0].value), "")
+}
+
 resource "aws_instance" "machine" {
   for_each               = local.machines
-  ami                    = each.value.gpu ? (var.gpu_ami_id != "" ? var.gpu_ami_id : "resolve:ssm:${var.gpu_ami_ssm_parameter}") : "resolve:ssm:${var.cpu_ami_ssm_parameter}"
+  ami                    = each.value.gpu ? local.gpu_ami_id : local.cpu_ami_id
   instance_type          = each.value.instance_type
   subnet_id              = var.subnet_ids[local.zones[each.value.index % length(local.zones)]]
   vpc_security_group_ids = [aws_security_group.ssh.id]

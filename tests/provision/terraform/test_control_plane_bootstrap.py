@@ -72,7 +72,7 @@ def render(member: int, cwd) -> str:
     expression = (
         f"jsonencode(templatefile({template}, merge({inline(values)}, "
         f'{{bootstrap = replace(file({bootstrap}), {COMMENTS}, ""), '
-        f'etcd_script = replace(file({etcd}), {COMMENTS}, "")}})))'
+        f"etcd_script = file({etcd})}})))"
     )
     result = subprocess.run(
         [terraform, "console"], input=expression, cwd=cwd, capture_output=True, text=True, timeout=60

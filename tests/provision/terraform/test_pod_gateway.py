@@ -137,3 +137,17 @@ def test_the_gateway_instances_forward_and_the_routes_are_left_to_the_function()
     assert route["lifecycle"][0]["ignore_changes"] == ["${network_interface_id}"] or route["lifecycle"][0][
         "ignore_changes"
     ] == ["network_interface_id"]
+
+
+def test_render_zips_the_failover_function_the_same_way_each_time(tmp_path):
+    """The zip Lambda runs (handler failover.handler), written by `invoke render` in place of the archive provider
+    (the mirror holds only hashicorp/aws); the same bytes each time, so the function changes only with its code."""
+    import zipfile
+
+    from provision.terraform.render import FAILOVER_SOURCE, write_failover_zip
+
+    first = write_failover_zip(tmp_path / "a.zip").read_bytes()
+    assert write_failover_zip(tmp_path / "b.zip").read_bytes() == first
+    with zipfile.ZipFile(tmp_path / "a.zip") as z:
+        assert z.namelist() == ["failover.py"] and z.read("failover.py") == FAILOVER_SOURCE.read_bytes()
+    assert "def handler(" in FAILOVER_SOURCE.read_text()

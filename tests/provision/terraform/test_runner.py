@@ -72,6 +72,25 @@ def test_plugin_dir_is_passed_to_init(fake, root, tmp_path):
     assert f"-plugin-dir={mirror}" in fake.calls[0]
 
 
+def test_an_embedded_aws_backend_reconfigures_and_so_does_leaving_it(fake, rendered, tmp_path):
+    """--endpoint: the state goes to the embedded AWS (-backend-config) and is never migrated there or back."""
+    backend = tmp_path / "endpoint.backend.hcl"
+    backend.write_text('endpoints = { s3 = "https://127.0.0.1:5000" }\n')
+    Runner(rendered / "us-west-2", backend_config=backend).init()
+    assert "-reconfigure" in fake.calls[0] and f"-backend-config={backend}" in fake.calls[0]
+    root = _initialised(
+        rendered / "us-west-2", tmp_path, {"bucket": "b", "endpoints": {"s3": "https://127.0.0.1:5000"}}
+    )
+    Runner(root).init()
+    assert "-reconfigure" in fake.calls[1] and not any(a.startswith("-backend-config") for a in fake.calls[1])
+
+
+def test_targets_are_passed_to_plan(fake, root):
+    Runner(root).plan(targets=["module.a.aws_b.c", 'module.d.aws_e.f["x"]'])
+    (plan,) = [c for c in fake.calls if c[0] == "plan"]
+    assert "-target=module.a.aws_b.c" in plan and '-target=module.d.aws_e.f["x"]' in plan
+
+
 def _initialised(rendered_root, tmp_path, config: dict):
     """A copy of a rendered root whose .terraform/ remembers a backend ``config`` (as Terraform caches it)."""
     root = tmp_path / "initialised"

@@ -53,12 +53,13 @@ def test_broken_fixture_is_caught(tmp_path, case, monkeypatch):
 
 
 def test_the_task_prints_the_cross_resource_counts(cluster, tmp_path, capsys):
+    from provision.terraform.mirror import check_schema
     from provision.terraform.schema_check import run
-    from provision.terraform.settings import PROVIDER_SCHEMA
 
-    if not PROVIDER_SCHEMA.is_file():
+    path, _ = check_schema()
+    if not path.is_file():
         pytest.skip("the provider schema is missing (run `make tools`)")
-    assert run(cluster, tmp_path, MODULES, PROVIDER_SCHEMA, ROOT) == []
+    assert run(cluster, tmp_path, MODULES, path, ROOT) == []
     out = capsys.readouterr().out
     assert "0 cross-resource problems; checked: root volumes" in out and "API calls" in out
 

@@ -1,0 +1,235 @@
+"""`make day-one`: the day-one path rehearsed on an embedded AWS with the real AWS provider (docs/terraform.md).
+
+A fresh embedded AWS (autoscaler/demo/aws_server.py: moto over TLS on a loopback port, a new account), the
+operator's first steps on it as docs/terraform.md gives them (the vCPU quota increases that `invoke preflight`
+asks for, the baked image's record in every region, the Client VPN certificates imported into ACM,
+`invoke bootstrap-state`), then the commands a person runs, each a real `invoke` process with ``--endpoint``:
+`preflight`, `up --all --yes` (automation answers the questions; a person is still asked), a second
+`plan --all` that must show no change but the left-out resources (data/rehearsal_left_out.yaml), and
+`down --all --yes --delete-data --kill-jobs`. Timings are printed per step; any failure ends the run with exit status 1.
+
+The apply's outputs (role ARNs, EFS ids, the alert topic) are printed through ``outputs.applied``: the hook for
+feeding the deploys of `invoke up` to a real control plane later (not done here).
+
+Run: ``python -m provision.terraform.day_one [--spec cluster.yaml] [--out build/day-one]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from clusterspec.errors import UserError
+from clusterspec.loader import load_spec
+from clusterspec.spec import Cluster
+from provision.images import BY_TAG_ENV
+from provision.terraform import commands, endpoint, mirror, rehearsal
+from provision.terraform.render import roots
+from provision.terraform.settings import REPO
+
+STEP_TIMEOUT_S = 45 * 60  # one step (an apply of all roots) ending later is a hang: the run fails
+
+
+class Steps:
+    def __init__(self):
+        self.started = time.perf_counter()
+        self.times: list[tuple[str, float]] = []
+
+    def run(self, name: str, fn):
+        print(f"== day-one: {name}", flush=True)
+        t = time.perf_counter()
+        result = fn()
+        self.times.append((name, time.perf_counter() - t))
+        print(f"== day-one: {name}: {self.times[-1][1]:.1f}s", flush=True)
+        return result
+
+    def report(self) -> list[str]:
+        lines = [f"  {name:<44} {s:8.1f}s" for name, s in self.times]
+        return lines + [f"  {'total':<44} {time.perf_counter() - self.started:8.1f}s"]
+
+
+def start_server(folder: Path) -> tuple[subprocess.Popen, str, str]:
+    """A fresh embedded AWS on a free loopback port, over TLS: (process, URL, CA bundle)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "autoscaler.demo.aws_server", "--port", "0", "--tls", str(folder / "tls")],
+        stdout=subprocess.PIPE,
+        stderr=open(folder / "aws_server.log", "w"),  # noqa: SIM115 - the server's for its whole life
+        text=True,
+        cwd=REPO,
+    )
+    line = proc.stdout.readline()
+    if not line:
+        proc.wait(10)
+        raise UserError(f"the embedded AWS did not start; see {folder / 'aws_server.log'}")
+    ready = json.loads(line)
+    return proc, ready["url"], ready["ca_bundle"]
+
+
+def _rsa_certificate(common_name: str, ca: bool) -> tuple[bytes, bytes]:
+    """A self-signed RSA-2048 certificate (what Client VPN accepts) and its key, PEM."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.x509.oid import NameOID
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+    now = datetime.now(UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(minutes=5))
+        .not_valid_after(now + timedelta(days=30))
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(common_name)]), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    pem_key = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption(),
+    )
+    return cert.public_bytes(serialization.Encoding.PEM), pem_key
+
+
+def prepare_account(cluster: Cluster) -> dict[str, str]:
+    """The operator's steps before the first `up`, on the embedded AWS (boto3 follows AWS_ENDPOINT_URL):
+    the quota increases preflight asks for, the bake's image record, the Client VPN certificates in ACM.
+    Returns the environment the `up` needs (TF_VAR_ of the certificates)."""
+    import boto3
+
+    from provision import preflight
+
+    for region in cluster.spill_over_order:
+        sq = boto3.client("service-quotas", region_name=region)
+        for (kind, family), need in preflight.vcpu_needs(cluster, region).items():
+            code = (preflight.SPOT if kind == "spot" else preflight.ON_DEMAND).get(family)
+            if code:
+                sq.request_service_quota_increase(
+                    ServiceCode="ec2", QuotaCode=code, DesiredValue=need.maximum
+                )
+        # `invoke bake-ami` copies the baked image to every region and records it here
+        ec2 = boto3.client("ec2", region_name=region)
+        source = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+        image = ec2.copy_image(Name=f"{cluster.name}-gpu-worker", SourceImageId=source, SourceRegion=region)
+        boto3.client("ssm", region_name=region).put_parameter(
+            Name=f"/{cluster.name}/ami/gpu-worker", Value=image["ImageId"], Type="String", Overwrite=True
+        )
+    acm = boto3.client("acm", region_name=cluster.primary_region)
+    env = {}
+    for var, name, ca in (
+        ("client_vpn_server_certificate_arn", f"vpn.{cluster.domain}", False),
+        ("client_vpn_client_ca_arn", f"clients.{cluster.domain}", True),
+    ):
+        cert, key = _rsa_certificate(name, ca)
+        env[f"TF_VAR_{var}"] = acm.import_certificate(Certificate=cert, PrivateKey=key)["CertificateArn"]
+    return env
+
+
+def invoke(*args: str, env: dict[str, str]) -> None:
+    """One `invoke` command as a person runs it; its output streams; a non-zero exit ends the rehearsal."""
+    cmd = [str(Path(sys.executable).with_name("invoke")), *args]
+    print("$ " + " ".join(cmd[0:1] and ["invoke", *args]), flush=True)
+    code = subprocess.run(cmd, env=env, cwd=REPO, timeout=STEP_TIMEOUT_S).returncode
+    if code != 0:
+        raise UserError(f"day-one: `invoke {' '.join(args)}` failed (exit {code}); its messages are above")
+
+
+def managed_resources(root: Path) -> int:
+    out = subprocess.run(
+        [shutil.which("terraform") or "terraform", "state", "list"], cwd=root, capture_output=True, text=True
+    ).stdout.split()
+    return sum(1 for a in out if not a.startswith("data.") and ".data." not in a)
+
+
+def second_plan(
+    cluster: Cluster, names: list[str], out: Path, url: str, plugin_dir: Path | None
+) -> list[str]:
+    """The plan after the apply: every change it shows that is not a left-out resource (empty = converged)."""
+    entries = rehearsal.load()
+    problems = []
+    for name, changes in commands.plan(cluster, names, out, plugin_dir=plugin_dir, url=url).items():
+        changed = changes.create + changes.update + changes.delete
+        _, left = rehearsal.split(changed, entries)
+        problems += [f"[{name}] {a}" for a in dict.fromkeys(changed) if a not in left]
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m provision.terraform.day_one", description=__doc__.splitlines()[0]
+    )
+    ap.add_argument("--spec", default=None, help="the cluster spec (default: cluster.yaml)")
+    ap.add_argument("--out", default=str(REPO / "build" / "day-one"), help="work folder (emptied first)")
+    args = ap.parse_args(argv)
+    try:
+        return _rehearse(load_spec(args.spec), args.spec, Path(args.out))
+    except UserError as e:
+        print("\n".join(e.lines), file=sys.stderr)
+        return 1
+
+
+def _rehearse(cluster: Cluster, spec: str | None, work: Path) -> int:
+    plugin_dir = mirror.plugin_dir()
+    if plugin_dir is None:
+        raise UserError(
+            "day-one: no hashicorp/aws mirror on this machine (Terraform's plugin directories, /opt/tf-plugins or "
+            "LAB_TF_PLUGIN_DIR): the rehearsal runs the real provider offline"
+        )
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    out = work / "terraform"
+    names = roots(cluster)
+    steps = Steps()
+    proc, url, ca = steps.run("start the embedded AWS", lambda: start_server(work))
+    try:
+        os.environ["AWS_CA_BUNDLE"] = ca
+        endpoint.use(url)
+        # no real cluster is touched; the deploys after the apply are not rehearsed (images by tag do not stop it)
+        env = dict(os.environ) | {"KUBECONFIG": str(work / "no-cluster.kubeconfig"), BY_TAG_ENV: "1"}
+        env |= steps.run("the operator's first steps on the account", lambda: prepare_account(cluster))
+        os.environ.update({k: v for k, v in env.items() if k.startswith("TF_VAR_")})
+        common = ["--endpoint", url, *(["--spec", spec] if spec else [])]
+        tf = [*common, "--out", str(out), "--plugin-dir", str(plugin_dir)]
+        steps.run("invoke bootstrap-state", lambda: invoke("bootstrap-state", *common, env=env))
+        steps.run("invoke preflight", lambda: invoke("preflight", *common, env=env))
+        steps.run("invoke up --all", lambda: invoke("up", "--all", "--yes", *tf, env=env))
+        applied = {name: managed_resources(out / name) for name in names}
+        from provision.terraform.outputs import applied as applied_outputs
+
+        outputs = applied_outputs(names, out)
+        problems = steps.run("second plan", lambda: second_plan(cluster, names, out, url, plugin_dir))
+        if problems:
+            raise UserError(
+                f"day-one: the second plan is not empty: {len(problems)} changes outside the left-out list: "
+                + ", ".join(problems[:20])
+            )
+        # automation's answers to down's questions: --yes (the cluster's name), --delete-data (the buckets'
+        # objects), --kill-jobs (no cluster answers, so no job can be checked: there is none here); a person is
+        # still asked each of them
+        down = ["down", "--all", "--yes", "--delete-data", "--kill-jobs", *tf]
+        steps.run("invoke down --all", lambda: invoke(*down, env=env))
+        left = sorted({e.address for e in rehearsal.load()})
+        print("day-one: converged and torn down")
+        print("resources applied per root: " + ", ".join(f"{n} {c}" for n, c in applied.items()))
+        print(f"left out ({len(left)}, provision/terraform/data/rehearsal_left_out.yaml): {', '.join(left)}")
+        print("outputs for the deploys (provision/terraform/outputs.applied): " + ", ".join(sorted(outputs)))
+        print("timings:\n" + "\n".join(steps.report()))
+        return 0
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
