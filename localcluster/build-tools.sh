@@ -45,8 +45,27 @@ build_set() {
   local what=tool
   [[ -e $dir/main.go ]] && what=. # our own main (etcd; Karpenter with its capacity faults): named for the set
   (cd "$dir" && GOTOOLCHAIN=$toolchain go build -ldflags "$ldflags" -o "$OLDPWD/$bin/$([[ $what == . ]] && echo "$set")" $what)
+  if [[ $set == kwok ]]; then
+    # kwok's own stages (as kwokctl assembles its defaults), from the module verified by go.sum: nodes
+    # initialised and heartbeating with leases, pods made ready, completed and deleted.
+    local src stages=$bin/../kwok-stages
+    src=$(cd "$dir" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage
+    rm -rf "$stages" && mkdir -p "$stages"
+    cp "$src"/node/fast/node-initialize.yaml "$src"/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
+      "$src"/pod/fast/pod-ready.yaml "$src"/pod/fast/pod-complete.yaml "$src"/pod/fast/pod-delete.yaml "$stages/"
+    chmod -R u+w "$stages"
+  fi
   echo "$stamp" >"$bin/.$set.stamp"
   echo "build-tools: $set built in $((SECONDS - start)) s"
 }
 
 for s in "${sets[@]}"; do build_set "$s"; done
+for b in "$bin"/*; do
+  case ${b##*/} in
+    kubeadm) v=$("$b" version -o short) ;;
+    kubectl) v=$("$b" version --client 2>/dev/null | head -n 1) ;;
+    etcd | kwok | karpenter) v=$("$b" --version 2>/dev/null | head -n 1) ;;
+    *) v=$("$b" --version 2>/dev/null | head -n 1) ;;
+  esac
+  printf 'build-tools: %-24s %s\n' "${b##*/}" "${v:-?}"
+done

@@ -55,10 +55,9 @@ class Target:
                     ]
                 }
             )
-        if self.servers:
-            terms.append(
-                {"matchFields": [{"key": NAME_FIELD, "operator": "In", "values": list(self.servers)}]}
-            )
+        # One term per server: the API server takes a single value for a node field selector with In or NotIn
+        # (`must be only one value when operator is 'In' or 'NotIn' for node field selector`); terms are ORed.
+        terms += [{"matchFields": [{"key": NAME_FIELD, "operator": "In", "values": [s]}]} for s in self.servers]
         return {
             "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}
         }

@@ -46,3 +46,31 @@ def kubelet_root():
     folder = open_folder("kubelet-")
     yield folder
     shutil.rmtree(folder, ignore_errors=True)
+
+
+def _run_folder(config) -> Path:
+    """The folder every process of this run shares (the controller's base temporary folder under xdist)."""
+    base = config._tmp_path_factory.getbasetemp()
+    return base.parent if hasattr(config, "workerinput") else base
+
+
+@pytest.fixture(scope="session")
+def kube(request):
+    """The real local control plane (localcluster/: etcd, kube-apiserver, kube-controller-manager,
+    kube-scheduler and kwok built by `make tools`), one per test run and shared by its workers; each test works
+    in namespaces of its own (``kube.namespace()``) and names cluster-scoped objects with ``kube.unique()``."""
+    from localcluster import binaries, shared
+    from tests.support import require_tool
+
+    for name in (*binaries.CONTROL_PLANE, "kwok"):
+        require_tool(name, str(binaries.BIN / name))
+    return shared.attach_or_start(_run_folder(request.config))
+
+
+def pytest_sessionfinish(session):
+    """The run's owner (the controller under xdist) stops the shared control plane."""
+    if hasattr(session.config, "workerinput"):
+        return
+    from localcluster import shared
+
+    shared.stop_at(_run_folder(session.config))

@@ -1,0 +1,155 @@
+"""The local control plane: etcd, kube-apiserver, kube-controller-manager and kube-scheduler as processes of this
+machine, configured by kubeadm (localcluster/kubeadm.py), and kwok for the nodes' heartbeats and the phases of
+pods nobody runs. ``Stack(workdir).start()``; ``stop()``; the admin's kubeconfig at ``admin_kubeconfig``."""
+
+from __future__ import annotations
+
+import json
+import os
+import ssl
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import yaml
+
+from localcluster import binaries, kubeadm
+from localcluster.processes import Processes, free_ports
+
+KWOK_ANNOTATION = "kwok.x-k8s.io/node"  # nodes kwok manages carry it (value "fake")
+ADMINS_BINDING = "kubeadm:cluster-admins"
+
+
+class StackFailed(RuntimeError):
+    pass
+
+
+class Stack:
+    def __init__(self, workdir: Path, kwok: bool = True) -> None:
+        self.workdir = Path(workdir)
+        self.kwok = kwok
+        self.processes = Processes(self.workdir / "logs")
+        self.ports: kubeadm.Ports | None = None
+        self.timings: dict[str, float] = {}
+
+    @property
+    def etc(self) -> Path:
+        return self.workdir / "etc" / "kubernetes"
+
+    @property
+    def admin_kubeconfig(self) -> Path:
+        return self.etc / "admin.conf"
+
+    @property
+    def server(self) -> str:
+        assert self.ports
+        return f"https://127.0.0.1:{self.ports.api}"
+
+    def start(self, timeout_s: float = 60.0) -> Stack:
+        missing = binaries.missing(binaries.CONTROL_PLANE + (("kwok",) if self.kwok else ()))
+        if missing:
+            raise StackFailed(f"not built: {', '.join(missing)}; run `make tools` (localcluster/build-tools.sh)")
+        t0 = time.monotonic()
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.ports = kubeadm.Ports(*free_ports(6))
+        config = kubeadm.local_config(self.workdir, self.ports)
+        commands = kubeadm.phases(self.workdir, config, self.ports)
+        self.timings["kubeadm"] = time.monotonic() - t0
+        env = {"PATH": binaries.on_path(), "HOME": str(self.workdir)}
+        try:
+            self.processes.start("etcd", [str(binaries.path("etcd")), *commands["etcd"][1:]], env=env)
+            self.processes.start("kube-apiserver", [str(binaries.path("kube-apiserver")),
+                                                    *commands["kube-apiserver"][1:]], env=env)  # fmt: skip
+            self._wait_ready(timeout_s)
+            self.timings["api ready"] = time.monotonic() - t0
+            self._admins_binding()
+            for name in ("kube-controller-manager", "kube-scheduler"):
+                self.processes.start(name, [str(binaries.path(name)), *commands[name][1:]], env=env)
+            if self.kwok:
+                self._start_kwok(env)
+            self.processes.check()
+        except BaseException:
+            self.stop()
+            raise
+        self.timings["started"] = time.monotonic() - t0
+        self._write_state()
+        return self
+
+    def stop(self) -> None:
+        self.processes.stop()
+
+    def kubectl(self, *args: str, input: str | None = None, kubeconfig: Path | None = None,
+                check: bool = True) -> subprocess.CompletedProcess:  # fmt: skip
+        done = subprocess.run(
+            [str(binaries.path("kubectl")), "--kubeconfig", str(kubeconfig or self.admin_kubeconfig), *args],
+            capture_output=True, text=True, input=input, timeout=120, check=False,
+        )  # fmt: skip
+        if check and done.returncode:
+            raise StackFailed(f"kubectl {' '.join(args[:3])}: {done.stderr.strip()}")
+        return done
+
+    def _wait_ready(self, timeout_s: float) -> None:
+        ctx = ssl.create_default_context(cafile=str(self.workdir / "pki" / "ca.crt"))
+        deadline = time.monotonic() + timeout_s
+        last = ""
+        while time.monotonic() < deadline:
+            self.processes.check()
+            try:
+                with urllib.request.urlopen(f"{self.server}/readyz", context=ctx, timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError as e:
+                last = str(e)
+            time.sleep(0.2)
+        raise StackFailed(f"kube-apiserver not ready after {timeout_s:.0f} s ({last}): "
+                          f"{self.processes.tail('kube-apiserver')}")  # fmt: skip
+
+    def _admins_binding(self) -> None:
+        """The ClusterRoleBinding `kubeadm init` creates for admin.conf's group (kubeadm:cluster-admins), made
+        with super-admin.conf as kubeadm makes it."""
+        body = {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": ADMINS_BINDING},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": ADMINS_BINDING}],
+        }
+        self.kubectl("apply", "-f", "-", input=json.dumps(body), kubeconfig=self.etc / "super-admin.conf")
+
+    def _start_kwok(self, env: dict) -> None:
+        stages = sorted(binaries.KWOK_STAGES.glob("*.yaml"))
+        if not stages:
+            raise StackFailed(f"{binaries.KWOK_STAGES}: kwok's stages are missing; run `make tools`")
+        port = free_ports(1)[0]
+        argv = [
+            str(binaries.path("kwok")),
+            f"--kubeconfig={self.admin_kubeconfig}",
+            "--manage-all-nodes=false",
+            f"--manage-nodes-with-annotation-selector={KWOK_ANNOTATION}=fake",
+            f"--cidr={kubeadm.LOCAL_POD_CIDR}",
+            "--node-ip=127.0.0.1",
+            f"--server-address=127.0.0.1:{port}",
+            "--node-lease-duration-seconds=40",
+            *(f"--config={s}" for s in stages),
+        ]
+        self.processes.start("kwok", argv, env=env)
+
+    def _write_state(self) -> None:
+        state = {
+            "server": self.server,
+            "admin_kubeconfig": str(self.admin_kubeconfig),
+            "ports": self.ports.__dict__ if self.ports else {},
+            "pids": {n: p.pid for n, p in self.processes.running.items()},
+            "timings": self.timings,
+        }
+        (self.workdir / "stack.json").write_text(json.dumps(state, indent=2))
+
+
+def kubeconfig_servers(path: Path) -> list[str]:
+    doc = yaml.safe_load(Path(path).read_text())
+    return [c["cluster"]["server"] for c in doc.get("clusters") or ()]
+
+
+def environment(stack: Stack) -> dict[str, str]:
+    return {**os.environ, "KUBECONFIG": str(stack.admin_kubeconfig), "PATH": binaries.on_path()}
