@@ -109,17 +109,19 @@ def start(
     raise ChildError(f"karpenter was not ready after 90 s; see {child.log_path}")
 
 
+EC2_METHODS = ("Create", "Delete", "Get", "List")
 _SAMPLE = re.compile(r"^karpenter_cloudprovider_duration_seconds_count\{([^}]*)\} (\S+)$", re.M)
 
 
 def cloud_calls(metrics_port: int) -> dict[str, int]:
-    """Calls to the cloud provider by method (Create, Delete, Get, List, ...): the EC2 calls Karpenter's AWS
-    provider would make for them (GetInstanceTypes is served from its cache and left out)."""
+    """Calls to the cloud provider that reach EC2 in Karpenter's AWS provider, by method: Create (CreateFleet),
+    Delete (TerminateInstances), Get and List (DescribeInstances). GetInstanceTypes and IsDrifted are answered
+    from its caches and left out."""
     with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5) as r:
         text = r.read().decode()
     out: dict[str, int] = {}
     for labels, value in _SAMPLE.findall(text):
         method = re.search(r'method="([^"]*)"', labels)
-        if method and method.group(1) != "GetInstanceTypes":
+        if method and method.group(1) in EC2_METHODS:
             out[method.group(1)] = out.get(method.group(1), 0) + int(float(value))
     return out
