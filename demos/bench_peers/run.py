@@ -142,6 +142,17 @@ def _delete_each_after(core, created: dict[str, float], after_s: float) -> None:
                 raise
 
 
+def _dump(st: stack.Stack, path: Path) -> None:
+    """The nodes (taints, readiness) and pods (phase, node, condition) as the run left them, for the record."""
+    cols = (
+        "NAME:.metadata.name,READY:.status.conditions[?(@.type=='Ready')].status,TAINTS:.spec.taints[*].key"
+    )
+    pods = "NAME:.metadata.name,PHASE:.status.phase,NODE:.spec.nodeName,WHY:.status.conditions[*].reason"
+    text = karpenter.kubectl(st, "get", "nodes", "-o", f"custom-columns={cols}")
+    text += karpenter.kubectl(st, "get", "pods", "-n", NAMESPACE, "-o", f"custom-columns={pods}")
+    path.write_text(text)
+
+
 def run_one(
     spec: Spec, burst: Burst, peer: str, out: Path, idle_s: int, after_s: float, deadline_s: float
 ) -> dict:
@@ -183,6 +194,7 @@ def run_one(
                         break
                     time.sleep(0.5)
             running_at_end = set(watcher.running_now)
+            _dump(st, out / "before-delete.txt")
             _delete_all(core)
             time.sleep(after_s)
             nodes_after = watcher.up_now()

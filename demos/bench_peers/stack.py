@@ -142,7 +142,10 @@ def start(children: Children, out: Path) -> Stack:
                        "--listen-peer-urls", f"http://127.0.0.1:{peer_port}",
                        "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer_port}",
                        "--initial-cluster", f"default=http://127.0.0.1:{peer_port}",
-                       "--unsafe-no-fsync", "--quota-backend-bytes", str(4 << 30)], out, env)
+                       "--unsafe-no-fsync", "--quota-backend-bytes", str(4 << 30),
+                       # progress notifications, which the API server's streaming lists (client-go's WatchList,
+                       # used by kwok and Karpenter) need, as kubeadm's etcd sets them
+                       "--watch-progress-notify-interval", "5s"], out, env)
     )  # fmt: skip
     tokens = {user: secrets.token_hex(16) for user in ("admin", *AUDITED)}
     (out / "tokens.csv").write_text("".join(f"{t},{u},{u},system:masters\n" for u, t in tokens.items()))
@@ -172,13 +175,13 @@ def start(children: Children, out: Path) -> Stack:
               "--bind-address", "127.0.0.1", "--secure-port", str(free_port()),
               "--kube-api-qps", "500", "--kube-api-burst", "1000"], out, env)
     )  # fmt: skip
-    # pod GC (pods of deleted Nodes), namespaces and the garbage collector; no node lifecycle (kwok's Nodes have
-    # no kubelet lease to watch) and nothing that needs a cloud
+    # pod GC (pods of deleted Nodes), namespaces, the garbage collector and the node lifecycle (it lifts the
+    # not-ready taint admission puts on every new Node once kwok reports it Ready); nothing that needs a cloud
     children.start(
         Child("kube-controller-manager", [str(find_binary("kube-controller-manager")), "--kubeconfig", kc,
               "--authentication-kubeconfig", kc, "--authorization-kubeconfig", kc, "--leader-elect=false",
               "--bind-address", "127.0.0.1", "--secure-port", str(free_port()),
-              "--controllers", "namespace,garbagecollector,podgc,serviceaccount",
+              "--controllers", "namespace,garbagecollector,podgc,serviceaccount,nodelifecycle",
               "--kube-api-qps", "500", "--kube-api-burst", "1000"], out, env)
     )  # fmt: skip
     children.start(
