@@ -130,6 +130,7 @@ def _wait_ready(server: str, token: str, child: Child, ca: Path, timeout_s: floa
 
 def start(children: Children, out: Path) -> Stack:
     """Start a fresh control plane under ``out`` (emptied first); returns its admin kubeconfig."""
+    out = out.resolve()  # the kubeconfigs name files by absolute path
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
