@@ -37,7 +37,7 @@ from clusterspec.errors import UserError
 from clusterspec.loader import load_spec
 from clusterspec.names import AUTOSCALER_NAMESPACE
 from clusterspec.spec import Cluster as Spec
-from demos.bench_peers import karpenter, stack
+from demos.bench_peers import karpenter, sim_check, stack
 from demos.bench_peers.measure import Watcher, figures, process_use
 from demos.bench_peers.node_agent import NodeAgent
 from demos.bench_peers.scenarios import Burst, bursts
@@ -258,6 +258,26 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join([head, sep, *body])
 
 
+def sim_table(checks: list[dict]) -> Table:
+    t = Table(
+        title=f"the simulator's peers against the real runs (agree: within {sim_check.TOLERANCE:.0%} or 1)",
+        title_justify="left",
+    )
+    for head in (
+        "scenario",
+        "autoscaler",
+        "simulator policy",
+        "nodes bought real/sim",
+        "never ran real/sim",
+        "agree",
+    ):
+        t.add_column(head)
+    for c in checks:
+        t.add_row(c["scenario"], label(c["peer"]), c["sim_policy"], "{} / {}".format(*c["nodes_bought"]),
+                  "{} / {}".format(*c["pods_never_run"]), "yes" if c["agrees"] else "NO")  # fmt: skip
+    return t
+
+
 def plot(rows: list[dict], path: Path) -> Path:
     import matplotlib
 
@@ -314,6 +334,9 @@ def main(
     )
     (root / "table.md").write_text(markdown(rows) + "\n")
     console.print(table(rows, after_s))
+    checks = sim_check.compare(rows, chosen, spec)
+    (root / "sim-check.json").write_text(json.dumps(checks, indent=1))
+    console.print(sim_table(checks))
     console.print(
         f"figures: {root / 'results.json'}, {root / 'table.md'}; plot: {plot(rows, root / 'bench-peers.png')}"
     )
