@@ -40,7 +40,7 @@ from clusterspec.spec import Cluster as Spec
 from demos.bench_peers import karpenter, sim_check, stack
 from demos.bench_peers.measure import Watcher, figures, process_use
 from demos.bench_peers.node_agent import NodeAgent
-from demos.bench_peers.scenarios import Burst, bursts
+from demos.bench_peers.scenarios import DO_NOT_DISRUPT, Burst, bursts
 
 IDEAL = "karpenter-ideal"
 
@@ -177,7 +177,7 @@ def run_one(
             user = "karpenter"
         try:
             _settle(core)
-            pods = burst.pods()
+            pods = burst.pods(None if peer == "ours" else DO_NOT_DISRUPT)
             names = [p["metadata"]["name"] for p in pods]
             watcher = Watcher(core, 1.0 if len(pods) > 500 else 0.5).start()
             use0 = process_use(child.proc.pid)

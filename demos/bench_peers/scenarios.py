@@ -24,6 +24,8 @@ from autoscaler.sim.workload import job_pods
 from clusterspec.spec import Cluster as Spec
 
 GPUS_PER_NODE = 8
+# Karpenter's best users keep consolidation off running training pods (an evicted one restarts from scratch)
+DO_NOT_DISRUPT = {"karpenter.sh/do-not-disrupt": "true"}
 
 
 @dataclass(frozen=True)
@@ -34,10 +36,12 @@ class Burst:
     short: bool = False  # the first region short of V100 and A100, as in the demo
     delete_after_s: float | None = None
 
-    def pods(self) -> list[dict]:
+    def pods(self, annotations: dict[str, str] | None = None) -> list[dict]:
         out = []
         for job in self.jobs():
-            for pod in job_pods(job, GPUS_PER_NODE, DURATION_ANNOTATION, gangs=False):
+            for pod in job_pods(
+                job, GPUS_PER_NODE, DURATION_ANNOTATION, gangs=False, annotations=annotations
+            ):
                 pod["metadata"].pop("ownerReferences", None)
                 pod.pop("status", None)
                 out.append(pod)

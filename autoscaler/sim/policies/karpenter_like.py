@@ -14,6 +14,9 @@ over node-shaped bins, the group cache, giving up on capacity that fails) and di
   tried again: a fixed back-off, never doubled.
 - **Consolidation.** ``WhenEmptyOrUnderutilized`` after ``consolidateAfter`` (30 s as the benchmark runs it): an
   empty node goes, and a node whose pods fit elsewhere is drained; a disruption budget of 100%.
+- **Training pods protected.** Its best users annotate them ``karpenter.sh/do-not-disrupt: "true"`` (an evicted
+  training pod restarts from scratch), so consolidation removes only nodes without them: modelled by the
+  annotation cluster-autoscaler's drain rules read the same way.
 - It knows no gangs.
 
 ``karpenter-primary``: one Karpenter, the primary region's cluster (as real deployments run it);
@@ -23,7 +26,7 @@ over node-shaped bins, the group cache, giving up on capacity that fails) and di
 from __future__ import annotations
 
 from autoscaler.sim.policies.base import PolicyContext
-from autoscaler.sim.policies.ca_like import CaInstance, CaPolicy, CaSettings
+from autoscaler.sim.policies.ca_like import SAFE_TO_EVICT, CaInstance, CaPolicy, CaSettings
 
 CONSOLIDATE_AFTER_S = 30.0
 ICE_CACHE_S = 180.0  # karpenter-provider-aws UnavailableOfferingsTTL
@@ -62,6 +65,7 @@ class KarpenterPolicy(CaPolicy):
     api_mode = "cluster-autoscaler"
     deployment = "ideal"
     name = "karpenter-ideal"
+    pod_annotations = {SAFE_TO_EVICT: "false"}  # karpenter.sh/do-not-disrupt: "true", read the same way
 
     def __init__(self, ctx: PolicyContext, settings: CaSettings | None = None):
         super().__init__(ctx, settings or KARPENTER)
