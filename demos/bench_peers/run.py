@@ -45,6 +45,12 @@ from demos.bench_peers.scenarios import DO_NOT_DISRUPT, Burst, bursts
 IDEAL = "karpenter-ideal"
 
 
+class BenchFailed(UserError):
+    """The benchmark ran but ours did not bring capacity for every pod: exit status 1."""
+
+    exit_code = 1
+
+
 def peers(spec: Spec, small: bool) -> list[str]:
     regions = spec.spill_over_order
     chosen = regions[:1] if small else regions
@@ -340,4 +346,10 @@ def main(
     console.print(
         f"figures: {root / 'results.json'}, {root / 'table.md'}; plot: {plot(rows, root / 'bench-peers.png')}"
     )
+    deleted = {b.name for b in chosen if b.delete_after_s is not None}
+    failed = [r for r in rows if r["peer"] == "ours" and r["scenario"] not in deleted and r["pods_never_run"]]
+    if failed:  # ours must bring capacity for every pod: CI's small run fails here rather than rot
+        raise BenchFailed(
+            [f"{r['scenario']}: ours left {r['pods_never_run']} pods never Running" for r in failed]
+        )
     return rows
