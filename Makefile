@@ -66,7 +66,7 @@ bench-live: venv
 	$(BIN)/invoke bench-live
 
 # Ours and Karpenter (kwok provider) on the same bursts on the real local stack, at the CI size (README, "Beside a
-# real peer"; `invoke bench-peers` for the full size): needs `make tools`; about 10 minutes on 2 cores.
+# real peer"; `invoke bench-peers` for the full size): needs `make tools`; 13 minutes on 2 cores.
 bench-peers-small: venv
 	$(BIN)/invoke bench-peers --small
 
