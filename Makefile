@@ -10,7 +10,7 @@ export TF_IN_AUTOMATION := 1
 # (`autoscaler run`, `lab`, `invoke`, the emulator's pods), and each would otherwise compile every module it imports.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: demo test lint unit e2e tools venv bench bench-live clean docs-check faults localcluster-bin day-one
+.PHONY: demo test lint unit e2e tools venv bench bench-live bench-peers-small clean docs-check faults localcluster-bin day-one
 
 $(STAMP): pyproject.toml
 	@echo "make: installing the Python dependencies into $(VENV) (once; a few minutes on a first run, pip's lines follow)"
@@ -75,6 +75,11 @@ bench: venv
 # (docs/benchmarks.md, "Live controller"): about 50 minutes and 11 GB of memory; not part of `make test`.
 bench-live: venv
 	$(BIN)/invoke bench-live
+
+# Ours and Karpenter (kwok provider) on the same bursts on the real local stack, at the CI size (README, "Beside a
+# real peer"; `invoke bench-peers` for the full size): needs `make tools`; 13 minutes on 2 cores.
+bench-peers-small: venv
+	$(BIN)/invoke bench-peers --small
 
 # Every command the README and docs show, the slow ones included (the demo, the simulator, the benchmarks).
 docs-check: venv .terraformrc

@@ -496,6 +496,27 @@ def bench_live(c, nodes=5_000, pods=50_000, loops=1_000, samples=5, events=500, 
         raise SystemExit(code)
 
 
+@task(
+    name="bench-peers",
+    help={
+        "small": "the CI size: three small bursts, ours, Karpenter in the primary region and idealised",
+        "scenario": "only this burst (repeatable): demo-1 demo-60 demo-320 burst-2000 gang-16x8 delete-2s",
+        "peer": "only this autoscaler (repeatable): ours, karpenter-<region>, karpenter-ideal",
+        "out": "figures, table, plot and every run's logs (build/bench-peers)",
+        "idle_s": "seconds a node stays idle before removal, for both (default 30)",
+        "after_s": "seconds after the pods vanished to count the nodes still up (default 60)",
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+    },
+    iterable=["scenario", "peer"],
+)
+@user_errors
+def bench_peers(c, small=False, scenario=None, peer=None, out=None, idle_s=30, after_s=60.0, spec=None):
+    """Ours and Karpenter (kwok provider) on the same bursts, each from a fresh local stack: a table and a plot."""
+    from demos.bench_peers.run import main
+
+    main(small, scenario or None, peer or None, out, int(idle_s), float(after_s), spec_path=spec)
+
+
 # --- autoscaler deployment (issue 4; docs/autoscaler.md) -------------------------------------------------------
 @task(
     name="deploy-autoscaler",

@@ -14,6 +14,8 @@ POLICIES = (
     "ca-primary-protected",
     "ca-ideal",
     "ca-ideal-protected",
+    "karpenter-primary",
+    "karpenter-ideal",
     "target-tracking",
     "static-peak",
     "static-p95",
@@ -40,6 +42,15 @@ def make_policy(name: str, ctx: PolicyContext, run) -> Policy:
         from autoscaler.sim.policies import ca_like
 
         return getattr(ca_like, CA_POLICIES[name])(ctx)
+    if name in ("karpenter-primary", "karpenter-ideal"):
+        from autoscaler.sim.policies import karpenter_like
+
+        cls = (
+            karpenter_like.KarpenterPrimaryPolicy
+            if name == "karpenter-primary"
+            else karpenter_like.KarpenterIdealPolicy
+        )
+        return cls(ctx)
     if name == "target-tracking":
         from autoscaler.sim.policies.target import TargetTrackingPolicy
 

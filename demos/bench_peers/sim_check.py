@@ -1,0 +1,69 @@
+"""The simulator's peers against the real ones: each burst of a ``bench-peers`` run replayed in the simulator
+(``autoscaler.sim``) with the policy that models each autoscaler, and the counts compared.
+
+``ours`` is the simulator's ``batch`` (our real controller and planner over the cluster model);
+``karpenter-<primary region>`` is ``karpenter-primary`` and ``karpenter-ideal`` is ``karpenter-ideal``
+(``autoscaler/sim/policies/karpenter_like.py``). Compared: nodes bought and pods never run, within ``TOLERANCE``
+(the larger of 15% and one node or pod). Not compared: times (the simulator's nodes boot in minutes, as EC2's do;
+kwok's register at once) and the 2-s deletion (the simulator's jobs run their duration).
+"""
+
+from __future__ import annotations
+
+from autoscaler.sim.metrics import Burst as SimBurst
+from autoscaler.sim.runner import Scenario
+from autoscaler.sim.simulate import run_policy
+from clusterspec.spec import Cluster as Spec
+from demos.bench_peers.scenarios import Burst
+
+TOLERANCE = 0.15
+HORIZON_S = 4000.0  # past every job's end (a job's start is known once it ended); pods pending then never ran
+
+
+def sim_policy(peer: str, spec: Spec) -> str | None:
+    if peer == "ours":
+        return "batch"
+    if peer == f"karpenter-{spec.spill_over_order[0]}":
+        return "karpenter-primary"
+    if peer == "karpenter-ideal":
+        return "karpenter-ideal"
+    return None
+
+
+def scenario(burst: Burst, spec: Spec) -> Scenario:
+    jobs = burst.jobs()
+    return Scenario(
+        name=f"bench-{burst.name}",
+        description=burst.title,
+        jobs=jobs,
+        capacity=burst.limits(spec),
+        bursts=[SimBurst(0.0, tuple(j.id for j in jobs), sum(j.gpus for j in jobs))],
+        horizon_s=HORIZON_S,
+    )
+
+
+def within(real: int, sim: int) -> bool:
+    return abs(real - sim) <= max(1.0, TOLERANCE * max(real, sim))
+
+
+def compare(rows: list[dict], bursts: list[Burst], spec: Spec) -> list[dict]:
+    by_name = {b.name: b for b in bursts}
+    out = []
+    for row in rows:
+        burst = by_name.get(row["scenario"])
+        policy = sim_policy(row["peer"], spec)
+        if burst is None or policy is None or burst.delete_after_s is not None:
+            continue
+        record = run_policy(scenario(burst, spec), spec, policy)
+        out.append(
+            {
+                "scenario": row["scenario"],
+                "peer": row["peer"],
+                "sim_policy": policy,
+                "nodes_bought": (row["nodes_bought"], record.nodes_bought),
+                "pods_never_run": (row["pods_never_run"], record.pods_never_ran),
+                "agrees": within(row["nodes_bought"], record.nodes_bought)
+                and within(row["pods_never_run"], record.pods_never_ran),
+            }
+        )
+    return out

@@ -1,0 +1,94 @@
+"""The benchmark's pieces that need no stack: the bursts' pods, the node agent's Nodes, the moto request counter
+and the figures of a run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import urllib.request
+
+import boto3
+import pytest
+
+from clusterspec.loader import load_spec
+from demos.bench_peers.measure import NodeSeen, Watcher, figures
+from demos.bench_peers.node_agent import node_for
+from demos.bench_peers.scenarios import bursts
+from tests.support import ROOT
+
+
+@pytest.fixture(scope="module")
+def spec():
+    return load_spec(str(ROOT / "cluster.yaml"))
+
+
+def test_the_bursts_pods_have_no_owner_the_garbage_collector_would_miss(spec) -> None:
+    by_name = {b.name: b for b in bursts()}
+    sweep = by_name["demo-320"].pods()
+    assert (
+        len(sweep) == 24 + 8 * 2
+        and sum(int(p["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"]) for p in sweep)
+        == 320
+    )
+    assert all("ownerReferences" not in p["metadata"] and "status" not in p for p in sweep)
+    assert len(by_name["burst-2000"].pods()) == 2000
+    gang = by_name["gang-16x8"].pods()
+    assert len(gang) == 16 and {p["metadata"]["labels"]["batch.kubernetes.io/job-name"] for p in gang} == {
+        "gang"
+    }
+    assert by_name["demo-60"].limits(spec) == {
+        ("us-west-2", "p3.16xlarge"): 2,
+        ("us-west-2", "p4d.24xlarge"): 0,
+    }
+    assert by_name["burst-2000"].limits(spec) == {}
+    with pytest.raises(ValueError, match="unknown"):
+        bursts(small=True, only=["demo-320"])
+
+
+def test_a_moto_instance_becomes_a_kwok_node_of_its_group(spec) -> None:
+    group = spec.asg_name("us-east-1", "gpu-v100x8")
+    node = node_for(spec, "us-east-1", group, {"InstanceId": "i-0abc", "InstanceType": "p3.16xlarge",
+                                                "AvailabilityZone": "us-east-1c"})  # fmt: skip
+    assert node["spec"]["providerID"] == "aws:///us-east-1c/i-0abc"
+    assert node["metadata"]["annotations"] == {"kwok.x-k8s.io/node": "fake"}
+    labels = node["metadata"]["labels"]
+    assert labels["research.cluster/node-group"] == group and labels["research.cluster/gpu-model"] == "v100"
+    assert labels["topology.kubernetes.io/zone"] == "us-east-1c"
+    assert node["status"]["allocatable"]["nvidia.com/gpu"] == "8"
+    assert node["spec"]["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
+
+
+def test_the_moto_server_counts_requests_by_access_key() -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "demos.bench_peers.aws", "--limit=us-west-2/p3.16xlarge=1"],
+                            cwd=ROOT, stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        url = json.loads(proc.stdout.readline())["url"]
+        for key, n in (("demo", 2), ("bench-agent", 1)):
+            asg = boto3.Session(aws_access_key_id=key, aws_secret_access_key=key).client(
+                "autoscaling", region_name="us-west-2", endpoint_url=url
+            )
+            for _ in range(n):
+                asg.describe_auto_scaling_groups()
+        with urllib.request.urlopen(f"{url}/_bench/calls", timeout=5) as r:
+            calls = json.loads(r.read())
+        assert calls == {"demo autoscaling DescribeAutoScalingGroups": 2,
+                         "bench-agent autoscaling DescribeAutoScalingGroups": 1}  # fmt: skip
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_figures_count_bought_nodes_never_run_pods_and_partial_gangs() -> None:
+    w = Watcher(core=None)
+    w.baseline = {"cpu-0"}
+    w.nodes = {"cpu-0": NodeSeen(0, 9, "m6i.2xlarge", "us-west-2a"),
+               "n1": NodeSeen(1, 9, "p3.16xlarge", "us-east-1a"),
+               "n2": NodeSeen(1, 5, "p3.16xlarge", "us-east-1b", gone=True)}  # fmt: skip
+    w.samples = [(1.0, 3, 0, 2, 48.96), (2.0, 1, 2, 1, 24.48)]
+    w.jobs = {"g-0": "g", "g-1": "g", "solo": "solo"}
+    w.running_at = {"g-0": 2.0, "solo": 2.0}
+    row = figures(w, ["g-0", "g-1", "solo"], None, 1, {"g-0", "solo"})
+    assert row["nodes_bought"] == 2 and row["peak_cost_per_h"] == 48.96
+    assert row["pods_never_run"] == 1 and row["partial_gangs"] == 1 and row["all_running_s"] is None
+    assert row["bought_by_type"] == {"p3.16xlarge@us-east-1": 2}
