@@ -67,10 +67,10 @@ build_set() {
 for s in "${sets[@]}"; do build_set "$s"; done
 for b in "$bin"/*; do
   case ${b##*/} in
-    kubeadm) v=$("$b" version -o short) ;;
-    kubectl) v=$("$b" version --client 2>/dev/null | head -n 1) ;;
-    etcd | kwok | karpenter) v=$("$b" --version 2>/dev/null | head -n 1) ;;
-    *) v=$("$b" --version 2>/dev/null | head -n 1) ;;
+    kubeadm) v=$("$b" version -o short) || v="" ;;
+    kubectl) v=$("$b" version --client 2>/dev/null | head -n 1) || v="" ;;
+    karpenter) v="sigs.k8s.io/karpenter $(sed -n 's/^require sigs.k8s.io\/karpenter //p;s/^\tsigs.k8s.io\/karpenter //p' localcluster/go/karpenter/go.mod | head -n 1) (no --version)" ;;
+    *) v=$("$b" --version 2>/dev/null | head -n 1) || v="" ;;
   esac
   printf 'build-tools: %-24s %s\n' "${b##*/}" "${v:-?}"
 done
