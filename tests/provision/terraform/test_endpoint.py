@@ -49,18 +49,25 @@ def test_the_override_covers_every_provider_configuration(tmp_path):
     assert not (tmp_path / endpoint.OVERRIDE_FILE).exists() and not backend.exists()
 
 
-def test_use_sets_dummy_credentials_and_drops_a_profile(monkeypatch):
-    monkeypatch.setenv("AWS_PROFILE", "real")
-    monkeypatch.setenv("AWS_SESSION_TOKEN", "real")
-    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL", "AWS_EC2_METADATA_DISABLED",
-                "AWS_DISABLE_HOST_PREFIX_INJECTION"):  # fmt: skip
-        monkeypatch.delenv(key, raising=False)
-    endpoint.use("https://127.0.0.1:5000")
-    assert "AWS_PROFILE" not in os.environ and "AWS_SESSION_TOKEN" not in os.environ
-    assert (
-        os.environ["AWS_ACCESS_KEY_ID"] == "testing"
-        and os.environ["AWS_ENDPOINT_URL"] == "https://127.0.0.1:5000"
-    )
+def test_use_sets_dummy_credentials_and_drops_a_profile():
+    """use() changes this process's environment: the whole environment is put back after (monkeypatch records no
+    key it deletes while absent, so AWS_ENDPOINT_URL would outlive the test and send every later boto3 call of the
+    worker to a port nobody serves)."""
+    saved = dict(os.environ)
+    try:
+        os.environ.update(AWS_PROFILE="real", AWS_SESSION_TOKEN="real")
+        for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL", "AWS_EC2_METADATA_DISABLED",
+                    "AWS_DISABLE_HOST_PREFIX_INJECTION"):  # fmt: skip
+            os.environ.pop(key, None)
+        endpoint.use("https://127.0.0.1:5000")
+        assert "AWS_PROFILE" not in os.environ and "AWS_SESSION_TOKEN" not in os.environ
+        assert (
+            os.environ["AWS_ACCESS_KEY_ID"] == "testing"
+            and os.environ["AWS_ENDPOINT_URL"] == "https://127.0.0.1:5000"
+        )
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def test_the_mirror_is_found_by_its_layout(tmp_path, monkeypatch):
