@@ -48,7 +48,7 @@ test: lint unit
 # uid, environment and working directory, and `invoke local-cluster` used by `lab`; about 80 s of CPU, so kept out
 # of `make test` and run by CI.
 e2e: venv .terraformrc
-	$(BIN)/pytest -n 4 -m e2e
+	$(BIN)/pytest -n 2 -m e2e
 
 # The fault scenarios (tests/faults, docs/autoscaler.md "What it guarantees"): real `autoscaler run` processes
 # against moto and the emulator with injected faults (21 scenarios, each with its own ports and folders, two at a

@@ -30,7 +30,7 @@ from autoscaler.demo.run import DemoFailed
 from autoscaler.sim.workload import NAMESPACE as WORKLOAD_NAMESPACE
 from clusterspec.names import AUTOSCALER_NAMESPACE
 from clusterspec.spec import Cluster
-from provision import addons, deploy, images, kubectl, scheduler, tenancy
+from provision import addons, deploy, images, kubectl, lab_images, scheduler, tenancy
 
 DEMO_ROLE_ARN = (
     "arn:aws:iam::123456789012:role/dlr-autoscaler"  # moto's account; Terraform's output in a real one
@@ -56,6 +56,7 @@ def apply_all(cluster: Cluster, admin_kubeconfig: Path, out: Path, say=print) ->
     os.environ.setdefault(
         images.BY_TAG_ENV, "1"
     )  # the local stack pulls from no registry (provision/images.py)
+    lab_images.use_local_registry(cluster)  # the embedded account's ECR names the lab's own images
     path = tenancy.deploy(cluster, out=out / "tenancy.yaml", kubectl=exe)
     say(
         f"$ kubectl apply --server-side -f {path}  (tenancy: the admission policy, kube-router, the gateways' identity)"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import queue
 import re
 import threading
@@ -174,9 +175,10 @@ class Kube:
             events = plain(self.core.list_namespaced_event(namespace).items)
         except ApiException:
             events = []  # the reasons without the Events: states still
-        try:
-            regions = {n.metadata.name: (n.metadata.labels or {}).get("topology.kubernetes.io/region", "?")
-                       for n in self.core.list_node().items}  # fmt: skip
+        try:  # raw: the client's models refuse a node whose nodeInfo lacks a field the API does not require
+            nodes = json.loads(self.core.list_node(_preload_content=False).data)["items"]
+            regions = {n["metadata"]["name"]: (n["metadata"].get("labels") or {}).get("topology.kubernetes.io/region", "?")
+                       for n in nodes}  # fmt: skip
         except ApiException:
             regions = {}
         return [

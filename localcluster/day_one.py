@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 from clusterspec.spec import Cluster
-from provision import addons, deploy, lab_settings, monitoring, scheduler, tenancy
+from provision import addons, deploy, lab_images, lab_settings, monitoring, scheduler, tenancy
 
 ACCOUNT = "123456789012"  # moto's
 
@@ -38,6 +38,7 @@ def render(cluster: Cluster, out: Path, outputs: Outputs | None = None) -> list[
     """Every set, in `invoke up`'s order: tenancy, the GPU add-ons, the PodGroup CRD and the gang scheduler, the
     lab settings, Prometheus and Alertmanager, the autoscaler."""
     outputs = outputs or Outputs()
+    lab_images.use_local_registry(cluster)  # the embedded account's ECR names the lab's own images
     out.mkdir(parents=True, exist_ok=True)
     files = scheduler.write(cluster, out / "scheduler")
     settings = out / "lab-settings.yaml"

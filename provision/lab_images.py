@@ -61,6 +61,18 @@ def third_party(table: dict[str, dict] | None = None) -> list[str]:
     return [name for name, e in table.items() if not str(e.get("source", "")).startswith("cluster.yaml")]
 
 
+def local_registry(cluster: Cluster) -> str:
+    """The registry of the embedded AWS's account (moto's 123456789012) in the primary region: where the local
+    stacks (make demo, the local cluster) name the lab's images, as a fresh account's ECR would."""
+    return f"123456789012.dkr.ecr.{cluster.primary_region}.amazonaws.com"
+
+
+def use_local_registry(cluster: Cluster) -> None:
+    """For a local stack: the embedded account's registry unless one is set (researchers.registry or the env)."""
+    if not cluster.researchers.registry:
+        os.environ.setdefault(REGISTRY_ENV, local_registry(cluster))
+
+
 def registry_host(cluster: Cluster, environ: dict | None = None) -> str:
     environ = dict(os.environ) if environ is None else environ
     host = cluster.researchers.registry or environ.get(REGISTRY_ENV)

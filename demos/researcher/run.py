@@ -78,6 +78,36 @@ def _pods_folder(out: Path, say) -> Path:
     return pods
 
 
+def bind_local_volumes(api, namespace: str) -> list[str]:
+    """Storage as on AWS, locally: a volume for each of the researcher's claims, bound to it by ``claimRef`` (on
+    AWS the EFS access points' volumes `invoke render-storage` makes; here the kubelet's folders hold the data). A
+    claim nothing binds leaves its pods Pending with `pod has unbound immediate PersistentVolumeClaims`, at
+    kube-scheduler and at the planner alike, and no node is bought for them."""
+    from kubernetes import client
+
+    core = client.CoreV1Api(api)
+    lines = []
+    existing = {v.metadata.name for v in core.list_persistent_volume().items}
+    for pvc in core.list_namespaced_persistent_volume_claim(namespace).items:
+        if pvc.status and pvc.status.phase == "Bound":
+            continue
+        name = pvc.spec.volume_name or f"local-{namespace}-{pvc.metadata.name}"  # the volume it names, if any
+        if name in existing:
+            continue
+        core.create_persistent_volume({
+            "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
+            "spec": {"capacity": dict(pvc.spec.resources.requests or {"storage": "1Gi"}),
+                     "accessModes": list(pvc.spec.access_modes or ["ReadWriteMany"]),
+                     "storageClassName": pvc.spec.storage_class_name or "",
+                     "persistentVolumeReclaimPolicy": "Retain",
+                     "claimRef": {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "namespace": namespace,
+                                  "name": pvc.metadata.name, "uid": pvc.metadata.uid},
+                     "hostPath": {"path": f"/var/lib/lab/{namespace}/{pvc.metadata.name}"}},
+        })  # fmt: skip
+        lines.append(f"PersistentVolume {name} bound to {namespace}/{pvc.metadata.name}")
+    return lines
+
+
 @contextlib.contextmanager
 def local_cluster(spec, out: Path, secrets_dir: Path, say=_say, run_pods: bool = False):
     """The local cluster of ``make demo`` with a researcher: moto (EC2, Auto Scaling and the results bucket), the
@@ -122,6 +152,8 @@ def local_cluster(spec, out: Path, secrets_dir: Path, say=_say, run_pods: bool =
                      aws_secret_access_key="demo").create_bucket(
             Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": regions[0]})  # fmt: skip
         admin_api = kconfig.new_client_from_config(config_file=str(admin))
+        for line in bind_local_volumes(admin_api, added.namespace):
+            say(f"  {line}")
         for line in lab_settings.apply(admin_api, spec, registry="123456789012.dkr.ecr.us-west-2.amazonaws.com",
                                        code_bucket=bucket, s3_endpoint=url):  # fmt: skip
             say(f"  {line}")
