@@ -29,7 +29,7 @@ class StackFailed(RuntimeError):
 
 class Stack:
     def __init__(self, workdir: Path, kwok: bool = True) -> None:
-        self.workdir = Path(workdir)
+        self.workdir = Path(workdir).resolve()  # kubeadm takes absolute paths only (certificatesDir, ...)
         self.kwok = kwok
         self.processes = Processes(self.workdir / "logs")
         self.ports: kubeadm.Ports | None = None
