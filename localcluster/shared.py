@@ -50,6 +50,13 @@ class Cluster:
         meta = {"name": name, **({"labels": labels} if labels else {})}
         body = {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
         self.kubectl("create", "-f", "-", input=json.dumps(body), check=True)
+        # the ServiceAccount admission refuses pods until the controller-manager has made "default" (a real race:
+        # a namespace is usable for pods a moment after it is created)
+        deadline = time.monotonic() + 30
+        while self.kubectl("-n", name, "get", "serviceaccount", "default").returncode:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"namespace {name}: no default ServiceAccount after 30 s")
+            time.sleep(0.2)
         return name
 
 
