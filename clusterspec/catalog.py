@@ -12,6 +12,8 @@ from importlib import resources
 
 import yaml
 
+from clusterspec import kubelet_reserved
+
 
 @dataclass(frozen=True)
 class InstanceType:
@@ -35,15 +37,10 @@ class InstanceType:
         return self.price.get(region)
 
     def allocatable(self) -> dict[str, str]:
-        """Kubernetes allocatable quantities for a node of this type, with the usual system reservations.
-
-        Reserves 100m CPU plus 1% of the vCPUs and 6% of memory (at least 600Mi) for the kubelet and the
-        system, as kubeadm-based nodes with our kubelet config do.
-        """
-        cpu_m = self.vcpu * 1000 - 100 - self.vcpu * 10
-        mem_mi = int(self.memory_gib * 1024)
-        mem_mi -= max(600, int(mem_mi * 0.06))
-        out = {"cpu": f"{cpu_m}m", "memory": f"{mem_mi}Mi", "pods": "110", "ephemeral-storage": "100Gi"}
+        """Kubernetes allocatable quantities for a node of this type: what its kubelet reports under the join's
+        KubeletConfiguration (clusterspec.kubelet_reserved: the same reservations, one formula), with the
+        device plugins' GPUs and EFA interfaces."""
+        out = kubelet_reserved.allocatable(self.vcpu, self.memory_gib)
         if self.gpus:
             out["nvidia.com/gpu"] = str(self.gpus)
         if self.efa:

@@ -29,7 +29,6 @@ from datetime import datetime
 
 from kubernetes import client as k8s
 
-from autoscaler.core.quantity import parse_exact as parse_quantity
 from autoscaler.model.boot import NodeLifecycle, boot_delay
 from clusterspec import catalog, kubelet_reserved
 from clusterspec.names import NODE_GROUP_LABEL
@@ -49,22 +48,49 @@ def loopback_ip(instance_id: str) -> str:
 
 
 def allocatable(instance_type: str) -> tuple[dict[str, str], dict[str, str]]:
-    """(capacity, allocatable) without device-plugin resources: the instance's cores and memory, less the join's
-    KubeletConfiguration reservations (kubeReserved + systemReserved + the memory eviction threshold)."""
+    """(capacity, allocatable) without device-plugin resources: the instance's cores, memory and root volume, and
+    what its kubelet reports under the join's KubeletConfiguration (clusterspec.kubelet_reserved.allocatable,
+    the formula the planner's templates use too)."""
     t = catalog.instance_types()[instance_type]
     conf = kubelet_reserved.kubelet_config(t.vcpu)
-    mem_ki = int(t.memory_gib * 1024 * 1024)
-    cpu_m = t.vcpu * 1000
-    reserved_cpu = (
-        sum(parse_quantity(r["cpu"]) for r in (conf["kubeReserved"], conf["systemReserved"])) * 1000
-    )
-    reserved_mem = sum(parse_quantity(r["memory"]) for r in (conf["kubeReserved"], conf["systemReserved"]))
-    reserved_mem += parse_quantity(conf["evictionHard"]["memory.available"])
-    capacity = {"cpu": str(t.vcpu), "memory": f"{mem_ki}Ki", "pods": str(conf["maxPods"]),
-                "ephemeral-storage": "100Gi"}  # fmt: skip
-    alloc = {"cpu": f"{int(cpu_m - reserved_cpu)}m", "memory": f"{int(mem_ki - reserved_mem / 1024)}Ki",
-             "pods": str(conf["maxPods"]), "ephemeral-storage": "90Gi"}  # fmt: skip
-    return capacity, alloc
+    capacity = {"cpu": str(t.vcpu), "memory": f"{int(t.memory_gib * 1024 * 1024)}Ki", "pods": str(conf["maxPods"]),
+                "ephemeral-storage": f"{kubelet_reserved.ROOT_VOLUME_GIB}Gi"}  # fmt: skip
+    return capacity, kubelet_reserved.allocatable(t.vcpu, t.memory_gib)
+
+
+def node_body(g: dict, instance_id: str, zone: str, uninitialized: bool = True) -> dict:
+    """The Node an instance of group ``g`` registers, as its kubelet registers it on AWS: NotReady, the group's
+    labels and taints (its join's --node-labels and --register-with-taints) with the topology and instance-type
+    labels, providerID, capacity and allocatable (no device-plugin resources yet), a loopback InternalIP, and the
+    uninitialized taint of --cloud-provider=external while the cloud controller has not initialised it."""
+    itype = g["instance_type"]
+    name = f"{instance_id}.{g['region']}.compute.internal"  # AWS's resource-name hostname
+    capacity, alloc = allocatable(itype)
+    labels = {**g.get("labels", {}), NODE_GROUP_LABEL: g["name"], "kubernetes.io/hostname": name,
+              "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+              "topology.kubernetes.io/region": g["region"], "topology.kubernetes.io/zone": zone,
+              "node.kubernetes.io/instance-type": itype}  # fmt: skip
+    taints = [dict(t) for t in g.get("taints") or ()]
+    if uninitialized:
+        taints.append({"key": UNINITIALIZED, "value": "true", "effect": "NoSchedule"})
+    ip = loopback_ip(instance_id)
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"providerID": f"aws:///{zone}/{instance_id}", "taints": taints},
+        "status": {
+            "capacity": capacity, "allocatable": alloc,
+            "addresses": [{"type": "InternalIP", "address": ip}, {"type": "Hostname", "address": name}],
+            "conditions": [{"type": "Ready", "status": "False", "reason": "KubeletNotReady",
+                            "message": "container runtime network not ready: NetworkReady=false "
+                                       "reason:NetworkPluginNotReady message:Network plugin returns error: "
+                                       "cni plugin not initialized"}],
+            "nodeInfo": {"kubeletVersion": "v1.35.4", "containerRuntimeVersion": "containerd://2.2.6",
+                         "operatingSystem": "linux", "architecture": "amd64", "machineID": instance_id,
+                         "systemUUID": instance_id, "bootID": instance_id, "kernelVersion": "", "osImage": "",
+                         "kubeProxyVersion": ""},
+        },
+    }  # fmt: skip
 
 
 @dataclass
@@ -123,36 +149,9 @@ class NodeAgent:
             self._advance(tracked, now)
 
     def _register(self, g: dict, i: dict, now: float) -> Tracked:
-        itype = g["instance_type"]
-        name = f"{i['id']}.{g['region']}.compute.internal"  # AWS's resource-name hostname
-        capacity, alloc = allocatable(itype)
-        labels = {**g.get("labels", {}), NODE_GROUP_LABEL: g["name"], "kubernetes.io/hostname": name,
-                  "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
-                  "topology.kubernetes.io/region": g["region"], "topology.kubernetes.io/zone": i.get("zone") or "",
-                  "node.kubernetes.io/instance-type": itype}  # fmt: skip
-        taints = [dict(t) for t in g.get("taints") or ()]
-        if self.lifecycle.cloud_controller:
-            taints.append({"key": UNINITIALIZED, "value": "true", "effect": "NoSchedule"})
-        ip = loopback_ip(i["id"])
-        body = {
-            "apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": labels},
-            "spec": {"providerID": f"aws:///{i.get('zone')}/{i['id']}", "taints": taints},
-            "status": {
-                "capacity": capacity, "allocatable": alloc,
-                "addresses": [{"type": "InternalIP", "address": ip}, {"type": "Hostname", "address": name}],
-                "conditions": [{"type": "Ready", "status": "False", "reason": "KubeletNotReady",
-                                "message": "container runtime network not ready: NetworkReady=false "
-                                           "reason:NetworkPluginNotReady message:Network plugin returns error: "
-                                           "cni plugin not initialized"}],
-                "nodeInfo": {"kubeletVersion": "v1.35.4", "containerRuntimeVersion": "containerd://2.2.6",
-                             "operatingSystem": "linux", "architecture": "amd64", "machineID": i["id"],
-                             "systemUUID": i["id"], "bootID": i["id"], "kernelVersion": "", "osImage": "",
-                             "kubeProxyVersion": ""},
-            },
-        }  # fmt: skip
+        body = node_body(g, i["id"], i.get("zone") or "", uninitialized=self.lifecycle.cloud_controller)
         self.core.create_node(body)
-        return Tracked(name, g, i, now)
+        return Tracked(body["metadata"]["name"], g, i, now)
 
     def _advance(self, n: Tracked, now: float) -> None:
         age = now - n.registered_at

@@ -55,9 +55,10 @@ def test_allocatable_from_the_instance_table() -> None:
     data = copy.deepcopy(DATA["base"])
     del data["groups"][0]["allocatable"]
     g = parse_snapshot(data).groups[0]
-    # m6i.2xlarge: 8 vCPU, 32 GiB; the table reserves 100m + 1% of the vCPUs and 6% of memory
-    assert g.allocatable["cpu"] == 7820  # milli-CPU
-    assert g.allocatable["memory"] == (32 * 1024 - int(32 * 1024 * 0.06)) * 2**20 * 1000  # milli-bytes
+    # m6i.2xlarge: 8 vCPU, 32 GiB, less what the join's KubeletConfiguration reserves (clusterspec.kubelet_reserved:
+    # nodeadm's 90m of CPU for 8 cores + 100m system; 11 MiB x 110 pods + 255 MiB + 512 MiB system + 100 MiB eviction)
+    assert g.allocatable["cpu"] == 7810  # milli-CPU
+    assert g.allocatable["memory"] == (32 * 1024 - (11 * 110 + 255 + 512 + 100)) * 2**20 * 1000  # milli-bytes
     assert g.allocatable["pods"] == 110_000
     assert g.price_per_hour == 0.384
 
