@@ -12,11 +12,15 @@ import os
 import time
 from contextlib import contextmanager
 
-from autoscaler.demo.run import DemoFailed
+from autoscaler.demo.processes import ChildError
+from autoscaler.demo.run import COMPRESSION, DemoFailed, run_demo
 from autoscaler.demo.run import main as run
+from clusterspec.loader import load_spec
 from clusterspec.names import AUTOSCALER_NAMESPACE
+from demos import sim_vs_real
 from demos.day_one import day_one, wait_for_autoscaler
 from localcluster import aws_cluster, binaries, workload
+from localcluster.stack import StackFailed
 from provision import deploy
 
 
@@ -60,5 +64,15 @@ def workload_namespace() -> str:
 def main(spec: str | None = None, out: str | None = None, emulator: bool = False) -> None:
     if emulator:
         run(spec, out, deploy=day_one)
-    else:
-        run(spec, out, cluster=real_cluster)
+        return
+    try:
+        summary = run_demo(spec, out or "build/demo", cluster=real_cluster)
+    except (ChildError, StackFailed) as e:
+        raise DemoFailed(str(e)) from None
+    compared = sim_vs_real.check(
+        load_spec(spec),
+        summary["group_nodes_seen"],
+        [seconds * COMPRESSION for seconds in summary["waves"].values()],
+    )
+    for line in compared.lines():
+        print(line, flush=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import ssl
 import subprocess
 import time
@@ -56,6 +57,11 @@ class Stack:
             )
         t0 = time.monotonic()
         self.workdir.mkdir(parents=True, exist_ok=True)
+        # a fresh cluster every start: etcd's data of an earlier run in the same folder (a second `make demo`)
+        # would hold its nodes and objects (and its certificates are made again below). Only the folder this
+        # stack itself writes is removed.
+        if (self.workdir / "etcd" / "member").is_dir():
+            shutil.rmtree(self.workdir / "etcd")
         self.ports = kubeadm.Ports(*free_ports(6))
         config = kubeadm.local_config(self.workdir, self.ports)
         commands = kubeadm.phases(self.workdir, config, self.ports)

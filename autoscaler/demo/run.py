@@ -341,6 +341,7 @@ def _drive(
         "gpus_by_region": last.gpus_by_region,
         "nodes_by_group": last.nodes_by_group,
         "nodes_seen": len(watcher.stages_seen),
+        "group_nodes_seen": len(watcher.group_nodes_seen),
         "nodes_seen_booting": sum(1 for s in watcher.stages_seen.values() if "booting" in s),
         "nodes_seen_awaiting_gpus": sum(1 for s in watcher.stages_seen.values() if "awaiting-gpus" in s),
         "scale_decisions": sum(1 for d in watcher.decisions if d.kind == "scale"),

@@ -73,6 +73,9 @@ class Watcher:
         default_factory=Counter
     )  # job name -> its pods Running or Succeeded, at the last look
     stages_seen: dict[str, set] = field(default_factory=dict)  # node -> the stages it was seen in
+    group_nodes_seen: set = field(
+        default_factory=set
+    )  # nodes of an Auto Scaling group (not the control plane)
 
     def now(self) -> float:
         return time.time() - self.t0
@@ -98,6 +101,8 @@ class Watcher:
             stages[stage] += 1
             self.stages_seen.setdefault(n["metadata"]["name"], set()).add(stage)
             labels = n["metadata"].get("labels") or {}
+            if labels.get(NODE_GROUP_LABEL):
+                self.group_nodes_seen.add(n["metadata"]["name"])
             by_group[labels.get(NODE_GROUP_LABEL, "?")] += 1
             gpus = int((n.get("status") or {}).get("allocatable", {}).get(GPU, 0))
             by_region[labels.get("topology.kubernetes.io/region", "?")] += gpus
