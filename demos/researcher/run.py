@@ -67,7 +67,7 @@ def _say(text: str) -> None:
 def _pods_folder(out: Path, say) -> Path:
     """``out/pods``, unless a folder above it is closed to other users: the pods run as their researchers' uids,
     which must reach their folders (kubelet.py ``closed_folder``); then a folder of its own under the temp dir."""
-    from autoscaler.emulator.kubelet import closed_folder, open_folder
+    from localcluster.kubelet.images import closed_folder, open_folder
 
     pods = (out / "pods").resolve()
     pods.mkdir(parents=True, exist_ok=True)
