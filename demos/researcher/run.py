@@ -110,10 +110,16 @@ def bind_local_volumes(api, namespace: str) -> list[str]:
 
 @contextlib.contextmanager
 def local_cluster(spec, out: Path, secrets_dir: Path, say=_say, run_pods: bool = False):
-    """The local cluster of ``make demo`` with a researcher: moto (EC2, Auto Scaling and the results bucket), the
-    emulator following it, what ``invoke up`` deploys applied with kubectl, the real ``autoscaler run``, ``invoke
-    add-user alice`` and the lab settings published; with ``run_pods`` the jobs' pods run as local processes.
+    """The local cluster with a researcher: moto (EC2, Auto Scaling and the results bucket), the Kubernetes side
+    following it, what ``invoke up`` deploys applied with kubectl, the real ``autoscaler run``, ``invoke add-user
+    alice`` and the lab settings published. With ``run_pods`` the Kubernetes side is the real control plane
+    (localcluster/aws_cluster.py) whose GPU nodes are the process kubelet's: the jobs' pods run as local processes
+    and their logs come through the API server; without it, the emulator (being retired, issue 33).
     Yields (alice's AddedUser, the moto URL, the admin kubeconfig)."""
+    if run_pods:
+        with _real_local_cluster(spec, out, secrets_dir, say) as up:
+            yield up
+        return
     regions = list(spec.spill_over_order)
     out.mkdir(parents=True, exist_ok=True)
     env = _child_env()
@@ -127,8 +133,6 @@ def local_cluster(spec, out: Path, secrets_dir: Path, say=_say, run_pods: bool =
         child = emulator_child(
             "demos.researcher.emulator", url, spec.name, regions, admin, out, env, day_one=True
         )
-        if run_pods:  # the standard image's pods run the code as processes (autoscaler/emulator/kubelet.py)
-            child.argv += ["--run-pods", str(_pods_folder(out, say))]
         emulator = children.start(child)
         emulator.ready_line(60)
         autoscaler_kubeconfig = day_one(spec, admin, out, say)  # what `invoke up` deploys, with kubectl
@@ -137,28 +141,68 @@ def local_cluster(spec, out: Path, secrets_dir: Path, say=_say, run_pods: bool =
         )
         _wait_for_log(autoscaler, "running", 60)
         say(f"local cluster up: moto {url}, the emulator, autoscaler run (logs in {out})")
-
-        added = add_user(spec, "alice", str(admin), secrets_dir, timeout_s=10)
-        say(f"$ invoke add-user alice\n  namespace {added.namespace}: {', '.join(added.created)}")
-        say(
-            "  kubeconfig with a client certificate from the CSR API; a Client VPN certificate from the local CA"
-        )
-
-        import boto3
-        from kubernetes import config as kconfig
-
-        bucket = f"{spec.name}-results-123456789012"
-        boto3.client("s3", endpoint_url=url, region_name=regions[0], aws_access_key_id="demo",
-                     aws_secret_access_key="demo").create_bucket(
-            Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": regions[0]})  # fmt: skip
-        admin_api = kconfig.new_client_from_config(config_file=str(admin))
-        for line in bind_local_volumes(admin_api, added.namespace):
-            say(f"  {line}")
-        for line in lab_settings.apply(admin_api, spec, registry="123456789012.dkr.ecr.us-west-2.amazonaws.com",
-                                       code_bucket=bucket, s3_endpoint=url):  # fmt: skip
-            say(f"  {line}")
-        admin_api.close()
+        added = _researcher(spec, admin, url, regions, secrets_dir, say)
         yield added, url, admin
+
+
+@contextlib.contextmanager
+def _real_local_cluster(spec, out: Path, secrets_dir: Path, say):
+    from clusterspec.names import AUTOSCALER_NAMESPACE
+    from demos.day_one import wait_for_autoscaler
+    from localcluster import aws_cluster, binaries
+    from provision import deploy
+
+    missing = binaries.missing((*binaries.CONTROL_PLANE, "kwok"))
+    if missing:
+        raise DemoFailed(f"not built: {', '.join(missing)}; run `make tools` (localcluster/build-tools.sh)")
+    os.environ["PATH"] = binaries.on_path()  # kubectl 1.35, not an older one on the PATH
+    regions = list(spec.spill_over_order)
+    out.mkdir(parents=True, exist_ok=True)
+    env = _child_env()
+    os.environ.update({k: v for k, v in env.items() if k in ("NO_PROXY", "no_proxy")})
+    with Children() as children:
+        aws = children.start(Child("aws", [sys.executable, "-m", "autoscaler.demo.aws_server"], out, env))
+        url = aws.ready_line(60)["url"]
+        create_groups(spec, url, regions)
+        pods = _pods_folder(out, say)
+        with aws_cluster.running(spec, url, regions, out / "cluster", COMPRESSION, pods=pods) as live:
+            admin = live.admin_kubeconfig
+            wait_for_autoscaler(admin)
+            kubeconfig = aws_cluster.service_account_kubeconfig(
+                live.stack, AUTOSCALER_NAMESPACE, deploy.NAME, out / "autoscaler.kubeconfig"
+            )
+            with Children() as first_stopped:  # the autoscaler stops before the control plane it calls
+                autoscaler = first_stopped.start(
+                    autoscaler_child(url, spec.name, regions, kubeconfig, out, env)
+                )
+                _wait_for_log(autoscaler, "running", 60)
+                say(f"local cluster up: moto {url}, the real control plane at {live.stack.server} (GPU nodes run "
+                    f"pods as processes, folders in {pods}), autoscaler run (logs in {out})")  # fmt: skip
+                added = _researcher(spec, admin, url, regions, secrets_dir, say)
+                yield added, url, admin
+
+
+def _researcher(spec, admin: Path, url: str, regions: list[str], secrets_dir: Path, say):
+    """``invoke add-user alice``, her claims bound, the results bucket and the lab settings published."""
+    added = add_user(spec, "alice", str(admin), secrets_dir, timeout_s=10)
+    say(f"$ invoke add-user alice\n  namespace {added.namespace}: {', '.join(added.created)}")
+    say("  kubeconfig with a client certificate from the CSR API; a Client VPN certificate from the local CA")
+
+    import boto3
+    from kubernetes import config as kconfig
+
+    bucket = f"{spec.name}-results-123456789012"
+    boto3.client("s3", endpoint_url=url, region_name=regions[0], aws_access_key_id="demo",
+                 aws_secret_access_key="demo").create_bucket(
+        Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": regions[0]})  # fmt: skip
+    admin_api = kconfig.new_client_from_config(config_file=str(admin))
+    for line in bind_local_volumes(admin_api, added.namespace):
+        say(f"  {line}")
+    for line in lab_settings.apply(admin_api, spec, registry="123456789012.dkr.ecr.us-west-2.amazonaws.com",
+                                   code_bucket=bucket, s3_endpoint=url):  # fmt: skip
+        say(f"  {line}")
+    admin_api.close()
+    return added
 
 
 def main(spec_path: str | None = None, out_dir: str | Path | None = None, deadline_s: float = 90.0) -> dict:
