@@ -47,7 +47,7 @@ VALUE = "process"
 LEASE_RENEW_S = 10.0
 LEASE_DURATION_S = 40
 STATUS_REPORT_S = 60.0
-KUBELET_VERSION = "v1.35.4"
+ADMIT_RETRY_S = 2.0
 
 
 def _q(s: str) -> str:
@@ -79,6 +79,7 @@ class ProcessKubelet:
         self.nodes: dict[str, NodeState] = {}
         self.pods: dict[str, PodRun] = {}  # uid -> run
         self._written: dict[str, dict] = {}  # uid -> the status last written
+        self._refused: dict[str, tuple[str, float]] = {}  # uid -> (why it could not start, when to try again)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.errors = 0
@@ -195,13 +196,46 @@ class ProcessKubelet:
                         if meta.get("deletionTimestamp"):
                             self._delete(meta)
                         continue  # finished before this kubelet took the node
-                    run = self.pods[uid] = self._admit(pod, state)
+                    if meta.get("deletionTimestamp") and uid in self._refused:
+                        self._delete(meta)  # never started: nothing to stop
+                        continue
+                    run = self._try_admit(pod, state)
+                    if run is None:
+                        continue
                 if meta.get("deletionTimestamp"):
                     grace = meta.get("deletionGracePeriodSeconds")
                     run.terminate(float(grace if grace is not None else 30))
         for uid in [u for u in self.pods if u not in seen]:  # gone without us: force-deleted
             self.pods.pop(uid).kill()
             self._written.pop(uid, None)
+        for uid in [u for u in self._refused if u not in seen]:
+            del self._refused[uid]
+
+    def _try_admit(self, pod: dict, state: NodeState) -> PodRun | None:
+        """The pod admitted, or None while what it refers to cannot be resolved (a Secret or ServiceAccount not
+        there yet): its containers wait with ``CreateContainerConfigError`` and the kubelet tries again."""
+        meta = pod["metadata"]
+        uid = meta["uid"]
+        refused = self._refused.get(uid)
+        if refused is not None and self.clock() < refused[1]:
+            return None
+        try:
+            run = self.pods[uid] = self._admit(pod, state)
+        except (ApiError, OSError, ValueError) as e:
+            message = str(e)[:300]
+            self._refused[uid] = (message, self.clock() + ADMIT_RETRY_S)
+            if refused is None or refused[0] != message:
+                names = [c["name"] for c in pod["spec"].get("containers") or ()]
+                status = {"phase": "Pending", "hostIP": state.ip, "containerStatuses": [
+                    {"name": n, "image": next(c.get("image", "") for c in pod["spec"]["containers"] if c["name"] == n),
+                     "imageID": "", "ready": False, "started": False, "restartCount": 0,
+                     "state": {"waiting": {"reason": "CreateContainerConfigError", "message": message}}}
+                    for n in names]}  # fmt: skip
+                path = f"/api/v1/namespaces/{_q(meta['namespace'])}/pods/{_q(meta['name'])}/status"
+                self.api.merge_patch(path, {"metadata": {"uid": uid}, "status": status})
+            return None
+        self._refused.pop(uid, None)
+        return run
 
     def _delete(self, meta: dict) -> None:
         path = f"/api/v1/namespaces/{_q(meta['namespace'])}/pods/{_q(meta['name'])}"
@@ -219,8 +253,15 @@ class ProcessKubelet:
             status = run.status()
             if status != self._written.get(uid):
                 path = f"/api/v1/namespaces/{_q(run.namespace)}/pods/{_q(run.name)}/status"
-                if self.api.merge_patch(path, {"metadata": {"uid": uid}, "status": status}) is None:
-                    continue  # gone: the next listing forgets it
+                try:
+                    if self.api.merge_patch(path, {"metadata": {"uid": uid}, "status": status}) is None:
+                        continue  # gone: the next listing forgets it
+                except ApiError as e:
+                    if (
+                        e.status != 409
+                    ):  # 409: another pod of that name now; the next listing forgets this one
+                        raise
+                    continue
                 self._written[uid] = status
             if run.kill_at is not None and not run.alive():
                 self._delete({"namespace": run.namespace, "name": run.name, "uid": uid})

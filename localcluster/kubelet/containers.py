@@ -45,8 +45,12 @@ class Resolver:
         self.api = api
         self.root = root
 
-    def _object(self, ns: str, kind: str, name: str) -> dict:
-        return self.api.get(f"/api/v1/namespaces/{_q(ns)}/{kind}/{_q(name)}") or {}
+    def _object(self, ns: str, kind: str, name: str, optional: bool | None = False) -> dict:
+        """The ConfigMap or Secret; ValueError as the kubelet words it when it is missing and not optional."""
+        obj = self.api.get(f"/api/v1/namespaces/{_q(ns)}/{kind}/{_q(name)}")
+        if obj is None and not optional:
+            raise ValueError(f'{kind[:-1]} "{name}" not found')
+        return obj or {}
 
     def services(self, ns: str) -> list[dict]:
         return (self.api.get(f"/api/v1/namespaces/{_q(ns)}/services") or {}).get("items") or []
@@ -81,9 +85,11 @@ class Resolver:
 
     def _source(self, ns: str, src: dict) -> dict:
         if "configMapRef" in src:
-            return dict(self._object(ns, "configmaps", src["configMapRef"]["name"]).get("data") or {})
+            ref = src["configMapRef"]
+            return dict(self._object(ns, "configmaps", ref["name"], ref.get("optional")).get("data") or {})
         if "secretRef" in src:
-            data = self._object(ns, "secrets", src["secretRef"]["name"]).get("data") or {}
+            ref = src["secretRef"]
+            data = self._object(ns, "secrets", ref["name"], ref.get("optional")).get("data") or {}
             return {k: base64.b64decode(v).decode() for k, v in data.items()}
         return {}
 
@@ -95,10 +101,14 @@ class Resolver:
             kind, _, res = ref["resourceFieldRef"]["resource"].partition(".")
             return str(((c.get("resources") or {}).get(kind) or {}).get(res, ""))
         if "configMapKeyRef" in ref:
-            obj = self._object(ns, "configmaps", ref["configMapKeyRef"]["name"])
+            obj = self._object(
+                ns, "configmaps", ref["configMapKeyRef"]["name"], ref["configMapKeyRef"].get("optional")
+            )
             return str((obj.get("data") or {}).get(ref["configMapKeyRef"]["key"], ""))
         if "secretKeyRef" in ref:
-            obj = self._object(ns, "secrets", ref["secretKeyRef"]["name"])
+            obj = self._object(
+                ns, "secrets", ref["secretKeyRef"]["name"], ref["secretKeyRef"].get("optional")
+            )
             raw = (obj.get("data") or {}).get(ref["secretKeyRef"]["key"], "")
             return base64.b64decode(raw).decode() if raw else ""
         return ""
@@ -153,10 +163,11 @@ class Resolver:
         """The files of a configMap, secret or downwardAPI source: a volume's own, or one of a projected volume's
         sources (whose secret is ``name``, where a secret volume's is ``secretName``)."""
         if "configMap" in src:
-            obj = self._object(ns, "configmaps", src["configMap"]["name"])
+            obj = self._object(ns, "configmaps", src["configMap"]["name"], src["configMap"].get("optional"))
             write_items(d, obj.get("data") or {}, src["configMap"].get("items"), binary=False)
         elif "secret" in src:
-            obj = self._object(ns, "secrets", src["secret"].get("secretName") or src["secret"].get("name"))
+            name = src["secret"].get("secretName") or src["secret"].get("name")
+            obj = self._object(ns, "secrets", name, src["secret"].get("optional"))
             write_items(d, obj.get("data") or {}, src["secret"].get("items"), binary=True)
         elif "downwardAPI" in src:
             for item in src["downwardAPI"].get("items") or ():

@@ -196,3 +196,31 @@ def test_a_pod_whose_image_cannot_run_here_is_shown_running_without_a_process(ku
     assert "running" in _main(got)["state"]
     assert kube.kubectl("-n", ns, "logs", "pause", check=True).stdout == ""
     kube.kubectl("-n", ns, "delete", "pod", "pause", "--timeout=30s", check=True)
+
+
+def test_a_missing_secret_holds_the_container_until_it_exists_then_env_and_volumes_come_from_the_api(
+    kube, node
+) -> None:
+    ns = kube.namespace("refs")
+    script = ("import os\nprint(os.environ['TOKEN'], os.environ['POD'], "
+              "open(os.environ['CONF'] + '/greeting').read(), flush=True)")  # fmt: skip
+    pod = _pod(node, "refs", script)
+    c = pod["spec"]["containers"][0]
+    c["env"] = [{"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "token"}}},
+                {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                {"name": "CONF", "value": "/etc/conf"}]  # fmt: skip
+    c["volumeMounts"] = [{"name": "conf", "mountPath": "/etc/conf"}]
+    pod["spec"]["volumes"] = [{"name": "conf", "configMap": {"name": "settings"}}]
+    kube.kubectl("-n", ns, "create", "configmap", "settings", "--from-literal=greeting=hello", check=True)
+    _create(kube, ns, pod)
+    held = _until(
+        kube,
+        ns,
+        "refs",
+        lambda p: "waiting" in (_main(p)["state"] if p["status"].get("containerStatuses") else {}),
+    )
+    waiting = _main(held)["state"]["waiting"]
+    assert waiting == {"reason": "CreateContainerConfigError", "message": 'secret "creds" not found'}
+    kube.kubectl("-n", ns, "create", "secret", "generic", "creds", "--from-literal=token=s3cr3t", check=True)
+    _until(kube, ns, "refs", lambda p: p["status"].get("phase") == "Succeeded")
+    assert kube.kubectl("-n", ns, "logs", "refs", check=True).stdout == "s3cr3t refs hello\n"
