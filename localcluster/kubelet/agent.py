@@ -5,7 +5,7 @@
   ``status.daemonEndpoints.kubeletEndpoint.Port``; its Ready condition posted when taken and every
   ``STATUS_REPORT_S``; its Lease in kube-node-lease renewed every ``LEASE_RENEW_S`` (the kubelet's
   ``nodeLeaseDurationSeconds`` 40 s, renewed at a quarter of it);
-- the pods bound to its nodes, listed every ``interval_s`` (where the kubelet watches): each container of this
+- the pods bound to its nodes, kept by a list and watch (informer.py), stepped every ``interval_s``: each container of this
   repository's images runs as a local process (containers.py, process.py), init containers in order and then the
   containers, restarted under the pod's restartPolicy with CrashLoopBackOff (pods.py, backoff.py); the pod's
   status (phase, conditions, container and init container statuses, podIP from the node's podCIDR in
@@ -37,6 +37,7 @@ from localcluster.kubelet.backoff import Backoff
 from localcluster.kubelet.certs import serving_certificate
 from localcluster.kubelet.containers import Resolver
 from localcluster.kubelet.images import runnable
+from localcluster.kubelet.informer import Pods
 from localcluster.kubelet.pods import Box, PodRun
 from localcluster.kubelet.process import iso
 from localcluster.kubelet.server import KubeletServer
@@ -80,6 +81,8 @@ class ProcessKubelet:
         self.pods: dict[str, PodRun] = {}  # uid -> run
         self._written: dict[str, dict] = {}  # uid -> the status last written
         self._refused: dict[str, tuple[str, float]] = {}  # uid -> (why it could not start, when to try again)
+        self._deleted: set[str] = set()
+        self.informer = Pods(self.api)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.errors = 0
@@ -183,33 +186,39 @@ class ProcessKubelet:
         return PodRun(pod, folder, inits, mains, self.backoff, state.ip, self._pod_ip(state), self.clock)
 
     def _pods(self) -> None:
+        if not self.informer.synced:
+            return
         seen: set[str] = set()
-        for name, state in list(self.nodes.items()):
-            query = {"fieldSelector": f"spec.nodeName={name}"}
-            for pod in (self.api.get("/api/v1/pods", query) or {}).get("items") or []:
-                meta = pod["metadata"]
-                uid = meta["uid"]
-                seen.add(uid)
-                run = self.pods.get(uid)
+        for pod in self.informer.snapshot():
+            state = self.nodes.get(pod["spec"].get("nodeName", ""))
+            if state is None:
+                continue  # not a node of this kubelet
+            meta = pod["metadata"]
+            uid = meta["uid"]
+            seen.add(uid)
+            if uid in self._deleted:
+                continue  # deleted by this kubelet; the watch has not said so yet
+            run = self.pods.get(uid)
+            if run is None:
+                if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                    if meta.get("deletionTimestamp"):
+                        self._delete(meta)
+                    continue  # finished before this kubelet took the node
+                if meta.get("deletionTimestamp") and uid in self._refused:
+                    self._delete(meta)  # never started: nothing to stop
+                    continue
+                run = self._try_admit(pod, state)
                 if run is None:
-                    if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
-                        if meta.get("deletionTimestamp"):
-                            self._delete(meta)
-                        continue  # finished before this kubelet took the node
-                    if meta.get("deletionTimestamp") and uid in self._refused:
-                        self._delete(meta)  # never started: nothing to stop
-                        continue
-                    run = self._try_admit(pod, state)
-                    if run is None:
-                        continue
-                if meta.get("deletionTimestamp"):
-                    grace = meta.get("deletionGracePeriodSeconds")
-                    run.terminate(float(grace if grace is not None else 30))
+                    continue
+            if meta.get("deletionTimestamp"):
+                grace = meta.get("deletionGracePeriodSeconds")
+                run.terminate(float(grace if grace is not None else 30))
         for uid in [u for u in self.pods if u not in seen]:  # gone without us: force-deleted
             self.pods.pop(uid).kill()
             self._written.pop(uid, None)
         for uid in [u for u in self._refused if u not in seen]:
             del self._refused[uid]
+        self._deleted &= seen
 
     def _try_admit(self, pod: dict, state: NodeState) -> PodRun | None:
         """The pod admitted, or None while what it refers to cannot be resolved (a Secret or ServiceAccount not
@@ -265,6 +274,7 @@ class ProcessKubelet:
                 self._written[uid] = status
             if run.kill_at is not None and not run.alive():
                 self._delete({"namespace": run.namespace, "name": run.name, "uid": uid})
+                self._deleted.add(uid)
                 self.pods.pop(uid, None)
                 self._written.pop(uid, None)
                 self.backoff.forget(uid + "/")
@@ -316,6 +326,7 @@ class ProcessKubelet:
             self._stop.wait(self.interval_s)
 
     def start(self) -> ProcessKubelet:
+        self.informer.start()
         self._thread = threading.Thread(target=self._run, daemon=True, name="process-kubelet")
         self._thread.start()
         return self
@@ -324,6 +335,7 @@ class ProcessKubelet:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
+        self.informer.stop()
         for run in self.pods.values():
             run.kill()
         for state in self.nodes.values():
