@@ -42,6 +42,11 @@ def node(kube):
     client = k8s_config.new_client_from_config(config_file=str(kube.admin_kubeconfig))
     kubelet = ProcessKubelet(client, root, selector=f"{LABEL}={VALUE},{INSTANCE}={name}").start()
     try:
+        deadline = time.monotonic() + 60
+        while not kube.kubectl("get", "node", name, "-o", "jsonpath={.status.daemonEndpoints.kubeletEndpoint.Port}",
+                               check=True).stdout.strip("0 "):  # fmt: skip
+            assert time.monotonic() < deadline, "the process kubelet did not take its node in 60 s"
+            time.sleep(0.2)
         yield name
     finally:
         kubelet.stop()
@@ -224,3 +229,65 @@ def test_a_missing_secret_holds_the_container_until_it_exists_then_env_and_volum
     kube.kubectl("-n", ns, "create", "secret", "generic", "creds", "--from-literal=token=s3cr3t", check=True)
     _until(kube, ns, "refs", lambda p: p["status"].get("phase") == "Succeeded")
     assert kube.kubectl("-n", ns, "logs", "refs", check=True).stdout == "s3cr3t refs hello\n"
+
+
+def _client_cert(kube, folder, cn: str, org: str | None) -> tuple[str, str]:
+    """A client certificate of the cluster CA (as kubeadm signs the API server's kubelet client certificate)."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    pki = kube.workdir / "pki"
+    ca_cert = x509.load_pem_x509_certificate((pki / "ca.crt").read_bytes())
+    ca_key = serialization.load_pem_private_key((pki / "ca.key").read_bytes(), None)
+    key = ec.generate_private_key(ec.SECP256R1())
+    names = [x509.NameAttribute(NameOID.COMMON_NAME, cn)]
+    if org:
+        names.insert(0, x509.NameAttribute(NameOID.ORGANIZATION_NAME, org))
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(x509.Name(names)).issuer_name(ca_cert.subject)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=1)).not_valid_after(now + datetime.timedelta(hours=1))
+            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+            .sign(ca_key, hashes.SHA256()))  # fmt: skip
+    crt, pem = folder / f"{cn}.crt", folder / f"{cn}.key"
+    crt.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    pem.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                      serialization.NoEncryption()))  # fmt: skip
+    return str(crt), str(pem)
+
+
+def test_the_kubelet_endpoint_serves_only_whom_the_api_server_authorizes(kube, node, tmp_path) -> None:
+    """The seam the API server crosses: its kubelet client certificate is accepted (the logs tests above); a
+    client without a certificate of the cluster CA fails the handshake; one of the CA whose user RBAC does not let
+    get nodes/proxy is refused 403; and the serving certificate is the CA's, for the node's address."""
+    import ssl
+    import urllib.error
+    import urllib.request
+
+    got = json.loads(kube.kubectl("get", "node", node, "-o", "json", check=True).stdout)
+    ip = next(a["address"] for a in got["status"]["addresses"] if a["type"] == "InternalIP")
+    port = got["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"]
+    url = f"https://{ip}:{port}/containerLogs/default/none/main"
+
+    def ctx(cert: tuple[str, str] | None) -> ssl.SSLContext:
+        c = ssl.create_default_context(
+            cafile=str(kube.workdir / "pki" / "ca.crt")
+        )  # verifies the node's IP SAN
+        if cert:
+            c.load_cert_chain(*cert)
+        return c
+
+    with pytest.raises((ssl.SSLError, urllib.error.URLError, ConnectionResetError)):
+        urllib.request.urlopen(url, context=ctx(None), timeout=10).read()
+    nobody = _client_cert(kube, tmp_path, kube.unique("nobody"), None)
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(url, context=ctx(nobody), timeout=10)
+    assert refused.value.code == 403
+    admin = _client_cert(kube, tmp_path, "kube-apiserver-kubelet-client", "kubeadm:cluster-admins")
+    with pytest.raises(urllib.error.HTTPError) as missing:
+        urllib.request.urlopen(url, context=ctx(admin), timeout=10)
+    assert missing.value.code == 404  # authorized; no such pod
