@@ -63,6 +63,7 @@ class NodeState:
     pod_cidr: str = ""
     lease_at: float = 0.0
     status_at: float = 0.0
+    taken_at: str = ""  # the conditions' lastTransitionTime: they do not change while this kubelet runs
 
 
 class ProcessKubelet:
@@ -97,7 +98,12 @@ class ProcessKubelet:
             name = node["metadata"]["name"]
             state = self.nodes.get(name)
             if state is None:
-                state = self.nodes[name] = self._take(node)
+                try:
+                    state = self.nodes[name] = self._take(node)
+                except Exception as e:  # noqa: BLE001 (one node's trouble must not stop the others)
+                    self.errors += 1
+                    log.warning("the process kubelet could not take node %s (tried again): %s", name, e)
+                    continue
             state.pod_cidr = node["spec"].get("podCIDR") or ""
             now = self.clock()
             if now - state.lease_at >= LEASE_RENEW_S:
@@ -116,14 +122,14 @@ class ProcessKubelet:
         cert, key = serving_certificate(self.api, name, ip, self.root / "nodes" / name)
         server = KubeletServer(self.api, name, ip, cert, key, self._logs).start()
         log.info("process kubelet took node %s (%s:%d)", name, ip, server.port)
-        return NodeState(name, ip, server)
+        return NodeState(name, ip, server, taken_at=iso(time.time()))
 
     def _node_status(self, state: NodeState) -> None:
         now = iso(time.time())
 
         def cond(kind: str, ok: bool, reason: str, message: str) -> dict:
             return {"type": kind, "status": "True" if ok else "False", "reason": reason, "message": message,
-                    "lastHeartbeatTime": now, "lastTransitionTime": now}  # fmt: skip
+                    "lastHeartbeatTime": now, "lastTransitionTime": state.taken_at}  # fmt: skip
 
         conditions = [
             cond(
@@ -216,6 +222,7 @@ class ProcessKubelet:
         for uid in [u for u in self.pods if u not in seen]:  # gone without us: force-deleted
             self.pods.pop(uid).kill()
             self._written.pop(uid, None)
+            self.backoff.forget(uid + "/")
         for uid in [u for u in self._refused if u not in seen]:
             del self._refused[uid]
         self._deleted &= seen

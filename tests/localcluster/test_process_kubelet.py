@@ -291,3 +291,24 @@ def test_the_kubelet_endpoint_serves_only_whom_the_api_server_authorizes(kube, n
     with pytest.raises(urllib.error.HTTPError) as missing:
         urllib.request.urlopen(url, context=ctx(admin), timeout=10)
     assert missing.value.code == 404  # authorized; no such pod
+
+
+def test_a_force_deleted_pod_has_its_process_killed(kube, node) -> None:
+    ns = kube.namespace("force")
+    script = "import os, signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint(os.getpid(), flush=True)\ntime.sleep(600)"
+    _create(kube, ns, _pod(node, "stuck", script, policy="Always"))
+    _until(kube, ns, "stuck", lambda p: p["status"].get("phase") == "Running")
+    deadline = time.monotonic() + 30
+    while not (out := kube.kubectl("-n", ns, "logs", "stuck").stdout.strip()):
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    pid = int(out)
+    kube.kubectl("-n", ns, "delete", "pod", "stuck", "--force", "--grace-period=0", check=True)
+    deadline = time.monotonic() + 30
+    while True:  # gone from the API at once; the kubelet sees it go and kills what it started
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        assert time.monotonic() < deadline, f"process {pid} of a force-deleted pod still runs"
+        time.sleep(0.2)
