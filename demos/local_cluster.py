@@ -31,7 +31,7 @@ def main(
     if until is None:
         signal.signal(signal.SIGINT, lambda *_: stop.set())
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    with local_cluster(spec, out, secrets, run_pods=True) as (added, url, admin):
+    with local_cluster(spec, out, secrets) as (added, url, admin):
         print(f"\nthe local cluster is up (the admin's kubeconfig: {Path(admin).resolve()}); in another shell:",
               flush=True)  # fmt: skip
         print(f"  export KUBECONFIG={added.kubeconfig.resolve()} LAB_ENGINE=", flush=True)

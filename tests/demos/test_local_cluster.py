@@ -22,9 +22,7 @@ def test_lab_works_against_the_local_cluster(tmp_path, monkeypatch, capsys) -> N
     proj = tmp_path / "proj"
     proj.mkdir()
     (proj / "train.py").write_text("print('hi')\n")
-    cluster = local_cluster(
-        load_spec(), tmp_path / "out", tmp_path / "secrets", say=lambda s: None, run_pods=True
-    )
+    cluster = local_cluster(load_spec(), tmp_path / "out", tmp_path / "secrets", say=lambda s: None)
     with cluster as (added, _, admin):
         monkeypatch.setenv("KUBECONFIG", str(added.kubeconfig))
         monkeypatch.setenv("LAB_ENGINE", "")
