@@ -17,6 +17,7 @@ from kubernetes import config as k8s_config
 
 from localcluster.kubelet.agent import LABEL, VALUE, ProcessKubelet
 from localcluster.kubelet.images import open_folder
+from tests.support import require_standard_venv
 
 pytestmark = pytest.mark.tool
 INSTANCE = "localcluster.lab/kubelet-instance"
@@ -27,6 +28,7 @@ IMAGE = "127.0.0.1:5000/lab/standard:test"  # the lab's standard image (any regi
 def node(kube):
     """A Node of this test owned by a process kubelet of its own (a narrower selector, so that the kubelets of
     parallel tests never take each other's nodes), tainted so that only this test's pods go there."""
+    require_standard_venv()  # the pods run as uid 1000 on the standard image's venv, which every uid can run
     name = kube.unique("proc-node")
     ip = f"127.{random.randint(64, 95)}.{random.randint(0, 255)}.{random.randint(1, 254)}"
     body = {
