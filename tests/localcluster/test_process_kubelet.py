@@ -314,3 +314,31 @@ def test_a_force_deleted_pod_has_its_process_killed(kube, node) -> None:
             break
         assert time.monotonic() < deadline, f"process {pid} of a force-deleted pod still runs"
         time.sleep(0.2)
+
+
+def test_the_projected_service_account_token_authenticates_the_pod_at_the_api_server(kube, node) -> None:
+    """The seam of the token the kubelet projects (a TokenRequest bound to the pod): the pod reads it and the CA
+    from its kube-api-access volume (the mount path in its env rewritten to the volume's folder) and reaches the
+    API server at KUBERNETES_SERVICE_HOST/PORT, which says who it is."""
+    ns = kube.namespace("token")
+    script = (
+        "import json, os, ssl, urllib.request\n"
+        "d = os.environ['SA']\n"
+        "ctx = ssl.create_default_context(cafile=d + '/ca.crt')\n"
+        "url = f\"https://{os.environ['KUBERNETES_SERVICE_HOST']}:{os.environ['KUBERNETES_SERVICE_PORT']}"
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews\"\n"
+        "body = json.dumps({'apiVersion': 'authentication.k8s.io/v1', 'kind': 'SelfSubjectReview'}).encode()\n"
+        "req = urllib.request.Request(url, body, {'Authorization': 'Bearer ' + open(d + '/token').read(),"
+        " 'Content-Type': 'application/json'})\n"
+        "info = json.load(urllib.request.urlopen(req, context=ctx))['status']['userInfo']\n"
+        "print(info['username'], info['extra']['authentication.kubernetes.io/pod-name'][0], open(d + '/namespace').read())\n"
+    )  # fmt: skip
+    pod = _pod(node, "whoami", script)
+    pod["spec"]["containers"][0]["env"] = [
+        {"name": "SA", "value": "/var/run/secrets/kubernetes.io/serviceaccount"}
+    ]
+    _create(kube, ns, pod)
+    done = _until(kube, ns, "whoami", lambda p: p["status"].get("phase") in ("Succeeded", "Failed"))
+    out = kube.kubectl("-n", ns, "logs", "whoami", check=True).stdout
+    assert done["status"]["phase"] == "Succeeded", out
+    assert out == f"system:serviceaccount:{ns}:default whoami {ns}\n"
