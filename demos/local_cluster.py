@@ -1,11 +1,13 @@
 """``invoke local-cluster``: the local cluster of ``make demo`` kept up for trying ``lab`` on your own code.
 
-moto (EC2, Auto Scaling, the results bucket), the Kubernetes API emulator following it with what ``invoke up``
-deploys, the real ``autoscaler run``, a researcher (``alice``, her kubeconfig from the CSR API) and the lab settings
-published: ``lab`` sees a cluster as it would see the lab's. It prints the two lines to paste into another shell and
-serves until Ctrl-C; GPU nodes boot on demand (compressed 60 times) when a job asks for them, and the jobs' pods run
-your code as local processes (the emulator's kubelet, docs/emulator.md: on the CPU, torch with gloo), so ``lab logs``
-shows its real output and ``$LOG_DIR`` is a folder under ``build/local-cluster/pods/claims/``.
+moto (EC2, Auto Scaling, the results bucket), the real control plane following it (localcluster/: etcd,
+kube-apiserver, kube-controller-manager, kube-scheduler, the gang scheduler, kwok) with what ``invoke up`` deploys,
+the real ``autoscaler run``, a researcher (``alice``, her kubeconfig from the CSR API) and the lab settings
+published: ``lab`` sees a cluster as it would see the lab's. It prints the lines to paste into another shell (and
+the admin's kubeconfig) and serves until Ctrl-C; GPU nodes boot on demand (compressed 60 times) when a job asks for
+them and are the process kubelet's (localcluster/kubelet/): the jobs' pods run your code as local processes (on the
+CPU, torch with gloo), ``lab logs`` and ``kubectl logs`` show its real output through the API server, and
+``$LOG_DIR`` is a folder under ``build/local-cluster/pods/claims/``.
 """
 
 from __future__ import annotations
@@ -29,8 +31,9 @@ def main(
     if until is None:
         signal.signal(signal.SIGINT, lambda *_: stop.set())
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    with local_cluster(spec, out, secrets, run_pods=True) as (added, url, _admin):
-        print("\nthe local cluster is up; in another shell:", flush=True)
+    with local_cluster(spec, out, secrets) as (added, url, admin):
+        print(f"\nthe local cluster is up (the admin's kubeconfig: {Path(admin).resolve()}); in another shell:",
+              flush=True)  # fmt: skip
         print(f"  export KUBECONFIG={added.kubeconfig.resolve()} LAB_ENGINE=", flush=True)
         print("  cd your/project && lab submit --gpus 1 -- torchrun train.py", flush=True)
         print("Ctrl-C stops it (and everything it started).", flush=True)

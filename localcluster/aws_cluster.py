@@ -20,6 +20,7 @@ from autoscaler.adapters.aws import AwsCloud
 from clusterspec.scheduler import GANG_NAMESPACE, GANG_SCHEDULER
 from clusterspec.spec import Cluster
 from localcluster import binaries, day_one
+from localcluster.kubelet.agent import ProcessKubelet
 from localcluster.nodes import NodeAgent, allocatable
 from localcluster.stack import KWOK_LABEL, Stack
 from provision import scheduler
@@ -34,6 +35,7 @@ class Running:
     admin_kubeconfig: Path
     api: k8s.ApiClient
     applied: list[day_one.Applied]
+    kubelet: ProcessKubelet | None = None
 
 
 def control_plane_node(cluster: Cluster) -> dict:
@@ -80,11 +82,14 @@ def start_gang_scheduler(stack: Stack, out: Path) -> None:
 
 @contextmanager
 def running(cluster: Cluster, aws_url: str, regions: list[str], out: Path, compression: float = 1.0,
-            outputs: day_one.Outputs | None = None, gang_scheduler: bool = True):  # fmt: skip
-    """Everything up, yields :class:`Running`; everything stopped after."""
+            outputs: day_one.Outputs | None = None, gang_scheduler: bool = True,
+            pods: Path | None = None):  # fmt: skip
+    """Everything up, yields :class:`Running`; everything stopped after. With ``pods`` (a folder every uid may
+    enter), GPU nodes are the process kubelet's, which runs the pods of this repository's images there as local
+    processes (their folders under ``pods``)."""
     out.mkdir(parents=True, exist_ok=True)
     stack = Stack(out / "control-plane")
-    agent = None
+    agent = kubelet = None
     try:
         stack.start()
         stack.kubectl("create", "-f", "-", input=json.dumps(control_plane_node(cluster)))
@@ -100,15 +105,19 @@ def running(cluster: Cluster, aws_url: str, regions: list[str], out: Path, compr
         for k, v in env_keys.items():
             os.environ.setdefault(k, v)
         cloud = AwsCloud(cluster.name, regions, endpoint_url=aws_url)
-        agent = NodeAgent(cloud, api, compression=compression).start()
+        if pods is not None:
+            kubelet = ProcessKubelet(api, pods).start()
+        agent = NodeAgent(cloud, api, compression=compression, process_gpu_nodes=pods is not None).start()
         try:
-            yield Running(stack, agent, stack.admin_kubeconfig, api, applied)
+            yield Running(stack, agent, stack.admin_kubeconfig, api, applied, kubelet)
         except BaseException:
             dump_state(stack, out / "state-at-failure.txt")
             raise
     finally:
         if agent is not None:
             agent.stop()
+        if kubelet is not None:
+            kubelet.stop()
         stack.stop()
 
 

@@ -10,7 +10,9 @@ A node's life, the delays of ``autoscaler/model/boot.py`` (their sources there) 
         uninitialized taint of --cloud-provider=external; the API server's TaintNodesByCondition adds not-ready
     --cloud_init_s--> the cloud controller's part (this agent): the uninitialized taint goes
     --ready_s--> the network is up: kwok takes the node (its label), posts Ready and keeps its lease; the
-        node lifecycle controller (the real kube-controller-manager) removes the not-ready taint
+        node lifecycle controller (the real kube-controller-manager) removes the not-ready taint. With
+        ``process_gpu_nodes``, a GPU node is taken by the process kubelet instead (localcluster/kubelet/: its
+        label), which runs the pods of this repository's images there as local processes
     --device_plugin_s after the NVIDIA (EFA) device plugin DaemonSet's pod runs there--> nvidia.com/gpu
         (vpc.amazonaws.com/efa) in capacity and allocatable
     instance gone from its group, or terminating --> the Node is deleted (the cloud node lifecycle controller)
@@ -32,6 +34,8 @@ from kubernetes import client as k8s
 from autoscaler.model.boot import NodeLifecycle, boot_delay
 from clusterspec import catalog, kubelet_reserved
 from clusterspec.names import NODE_GROUP_LABEL
+from localcluster.kubelet.agent import LABEL as PROCESS_LABEL
+from localcluster.kubelet.agent import VALUE as PROCESS_VALUE
 from localcluster.stack import KWOK_LABEL
 
 log = logging.getLogger(__name__)
@@ -113,8 +117,9 @@ class NodeAgent:
     """Follows the groups of ``cloud`` (the autoscaler's AWS adapter on the embedded AWS) into Nodes of ``api``."""
 
     def __init__(self, cloud, api: k8s.ApiClient, compression: float = 1.0, interval_s: float = 0.5,
-                 lifecycle: NodeLifecycle | None = None) -> None:  # fmt: skip
+                 lifecycle: NodeLifecycle | None = None, process_gpu_nodes: bool = False) -> None:  # fmt: skip
         self.cloud = cloud
+        self.process_gpu_nodes = process_gpu_nodes
         self.core = k8s.CoreV1Api(api)
         self.compression = compression
         self.interval_s = interval_s
@@ -161,11 +166,18 @@ class NodeAgent:
             self.core.patch_node(n.name, {"spec": {"taints": [t.to_dict() for t in taints] or None}})
             n.initialised = True
         if not n.ready and age >= self._s(self.lifecycle.ready_s):
-            # kwok takes the node: its node-initialize stage posts Ready and it keeps the node's lease
-            self.core.patch_node(n.name, {"metadata": {"labels": {KWOK_LABEL: "fake"}}})
+            # kwok takes the node: its node-initialize stage posts Ready and it keeps the node's lease (or the
+            # process kubelet, which does the same and runs the node's pods)
+            self.core.patch_node(n.name, {"metadata": {"labels": dict([self.taker(n.group)])}})
             n.ready = True
         if n.ready:
             self._device_plugins(n, now)
+
+    def taker(self, group: dict) -> tuple[str, str]:
+        """The label of whoever takes a Ready node of ``group``: kwok, or the process kubelet for GPU nodes."""
+        if self.process_gpu_nodes and GPU in group.get("allocatable", {}):
+            return PROCESS_LABEL, PROCESS_VALUE
+        return KWOK_LABEL, "fake"
 
     def _device_plugins(self, n: Tracked, now: float) -> None:
         wanted = {r for r in (GPU, EFA) if r in n.group.get("allocatable", {})} - n.advertised

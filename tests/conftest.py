@@ -44,7 +44,7 @@ def kubelet_root():
     its owner may enter (/tmp/pytest-of-<user>, mode 0700), where a pod run as its own uid could not start."""
     import shutil
 
-    from autoscaler.emulator.kubelet import open_folder
+    from localcluster.kubelet.images import open_folder
 
     folder = open_folder("kubelet-")
     yield folder

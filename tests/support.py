@@ -50,12 +50,12 @@ def set_path(data: dict, path: str, value) -> None:
 
 
 def require_standard_venv() -> str:
-    """The standard image's venv on this host (autoscaler/emulator/kubelet.py STANDARD_VENV), which every uid can run:
+    """The standard image's venv on this host (localcluster/kubelet/images.py STANDARD_VENV), which every uid can run:
     where the emulator runs as root, a job's pods run as the Job's uid only with it. Skips with a reason when it is
     absent, or fails under CI=true (`make tools` builds it)."""
-    from autoscaler.emulator import kubelet
+    from localcluster.kubelet import images as kubelet
 
-    if os.geteuid() != 0 or kubelet.standard_bin() != kubelet._VENV_BIN:
+    if os.geteuid() != 0 or kubelet.standard_bin() != kubelet.VENV_BIN:
         return kubelet.standard_bin()
     reason = f"the standard image's venv ({kubelet.STANDARD_VENV}) is missing: `make tools` builds it"
     if os.environ.get("CI") == "true":

@@ -1,4 +1,6 @@
-"""The kubelet's container runtime for images this repository builds: each container runs as a local process.
+"""The emulator's container runtime for images this repository builds: each container runs as a local process (what
+an image runs and the pure rewrites of a container's words live in localcluster/kubelet/, the
+real local stack's process kubelet; this runner goes when the emulator goes).
 
 Opt-in (``Emulator(run_pods=DIR)``, ``python -m autoscaler.emulator --run-pods DIR``). When a pod bound to a node
 has pulled its images (model/images.py), ``ClusterModel._run_containers`` hands it here; a pod whose containers all
@@ -25,125 +27,19 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
-import tempfile
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
-_VENV_BIN = str(Path(sys.executable).parent)
-
-# The standard image's /opt/venv on this host: a virtual environment of the image's pinned packages built from the
-# system's Python (scripts/install-tools.sh), so that every uid can run it, as every uid can run the image's. The
-# interpreter of a development checkout is often out of other uids' reach (pyenv under /root, mode 0700), and a job
-# run as root would hide exactly what its uid may not do. Without it, this interpreter's venv stands in.
-STANDARD_VENV = Path(os.environ.get("LAB_STANDARD_VENV", "/opt/lab/standard-venv"))
-
-
-def closed_folder(path: Path) -> Path | None:
-    """The first of ``path``'s folders (itself or a parent) that other users may not enter (no ``o+x``), or None:
-    a pod run as its own uid must reach its folder here, as a container reaches its volumes through its mounts."""
-    path = Path(path).resolve()
-    for p in [path, *path.parents]:
-        if p.exists() and not p.stat().st_mode & 0o001:
-            return p
-    return None
-
-
-def open_folder(prefix: str) -> Path:
-    """A new folder under the temp dir that every uid may enter (mode 0711): a ``--run-pods`` root where this
-    host's own folders are closed (:func:`closed_folder`). The caller removes it."""
-    folder = Path(tempfile.mkdtemp(prefix=prefix))
-    folder.chmod(0o711)
-    return folder
-
-
-def standard_bin() -> str:
-    """The standard image's venv bin folder on this host (:data:`STANDARD_VENV`, else this interpreter's)."""
-    return str(STANDARD_VENV / "bin") if (STANDARD_VENV / "bin" / "python").exists() else _VENV_BIN
-
-
-@dataclass(frozen=True)
-class ImageConfig:
-    """An image's config (its Dockerfile's ENTRYPOINT, CMD, ENV, USER), with its install prefix mapped to here."""
-
-    entrypoint: tuple[str, ...]
-    cmd: tuple[str, ...]
-    env: dict = field(default_factory=dict)
-    user: tuple[int, int] | None = None
-    venv_bin: str | None = None  # the image's venv on this host, first on PATH (None: this interpreter's)
-
-
-# deploy/Dockerfile: the autoscaler image (python:3.11 slim, /opt/autoscaler venv, USER 10001:10001); here its
-# venv is this interpreter's.
-# It lives in the lab's own registry, <registry>/<cluster>/autoscaler (provision/lab_images.py): any repository
-# whose last part is "autoscaler".
-AUTOSCALER_REPOSITORY = "autoscaler"
-IMAGES: dict[str, ImageConfig] = {
-    AUTOSCALER_REPOSITORY: ImageConfig(
-        entrypoint=("autoscaler",),
-        cmd=("run", "--help"),
-        env={"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "HOME": "/tmp", "TMPDIR": "/tmp"},
-        user=(10001, 10001),
-    ),
-}
-
-
-# deploy/standard-image/Dockerfile: the lab's standard image under any registry (``<registry>/<cluster>/standard``):
-# no ENTRYPOINT or CMD, its /opt/venv (torch, numpy, boto3, ...) is :func:`standard_bin`, no USER (jobs set theirs).
-STANDARD = ImageConfig(entrypoint=(), cmd=(), env={"PYTHONUNBUFFERED": "1"})
-
-
-def image_config(image: str) -> ImageConfig | None:
-    from clusterspec import standard_image
-
-    repo = image.split("@", 1)[0]
-    if ":" in repo.rsplit("/", 1)[-1]:
-        repo = repo.rsplit(":", 1)[0]
-    if repo.endswith("/" + standard_image.repository()):
-        return replace(STANDARD, venv_bin=standard_bin())
-    return IMAGES.get(repo.rsplit("/", 1)[-1])
-
-
-_VAR = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)|\$\$")
-
-
-def expand(text: str, env: dict) -> str:
-    """``$(VAR)`` from the container's env, ``$$`` to ``$``; an unknown ``$(VAR)`` stays as written
-    (third_party/forked/golang/expansion: ``Expand``)."""
-
-    def sub(m: re.Match) -> str:
-        if m.group(0) == "$$":
-            return "$"
-        return env.get(m.group(1), m.group(0))
-
-    return _VAR.sub(sub, text)
-
-
-def _field(pod: dict, path: str) -> str:
-    """A downward API ``fieldRef`` (pkg/api/v1/pod: ``ConvertDownwardAPIFieldLabel``, kubelet ``podFieldSelectorRuntimeValue``)."""
-    meta, spec, status = pod["metadata"], pod["spec"], pod.get("status", {})
-    m = re.fullmatch(r"metadata\.(labels|annotations)\['(.+)'\]", path)
-    if m:
-        return str((meta.get(m.group(1)) or {}).get(m.group(2), ""))
-    if path in ("metadata.labels", "metadata.annotations"):
-        items = sorted((meta.get(path.split(".")[1]) or {}).items())
-        return "\n".join(f'{k}="{v}"' for k, v in items)
-    return str(
-        {
-            "metadata.name": meta.get("name"),
-            "metadata.namespace": meta.get("namespace"),
-            "metadata.uid": meta.get("uid"),
-            "spec.nodeName": spec.get("nodeName"),
-            "spec.serviceAccountName": spec.get("serviceAccountName"),
-            "status.hostIP": status.get("hostIP"),
-            "status.podIP": status.get("podIP"),
-            "status.hostIPs": status.get("hostIP"),
-            "status.podIPs": status.get("podIP"),
-        }.get(path)
-        or ""
-    )
+from localcluster.kubelet.expansion import dns_names, expand
+from localcluster.kubelet.expansion import field as _field
+from localcluster.kubelet.expansion import remap as _remap
+from localcluster.kubelet.expansion import resolve as _resolve
+from localcluster.kubelet.expansion import write as _write
+from localcluster.kubelet.expansion import write_items as _write_items
+from localcluster.kubelet.images import VENV_BIN as _VENV_BIN
+from localcluster.kubelet.images import closed_folder, image_config
 
 
 @dataclass
@@ -328,16 +224,7 @@ class ProcessRuntime:
         return _Container(c["name"], argv, env, cwd, user, restart)
 
     def _dns_names(self, ns: str) -> re.Pattern | None:
-        """The cluster DNS names of pods under the namespace's Services (``<hostname>.<svc>``, with or without
-        ``.<ns>.svc.cluster.local``, kube-dns's pod records for ``spec.hostname``/``spec.subdomain``): every pod here
-        is a process of this host, so they are its loopback address, where the cluster's DNS would give each pod's
-        own (such a name inside an env value or an argument is rewritten, as mount paths are)."""
-        svcs = [s["metadata"]["name"] for s in self.model.store.list("services", ns)]
-        if not svcs:
-            return None
-        alt = "|".join(re.escape(s) for s in sorted(svcs, key=len, reverse=True))
-        suffix = rf"(?:\.{re.escape(ns)}(?:\.svc(?:\.cluster\.local)?)?)?"
-        return re.compile(rf"(?<![\w./-])[a-z0-9](?:[-a-z0-9]*[a-z0-9])?\.(?:{alt}){suffix}(?![\w.-])")
+        return dns_names(ns, [s["metadata"]["name"] for s in self.model.store.list("services", ns)])
 
     def _source(self, ns: str, src: dict) -> dict:
         if "configMapRef" in src:
@@ -595,34 +482,6 @@ class ProcessRuntime:
             if s.get("name") == c.name:
                 s["restartCount"] = c.restarts
         self.model.store.modified("pods", pod)
-
-
-def _resolve(text: str, names: re.Pattern | None) -> str:
-    return text if names is None else names.sub("127.0.0.1", text)
-
-
-def _remap(text: str, mounts: dict[str, str]) -> str:
-    for path in sorted(mounts, key=len, reverse=True):
-        if text == path or text.startswith(path.rstrip("/") + "/"):
-            return mounts[path] + text[len(path.rstrip("/")) :]
-        head, sep, tail = text.partition("=")  # --flag=/mount/path
-        if sep and (tail == path or tail.startswith(path.rstrip("/") + "/")):
-            return head + sep + mounts[path] + tail[len(path.rstrip("/")) :]
-    return text
-
-
-def _write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
-
-
-def _write_items(d: Path, data: dict, items: list | None, binary: bool) -> None:
-    keys = [(i["key"], i.get("path", i["key"])) for i in items] if items else [(k, k) for k in data]
-    for key, path in keys:
-        if key not in data:
-            continue
-        raw = base64.b64decode(data[key]) if binary else str(data[key]).encode()
-        _write(d / path, raw)
 
 
 def _now_iso() -> str:

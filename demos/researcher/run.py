@@ -1,5 +1,5 @@
-"""The researcher's path, end to end on the local cluster of ``make demo`` (moto + the emulator + the REAL
-``autoscaler run``), with the researcher's own tools:
+"""The researcher's path, end to end on the local cluster of ``make demo`` (moto + the real control plane +
+the REAL ``autoscaler run``), with the researcher's own tools:
 
 1. ``invoke add-user alice``'s code: namespace, RBAC, claims, a kubeconfig through the CSR API, a VPN certificate
    (keys in a temporary folder outside the repository, removed at the end);
@@ -8,7 +8,8 @@
 3. ``lab submit --gpus 8 --nodes 2`` with alice's kubeconfig and no container engine: the code's snapshot uploaded
    by its content hash, the standard image (it has the project's requirements), an Indexed Job of two 8-GPU pods
    that name the gang scheduler;
-4. the autoscaler scales a GPU group up (each decision shown as it logs it), the nodes boot, both pods run;
+4. the autoscaler scales a GPU group up (each decision shown as it logs it), the nodes boot and are the process
+   kubelet's (localcluster/kubelet/): both pods run the code as local processes;
 5. ``lab tensorboard``: the URL, then ``lab status`` and ``lab cancel``.
 
 Fails (exit status 1) when the job's pods are not all running within the deadline.
@@ -34,13 +35,14 @@ from autoscaler.demo.run import (
     _child_env,
     _wait_for_log,
     autoscaler_child,
-    emulator_child,
 )
 from autoscaler.demo.watch import Watcher
 from clusterspec.loader import load_spec
-from demos.day_one import day_one
+from clusterspec.names import AUTOSCALER_NAMESPACE
+from demos.day_one import wait_for_autoscaler
 from labctl.cli import run as lab
-from provision import lab_settings
+from localcluster import aws_cluster, binaries
+from provision import deploy, lab_settings
 from provision.users import add_user
 
 JOB = "resnet-demo"
@@ -67,7 +69,7 @@ def _say(text: str) -> None:
 def _pods_folder(out: Path, say) -> Path:
     """``out/pods``, unless a folder above it is closed to other users: the pods run as their researchers' uids,
     which must reach their folders (kubelet.py ``closed_folder``); then a folder of its own under the temp dir."""
-    from autoscaler.emulator.kubelet import closed_folder, open_folder
+    from localcluster.kubelet.images import closed_folder, open_folder
 
     pods = (out / "pods").resolve()
     pods.mkdir(parents=True, exist_ok=True)
@@ -109,56 +111,63 @@ def bind_local_volumes(api, namespace: str) -> list[str]:
 
 
 @contextlib.contextmanager
-def local_cluster(spec, out: Path, secrets_dir: Path, say=_say, run_pods: bool = False):
-    """The local cluster of ``make demo`` with a researcher: moto (EC2, Auto Scaling and the results bucket), the
-    emulator following it, what ``invoke up`` deploys applied with kubectl, the real ``autoscaler run``, ``invoke
-    add-user alice`` and the lab settings published; with ``run_pods`` the jobs' pods run as local processes.
-    Yields (alice's AddedUser, the moto URL, the admin kubeconfig)."""
+def local_cluster(spec, out: Path, secrets_dir: Path, say=_say):
+    """The local cluster with a researcher: moto (EC2, Auto Scaling and the results bucket), the real control plane
+    following it (localcluster/aws_cluster.py) with what ``invoke up`` deploys, GPU nodes the process kubelet's (the
+    jobs' pods run as local processes, their logs come through the API server), the real ``autoscaler run``,
+    ``invoke add-user alice`` and the lab settings published. Yields (alice's AddedUser, the moto URL, the admin
+    kubeconfig)."""
+    missing = binaries.missing((*binaries.CONTROL_PLANE, "kwok"))
+    if missing:
+        raise DemoFailed(f"not built: {', '.join(missing)}; run `make tools` (localcluster/build-tools.sh)")
+    os.environ["PATH"] = binaries.on_path()  # kubectl 1.35, not an older one on the PATH
     regions = list(spec.spill_over_order)
     out.mkdir(parents=True, exist_ok=True)
     env = _child_env()
     os.environ.update({k: v for k, v in env.items() if k in ("NO_PROXY", "no_proxy")})
-    py = sys.executable
     with Children() as children:
-        aws = children.start(Child("aws", [py, "-m", "autoscaler.demo.aws_server"], out, env))
+        aws = children.start(Child("aws", [sys.executable, "-m", "autoscaler.demo.aws_server"], out, env))
         url = aws.ready_line(60)["url"]
         create_groups(spec, url, regions)
-        admin = out / "admin.kubeconfig"
-        child = emulator_child(
-            "demos.researcher.emulator", url, spec.name, regions, admin, out, env, day_one=True
-        )
-        if run_pods:  # the standard image's pods run the code as processes (autoscaler/emulator/kubelet.py)
-            child.argv += ["--run-pods", str(_pods_folder(out, say))]
-        emulator = children.start(child)
-        emulator.ready_line(60)
-        autoscaler_kubeconfig = day_one(spec, admin, out, say)  # what `invoke up` deploys, with kubectl
-        autoscaler = children.start(
-            autoscaler_child(url, spec.name, regions, autoscaler_kubeconfig, out, env)
-        )
-        _wait_for_log(autoscaler, "running", 60)
-        say(f"local cluster up: moto {url}, the emulator, autoscaler run (logs in {out})")
+        pods = _pods_folder(out, say)
+        with aws_cluster.running(spec, url, regions, out / "cluster", COMPRESSION, pods=pods) as live:
+            admin = live.admin_kubeconfig
+            wait_for_autoscaler(admin)
+            kubeconfig = aws_cluster.service_account_kubeconfig(
+                live.stack, AUTOSCALER_NAMESPACE, deploy.NAME, out / "autoscaler.kubeconfig"
+            )
+            with Children() as first_stopped:  # the autoscaler stops before the control plane it calls
+                autoscaler = first_stopped.start(
+                    autoscaler_child(url, spec.name, regions, kubeconfig, out, env)
+                )
+                _wait_for_log(autoscaler, "running", 60)
+                say(f"local cluster up: moto {url}, the real control plane at {live.stack.server} (GPU nodes run "
+                    f"pods as processes, folders in {pods}), autoscaler run (logs in {out})")  # fmt: skip
+                added = _researcher(spec, admin, url, regions, secrets_dir, say)
+                yield added, url, admin
 
-        added = add_user(spec, "alice", str(admin), secrets_dir, timeout_s=10)
-        say(f"$ invoke add-user alice\n  namespace {added.namespace}: {', '.join(added.created)}")
-        say(
-            "  kubeconfig with a client certificate from the CSR API; a Client VPN certificate from the local CA"
-        )
 
-        import boto3
-        from kubernetes import config as kconfig
+def _researcher(spec, admin: Path, url: str, regions: list[str], secrets_dir: Path, say):
+    """``invoke add-user alice``, her claims bound, the results bucket and the lab settings published."""
+    added = add_user(spec, "alice", str(admin), secrets_dir, timeout_s=10)
+    say(f"$ invoke add-user alice\n  namespace {added.namespace}: {', '.join(added.created)}")
+    say("  kubeconfig with a client certificate from the CSR API; a Client VPN certificate from the local CA")
 
-        bucket = f"{spec.name}-results-123456789012"
-        boto3.client("s3", endpoint_url=url, region_name=regions[0], aws_access_key_id="demo",
-                     aws_secret_access_key="demo").create_bucket(
-            Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": regions[0]})  # fmt: skip
-        admin_api = kconfig.new_client_from_config(config_file=str(admin))
-        for line in bind_local_volumes(admin_api, added.namespace):
-            say(f"  {line}")
-        for line in lab_settings.apply(admin_api, spec, registry="123456789012.dkr.ecr.us-west-2.amazonaws.com",
-                                       code_bucket=bucket, s3_endpoint=url):  # fmt: skip
-            say(f"  {line}")
-        admin_api.close()
-        yield added, url, admin
+    import boto3
+    from kubernetes import config as kconfig
+
+    bucket = f"{spec.name}-results-123456789012"
+    boto3.client("s3", endpoint_url=url, region_name=regions[0], aws_access_key_id="demo",
+                 aws_secret_access_key="demo").create_bucket(
+        Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": regions[0]})  # fmt: skip
+    admin_api = kconfig.new_client_from_config(config_file=str(admin))
+    for line in bind_local_volumes(admin_api, added.namespace):
+        say(f"  {line}")
+    for line in lab_settings.apply(admin_api, spec, registry="123456789012.dkr.ecr.us-west-2.amazonaws.com",
+                                   code_bucket=bucket, s3_endpoint=url):  # fmt: skip
+        say(f"  {line}")
+    admin_api.close()
+    return added
 
 
 def main(spec_path: str | None = None, out_dir: str | Path | None = None, deadline_s: float = 90.0) -> dict:
@@ -204,7 +213,7 @@ def main(spec_path: str | None = None, out_dir: str | Path | None = None, deadli
             pods = core.list_namespaced_pod(
                 added.namespace, label_selector=f"batch.kubernetes.io/job-name={JOB}"
             ).items
-            if len(pods) == 2 and all(p.status.phase == "Running" for p in pods):
+            if len(pods) == 2 and all(p.status.phase in ("Running", "Succeeded") for p in pods):
                 running_at = time.monotonic() - submitted
                 break
             time.sleep(0.5)
@@ -215,7 +224,10 @@ def main(spec_path: str | None = None, out_dir: str | Path | None = None, deadli
                 f"job {JOB} was not running {deadline_s:.0f} s after it was submitted; see {out}"
             )
         nodes = sorted({p.spec.node_name for p in pods})
-        _say(f"both pods of {JOB} running {running_at:.1f} s after submission, on {', '.join(nodes)}")
+        phases = "/".join(
+            sorted({p.status.phase for p in pods})
+        )  # the code runs as processes: it may be done
+        _say(f"both pods of {JOB} {phases} {running_at:.1f} s after submission, on {', '.join(nodes)}")
         _say(f"$ lab tensorboard {JOB}")
         lab(["tensorboard", JOB, "--timeout", "30"])
         _say("$ lab status")

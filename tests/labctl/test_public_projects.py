@@ -28,8 +28,8 @@ def _require_the_images_pip() -> None:
     import os
     import subprocess
 
-    from autoscaler.emulator import kubelet
     from clusterspec import standard_image
+    from localcluster.kubelet import images as kubelet
 
     want = standard_image.packages()["pip"]
     have = subprocess.run([f"{kubelet.standard_bin()}/python", "-c", "import pip; print(pip.__version__)"],
