@@ -125,7 +125,7 @@ def render(cluster: Cluster, topic_arn: str, role_arn: str | None, admin_rules: 
         out += [d for d in yaml.safe_load_all(env.get_template(name).render(**ctx)) if d]
     from provision import images
 
-    return images.pin_docs(out)
+    return images.pin_docs(out, cluster)
 
 
 def prometheus_config(objects: list[dict]) -> str:
@@ -178,6 +178,6 @@ def deploy(cluster: Cluster, topic_arn: str | None = None, dry_run: bool = False
     from provision import images
 
     exe = kubectl_cli.ready(path, kubectl)
-    images.check_pinned(path)
+    images.check_pinned(path, cluster=cluster)
     kubectl_cli.apply(exe, path, field_manager="research-cluster-monitoring")
     return path
