@@ -235,6 +235,24 @@ data "aws_iam_policy_document" "image_builder" {
     }
   }
 
+  # The build instance's profile (image_bake.tf): passed to EC2 only, and read by Packer before the launch.
+  statement {
+    sid       = "PassTheBakeRoleToEc2"
+    actions   = ["iam:PassRole"]
+    resources = [aws_iam_role.image_bake.arn]
+    condition {
+      test     = "StringEquals"
+      variable = "iam:PassedToService"
+      values   = ["ec2.amazonaws.com"]
+    }
+  }
+
+  statement {
+    sid       = "ReadTheBakeProfile"
+    actions   = ["iam:GetInstanceProfile"]
+    resources = [aws_iam_instance_profile.image_bake.arn]
+  }
+
   statement {
     sid       = "PublishAmiId"
     actions   = ["ssm:PutParameter", "ssm:GetParameter"]
