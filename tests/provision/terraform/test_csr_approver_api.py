@@ -83,6 +83,7 @@ def _approve_csrs(kube, tmp_path, running: list[str]) -> subprocess.CompletedPro
         "PATH": f"{bin_dir}:/usr/bin:/bin",
         "CP_ROOT": str(tmp_path / "root"),
         "RUNNING": str(tmp_path / "running"),
+        "HOME": str(tmp_path),  # kubectl's discovery cache
     }
     return subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=120)
 
