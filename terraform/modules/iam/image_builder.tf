@@ -239,7 +239,7 @@ data "aws_iam_policy_document" "image_builder" {
   statement {
     sid       = "PassTheBakeRoleToEc2"
     actions   = ["iam:PassRole"]
-    resources = [aws_iam_role.image_bake.arn]
+    resources = ["arn:${local.p}:iam::${local.account}:role/${var.cluster}-image-bake"] # aws_iam_role.image_bake
     condition {
       test     = "StringEquals"
       variable = "iam:PassedToService"
@@ -250,7 +250,7 @@ data "aws_iam_policy_document" "image_builder" {
   statement {
     sid       = "ReadTheBakeProfile"
     actions   = ["iam:GetInstanceProfile"]
-    resources = [aws_iam_instance_profile.image_bake.arn]
+    resources = ["arn:${local.p}:iam::${local.account}:instance-profile/${var.cluster}-image-bake"]
   }
 
   statement {

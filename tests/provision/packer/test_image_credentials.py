@@ -76,7 +76,7 @@ def test_the_bake_role_reads_the_standard_image_only_and_only_ec2_gets_it():
     builder = _statements("iam/image_builder.tf", "image_builder")
     passing = builder["PassTheBakeRoleToEc2"]
     assert passing["actions"] == ["iam:PassRole"] and passing["resources"] == [
-        "${aws_iam_role.image_bake.arn}"
+        "arn:${local.p}:iam::${local.account}:role/${var.cluster}-image-bake"
     ]
     (condition,) = passing["condition"]
     assert (condition["variable"], condition["values"]) == ("iam:PassedToService", ["ec2.amazonaws.com"])
