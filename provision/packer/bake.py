@@ -40,6 +40,11 @@ def bake(
     if not local:
         cidr = variables.ssh_source(ssh_from) if ssh_from else variables.bake_host_cidr()
         return _build(cluster, region, exe, staged, work, build_dir, AWS_BUILD, None, {}, on_event, (cidr,))
+    from provision import lab_images
+
+    lab_images.use_local_registry(
+        cluster
+    )  # the embedded account's ECR names the standard image (no script runs)
     with moto_local.moto_server(cluster.software.ubuntu) as endpoint:
         return _build(
             cluster, region, exe, staged, work, build_dir, LOCAL_BUILD, endpoint,
