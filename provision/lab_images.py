@@ -107,6 +107,46 @@ def standard_image(cluster: Cluster, environ: dict | None = None) -> str:
     )
 
 
+def prepull_blocker(cluster: Cluster, session=None, environ: dict | None = None) -> str | None:
+    """Why a real bake cannot pre-pull the standard image yet (None: it can, and must). On a fresh account the bake
+    comes before the roots that make the build instance's profile (global) and the repository (primary), so the
+    first image goes without it and the next bake, after `invoke push-standard-image`, has it."""
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from provision.packer.variables import bake_instance_profile
+
+    session = session or boto3.Session()
+    image = standard_image(cluster, environ)
+    ref = registry.parse(image)
+    m = ECR_HOST.match(ref.registry)
+    if not m:
+        return f"{ref.registry} is not an ECR registry: the bake's profile reads the lab's ECR only"
+    profile = bake_instance_profile(cluster)
+    try:
+        session.client("iam").get_instance_profile(InstanceProfileName=profile)
+    except ClientError as e:
+        if e.response.get("Error", {}).get("Code") == "NoSuchEntity":
+            return f"the build instance's profile {profile} does not exist yet (`invoke up --region global` makes it)"
+        raise UserError(f"iam:GetInstanceProfile {profile}: {e}".splitlines()[0]) from None
+    except BotoCoreError as e:
+        raise UserError(f"iam:GetInstanceProfile {profile}: {e}".splitlines()[0]) from None
+    try:
+        session.client("ecr", region_name=m[2]).describe_images(
+            registryId=m[1], repositoryName=ref.repository, imageIds=[{"imageTag": ref.tag}]
+        )
+    except ClientError as e:
+        if e.response.get("Error", {}).get("Code") in (
+            "RepositoryNotFoundException",
+            "ImageNotFoundException",
+        ):
+            return f"{image} is not in the lab's ECR yet (`invoke push-standard-image`)"
+        raise UserError(f"ecr:DescribeImages {ref.repository}: {e}".splitlines()[0]) from None
+    except BotoCoreError as e:
+        raise UserError(f"ecr:DescribeImages {ref.repository}: {e}".splitlines()[0]) from None
+    return None
+
+
 def authorization(host: str, session=None) -> str | None:
     """``Basic <token>`` for an ECR registry (its account and region from the host name); None for others."""
     m = ECR_HOST.match(host)

@@ -8,7 +8,8 @@ set -euo pipefail
 : "${STANDARD_IMAGE?empty: the spec names no registry, nothing to pre-pull}"
 
 if [[ -z "$STANDARD_IMAGE" ]]; then
-  echo "prepull: no registry in cluster.yaml (researchers.registry); the standard image is pulled at first use"
+  # a fresh account's first bake (no profile or no image yet: invoke bake-ami says so) or the local bake
+  echo "prepull: no standard image to pre-pull in this bake; it is pulled at first use"
   exit 0
 fi
 host=${STANDARD_IMAGE%%/*}

@@ -66,8 +66,10 @@ def packer_variables(
     now=None,
     package_lock_path: str = "package-lock",
     ssh_source_cidrs: tuple[str, ...] = ("127.0.0.1/32",),
+    prepull: bool = True,
 ) -> dict:
-    """The values of packer/variables.pkr.hcl for a build in ``region`` (copied to the spec's other regions)."""
+    """The values of packer/variables.pkr.hcl for a build in ``region`` (copied to the spec's other regions);
+    ``prepull`` False: no standard image and no build instance profile (a fresh account's first bake)."""
     check_region(cluster, region)
     sw = cluster.software
     driver = image_driver(cluster)
@@ -101,8 +103,8 @@ def packer_variables(
         # pre-pulled and pinned by prepull-images.sh: a new node pulls only what a job adds to it. From the lab's
         # registry (researchers.registry or LAB_REGISTRY; refused while neither names it), read with the bake
         # instance's role (bake_instance_profile: ECR pulls of this one repository, terraform/modules/iam).
-        "standard_image": lab_images.standard_image(cluster),
-        "bake_instance_profile": bake_instance_profile(cluster),
+        "standard_image": lab_images.standard_image(cluster) if prepull else "",
+        "bake_instance_profile": bake_instance_profile(cluster) if prepull else "",
         "ssh_source_cidrs": list(ssh_source_cidrs),
     }
 

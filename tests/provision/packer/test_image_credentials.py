@@ -218,3 +218,45 @@ def test_the_provider_refuses_without_credentials_in_one_line(tmp_path):
     )
     assert done.returncode != 0 and done.stdout == ""
     assert done.stderr.strip() == f"ecr-login: no ECR token for {HOST}: Unable to locate credentials"
+
+
+def test_a_real_bake_pre_pulls_once_the_profile_and_the_image_exist(monkeypatch):
+    """Against the embedded AWS (moto): on a fresh account the bake comes before the roots that make the profile and
+    the repository, so the first image goes without the pre-pull (a warning line); once both exist it is required."""
+    import boto3
+    from moto import mock_aws
+
+    for k, v in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-west-2",
+    }.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    with mock_aws():
+        session = boto3.Session(region_name="us-west-2")
+        image = lab_images.standard_image(SPEC)
+        assert lab_images.prepull_blocker(SPEC, session) == (
+            "the build instance's profile dlr-image-bake does not exist yet (`invoke up --region global` makes it)"
+        )
+        session.client("iam").create_instance_profile(InstanceProfileName="dlr-image-bake")
+        assert lab_images.prepull_blocker(SPEC, session) == (
+            f"{image} is not in the lab's ECR yet (`invoke push-standard-image`)"
+        )
+        ecr = session.client("ecr")
+        ecr.create_repository(repositoryName="dlr/standard")
+        assert lab_images.prepull_blocker(SPEC, session) == (
+            f"{image} is not in the lab's ECR yet (`invoke push-standard-image`)"
+        )
+        manifest = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                    "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "size": 2,
+                               "digest": "sha256:" + "4" * 64}, "layers": []}  # fmt: skip
+        ecr.put_image(
+            repositoryName="dlr/standard",
+            imageManifest=json.dumps(manifest),
+            imageTag=image.rsplit(":", 1)[1],
+        )
+        assert lab_images.prepull_blocker(SPEC, session) is None
+    values = packer_variables(SPEC, "us-west-2", prepull=False)
+    assert values["standard_image"] == "" and values["bake_instance_profile"] == ""
