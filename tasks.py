@@ -435,6 +435,18 @@ def push_autoscaler(c, spec=None):
     print(f"pushed {pushed.image}: {pushed.digest}; recorded in provision/data/images.yaml (commit it)")
 
 
+@task(name="push-standard-image", help={"spec": "path of the cluster spec (default: cluster.yaml)"})
+@user_errors
+def push_standard_image(c, spec=None):
+    """Build deploy/standard-image for the spec and push it to the lab's ECR repository, where the GPU image's bake
+    pre-pulls it; needs a Docker engine."""
+    from clusterspec.loader import load_spec
+    from provision import lab_images
+
+    pushed = lab_images.push_standard(load_spec(spec))
+    print(f"pushed {pushed.image}: {pushed.digest}")
+
+
 @task(name="mirror-images", help={"spec": "path of the cluster spec (default: cluster.yaml)"})
 @user_errors
 def mirror_images(c, spec=None):

@@ -89,6 +89,8 @@ source "amazon-ebs" "ubuntu" {
 build {
   source "amazon-ebs.ubuntu" {
     name = "gpu-worker"
+    # prepull-images.sh reads the lab's ECR with this role (the local build runs no script: no profile)
+    iam_instance_profile = var.bake_instance_profile
   }
 
   source "amazon-ebs.ubuntu" {

@@ -135,7 +135,13 @@ variable "kubernetes_minor" {
 
 variable "standard_image" {
   type        = string
-  description = "The lab's standard image, pre-pulled and pinned (clusterspec/data/standard_image.yaml); empty: none."
+  description = "The lab's standard image in its ECR registry, pre-pulled and pinned (clusterspec/data/standard_image.yaml); empty: none."
+  default     = ""
+}
+
+variable "bake_instance_profile" {
+  type        = string
+  description = "The AWS build instance's profile (terraform/modules/iam/image_bake.tf): ECR pulls of the standard image only; empty: none."
   default     = ""
 }
 

@@ -172,7 +172,7 @@ def render(cluster: Cluster) -> list[dict]:
         if target:
             text = env.get_template(f"{name}.yaml.j2").render(**values)
             docs.extend(d for d in yaml.safe_load_all(text) if d)
-    return images_by_digest.pin_docs(docs)
+    return images_by_digest.pin_docs(docs, cluster)
 
 
 def write(cluster: Cluster, out: Path = OUT) -> Path:
@@ -192,6 +192,6 @@ def deploy_addons(
     if dry_run:
         return path
     exe = kubectl_cli.ready(path, kubectl)
-    images_by_digest.check_pinned(path)
+    images_by_digest.check_pinned(path, cluster=cluster)
     kubectl_cli.apply(exe, path, field_manager="research-cluster-addons")
     return path

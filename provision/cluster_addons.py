@@ -17,7 +17,7 @@ def deploy_scheduler(cluster: Cluster, kubectl_path: str | None = None) -> list[
     manifests = files["gang-scheduler.yaml"]
     exe = kubectl.ready(manifests, kubectl_path)
     crd = files["podgroup-crd.yaml"]
-    images.check_pinned(manifests)
+    images.check_pinned(manifests, cluster=cluster)
     kubectl.apply(exe, crd, field_manager="research-cluster-scheduler")
     kubectl.apply(exe, manifests, field_manager="research-cluster-scheduler")
     return [f"applied the PodGroup CRD ({crd}, scheduler-plugins {scheduler.plugins_version(cluster)})",

@@ -148,7 +148,7 @@ def render(cluster: Cluster, arn: str | None) -> list[dict]:
         docs.extend(d for d in yaml.safe_load_all(text) if d)
     from provision import images
 
-    return images.pin_docs(docs)
+    return images.pin_docs(docs, cluster)
 
 
 class _Dumper(yaml.SafeDumper):
@@ -171,12 +171,13 @@ def write(cluster: Cluster, arn: str | None, out: Path = OUT) -> Path:
     return out
 
 
-def apply(path: Path) -> None:
-    """``kubectl apply -f path``; every way it does not deploy is an error (exit status non-zero), never a quiet 0."""
+def apply(path: Path, cluster: Cluster | None = None) -> None:
+    """``kubectl apply -f path``; every way it does not deploy is an error (exit status non-zero), never a quiet 0.
+    With ``cluster``: every image from the lab's own registry, or nothing is applied."""
     from provision import images
 
     exe = kubectl.ready(path)
-    images.check_pinned(path)
+    images.check_pinned(path, cluster=cluster)
     kubectl.apply(exe, path)
 
 
@@ -199,5 +200,5 @@ def deploy(spec: str | None, arn: str | None, dry_run: bool) -> None:
     if dry_run:
         print(path.read_text(), end="")
         return
-    apply(path)
+    apply(path, cluster)
     print(f"deployed {path} (role {arn})")

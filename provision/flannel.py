@@ -36,7 +36,7 @@ def render(cluster: Cluster) -> list[dict]:
         net_conf=json.dumps(net_conf),
         images=IMAGES,
     )
-    return images.pin_docs([d for d in yaml.safe_load_all(text) if d])
+    return images.pin_docs([d for d in yaml.safe_load_all(text) if d], cluster)
 
 
 def manifest(cluster: Cluster) -> str:

@@ -153,7 +153,7 @@ def webhook_manifests(cluster, ca_pem: bytes) -> list[dict]:
     )
     from provision import images
 
-    return images.pin_docs([d for d in yaml.safe_load_all(text) if d])
+    return images.pin_docs([d for d in yaml.safe_load_all(text) if d], cluster)
 
 
 def webhook_secret(cert_pem: bytes, key_pem: bytes) -> dict:

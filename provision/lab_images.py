@@ -50,6 +50,13 @@ def autoscaler_repository(cluster: Cluster) -> str:
     return f"{cluster.name}/autoscaler"
 
 
+def standard_repository(cluster: Cluster) -> str:
+    """The lab's standard image (deploy/standard-image), which the GPU image pre-pulls at bake time."""
+    from clusterspec import standard_image
+
+    return f"{cluster.name}/{standard_image.repository()}"
+
+
 def mirror_repository(cluster: Cluster, image: str) -> str:
     ref = registry.parse(image)
     return f"{cluster.name}/mirror/{ref.registry}/{ref.repository}"
@@ -88,6 +95,56 @@ def autoscaler_image(cluster: Cluster, environ: dict | None = None) -> str:
     if cluster.autoscaler.image:
         return cluster.autoscaler.image
     return f"{registry_host(cluster, environ)}/{autoscaler_repository(cluster)}:{version()}"
+
+
+def standard_image(cluster: Cluster, environ: dict | None = None) -> str:
+    """``<registry>/<cluster>/standard:<tag>`` in the lab's registry (UserError while it is not known)."""
+    from clusterspec import standard_image as standard
+
+    sw = cluster.software
+    return standard.reference(
+        registry_host(cluster, environ), cluster.name, sw.cuda, cluster.researchers.python
+    )
+
+
+def prepull_blocker(cluster: Cluster, session=None, environ: dict | None = None) -> str | None:
+    """Why a real bake cannot pre-pull the standard image yet (None: it can, and must). On a fresh account the bake
+    comes before the roots that make the build instance's profile (global) and the repository (primary), so the
+    first image goes without it and the next bake, after `invoke push-standard-image`, has it."""
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from provision.packer.variables import bake_instance_profile
+
+    session = session or boto3.Session()
+    image = standard_image(cluster, environ)
+    ref = registry.parse(image)
+    m = ECR_HOST.match(ref.registry)
+    if not m:
+        return f"{ref.registry} is not an ECR registry: the bake's profile reads the lab's ECR only"
+    profile = bake_instance_profile(cluster)
+    try:
+        session.client("iam").get_instance_profile(InstanceProfileName=profile)
+    except ClientError as e:
+        if e.response.get("Error", {}).get("Code") == "NoSuchEntity":
+            return f"the build instance's profile {profile} does not exist yet (`invoke up --region global` makes it)"
+        raise UserError(f"iam:GetInstanceProfile {profile}: {e}".splitlines()[0]) from None
+    except BotoCoreError as e:
+        raise UserError(f"iam:GetInstanceProfile {profile}: {e}".splitlines()[0]) from None
+    try:
+        session.client("ecr", region_name=m[2]).describe_images(
+            registryId=m[1], repositoryName=ref.repository, imageIds=[{"imageTag": ref.tag}]
+        )
+    except ClientError as e:
+        if e.response.get("Error", {}).get("Code") in (
+            "RepositoryNotFoundException",
+            "ImageNotFoundException",
+        ):
+            return f"{image} is not in the lab's ECR yet (`invoke push-standard-image`)"
+        raise UserError(f"ecr:DescribeImages {ref.repository}: {e}".splitlines()[0]) from None
+    except BotoCoreError as e:
+        raise UserError(f"ecr:DescribeImages {ref.repository}: {e}".splitlines()[0]) from None
+    return None
 
 
 def authorization(host: str, session=None) -> str | None:
@@ -145,20 +202,43 @@ def push_autoscaler(cluster: Cluster, *, run: Run = subprocess.run, session=None
         raise UserError("no Docker engine here (`docker info` fails): push-autoscaler builds deploy/Dockerfile "
                         "with Docker; run it on a machine with a Docker engine and AWS credentials")  # fmt: skip
     image = autoscaler_image(cluster, environ)
+    _build_and_push(image, ["-f", DOCKERFILE, "."], run, session)
+    digest = (resolve_digest or (lambda i: resolve(i, session)))(image)
+    record(image, digest, "cluster.yaml autoscaler.image (deploy/Dockerfile; invoke push-autoscaler)")
+    return Pushed(image, digest)
+
+
+def _build_and_push(image: str, build: list[str], run: Run, session) -> None:
     host = registry.parse(image).registry
     password = _login_password(host, session)
     for argv, stdin in (
         (["docker", "login", "--username", "AWS", "--password-stdin", host], password),
-        (["docker", "build", "-f", DOCKERFILE, "-t", image, "."], None),
+        (["docker", "build", "-t", image, *build], None),
         (["docker", "push", image], None),
     ):
         done = run(argv, input=stdin, text=True, capture_output=True, check=False, cwd=REPO)
         if done.returncode != 0:
             last = (done.stderr or done.stdout or "").strip().splitlines()[-1:] or ["no output"]
             raise UserError(f"{' '.join(argv[:2])}: {last[0]}")
-    digest = (resolve_digest or (lambda i: resolve(i, session)))(image)
-    record(image, digest, "cluster.yaml autoscaler.image (deploy/Dockerfile; invoke push-autoscaler)")
-    return Pushed(image, digest)
+
+
+STANDARD_DIR = "deploy/standard-image"
+
+
+def push_standard(cluster: Cluster, *, run: Run = subprocess.run, session=None, environ: dict | None = None,
+                  resolve_digest: Callable[[str], str] | None = None) -> Pushed:  # fmt: skip
+    """Build deploy/standard-image for the spec's CUDA, Ubuntu and Python and push it to the lab's repository
+    (``<registry>/<cluster>/standard:<tag>``), which the GPU image pre-pulls at bake time; its digest read back
+    with credentials."""
+    if not shutil.which("docker") or not _docker_running(run):
+        raise UserError("no Docker engine here (`docker info` fails): push-standard-image builds "
+                        f"{STANDARD_DIR} with Docker; run it on a machine with a Docker engine and AWS credentials")  # fmt: skip
+    sw = cluster.software
+    image = standard_image(cluster, environ)
+    args = ["--build-arg", f"BASE=nvidia/cuda:{sw.cuda}.0-cudnn-runtime-ubuntu{sw.ubuntu}",
+            "--build-arg", f"PYTHON={cluster.researchers.python}", STANDARD_DIR]  # fmt: skip
+    _build_and_push(image, args, run, session)
+    return Pushed(image, (resolve_digest or (lambda i: resolve(i, session)))(image))
 
 
 def record(image: str, digest: str, source: str, path: Path | None = None) -> None:

@@ -57,6 +57,75 @@ WATCHED_DIR = (
 EXPORTED_CERTIFICATES = "/etc/kubernetes/exported-certificates"
 
 
+# Alertmanager's own authentication (issue 36): basic auth on its whole HTTP API (exporter-toolkit's web
+# configuration, --web.config.file), the password random per cluster and kept in two Secrets of the monitoring
+# namespace: its bcrypt hash for Alertmanager, the password for Prometheus (password_file). Made once by the deploy
+# through kubectl's stdin, never written to a file, a log or the rendered manifests; kept on later deploys.
+AUTH = {
+    "username": "prometheus",
+    "web_secret": "alertmanager-web",
+    "web_dir": "/etc/alertmanager-web",
+    "prometheus_secret": "prometheus-alertmanager-auth",
+    "password_dir": "/etc/prometheus/alertmanager-auth",
+    "password_file": "/etc/prometheus/alertmanager-auth/password",
+}
+BCRYPT_COST = 12
+
+
+def bcrypt_hash(password: str) -> str:
+    """``$2b$`` bcrypt, what exporter-toolkit's basic_auth_users compares with (golang.org/x/crypto/bcrypt)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import crypt  # libxcrypt's bcrypt; Python 3.11's crypt module (the only bcrypt in the standard library)
+
+    return crypt.crypt(password, crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=1 << BCRYPT_COST))
+
+
+def auth_secrets(namespace: str, password: str) -> list[dict]:
+    """The two Secrets of Alertmanager's authentication for ``password``."""
+    web = yaml.safe_dump({"basic_auth_users": {AUTH["username"]: bcrypt_hash(password)}})
+
+    def secret(name: str, data: dict) -> dict:
+        return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "stringData": data,
+                "metadata": {"name": name, "namespace": namespace, "labels": {"app.kubernetes.io/part-of": "monitoring"}}}  # fmt: skip
+
+    return [
+        secret(AUTH["web_secret"], {"web.yml": web}),
+        secret(AUTH["prometheus_secret"], {"password": password}),
+    ]
+
+
+def ensure_alertmanager_auth(kubectl: list[str], namespace: str = MONITORING_NAMESPACE) -> bool:
+    """Create Alertmanager's two Secrets unless both exist (a fresh password); True when they were created. The
+    password goes to kubectl on its stdin only."""
+    import secrets
+    import subprocess
+
+    from clusterspec.errors import UserError
+
+    names = [AUTH["web_secret"], AUTH["prometheus_secret"]]
+    got = subprocess.run([*kubectl, "-n", namespace, "get", "secret", *names, "-o", "name", "--ignore-not-found"],
+                         capture_output=True, text=True, check=False)  # fmt: skip
+    if got.returncode:
+        raise UserError(
+            f"kubectl get secret -n {namespace}: {(got.stderr.strip().splitlines() or ['no output'])[-1]}"
+        )
+    if len(got.stdout.split()) == len(names):
+        return False
+    body = json.dumps(
+        {"apiVersion": "v1", "kind": "List", "items": auth_secrets(namespace, secrets.token_urlsafe(32))}
+    )
+    done = subprocess.run([*kubectl, "apply", "--server-side", "--field-manager=research-cluster-monitoring",
+                           "--force-conflicts", "-f", "-"], input=body, capture_output=True, text=True, check=False)  # fmt: skip
+    if done.returncode:
+        raise UserError(
+            f"Alertmanager's Secrets in {namespace}: {(done.stderr.strip().splitlines() or ['no output'])[-1]}"
+        )
+    return True
+
+
 def _env() -> jinja2.Environment:
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(checkout.require(TEMPLATES))),
@@ -96,6 +165,7 @@ def values(cluster: Cluster, topic_arn: str, role_arn: str | None, admin_rules: 
         "topic_arn": topic_arn,
         "role_arn": role_arn or "",
         "images": IMAGES,
+        "auth": AUTH,
         "site_label": SITE_LABEL,
         "rules": {
             "alerts.rules.yaml": alert_rules(cluster),
@@ -125,7 +195,7 @@ def render(cluster: Cluster, topic_arn: str, role_arn: str | None, admin_rules: 
         out += [d for d in yaml.safe_load_all(env.get_template(name).render(**ctx)) if d]
     from provision import images
 
-    return images.pin_docs(out)
+    return images.pin_docs(out, cluster)
 
 
 def prometheus_config(objects: list[dict]) -> str:
@@ -178,6 +248,7 @@ def deploy(cluster: Cluster, topic_arn: str | None = None, dry_run: bool = False
     from provision import images
 
     exe = kubectl_cli.ready(path, kubectl)
-    images.check_pinned(path)
+    images.check_pinned(path, cluster=cluster)
     kubectl_cli.apply(exe, path, field_manager="research-cluster-monitoring")
+    ensure_alertmanager_auth([exe])  # after the namespace exists; the pods start once their Secrets do
     return path

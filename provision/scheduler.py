@@ -192,7 +192,7 @@ def render_manifests(cluster: Cluster, profile: Profile = BIN_PACKING) -> list[d
         docs.extend(d for d in yaml.safe_load_all(text) if d)
     from provision import images
 
-    return images.pin_docs(docs)
+    return images.pin_docs(docs, cluster)
 
 
 def podgroup_crd_url(cluster: Cluster) -> str:

@@ -294,7 +294,7 @@ def render_storage(spec: Cluster, efs: EfsVolumes, csi_role_arn: str) -> dict[st
                                                              role_arn=csi_role_arn, token_dir=IRSA_TOKEN_DIR,
                                                              audience=IRSA_AUDIENCE)  # fmt: skip
     return {
-        "efs-csi-node.yaml": images.pin_docs([d for d in yaml.safe_load_all(driver) if d]),
+        "efs-csi-node.yaml": images.pin_docs([d for d in yaml.safe_load_all(driver) if d], spec),
         "volumes.yaml": [v for u in spec.users for v in volumes(spec, u.name, efs)],
         "lab-volumes.yaml": lab_volumes(spec),
     }

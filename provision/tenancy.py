@@ -329,7 +329,7 @@ def render_templates(spec: Cluster) -> list[dict]:
         "gateway_namespace": GATEWAY_NAMESPACE,
         "gateway_labels": GATEWAY_IDENTITY_LABELS,
         "pod_cidr": spec.kubernetes.pod_cidr,
-        "images": images.pinned(["kube-router", "pause"]),
+        "images": images.pinned(["kube-router", "pause"], spec),
         "minor": spec.kubernetes.minor,
         "monitoring_namespace": MONITORING_NAMESPACE,
     }
@@ -396,6 +396,6 @@ def deploy(spec: Cluster, *, out: Path = OUT, dry_run: bool = False, kubectl: st
     path = write(spec, out)
     if not dry_run:
         exe = kubectl_cli.ready(path, kubectl)
-        images.check_pinned(path)
+        images.check_pinned(path, cluster=spec)
         kubectl_cli.apply(exe, path, field_manager="research-cluster-tenancy")
     return path

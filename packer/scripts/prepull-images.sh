@@ -8,23 +8,28 @@ set -euo pipefail
 : "${STANDARD_IMAGE?empty: the spec names no registry, nothing to pre-pull}"
 
 if [[ -z "$STANDARD_IMAGE" ]]; then
-  echo "prepull: no registry in cluster.yaml (researchers.registry); the standard image is pulled at first use"
+  # a fresh account's first bake (no profile or no image yet: invoke bake-ami says so) or the local bake
+  echo "prepull: no standard image to pre-pull in this bake; it is pulled at first use"
   exit 0
 fi
 host=${STANDARD_IMAGE%%/*}
 args=(--platform linux/amd64)
 if [[ "$host" == *.dkr.ecr.*.amazonaws.com ]]; then
-  # The bake instance's role reads the repository (ecr:GetAuthorizationToken, BatchGetImage, GetDownloadUrlForLayer).
+  # The bake instance's profile (terraform/modules/iam/image_bake.tf) or, on a lab server, the site role (Chef sets
+  # AWS_CONFIG_FILE/AWS_PROFILE) reads the repository: ecr:GetAuthorizationToken, BatchGetImage,
+  # GetDownloadUrlForLayer. Without them the image would lose its pre-pull quietly: the bake stops instead.
   region=$(cut -d. -f4 <<<"$host")
-  if ! password=$(aws ecr get-login-password --region "$region" 2>/dev/null); then
-    # a machine without the role (a lab server Chef runs this on): the image comes at its first job instead
-    echo "prepull: no ECR credentials here for $host; the standard image is pulled at first use"
-    exit 0
+  if ! password=$(aws ecr get-login-password --region "$region"); then
+    echo "prepull: no ECR credentials for $host here (the bake instance's profile <cluster>-image-bake, or the site role)" >&2
+    exit 1
   fi
   args+=(--user "AWS:$password")
 fi
 systemctl start containerd
-ctr -n k8s.io images pull "${args[@]}" "$STANDARD_IMAGE" >/dev/null
+if ! ctr -n k8s.io images pull "${args[@]}" "$STANDARD_IMAGE" >/dev/null; then
+  echo "prepull: $STANDARD_IMAGE could not be pulled: run \`invoke push-standard-image\` before baking" >&2
+  exit 1
+fi
 ctr -n k8s.io images label "$STANDARD_IMAGE" io.cri-containerd.pinned=pinned >/dev/null
 install -d -m 0755 /etc/research-cluster
 {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -39,7 +40,19 @@ def bake(
     staged = template.stage(work / "template", with_plugins=version >= (1, 7, 0))
     if not local:
         cidr = variables.ssh_source(ssh_from) if ssh_from else variables.bake_host_cidr()
-        return _build(cluster, region, exe, staged, work, build_dir, AWS_BUILD, None, {}, on_event, (cidr,))
+        from provision import lab_images
+
+        blocker = lab_images.prepull_blocker(cluster)
+        if blocker:
+            print(f"warning: this image goes without the standard image's pre-pull: {blocker}; bake again after "
+                  "`invoke push-standard-image`", file=sys.stderr)  # fmt: skip
+        return _build(cluster, region, exe, staged, work, build_dir, AWS_BUILD, None, {}, on_event, (cidr,),
+                      prepull=blocker is None)  # fmt: skip
+    from provision import lab_images
+
+    lab_images.use_local_registry(
+        cluster
+    )  # the embedded account's ECR names the standard image (no script runs)
     with moto_local.moto_server(cluster.software.ubuntu) as endpoint:
         return _build(
             cluster, region, exe, staged, work, build_dir, LOCAL_BUILD, endpoint,
@@ -48,7 +61,7 @@ def bake(
 
 
 def _build(cluster, region, exe, staged, work, build_dir, only, endpoint, env, on_event,
-           ssh_source_cidrs: tuple[str, ...] = ("127.0.0.1/32",)) -> dict:  # fmt: skip
+           ssh_source_cidrs: tuple[str, ...] = ("127.0.0.1/32",), prepull: bool = True) -> dict:  # fmt: skip
     lock_path = work / "package-lock"
     lock_path.unlink(missing_ok=True)
     values = variables.packer_variables(
@@ -57,6 +70,7 @@ def _build(cluster, region, exe, staged, work, build_dir, only, endpoint, env, o
         ec2_endpoint=endpoint or "",
         package_lock_path=str(lock_path),
         ssh_source_cidrs=ssh_source_cidrs,
+        prepull=prepull,
     )
     var_file = variables.write_var_file(values, work / "variables.pkrvars.json")
     result = runner.build(staged, var_file, only, executable=exe, env=env, on_event=on_event)

@@ -8,11 +8,11 @@ import urllib.request
 from datetime import UTC, datetime
 from pathlib import Path
 
-from clusterspec import catalog, drivers, standard_image
+from clusterspec import catalog, drivers
 from clusterspec.errors import UserError
 from clusterspec.names import IMAGE_ROOT_GIB
 from clusterspec.spec import Cluster
-from provision import hardware
+from provision import hardware, lab_images
 from provision.packer.images import source_ami_name
 
 BUILDER_INSTANCE_TYPE = "g4dn.xlarge"  # a GPU, so check.sh sees the driver module next to a real device
@@ -53,6 +53,11 @@ def check_region(cluster: Cluster, region: str) -> str:
         raise UserError(f"--region: {e.args[0]}") from None
 
 
+def bake_instance_profile(cluster: Cluster) -> str:
+    """The build instance's profile (terraform/modules/iam/image_bake.tf): reads the standard image, nothing else."""
+    return f"{cluster.name}-image-bake"
+
+
 def packer_variables(
     cluster: Cluster,
     region: str,
@@ -61,8 +66,10 @@ def packer_variables(
     now=None,
     package_lock_path: str = "package-lock",
     ssh_source_cidrs: tuple[str, ...] = ("127.0.0.1/32",),
+    prepull: bool = True,
 ) -> dict:
-    """The values of packer/variables.pkr.hcl for a build in ``region`` (copied to the spec's other regions)."""
+    """The values of packer/variables.pkr.hcl for a build in ``region`` (copied to the spec's other regions);
+    ``prepull`` False: no standard image and no build instance profile (a fresh account's first bake)."""
     check_region(cluster, region)
     sw = cluster.software
     driver = image_driver(cluster)
@@ -93,12 +100,11 @@ def packer_variables(
         "nvidia_container_toolkit_version": sw.nvidia_container_toolkit,
         "kubernetes_version": cluster.kubernetes.version,
         "kubernetes_minor": cluster.kubernetes.minor,
-        # pre-pulled and pinned by prepull-images.sh: a new node pulls only what a job adds to it
-        "standard_image": standard_image.reference(
-            cluster.researchers.registry, cluster.name, sw.cuda, cluster.researchers.python
-        )
-        if cluster.researchers.registry
-        else "",
+        # pre-pulled and pinned by prepull-images.sh: a new node pulls only what a job adds to it. From the lab's
+        # registry (researchers.registry or LAB_REGISTRY; refused while neither names it), read with the bake
+        # instance's role (bake_instance_profile: ECR pulls of this one repository, terraform/modules/iam).
+        "standard_image": lab_images.standard_image(cluster) if prepull else "",
+        "bake_instance_profile": bake_instance_profile(cluster) if prepull else "",
         "ssh_source_cidrs": list(ssh_source_cidrs),
     }
 

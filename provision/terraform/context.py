@@ -80,11 +80,11 @@ def _node_group(cluster: Cluster, region: Region, group) -> dict:
 
 
 def _lab_repositories(cluster: Cluster) -> list[str]:
-    """The lab's own ECR repositories (provision/lab_images.py): the autoscaler's and one mirror per third-party
-    image of provision/data/images.yaml."""
+    """The lab's own ECR repositories (provision/lab_images.py): the autoscaler's, the standard image's (pre-pulled
+    at bake time) and one mirror per third-party image of provision/data/images.yaml."""
     from provision import lab_images
 
-    names = [lab_images.autoscaler_repository(cluster)]
+    names = [lab_images.autoscaler_repository(cluster), lab_images.standard_repository(cluster)]
     names += [lab_images.mirror_repository(cluster, i) for i in lab_images.third_party()]
     return sorted(set(names))
 

@@ -34,7 +34,9 @@ def test_the_objects_pass_strict_validation_with_the_spec_network():
     delegate = json.loads(data["cni-conf.json"])["plugins"][0]["delegate"]
     assert delegate["mtu"] == mtu.pod_mtu(SPEC.vpn.tunnel)
     pod = kinds["DaemonSet"]["spec"]["template"]["spec"]
-    assert {c["image"] for c in pod["initContainers"] + pod["containers"]} == set(flannel.IMAGES.values())
+    assert {images.upstream(c["image"]) for c in pod["initContainers"] + pod["containers"]} == set(
+        flannel.IMAGES.values()
+    )
     assert pod["containers"][0]["securityContext"] == {
         "privileged": False,
         "capabilities": {"add": ["NET_ADMIN", "NET_RAW"]},

@@ -47,8 +47,64 @@ def test_every_rendered_image_is_recorded_in_the_table():
     from provision import lab_images
 
     recorded = set(images.table())
-    named = {i.split("@", 1)[0] for i in _rendered()} - {lab_images.autoscaler_image(SPEC)}
+    named = {images.upstream(i) for i in _rendered()} - {lab_images.autoscaler_image(SPEC)}
     assert named <= recorded, sorted(named - recorded)
+
+
+HOST = "123456789012.dkr.ecr.us-west-2.amazonaws.com"
+
+
+def test_every_rendered_image_is_the_labs_own_or_its_ecr_mirror():
+    """Issue 36: no rendered manifest names flannel's, kube-router's, the exporters' or the device plugins' upstream
+    registries; each names the repository `invoke mirror-images` pushes it to (one and the same name)."""
+    from provision import lab_images
+
+    rendered = _rendered()
+    assert rendered and all(i.startswith(f"{HOST}/") for i in rendered), sorted(
+        i for i in rendered if not i.startswith(f"{HOST}/")
+    )
+    pushed = {c.target for c in lab_images.mirror_plan(SPEC, HOST, _all_pinned())}
+    mirrored = {i.split("@", 1)[0] for i in rendered} - {lab_images.autoscaler_image(SPEC)}
+    assert mirrored <= pushed, sorted(mirrored - pushed)
+    assert {i.split("@", 1)[0] for i in rendered if "/mirror/docker.io/flannel/" in i} == {
+        f"{HOST}/dlr/mirror/docker.io/flannel/flannel:v0.26.1",
+        f"{HOST}/dlr/mirror/docker.io/flannel/flannel-cni-plugin:v1.5.1-flannel2",
+    }
+
+
+def _all_pinned() -> dict[str, dict]:
+    return {k: {**v, "digest": v.get("digest") or "sha256:" + "0" * 64} for k, v in images.table().items()}
+
+
+def test_a_mirrored_image_keeps_the_digest_the_table_pins(monkeypatch):
+    table = _all_pinned()
+    monkeypatch.setattr(images, "table", lambda: table)
+    pod = {"spec": {"containers": [{"image": "docker.io/cloudnativelabs/kube-router:v2.11.1"}]}}
+    images.pin_docs(pod, SPEC)
+    assert pod["spec"]["containers"][0]["image"] == (
+        f"{HOST}/dlr/mirror/docker.io/cloudnativelabs/kube-router:v2.11.1@sha256:" + "0" * 64
+    )
+    assert (
+        images.upstream(pod["spec"]["containers"][0]["image"])
+        == "docker.io/cloudnativelabs/kube-router:v2.11.1"
+    )
+
+
+def test_a_deploy_refuses_an_image_outside_the_labs_registry(tmp_path, monkeypatch):
+    """The rendered manifests of today's main named docker.io, quay.io, nvcr.io, registry.k8s.io: refused."""
+    digest = "@sha256:" + "0" * 64
+    path = tmp_path / "m.yaml"
+    path.write_text(f"spec:\n  containers:\n    - image: quay.io/prometheus/alertmanager:v0.28.1{digest}\n")
+    with pytest.raises(UserError) as e:
+        images.check_pinned(path, cluster=SPEC)
+    assert str(e.value) == (
+        f"{path}: image quay.io/prometheus/alertmanager:v0.28.1{digest} is not in the lab's registry {HOST}: "
+        "nothing was deployed; deploys pull only the lab's own images and its ECR mirror (`invoke mirror-images`)"
+    )
+    path.write_text(
+        f"spec:\n  containers:\n    - image: {HOST}/dlr/mirror/quay.io/prometheus/alertmanager:v0.28.1{digest}\n"
+    )
+    images.check_pinned(path, cluster=SPEC)
 
 
 def test_a_recorded_digest_is_written_into_the_manifest(monkeypatch):

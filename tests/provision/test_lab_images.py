@@ -173,6 +173,31 @@ def test_push_autoscaler_records_the_digest_read_back_from_ecr(spec, tmp_path, m
     images.table.cache_clear()
 
 
+def test_push_standard_builds_the_standard_image_for_the_spec_into_its_repository(spec, monkeypatch):
+    monkeypatch.setattr(lab_images.shutil, "which", lambda name: "/usr/bin/docker")
+    monkeypatch.setattr(lab_images, "_login_password", lambda host, session=None: "pw")
+    calls = []
+
+    def run(argv, **kw):
+        calls.append(argv)
+        return type("Done", (), {"returncode": 0, "stdout": "", "stderr": ""})()
+
+    pushed = lab_images.push_standard(spec, run=run, environ={"LAB_REGISTRY": HOST},
+                                      resolve_digest=lambda image: "sha256:" + "d" * 64)  # fmt: skip
+    sw = spec.software
+    assert pushed.image == f"{HOST}/dlr/standard:1-cuda{sw.cuda}-py{spec.researchers.python}"
+    (build,) = [c for c in calls if c[:2] == ["docker", "build"]]
+    assert build == ["docker", "build", "-t", pushed.image,
+                     "--build-arg", f"BASE=nvidia/cuda:{sw.cuda}.0-cudnn-runtime-ubuntu{sw.ubuntu}",
+                     "--build-arg", f"PYTHON={spec.researchers.python}", "deploy/standard-image"]  # fmt: skip
+    assert ["docker", "push", pushed.image] in calls
+    # the Dockerfile's default base is the one the spec names (the tag says which CUDA it carries)
+    assert (
+        f"ARG BASE=nvidia/cuda:{sw.cuda}.0-cudnn-runtime-ubuntu{sw.ubuntu}"
+        in (ROOT / "deploy/standard-image/Dockerfile").read_text()
+    )
+
+
 def test_terraform_makes_every_lab_repository_immutable_scanned_and_encrypted(rendered_primary):
     text = (rendered_primary / "lab_images.tf").read_text()
     assert 'source      = "' in text and "/ecr" in text
@@ -180,6 +205,7 @@ def test_terraform_makes_every_lab_repository_immutable_scanned_and_encrypted(re
     assert 'image_tag_mutability = "IMMUTABLE"' in module and "scan_on_push = true" in module
     assert 'encryption_type = "KMS"' in module
     assert '"dlr/autoscaler"' in text and '"dlr/mirror/docker.io/flannel/flannel"' in text
+    assert '"dlr/standard"' in text  # pre-pulled at bake time (issue 36)
 
 
 @pytest.fixture(scope="module")

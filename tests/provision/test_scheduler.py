@@ -15,6 +15,7 @@ from autoscaler.model.scheduler import NodeInfo, Scheduler, deployed_profile
 from autoscaler.sim.workload import GANG_SCHEDULER
 from clusterspec.errors import UserError
 from clusterspec.loader import load_spec, spec_from_data
+from provision import images
 from provision import scheduler as S
 from tests.support import ROOT, example_spec_data, load_yaml
 
@@ -122,8 +123,8 @@ def test_the_deployment_reads_the_rendered_configuration_and_runs_the_release_fo
     assert container["args"] == [f"--config={mount['mountPath']}/config.yaml"]
     assert pod["volumes"][0]["configMap"]["name"] == config["metadata"]["name"]
     assert set(config["data"]) == {"config.yaml"}
-    assert (
-        container["image"]
+    assert (  # from the lab's ECR mirror (issue 36)
+        images.upstream(container["image"])
         == f"registry.k8s.io/scheduler-plugins/kube-scheduler:{S.SCHEDULER_PLUGINS[spec.kubernetes.minor]}"
     )
     assert container["securityContext"]["allowPrivilegeEscalation"] is False

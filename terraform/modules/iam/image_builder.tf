@@ -235,6 +235,24 @@ data "aws_iam_policy_document" "image_builder" {
     }
   }
 
+  # The build instance's profile (image_bake.tf): passed to EC2 only, and read by Packer before the launch.
+  statement {
+    sid       = "PassTheBakeRoleToEc2"
+    actions   = ["iam:PassRole"]
+    resources = ["arn:${local.p}:iam::${local.account}:role/${var.cluster}-image-bake"] # aws_iam_role.image_bake
+    condition {
+      test     = "StringEquals"
+      variable = "iam:PassedToService"
+      values   = ["ec2.amazonaws.com"]
+    }
+  }
+
+  statement {
+    sid       = "ReadTheBakeProfile"
+    actions   = ["iam:GetInstanceProfile"]
+    resources = ["arn:${local.p}:iam::${local.account}:instance-profile/${var.cluster}-image-bake"]
+  }
+
   statement {
     sid       = "PublishAmiId"
     actions   = ["ssm:PutParameter", "ssm:GetParameter"]

@@ -74,6 +74,20 @@ data "aws_iam_policy_document" "site" {
     }
   }
 
+  # The lab servers' kubelet and pre-pull read the lab's own images (its ECR mirror, the autoscaler's, the standard
+  # image) as the cloud nodes do (modules/iam node role): pulls only, the cluster's repositories only (issue 36).
+  statement {
+    sid       = "PullClusterImages"
+    actions   = ["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"]
+    resources = ["arn:${local.p}:ecr:*:${local.account}:repository/${var.cluster}/*"]
+  }
+
+  statement {
+    sid       = "EcrLogin"
+    actions   = ["ecr:GetAuthorizationToken"]
+    resources = ["*"] # GetAuthorizationToken supports no resource-level permissions
+  }
+
   statement {
     sid       = "DecryptClusterSecureStrings"
     actions   = ["kms:Decrypt"]

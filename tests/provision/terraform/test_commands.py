@@ -137,7 +137,8 @@ def test_up_refuses_the_primary_root_while_flannel_has_images_by_tag(cluster, fa
 
     monkeypatch.delenv(images.BY_TAG_ENV, raising=False)
     with pytest.raises(
-        UserError, match=r"image docker\.io/flannel/flannel.* has no digest: nothing was deployed"
+        UserError,
+        match=r"image \d+\.dkr\.ecr\.us-west-2\.amazonaws\.com/dlr/mirror/docker\.io/flannel/flannel.* has no digest: nothing was deployed",
     ):
         commands.up(cluster, [cluster.primary_region], out=tmp_path / "out", yes=True)
     assert "apply" not in fake.commands() and "plan" not in fake.commands()

@@ -18,9 +18,13 @@ names = if worker
         else
           scripts['common']
         end
+# The site's AWS identity (site_credentials: Roles Anywhere) for the scripts that read the lab's ECR registry: the
+# standard image's pre-pull and the kubelet's image credential provider (kubernetes.sh).
 environment = scripts['environment'].to_h.merge(
   'EXPECTED_GPUS' => cluster_server['gpus'].to_s,
-  'UNATTENDED_UPGRADES' => worker ? '0' : '1'
+  'UNATTENDED_UPGRADES' => worker ? '0' : '1',
+  'AWS_CONFIG_FILE' => node['cluster_node']['aws_config'],
+  'AWS_PROFILE' => node['cluster_node']['aws_profile']
 )
 
 pending = ClusterNode::Upgrade.pending(names, scripts['digests'], dir)

@@ -15,6 +15,12 @@ admin_group = node['cluster_node']['admin_group']
 users = node['cluster_node']['users']
 admin_root = node['cluster_node']['admin_home_root']
 
+conflicts = ClusterNode::Access.uid_conflicts(users, ::File.read('/etc/passwd'))
+unless conflicts.empty?
+  raise "cluster_node: cluster.yaml users.uid taken by a local account (#{conflicts.join('; ')}): give the user " \
+        'another uid; a shared uid owns the local account\'s home and what it runs with sudo'
+end
+
 directory keys_dir do
   owner 'root'
   group 'root'

@@ -152,6 +152,15 @@ class AccessTest < Minitest::Test
     assert_includes ClusterNode::Access.sudoers('cluster-admins'), "%cluster-admins ALL=(ALL:ALL) NOPASSWD: ALL\n"
   end
 
+  # Issue 36: a researcher never shares a uid with a local account (the installer's admin, uid 1000, has sudo).
+  def test_a_spec_uid_held_by_a_local_account_is_a_conflict
+    passwd = "root:x:0:0:root:/root:/bin/bash\nlabadmin:x:1000:1000::/home/labadmin:/bin/bash\n" \
+             "alice:x:2001:2001::/home/alice:/bin/bash\n"
+    users = [{ 'name' => 'alice', 'uid' => 2001 }, { 'name' => 'mallory', 'uid' => 1000 }, { 'name' => 'bob', 'uid' => 2002 }]
+    assert_equal ["uid 1000: mallory is labadmin's"], ClusterNode::Access.uid_conflicts(users, passwd)
+    assert_empty ClusterNode::Access.uid_conflicts(users.first(1), passwd)
+  end
+
   # Issue 36: an admin (sudo) never has their home on the shared export, a researcher always does.
   def test_admin_homes_are_off_the_export
     root = '/var/lib/cluster-admins'
