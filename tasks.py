@@ -9,13 +9,18 @@ from provision.cli_support import no_h_shortflag, number, user_errors
 
 
 # --- the spec ---------------------------------------------------------------------------------------------
-@task(help={"spec": "path of the cluster spec (default: cluster.yaml)"})
+@task(help={"spec": "path of the cluster spec (default: cluster.yaml)",
+            "json": "one JSON object on stdout: ok and the spec's figures, or ok false and the problems"})  # fmt: skip
 @user_errors
-def validate(c, spec=None):
+def validate(c, spec=None, json=False):
     """Check the cluster spec; one line per problem and exit status 2 when it is invalid."""
     from clusterspec.loader import load_spec
-    from provision.report import summary
+    from provision.cli_support import print_json
+    from provision.report import summary, summary_data
 
+    if json:
+        print_json(lambda: {"ok": True, **summary_data(load_spec(spec))})
+        return
     print(f"ok: {summary(load_spec(spec))}")
 
 
@@ -198,17 +203,31 @@ def _preflight(cluster, names, state_bucket, out=None) -> None:
     print(f"preflight: the account is ready for {', '.join(names)}")
 
 
-@task(help={k: _TF_HELP[k] for k in ("region", "spec", "state_bucket", "endpoint")})
+@task(help={k: _TF_HELP[k] for k in ("region", "spec", "state_bucket", "endpoint")}
+      | {"json": "one JSON object on stdout: ok, the roots checked and the problems (one line each)"})  # fmt: skip
 @user_errors
-def preflight(c, region=None, spec=None, state_bucket=None, endpoint=None):
+def preflight(c, region=None, spec=None, state_bucket=None, endpoint=None, json=False):
     """What the account needs before the first apply (quotas, the baked image, certificates, Block Public Access,
     the state bucket): one line per problem, exit status 2 when there is any; every root unless --region."""
     from clusterspec.loader import load_spec
+    from provision.cli_support import print_json
+    from provision.preflight import run
     from provision.terraform.commands import selected_roots
 
-    _use_endpoint(endpoint)
-    cluster = load_spec(spec)
-    _preflight(cluster, selected_roots(cluster, region, not region), state_bucket)
+    if not json:
+        _use_endpoint(endpoint)
+        cluster = load_spec(spec)
+        _preflight(cluster, selected_roots(cluster, region, not region), state_bucket)
+        return
+
+    def result() -> dict:
+        _use_endpoint(endpoint)
+        cluster = load_spec(spec)
+        names = selected_roots(cluster, region, not region)
+        problems = run(cluster, names, state_bucket)
+        return {"ok": not problems, "cluster": cluster.name, "roots": names, "problems": problems}
+
+    print_json(result)
 
 
 @task(help=_TF_HELP)

@@ -401,9 +401,14 @@ class Kube:
     def all_logs(self, namespace: str, job: str, follow: bool) -> Iterator[str]:
         """Every pod's output, each line prefixed with its node rank (``[node 1]``; torchrun's own ``[rankN]:`` stays
         on its workers' lines), in time order (the kubelet's timestamps); with ``follow`` until every pod exits."""
-        self.get_job(namespace, job)
+        job_obj = self.get_job(namespace, job)
         pods = [p for p in self.pods(namespace, job) if p.spec.node_name]
+        yield from self._gone_logs(namespace, job_obj, {self._index(p) for p in pods})
         if not pods:
+            if self.finished(job_obj) or (
+                job_obj.status and (job_obj.status.failed or job_obj.status.succeeded)
+            ):
+                return  # every pod gone: their output came from $LOG_DIR above
             raise LabError(
                 f"job {job!r} has no pod on a node yet, so no output; `lab status` shows where it is"
             )
@@ -449,6 +454,25 @@ class Kube:
                 done += 1
             else:
                 yield item
+
+    def _gone_logs(self, namespace: str, job, present: set[int]) -> Iterator[str]:
+        """For ``--all``: the output of each node whose pod is gone once the job has ended or lost pods (the Job
+        failed and its surviving pods were deleted, a node was given back), read from ``$LOG_DIR`` as ``lab logs``
+        reads it, each line prefixed with its node."""
+        status = job.status
+        if not (self.finished(job) or (status and (status.failed or status.succeeded))):
+            return
+        nodes = job.spec.completions or job.spec.parallelism or 1
+        for i in range(nodes):
+            if i in present:
+                continue
+            try:
+                text = "".join(self.kept_log(namespace, job, i))
+            except LabError as e:
+                yield f"[node {i}] lab: {e.lines[0]}\n"
+                continue
+            for ln in text.splitlines(keepends=True):
+                yield f"[node {i}] {ln if ln.endswith(chr(10)) else ln + chr(10)}"
 
     @staticmethod
     def _index(pod) -> int:

@@ -8,7 +8,9 @@
   ``torchrun train.py`` runs on every node with the right node count, rank and rendezvous. With
   ``--rdzv-backend c10d`` (elastic) the pod also has ``PET_RDZV_ENDPOINT`` and ``PET_RDZV_ID`` (elastic.go). Each
   worker's lines carry ``[rank<N>]:`` (``PET_TEE`` and ``TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE``, torch/distributed/
-  run.py) and a copy goes to ``$LOG_DIR/torchrun``: that is how ``lab logs`` knows which pod holds rank 0.
+  run.py) and a copy goes to ``$LOG_DIR/torchrun``: that is how ``lab logs`` knows which pod holds rank 0. With
+  ``--max-restarts N`` on several nodes and no ``--rdzv-backend``, the pod gets ``PET_RDZV_BACKEND=c10d``: under the
+  static default only the failed node restarts its workers while the others wait in a collective for its timeout.
 - **accelerate launch** has no environment convention for machines (accelerate/commands/launch.py reads flags or a
   config file): ``lab`` adds the flags a multi-node run needs and the command lacks, with Kubernetes' own ``$(VAR)``
   expansion (``--num_machines $(PET_NNODES) --machine_rank $(PET_NODE_RANK) ...``).
@@ -97,6 +99,22 @@ def adapt(command: list[str], job: str, nodes: int, gpus: int) -> Launch:
     args = command[1:]
     if kind == "torchrun":
         backend = _option(args, "--rdzv-backend", "--rdzv_backend")
+        restarts = _option(args, "--max-restarts", "--max_restarts")
+        if backend is None and nodes > 1 and restarts not in (None, "0") and not _has(args, "--standalone"):
+            # torchrun's default static rendezvous restarts only the failed node's workers: the other nodes' workers
+            # wait in their collective for its timeout (30 min with gloo), the job Running all along (issue 37).
+            # Under c10d every agent sees the failed node rejoin and restarts its own workers with it.
+            backend = "c10d"
+            out.env.append({"name": "PET_RDZV_BACKEND", "value": "c10d"})
+            out.notes.append(
+                f"torchrun --max-restarts {restarts} on {nodes} nodes: lab sets the c10d rendezvous (PET_RDZV_BACKEND) "
+                "so that every node restarts its workers when one fails (docs/researchers.md, Failures)"
+            )
+        if backend == "c10d" and nodes > 1 and restarts not in (None, "0"):
+            # the agents share one TCPStore with the workers across rendezvous rounds (torch >= 2.4): the restarted
+            # workers read their peers' addresses of the round before and fail to connect (Connection refused); a
+            # store of the round's own, hosted by its rank 0 worker, has only this round's keys
+            out.env.append({"name": "TORCH_DISABLE_SHARE_RDZV_TCP_STORE", "value": "1"})
         if backend == "c10d" and not _has(args, "--standalone"):
             out.env += [
                 {"name": "PET_RDZV_ENDPOINT", "value": f"{job}-0.{job}:{MASTER_PORT}" if nodes > 1 else f"localhost:{MASTER_PORT}"},

@@ -76,3 +76,19 @@ def number(value: str | None, flag: str, what: str, kind: type = float, positive
     if positive and out <= 0:
         raise UserError(f"{flag} {value!r}: give {what} (more than 0)")
     return out
+
+
+def print_json(result: Callable[[], dict]) -> None:
+    """``--json``: the task's result as one JSON object on stdout, ``{"ok": true, ...}``; bad input or problems as
+    ``{"ok": false, "problems": [lines]}`` with the same exit status as without ``--json`` (2), nothing on stderr."""
+    import json
+
+    code = 0
+    try:
+        data = result()
+        code = 0 if data.get("ok", True) else UserError.exit_code
+    except UserError as e:
+        data, code = {"ok": False, "problems": e.lines}, e.exit_code
+    print(json.dumps(data, indent=2))
+    if code:
+        raise Exit(code=code)

@@ -20,6 +20,20 @@ def summary(cluster: Cluster) -> str:
     )
 
 
+def summary_data(cluster: Cluster) -> dict:
+    """`invoke validate --json`: the figures of :func:`summary`, one field each."""
+    return {
+        "cluster": cluster.name,
+        "kubernetes": cluster.kubernetes.version,
+        "regions": [r.name for r in cluster.regions],
+        "spill_over_order": list(cluster.spill_over_order),
+        "node_groups": sum(len(r.node_groups) for r in cluster.regions),
+        "sites": [s.name for s in cluster.sites],
+        "servers": sum(len(s.servers) for s in cluster.sites),
+        "site_gpus": sum(v.gpus for s in cluster.sites for v in s.servers),
+    }
+
+
 def address_table(cluster: Cluster) -> Table:
     table = Table(title=f"Address plan of {cluster.name}")
     for col, justify in (("network", "left"), ("of", "left"), ("CIDR", "left"), ("addresses", "right")):

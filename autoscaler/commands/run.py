@@ -60,4 +60,5 @@ def run(args: argparse.Namespace) -> int:
         }
         sys.stdout.write(json.dumps(out, indent=2, sort_keys=True, default=str) + "\n")
         return 0 if result.ok and not result.errors else 1  # any failed read or call fails the pass
+    _groups_exist(svc.cloud, opts)  # the live process too: a typo never serves an empty cluster silently
     return service.serve(svc, opts["metrics_port"])

@@ -14,7 +14,7 @@ exit-code annotations are not used for it); any other pod stays simulated. What 
 | ``workingDir``, ``runAsUser``/``runAsGroup`` (container over pod, else the image's USER) | ``cwd``; the uid/gid are applied when the emulator runs as root (the standard image's venv is :data:`STANDARD_VENV`, which every uid can run; ``DIR`` must be reachable by every uid), otherwise recorded in the pod's folder (``user``) |
 | one directory per volume under ``/var/lib/kubelet/pods/<uid>/volumes`` (emptyDir, configMap, secret, projected with the bound ServiceAccount token, downwardAPI, hostPath, PVC) | ``DIR/<namespace>_<name>_<uid>/volumes/<volume>``; a ``mountPath`` at the start of a command word, env value or ``workingDir`` is rewritten to that folder (a process shares this host's file system) |
 | stdout/stderr to the container log (``pods/{name}/log``) | logs.py |
-| restartPolicy: Always restarts, OnFailure restarts a non-zero exit, Never ends the pod Succeeded/Failed with the exit code | same; ``restartCount`` counted, a 1 s back-off |
+| restartPolicy: Always restarts, OnFailure restarts a non-zero exit, Never ends the pod Succeeded/Failed with the exit code | same; ``restartCount`` counted; the restart back-off of ``kuberuntime`` (CrashLoopBackOff: 10 s doubling to 5 min, reset after 10 min of running; :data:`BACKOFF_INITIAL_S`), the container waiting with ``CrashLoopBackOff`` and its last exit in ``lastState`` |
 | DELETE: SIGTERM, ``terminationGracePeriodSeconds``, SIGKILL (kuberuntime_container.go: ``killContainer``) | same |
 """
 
@@ -41,6 +41,20 @@ from localcluster.kubelet.expansion import write_items as _write_items
 from localcluster.kubelet.images import VENV_BIN as _VENV_BIN
 from localcluster.kubelet.images import closed_folder, image_config
 
+# the kubelet's container restart back-off (pkg/kubelet/kubelet.go: backOffPeriod 10 s, MaxContainerBackOff 300 s;
+# an entry is forgotten after it has not failed for 2 x the maximum): a container that crashes at once restarts
+# after 10, 20, 40 ... 300 s, so a crash loop costs a start every 5 minutes, not every second
+BACKOFF_INITIAL_S = 10.0
+BACKOFF_MAX_S = 300.0
+BACKOFF_RESET_S = 2 * BACKOFF_MAX_S
+
+
+def backoff_s(restarts: int, ran_s: float) -> float:
+    """The wait before the next start of a container that has restarted ``restarts`` times and ran ``ran_s``."""
+    if ran_s >= BACKOFF_RESET_S:
+        return BACKOFF_INITIAL_S
+    return min(BACKOFF_INITIAL_S * 2 ** min(restarts, 16), BACKOFF_MAX_S)
+
 
 @dataclass
 class _Container:
@@ -54,6 +68,7 @@ class _Container:
     restarts: int = 0
     restart_at: float | None = None
     exit_code: int | None = None
+    started_at: float = 0.0  # time.monotonic() of its last start
 
 
 @dataclass
@@ -373,6 +388,7 @@ class ProcessRuntime:
         finally:
             out.close()
         c.restart_at = None
+        c.started_at = time.monotonic()
 
     def _watch(self) -> None:
         offsets: dict[tuple[str, str], int] = {}
@@ -402,7 +418,8 @@ class ProcessRuntime:
             if run.stopping_until is None and c.restart_at is None and c.exit_code is not None:
                 again = c.restart == "Always" or (c.restart == "OnFailure" and c.exit_code != 0)
                 if again:
-                    c.restart_at = now + 1.0
+                    c.restart_at = now + backoff_s(c.restarts, now - c.started_at)
+                    self._set_waiting(run.pod, c)
             if c.restart_at is not None and now >= c.restart_at and run.stopping_until is None:
                 c.restarts += 1
                 c.exit_code = None
@@ -481,6 +498,19 @@ class ProcessRuntime:
         for s in pod["status"].get("containerStatuses") or ():
             if s.get("name") == c.name:
                 s["restartCount"] = c.restarts
+                if "waiting" in (s.get("state") or {}):
+                    s.update(state={"running": {"startedAt": _now_iso()}}, ready=True, started=True)
+        self.model.store.modified("pods", pod)
+
+    def _set_waiting(self, pod: dict, c: _Container) -> None:
+        """Between a crash and its restart, as the kubelet shows it: waiting in CrashLoopBackOff, the exit kept."""
+        for s in pod["status"].get("containerStatuses") or ():
+            if s.get("name") == c.name:
+                s["lastState"] = {"terminated": {"exitCode": c.exit_code, "reason": "Completed" if c.exit_code == 0
+                                                 else "Error", "finishedAt": _now_iso()}}  # fmt: skip
+                s.update(ready=False, started=False, state={"waiting": {
+                    "reason": "CrashLoopBackOff",
+                    "message": f"back-off restarting failed container {c.name} in pod {pod['metadata']['name']}"}})  # fmt: skip
         self.model.store.modified("pods", pod)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 
 import pytest
 
@@ -171,3 +172,21 @@ def test_a_cluster_name_that_tags_no_group_is_one_line_and_exit_2(live, capsys):
     assert err == ("--cluster-name dlrx: no Auto Scaling group in us-west-2, us-east-1, us-east-2 is tagged "
                    "k8s.io/cluster-autoscaler/dlrx and k8s.io/cluster-autoscaler/enabled=true; give the spec's name "
                    "(cluster.yaml: name) and the regions its groups are in\n")  # fmt: skip
+
+
+def test_the_live_process_with_a_cluster_name_that_tags_no_group_exits_2(live):
+    """`autoscaler run` without --once ran on with no group to scale, silently (issue 37): the same one line."""
+    import subprocess
+    import sys
+
+    _, kubeconfig, url = live
+    done = subprocess.run([sys.executable, "-m", "autoscaler", "run", "--cluster-name", "dlrx", "--regions", REGIONS,
+                           "--kubeconfig", kubeconfig, "--aws-endpoint-url", url, "--metrics-port", "0"],
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x"})  # fmt: skip
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert done.stderr.splitlines() == [
+        "--cluster-name dlrx: no Auto Scaling group in us-west-2, us-east-1, us-east-2 is tagged "
+        "k8s.io/cluster-autoscaler/dlrx and k8s.io/cluster-autoscaler/enabled=true; give the spec's name "
+        "(cluster.yaml: name) and the regions its groups are in"
+    ]

@@ -153,9 +153,12 @@ def test_a_gone_pod_is_read_from_log_dir(local, capsys) -> None:
     threading.Thread(target=tick, daemon=True).start()
     try:
         code, out, err = _lab(capsys, "logs", "lost")
+        every = _lab(capsys, "logs", "lost", "--all")  # --all reads the gone pods the same way
     finally:
         done.set()
     assert code == 0, err
     assert "diverged" in out and "--- lab: exit 3" in out
     assert "the pod of index 0 is gone; its output kept in /results/lost/logs/node-0.log" in err
+    assert every[0] == 0, every[2]
+    assert "[node 0] diverged\n" in every[1] and "the pod of index 0 is gone" in every[2]
     assert not [p for p in _pods(emu, "lost")]

@@ -26,7 +26,7 @@ def test_torchrun_reads_every_option_lab_sets_from_pet_variables() -> None:
     parser = torch_run.get_args_parser()
     dests = {a.dest for a in parser._actions}
     for name in ("PET_NNODES", "PET_NODE_RANK", "PET_NPROC_PER_NODE", "PET_MASTER_ADDR", "PET_MASTER_PORT",
-                 "PET_RDZV_ENDPOINT", "PET_RDZV_ID", "PET_TEE", "PET_LOG_DIR"):  # fmt: skip
+                 "PET_RDZV_ENDPOINT", "PET_RDZV_ID", "PET_RDZV_BACKEND", "PET_TEE", "PET_LOG_DIR"):  # fmt: skip
         assert name[4:].lower() in dests, name
     import os
 
@@ -52,6 +52,26 @@ def test_c10d_gets_its_endpoint_and_id() -> None:
     assert "PET_RDZV_ENDPOINT" not in {
         e["name"] for e in launchers.adapt(["torchrun", "t.py"], "j", 3, 1).env
     }
+
+
+def test_max_restarts_on_several_nodes_gets_the_c10d_rendezvous() -> None:
+    """Under torchrun's static default only the failed node restarts its workers; the others waited in their
+    collective (issue 37). --max-restarts on several nodes gets c10d, its endpoint and id; anything else is kept."""
+    launch = launchers.adapt(["torchrun", "--max-restarts", "3", "t.py"], "j", 2, 2)
+    env = {e["name"]: e["value"] for e in launch.env}
+    assert (env["PET_RDZV_BACKEND"], env["PET_RDZV_ENDPOINT"], env["PET_RDZV_ID"]) == (
+        "c10d",
+        "j-0.j:29500",
+        "j",
+    )
+    assert any("c10d rendezvous" in n for n in launch.notes)
+    for command, nodes in ((["torchrun", "--max-restarts=3", "t.py"], 1),  # one node: nothing to coordinate
+                           (["torchrun", "--max-restarts", "0", "t.py"], 2),
+                           (["torchrun", "--max_restarts=3", "--rdzv-backend=static", "t.py"], 2),  # theirs
+                           (["torchrun", "t.py"], 2)):  # fmt: skip
+        assert "PET_RDZV_BACKEND" not in {e["name"] for e in launchers.adapt(command, "j", nodes, 2).env}, (
+            command
+        )
 
 
 def test_accelerate_gets_the_flags_it_has_no_environment_for() -> None:

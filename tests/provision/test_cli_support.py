@@ -65,3 +65,38 @@ def test_an_unreachable_api_is_one_line(task: tuple[str, ...], tmp_path) -> None
     done = _invoke(*task, "--kubeconfig", str(kc), *extra)
     assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith("the Kubernetes API does not answer (NewConnectionError:")
+
+
+def test_validate_json_is_one_object_with_the_specs_figures(tmp_path) -> None:
+    import json
+
+    done = _invoke("validate", "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["ok"] is True and data["cluster"] == "dlr" and data["node_groups"] > 0
+    assert data["spill_over_order"][0] in data["regions"]
+    bad = tmp_path / "cluster.yaml"
+    bad.write_text("name: dlr\n")
+    done = _invoke("validate", "--json", "--spec", str(bad))
+    assert done.returncode == 2 and done.stderr == ""
+    data = json.loads(done.stdout)
+    assert data["ok"] is False and data["problems"] and all(isinstance(p, str) for p in data["problems"])
+
+
+def test_preflight_json_names_the_roots_and_the_problems() -> None:
+    """Against an embedded AWS endpoint nobody listens on: the problem is the network, in the object, exit 2."""
+    import json
+    import os
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    done = subprocess.run([INVOKE, "preflight", "--json", "--region", "global", "--endpoint", f"http://127.0.0.1:{port}"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "AWS_MAX_ATTEMPTS": "1"})  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    data = json.loads(done.stdout)
+    assert data["ok"] is False and data["roots"] == ["global"]
+    (line,) = data["problems"]
+    assert line.startswith("preflight: AWS does not answer"), line

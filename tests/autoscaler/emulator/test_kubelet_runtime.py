@@ -16,9 +16,9 @@ import pytest
 from autoscaler.emulator import Emulator
 from autoscaler.model import ClusterModel, VirtualClock
 from tests.autoscaler.model.builders import group
-from tests.support import require_tool
+from tests.support import require_standard_venv, require_tool
 
-IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/dlr/autoscaler:0.1.0"  # the lab's own registry
+IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/dlr/standard:1"  # the lab's standard image, its own registry
 TOLERATE = [{"key": "nvidia.com/gpu", "operator": "Exists"}]
 SCRIPT = """
 import os, sys, pathlib
@@ -35,6 +35,7 @@ sys.exit(int(os.environ.get("CODE", "0")))
 
 @pytest.fixture
 def emu(kubelet_root):
+    require_standard_venv()
     model = ClusterModel(VirtualClock(start=1_767_225_600.0), [group(desired=1)])
     with Emulator(model, namespaces=("lab",), run_pods=kubelet_root) as e:
         yield e
@@ -124,9 +125,13 @@ def test_delete_stops_the_process_with_sigterm_then_goes(emu) -> None:
     assert until(emu, "s", ("gone",), timeout=10) is None
 
 
-def test_other_images_stay_simulated(emu) -> None:
+@pytest.mark.parametrize(
+    "image", ["busybox:1.36", "123456789012.dkr.ecr.us-west-2.amazonaws.com/dlr/autoscaler:0.1.0"]
+)
+def test_other_images_stay_simulated(emu, image) -> None:
+    """The autoscaler's own image too: its Deployment needs the in-cluster token path and AWS (issue 37)."""
     other = pod("o")
-    other["spec"]["containers"][0]["image"] = "busybox:1.36"
+    other["spec"]["containers"][0]["image"] = image
     other["metadata"]["annotations"] = {"research.cluster/duration-s": "5"}
     assert call(emu, "POST", "/api/v1/namespaces/lab/pods", other)[0] == 201
     with emu.model.lock:
@@ -134,3 +139,27 @@ def test_other_images_stay_simulated(emu) -> None:
         p = emu.model.store.get("pods", "lab", "o")
     assert p["status"]["phase"] == "Succeeded"
     assert emu.model.runtime._pods == {}
+
+
+def test_a_crashing_container_backs_off_as_the_kubelet_does(emu) -> None:
+    """restartPolicy Always and an exit at once: CrashLoopBackOff (10 s, doubling to 5 min), the exit in lastState;
+    the runtime restarted it every second (1,016 restarts in 45 minutes of the local cluster, issue 37)."""
+    from autoscaler.emulator.kubelet import backoff_s
+
+    crasher = pod("c", restart="Always", command=["python", "-c", "raise SystemExit(2)"])
+    assert call(emu, "POST", "/api/v1/namespaces/lab/pods", crasher)[0] == 201
+    deadline, status = time.monotonic() + 20, {}
+    while time.monotonic() < deadline and "waiting" not in status.get("state", {}):
+        with emu.model.lock:
+            emu.model.advance(emu.model.now() + 1)
+            p = emu.model.store.find("pods", "lab", "c")
+            status = ((p or {}).get("status", {}).get("containerStatuses") or [{}])[0]
+        time.sleep(0.1)
+    assert status["state"]["waiting"]["reason"] == "CrashLoopBackOff", status
+    assert status["lastState"]["terminated"]["exitCode"] == 2
+    time.sleep(3)  # the old runtime had restarted it twice by now
+    with emu.model.lock:
+        status = emu.model.store.find("pods", "lab", "c")["status"]["containerStatuses"][0]
+    assert status["restartCount"] == 0 and "waiting" in status["state"], status
+    assert [backoff_s(n, 0.0) for n in range(7)] == [10, 20, 40, 80, 160, 300, 300]
+    assert backoff_s(6, 700.0) == 10  # ran long enough: the back-off starts over
