@@ -15,6 +15,10 @@ A node's life, the delays of ``autoscaler/model/boot.py`` (their sources there) 
         (vpc.amazonaws.com/efa) in capacity and allocatable
     instance gone from its group, or terminating --> the Node is deleted (the cloud node lifecycle controller)
 
+``boot=False`` with ``NodeLifecycle.instant()`` registers a Node the moment its instance is in its group, Ready
+(kwok's), untainted but for the group's taints and with its GPUs: kwok's registration, as Karpenter's kwok
+provider registers its nodes (``invoke bench-peers`` puts the two side by side).
+
 Every address is a loopback one: the node's InternalIP is 127.x.y.z, made from its instance id; its name is the
 instance's resource-name hostname on AWS (<instance id>.<region>.compute.internal).
 """
@@ -87,8 +91,9 @@ class NodeAgent:
     """Follows the groups of ``cloud`` (the autoscaler's AWS adapter on the embedded AWS) into Nodes of ``api``."""
 
     def __init__(self, cloud, api: k8s.ApiClient, compression: float = 1.0, interval_s: float = 0.5,
-                 lifecycle: NodeLifecycle | None = None) -> None:  # fmt: skip
+                 lifecycle: NodeLifecycle | None = None, boot: bool = True) -> None:  # fmt: skip
         self.cloud = cloud
+        self.boot = boot  # False: no boot delay, the Node registers once its instance is in its group
         self.core = k8s.CoreV1Api(api)
         self.compression = compression
         self.interval_s = interval_s
@@ -117,7 +122,7 @@ class NodeAgent:
             tracked = self.nodes.get(iid)
             if tracked is None:
                 launched = _epoch(i.get("launched_at")) or now
-                if now - launched >= self._s(boot_delay(g["instance_type"])):
+                if not self.boot or now - launched >= self._s(boot_delay(g["instance_type"])):
                     self.nodes[iid] = self._register(g, i, now)
                 continue
             self._advance(tracked, now)
@@ -131,8 +136,19 @@ class NodeAgent:
                   "topology.kubernetes.io/region": g["region"], "topology.kubernetes.io/zone": i.get("zone") or "",
                   "node.kubernetes.io/instance-type": itype}  # fmt: skip
         taints = [dict(t) for t in g.get("taints") or ()]
-        if self.lifecycle.cloud_controller:
+        life = self.lifecycle
+        initialised = not life.cloud_controller or life.cloud_init_s <= 0
+        if not initialised:
             taints.append({"key": UNINITIALIZED, "value": "true", "effect": "NoSchedule"})
+        ready = life.ready_s <= 0  # kwok takes the node at once: it posts Ready and keeps the lease
+        if ready:
+            labels[KWOK_LABEL] = "fake"
+        advertised = set()
+        if not life.device_plugins:  # no device plugin DaemonSets: the resources are there from the start
+            for r in (GPU, EFA):
+                if r in g.get("allocatable", {}):
+                    capacity[r] = alloc[r] = g["allocatable"][r]
+                    advertised.add(r)
         ip = loopback_ip(i["id"])
         body = {
             "apiVersion": "v1", "kind": "Node",
@@ -151,8 +167,10 @@ class NodeAgent:
                              "kubeProxyVersion": ""},
             },
         }  # fmt: skip
+        if ready:
+            body["status"]["conditions"] = []  # kwok's node-initialize stage posts them
         self.core.create_node(body)
-        return Tracked(name, g, i, now)
+        return Tracked(name, g, i, now, initialised, ready, advertised=advertised)
 
     def _advance(self, n: Tracked, now: float) -> None:
         age = now - n.registered_at

@@ -112,9 +112,10 @@ class Watcher:
                 self.sample()
             self._stop.wait(self.interval_s)
 
-    def start(self) -> Watcher:
+    def start(self, baseline: set[str] | None = None) -> Watcher:
+        """Sampling from now on; ``baseline``: the Nodes not bought (default: every Node up now)."""
         self.sample()
-        self.baseline = set(self.nodes)
+        self.baseline = set(self.nodes) if baseline is None else set(baseline)
         self.samples.clear()
         self.t0 = time.monotonic()
         self._thread = threading.Thread(target=self._run, daemon=True, name="watcher")

@@ -13,10 +13,12 @@ from __future__ import annotations
 from autoscaler.sim.metrics import Burst as SimBurst
 from autoscaler.sim.runner import Scenario
 from autoscaler.sim.simulate import run_policy
+from autoscaler.sim.traces import Job
 from clusterspec.spec import Cluster as Spec
 from demos.bench_peers.scenarios import Burst
 
 TOLERANCE = 0.15
+SETTLE_S = 600.0  # the simulator's nodes boot in minutes: those bought before the burst are up by then
 HORIZON_S = 4000.0  # past every job's end (a job's start is known once it ended); pods pending then never ran
 
 
@@ -31,14 +33,16 @@ def sim_policy(peer: str, spec: Spec) -> str | None:
 
 
 def scenario(burst: Burst, spec: Spec) -> Scenario:
-    jobs = burst.jobs()
+    """The burst at ``SETTLE_S``: the autoscaler runs before it, as the real one runs (and buys its warm pools
+    and spare GPUs) before the submission."""
+    jobs = [Job(j.id, SETTLE_S + j.submit_s, j.gpus, j.duration_s) for j in burst.jobs()]
     return Scenario(
         name=f"bench-{burst.name}",
         description=burst.title,
         jobs=jobs,
         capacity=burst.limits(spec),
-        bursts=[SimBurst(0.0, tuple(j.id for j in jobs), sum(j.gpus for j in jobs))],
-        horizon_s=HORIZON_S,
+        bursts=[SimBurst(SETTLE_S, tuple(j.id for j in jobs), sum(j.gpus for j in jobs))],
+        horizon_s=HORIZON_S + SETTLE_S,
     )
 
 
