@@ -375,6 +375,7 @@ def main(
     console.print(table(rows, after_s))
     checks = sim_check.compare(rows, chosen, spec)
     (root / "sim-check.json").write_text(json.dumps(checks, indent=1))
+    (root / "sim-check.md").write_text(sim_check.markdown(checks) + "\n")
     console.print(sim_table(checks))
     console.print(
         f"figures: {root / 'results.json'}, {root / 'table.md'}; plot: {plot(rows, root / 'bench-peers.png')}"

@@ -71,3 +71,16 @@ def compare(rows: list[dict], bursts: list[Burst], spec: Spec) -> list[dict]:
             }
         )
     return out
+
+
+def markdown(checks: list[dict]) -> str:
+    lines = [
+        "| scenario | autoscaler | simulator policy | nodes bought real / sim | never ran real / sim | agree |",
+        "|---|---|---|---:|---:|---|",
+    ]
+    for c in checks:
+        lines.append(
+            f"| {c['scenario']} | {c['peer']} | {c['sim_policy']} | {c['nodes_bought'][0]} / {c['nodes_bought'][1]}"
+            f" | {c['pods_never_run'][0]} / {c['pods_never_run'][1]} | {'yes' if c['agrees'] else 'no'} |"
+        )
+    return "\n".join(lines)

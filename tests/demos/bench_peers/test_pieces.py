@@ -97,3 +97,26 @@ def test_figures_count_bought_nodes_never_run_pods_and_partial_gangs() -> None:
     assert row["nodes_bought"] == 2 and row["peak_cost_per_h"] == 48.96
     assert row["pods_never_run"] == 1 and row["partial_gangs"] == 1 and row["all_running_s"] is None
     assert row["bought_by_type"] == {"p3.16xlarge@us-east-1": 2}
+
+
+def test_one_table_from_several_runs_in_the_benchmarks_order(tmp_path) -> None:
+    import os
+
+    from demos.bench_peers.table import main, rows_under
+
+    def write(folder: str, scenario: str, peer: str, nodes: int, mtime: float) -> None:
+        path = tmp_path / folder / scenario / peer / "row.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps({"scenario": scenario, "peer": peer, "nodes_bought": nodes}))
+        os.utime(path, (mtime, mtime))
+
+    write("a", "gang-16x8", "ours", 16, 1)
+    write("a", "demo-60", "karpenter-ideal", 21, 1)
+    write("b", "demo-60", "ours", 19, 2)
+    write("b", "demo-60", "karpenter-ideal", 22, 2)  # a later run of the same pair
+    order = ["ours", "karpenter-us-west-2", "karpenter-ideal"]
+    rows = rows_under([tmp_path / "a", tmp_path / "b"], order)
+    assert [(r["scenario"], r["peer"], r["nodes_bought"]) for r in rows] == [
+        ("demo-60", "ours", 19), ("demo-60", "karpenter-ideal", 22), ("gang-16x8", "ours", 16)
+    ]  # fmt: skip
+    assert main([str(tmp_path / "nowhere")]) == 2
