@@ -233,6 +233,9 @@ def run_one(
                         break
                     time.sleep(0.5)
             running_at_end = set(watcher.running_now)
+            # what ran by now: pods still pending start on the GPUs the deletion below frees (kube-scheduler binds
+            # them while the others go), which is not the autoscaler's doing
+            ran = set(watcher.running_at)
             _dump(st, out / "before-delete.txt")
             _delete_all(core)
             time.sleep(after_s)
@@ -246,7 +249,7 @@ def run_one(
         row = {
             "scenario": burst.name,
             "peer": peer,
-            **figures(watcher, names, all_running, nodes_after, running_at_end),
+            **figures(watcher, names, all_running, nodes_after, running_at_end, ran),
             "aws_calls": sum(calls.values()),
             "aws_calls_by_operation": calls,
             "k8s_calls": st.api_calls(user) - k8s0,

@@ -97,6 +97,12 @@ def test_figures_count_bought_nodes_never_run_pods_and_partial_gangs() -> None:
     assert row["nodes_bought"] == 2 and row["peak_cost_per_h"] == 48.96
     assert row["pods_never_run"] == 1 and row["partial_gangs"] == 1 and row["all_running_s"] is None
     assert row["bought_by_type"] == {"p3.16xlarge@us-east-1": 2}
+    # g-1 started only on the GPUs the benchmark's deletion freed: it never ran by the autoscaler's doing
+    w.running_at["g-1"] = 9.0
+    assert (
+        figures(w, ["g-0", "g-1", "solo"], None, 1, {"g-0", "solo"}, ran={"g-0", "solo"})["pods_never_run"]
+        == 1
+    )
 
 
 def test_one_table_from_several_runs_in_the_benchmarks_order(tmp_path) -> None:
