@@ -376,7 +376,7 @@ def main(
     )
     (root / "table.md").write_text(markdown(rows) + "\n")
     console.print(table(rows, after_s))
-    checks = sim_check.compare(rows, chosen, spec)
+    checks = sim_check.compare(rows, chosen, spec, root / "sim-cache")
     (root / "sim-check.json").write_text(json.dumps(checks, indent=1))
     (root / "sim-check.md").write_text(sim_check.markdown(checks) + "\n")
     console.print(sim_table(checks))

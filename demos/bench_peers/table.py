@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "table.md").write_text(run.markdown(rows) + "\n")
     console.print(run.table(rows, args.after_s))
     names = {r["scenario"] for r in rows}
-    checks = sim_check.compare(rows, [b for b in FULL if b.name in names], spec)
+    checks = sim_check.compare(rows, [b for b in FULL if b.name in names], spec, args.out / "sim-cache")
     (args.out / "sim-check.json").write_text(json.dumps(checks, indent=1))
     (args.out / "sim-check.md").write_text(sim_check.markdown(checks) + "\n")
     console.print(run.sim_table(checks))
