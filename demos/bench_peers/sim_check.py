@@ -53,7 +53,10 @@ def within(real: int, sim: int) -> bool:
     return abs(real - sim) <= max(1.0, TOLERANCE * max(real, sim))
 
 
-def compare(rows: list[dict], bursts: list[Burst], spec: Spec, cache: Path | None = None) -> list[dict]:
+def compare(
+    rows: list[dict], bursts: list[Burst], spec: Spec, cache: Path | None = None, compute: bool = True
+) -> list[dict]:
+    """The checks of ``rows``; ``compute=False``: only those whose simulation ``cache`` holds."""
     by_name = {b.name: b for b in bursts}
     out = []
     for row in rows:
@@ -61,7 +64,9 @@ def compare(rows: list[dict], bursts: list[Burst], spec: Spec, cache: Path | Non
         policy = sim_policy(row["peer"], spec)
         if burst is None or policy is None or burst.delete_after_s is not None:
             continue
-        sim = simulated(burst, spec, policy, cache)
+        sim = simulated(burst, spec, policy, cache, compute)
+        if sim is None:
+            continue
         out.append(
             {
                 "scenario": row["scenario"],
@@ -76,7 +81,9 @@ def compare(rows: list[dict], bursts: list[Burst], spec: Spec, cache: Path | Non
     return out
 
 
-def simulated(burst: Burst, spec: Spec, policy: str, cache: Path | None = None) -> dict:
+def simulated(
+    burst: Burst, spec: Spec, policy: str, cache: Path | None = None, compute: bool = True
+) -> dict | None:
     """The simulator's counts for ``burst`` under ``policy``; kept in ``cache`` (a folder, one file per burst
     and policy, with the spec's autoscaler settings they ran with): the 2,000-pod burst takes minutes."""
     settings = spec.autoscaler.model_dump(mode="json")
@@ -85,6 +92,8 @@ def simulated(burst: Burst, spec: Spec, policy: str, cache: Path | None = None) 
         kept = json.loads(path.read_text())
         if kept.get("autoscaler") == settings:
             return kept
+    if not compute:
+        return None
     record = run_policy(scenario(burst, spec), spec, policy)
     out = {
         "nodes_bought": record.nodes_bought,

@@ -126,3 +126,17 @@ def test_one_table_from_several_runs_in_the_benchmarks_order(tmp_path) -> None:
         ("demo-60", "ours", 19), ("demo-60", "karpenter-ideal", 22), ("gang-16x8", "ours", 16)
     ]  # fmt: skip
     assert main([str(tmp_path / "nowhere")]) == 2
+
+
+def test_the_simulators_counts_are_kept_per_burst_and_policy(spec, tmp_path) -> None:
+    from demos.bench_peers import sim_check
+
+    demo_1 = next(b for b in bursts() if b.name == "demo-1")
+    assert sim_check.simulated(demo_1, spec, "karpenter-primary", tmp_path, compute=False) is None
+    kept = sim_check.simulated(demo_1, spec, "karpenter-primary", tmp_path)
+    assert (kept["nodes_bought"], kept["pods_never_run"]) == (1, 0)
+    assert sim_check.simulated(demo_1, spec, "karpenter-primary", tmp_path, compute=False) == kept
+    other = spec.model_copy(
+        update={"autoscaler": spec.autoscaler.model_copy(update={"idle_threshold_s": 31})}
+    )
+    assert sim_check.simulated(demo_1, other, "karpenter-primary", tmp_path, compute=False) is None
