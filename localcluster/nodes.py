@@ -17,6 +17,10 @@ A node's life, the delays of ``autoscaler/model/boot.py`` (their sources there) 
         (vpc.amazonaws.com/efa) in capacity and allocatable
     instance gone from its group, or terminating --> the Node is deleted (the cloud node lifecycle controller)
 
+``boot=False`` with ``NodeLifecycle.instant()`` registers a Node the moment its instance is in its group, Ready
+(kwok's), untainted but for the group's taints and with its GPUs: kwok's registration, as Karpenter's kwok
+provider registers its nodes (``invoke bench-peers`` puts the two side by side).
+
 Every address is a loopback one: the node's InternalIP is 127.x.y.z, made from its instance id; its name is the
 instance's resource-name hostname on AWS (<instance id>.<region>.compute.internal).
 """
@@ -117,9 +121,11 @@ class NodeAgent:
     """Follows the groups of ``cloud`` (the autoscaler's AWS adapter on the embedded AWS) into Nodes of ``api``."""
 
     def __init__(self, cloud, api: k8s.ApiClient, compression: float = 1.0, interval_s: float = 0.5,
-                 lifecycle: NodeLifecycle | None = None, process_gpu_nodes: bool = False) -> None:  # fmt: skip
+                 lifecycle: NodeLifecycle | None = None, process_gpu_nodes: bool = False,
+                 boot: bool = True) -> None:  # fmt: skip
         self.cloud = cloud
         self.process_gpu_nodes = process_gpu_nodes
+        self.boot = boot  # False: no boot delay, the Node registers once its instance is in its group
         self.core = k8s.CoreV1Api(api)
         self.compression = compression
         self.interval_s = interval_s
@@ -148,22 +154,39 @@ class NodeAgent:
             tracked = self.nodes.get(iid)
             if tracked is None:
                 launched = _epoch(i.get("launched_at")) or now
-                if now - launched >= self._s(boot_delay(g["instance_type"])):
+                if not self.boot or now - launched >= self._s(boot_delay(g["instance_type"])):
                     self.nodes[iid] = self._register(g, i, now)
                 continue
             self._advance(tracked, now)
 
     def _register(self, g: dict, i: dict, now: float) -> Tracked:
-        body = node_body(g, i["id"], i.get("zone") or "", uninitialized=self.lifecycle.cloud_controller)
+        life = self.lifecycle
+        initialised = not life.cloud_controller or life.cloud_init_s <= 0
+        body = node_body(g, i["id"], i.get("zone") or "", uninitialized=not initialised)
+        ready = (
+            life.ready_s <= 0
+        )  # its taker (kwok or the process kubelet) at once: it posts Ready, keeps the lease
+        if ready:
+            key, value = self.taker(g)
+            body["metadata"]["labels"][key] = value
+            body["status"]["conditions"] = []
+        advertised = set()
+        if not life.device_plugins:  # no device plugin DaemonSets: the resources are there from the start
+            for r in (GPU, EFA):
+                if r in g.get("allocatable", {}):
+                    body["status"]["capacity"][r] = body["status"]["allocatable"][r] = g["allocatable"][r]
+                    advertised.add(r)
         self.core.create_node(body)
-        return Tracked(body["metadata"]["name"], g, i, now)
+        return Tracked(body["metadata"]["name"], g, i, now, initialised, ready, advertised=advertised)
 
     def _advance(self, n: Tracked, now: float) -> None:
         age = now - n.registered_at
         if not n.initialised and age >= self._s(self.lifecycle.cloud_init_s):
             node = self.core.read_node(n.name)
             taints = [t for t in node.spec.taints or () if t.key != UNINITIALIZED]
-            self.core.patch_node(n.name, {"spec": {"taints": [t.to_dict() for t in taints] or None}})
+            taints = [{k: v for k, v in (("key", t.key), ("value", t.value), ("effect", t.effect)) if v is not None}
+                      for t in taints]  # fmt: skip
+            self.core.patch_node(n.name, {"spec": {"taints": taints or None}})
             n.initialised = True
         if not n.ready and age >= self._s(self.lifecycle.ready_s):
             # kwok takes the node: its node-initialize stage posts Ready and it keeps the node's lease (or the

@@ -112,9 +112,10 @@ class Watcher:
                 self.sample()
             self._stop.wait(self.interval_s)
 
-    def start(self) -> Watcher:
+    def start(self, baseline: set[str] | None = None) -> Watcher:
+        """Sampling from now on; ``baseline``: the Nodes not bought (default: every Node up now)."""
         self.sample()
-        self.baseline = set(self.nodes)
+        self.baseline = set(self.nodes) if baseline is None else set(baseline)
         self.samples.clear()
         self.t0 = time.monotonic()
         self._thread = threading.Thread(target=self._run, daemon=True, name="watcher")
@@ -152,11 +153,14 @@ def process_use(pid: int) -> ProcessUse:
 
 
 def figures(
-    w: Watcher, submitted: list[str], all_running_s: float | None, nodes_after: int, running_at_end: set[str]
-) -> dict:
-    """The run's row; ``running_at_end``: the pods Running when the benchmark deleted them."""
+    w: Watcher, submitted: list[str], all_running_s: float | None, nodes_after: int, running_at_end: set[str],
+    ran: set[str] | None = None,
+) -> dict:  # fmt: skip
+    """The run's row; ``running_at_end``: the pods Running when the benchmark deleted them; ``ran``: those seen
+    Running before it deleted them (default: every pod ever seen Running)."""
     bought = w.bought()
-    never = [p for p in submitted if p not in w.running_at]
+    ran = set(w.running_at) if ran is None else ran
+    never = [p for p in submitted if p not in ran]
     members: dict[str, list[str]] = {}
     for p in submitted:
         members.setdefault(w.jobs.get(p, p), []).append(p)

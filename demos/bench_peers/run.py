@@ -25,13 +25,16 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import boto3
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from rich.console import Console
 from rich.table import Table
 
+from autoscaler.adapters.aws import AwsCloud
 from autoscaler.demo.bootstrap import create_groups
 from autoscaler.demo.processes import Child, ChildError, Children
+from autoscaler.model.boot import NodeLifecycle
 from autoscaler.sim.workload import NAMESPACE
 from clusterspec.errors import UserError
 from clusterspec.loader import load_spec
@@ -39,10 +42,12 @@ from clusterspec.names import AUTOSCALER_NAMESPACE
 from clusterspec.spec import Cluster as Spec
 from demos.bench_peers import karpenter, sim_check, stack
 from demos.bench_peers.measure import Watcher, figures, process_use
-from demos.bench_peers.node_agent import NodeAgent
 from demos.bench_peers.scenarios import DO_NOT_DISRUPT, Burst, bursts
+from localcluster.nodes import NodeAgent
+from provision import deploy
 
 IDEAL = "karpenter-ideal"
+SCAN_S = 2
 
 
 class BenchFailed(UserError):
@@ -80,7 +85,29 @@ def _wait_for_log(child: Child, needle: str, timeout_s: float) -> None:
     raise ChildError(f"{child.name} did not start within {timeout_s:.0f} s; see {child.log_path}")
 
 
-def _start_ours(children: Children, st: stack.Stack, spec: Spec, burst: Burst, core, idle_s: int, out: Path):
+def bench_spec(spec: Spec, idle_s: int) -> Spec:
+    """The spec both sides of the comparison run: the real ``autoscaler run`` (its arguments as ``invoke up``
+    deploys them, ``provision.deploy.autoscaler_args``) and the simulator's ``batch`` (``sim_check``). The
+    benchmark's two changes: a 2-s scan (the deployment's 10 s would add up to 10 s to every time) and the idle
+    time both autoscalers wait before removing a node."""
+    settings = spec.autoscaler.model_copy(update={"scan_interval_s": SCAN_S, "idle_threshold_s": idle_s})
+    return spec.model_copy(update={"autoscaler": settings})
+
+
+def autoscaler_argv(spec: Spec, kubeconfig: Path, url: str) -> list[str]:
+    """``autoscaler run`` as deployed (spare GPUs, warm pools, scale-in fraction from the spec), one replica out
+    of cluster: no leader election, no metrics port."""
+    deployed = [a for a in deploy.autoscaler_args(spec) if a != "--leader-elect"]
+    deployed = [a for a in deployed if not a.startswith("--metrics-port=")]
+    return [sys.executable, "-m", "autoscaler", *deployed, "--cluster-name", spec.name,
+            "--regions", ",".join(spec.spill_over_order), "--kubeconfig", str(kubeconfig),
+            "--aws-endpoint-url", url, "--namespace", AUTOSCALER_NAMESPACE, "--metrics-port", "0",
+            "--log-level", "info"]  # fmt: skip
+
+
+def _start_ours(children: Children, st: stack.Stack, spec: Spec, burst: Burst, core, out: Path):
+    """The moto server, the spec's groups, the node agent and ``autoscaler run``; the Nodes of the groups'
+    minimum (registered before the autoscaler started: not bought by it)."""
     py = sys.executable
     limits = burst.limits(spec)
     aws = children.start(
@@ -90,12 +117,16 @@ def _start_ours(children: Children, st: stack.Stack, spec: Spec, burst: Burst, c
     url = aws.ready_line(60)["url"]
     regions = list(spec.spill_over_order)
     create_groups(spec, url, regions)
-    agent = NodeAgent(spec, url, core).start()
-    argv = [py, "-m", "autoscaler", "run", "--cluster-name", spec.name, "--regions", ",".join(regions),
-            "--kubeconfig", str(st.kubeconfig_for("autoscaler")), "--aws-endpoint-url", url,
-            "--namespace", AUTOSCALER_NAMESPACE, "--scan-interval", "2s", "--idle-threshold", f"{idle_s}s",
-            "--metrics-port", "0", "--log-level", "info"]  # fmt: skip
-    child = children.start(Child("autoscaler", argv, out, _env()))
+    # localcluster's node agent as kwok's registration (no boot, Ready at once, GPUs advertised), reading the
+    # groups with a key of its own: the moto server counts only the autoscaler's key ("demo") as its calls
+    session = boto3.Session(aws_access_key_id="bench-agent", aws_secret_access_key="bench-agent")
+    cloud = AwsCloud(spec.name, regions, endpoint_url=url, session=session)
+    agent = NodeAgent(cloud, core.api_client, lifecycle=NodeLifecycle.instant(), boot=False)
+    agent.sync_once()  # every instance of the groups' minimum registered before the autoscaler starts
+    minimum = {n.metadata.name for n in core.list_node().items}
+    agent.start()
+    child = children.start(Child("autoscaler", autoscaler_argv(spec, st.kubeconfig_for("autoscaler"), url),
+                                 out, _env()))  # fmt: skip
     _wait_for_log(child, '"message":"running"', 60)
 
     def aws_calls() -> dict[str, int]:
@@ -103,7 +134,7 @@ def _start_ours(children: Children, st: stack.Stack, spec: Spec, burst: Burst, c
             calls = json.loads(r.read())
         return {k.split(" ", 1)[1]: v for k, v in calls.items() if k.startswith("demo ")}
 
-    return child, agent, aws_calls
+    return child, agent, aws_calls, minimum
 
 
 def _settle(core, timeout_s: float = 30.0) -> None:
@@ -162,16 +193,16 @@ def _dump(st: stack.Stack, path: Path) -> None:
 def run_one(
     spec: Spec, burst: Burst, peer: str, out: Path, idle_s: int, after_s: float, deadline_s: float
 ) -> dict:
-    """One burst for one peer on a fresh stack; the row of figures."""
+    """One burst for one peer on a fresh stack; the row of figures. ``spec``: ``bench_spec``'s."""
     out.mkdir(parents=True, exist_ok=True)
     with Children() as children:
         st = stack.start(children, out / "stack")
         core = k8s.CoreV1Api(k8s_config.new_client_from_config(config_file=str(st.kubeconfig)))
         for ns in (NAMESPACE, AUTOSCALER_NAMESPACE):
             core.create_namespace({"metadata": {"name": ns}})
-        agent = None
+        agent, minimum = None, set()
         if peer == "ours":
-            child, agent, aws_calls = _start_ours(children, st, spec, burst, core, idle_s, out)
+            child, agent, aws_calls, minimum = _start_ours(children, st, spec, burst, core, out)
             user = "autoscaler"
         else:
             regions = list(spec.spill_over_order) if peer == IDEAL else [peer.removeprefix("karpenter-")]
@@ -185,7 +216,9 @@ def run_one(
             _settle(core)
             pods = burst.pods(None if peer == "ours" else DO_NOT_DISRUPT)
             names = [p["metadata"]["name"] for p in pods]
-            watcher = Watcher(core, 1.0 if len(pods) > 500 else 0.5).start()
+            # nodes bought: every Node but the groups' minimum, those ours bought before the submission (its warm
+            # pools and spare GPUs) included, as the simulator counts them
+            watcher = Watcher(core, 1.0 if len(pods) > 500 else 0.5).start(minimum)
             use0 = process_use(child.proc.pid)
             calls0, k8s0 = aws_calls(), st.api_calls(user)  # from the submission on: startup is not counted
             created = _create(core, pods)
@@ -200,6 +233,9 @@ def run_one(
                         break
                     time.sleep(0.5)
             running_at_end = set(watcher.running_now)
+            # what ran by now: pods still pending start on the GPUs the deletion below frees (kube-scheduler binds
+            # them while the others go), which is not the autoscaler's doing
+            ran = set(watcher.running_at)
             _dump(st, out / "before-delete.txt")
             _delete_all(core)
             time.sleep(after_s)
@@ -213,7 +249,7 @@ def run_one(
         row = {
             "scenario": burst.name,
             "peer": peer,
-            **figures(watcher, names, all_running, nodes_after, running_at_end),
+            **figures(watcher, names, all_running, nodes_after, running_at_end, ran),
             "aws_calls": sum(calls.values()),
             "aws_calls_by_operation": calls,
             "k8s_calls": st.api_calls(user) - k8s0,
@@ -312,7 +348,7 @@ def main(
     small: bool = False, scenario: list[str] | None = None, peer: list[str] | None = None, out: str | None = None,
     idle_s: int = 30, after_s: float = 60.0, deadline_s: float | None = None, spec_path: str | None = None,
 ) -> list[dict]:  # fmt: skip
-    spec = load_spec(spec_path)
+    spec = bench_spec(load_spec(spec_path), idle_s)
     try:
         chosen = bursts(small, scenario)
     except ValueError as e:
@@ -340,8 +376,9 @@ def main(
     )
     (root / "table.md").write_text(markdown(rows) + "\n")
     console.print(table(rows, after_s))
-    checks = sim_check.compare(rows, chosen, spec)
+    checks = sim_check.compare(rows, chosen, spec, root / "sim-cache")
     (root / "sim-check.json").write_text(json.dumps(checks, indent=1))
+    (root / "sim-check.md").write_text(sim_check.markdown(checks) + "\n")
     console.print(sim_table(checks))
     console.print(
         f"figures: {root / 'results.json'}, {root / 'table.md'}; plot: {plot(rows, root / 'bench-peers.png')}"

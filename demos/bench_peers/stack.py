@@ -2,14 +2,16 @@
 kube-controller-manager and kwok, the real binaries built by ``make tools`` (``.cache/localcluster/bin``), on
 loopback ports picked free, in a folder of their own; every process stopped at the end.
 
-kwok manages the Nodes annotated ``kwok.x-k8s.io/node=fake`` (Karpenter's kwok provider annotates its Nodes so;
-our node agent, ``node_agent.py``, does the same for moto's instances): it makes them Ready and runs the pods
-bound to them. No kubelets, no container runtime, no traffic beyond 127.0.0.1.
+kwok manages the Nodes labelled ``kwok.x-k8s.io/node=fake`` (Karpenter's kwok provider labels its Nodes so; for
+ours, localcluster's node agent, ``localcluster/nodes.py``, labels those of moto's instances): it makes them Ready
+and runs the pods bound to them. No kubelets, no container runtime, no traffic beyond 127.0.0.1.
 
-Why not ``localcluster.stack.Stack`` (kubeadm's production configuration): the benchmark counts each autoscaler's
-Kubernetes API calls, so the API server here writes an audit log of the requests of two token users,
-``autoscaler`` and ``karpenter`` (one event per request, watches included), which that stack has no place for.
-The binaries and kwok's stages are the same (``localcluster.binaries``).
+Why not ``localcluster.stack.Stack`` (kubeadm's production configuration), as the node agent is localcluster's:
+the benchmark counts each autoscaler's Kubernetes API calls, so the API server here authenticates two token
+users, ``autoscaler`` and ``karpenter``, and audits one event per request of theirs (watches included);
+production's audit policy omits that stage and drops lease calls. That stack also runs the lab's packing
+scheduler profile, which would change what both autoscalers are measured on. The binaries and kwok's stages
+are the same (``localcluster.binaries``).
 """
 
 from __future__ import annotations
@@ -27,8 +29,7 @@ import yaml
 
 from autoscaler.demo.processes import Child, ChildError, Children
 from localcluster import binaries
-
-KWOK_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
+from localcluster.stack import KWOK_LABEL
 
 
 def free_port() -> int:
@@ -187,7 +188,7 @@ def start(children: Children, out: Path) -> Stack:
     )  # fmt: skip
     children.start(
         Child("kwok", [str(find_binary("kwok")), "--kubeconfig", kc, "--manage-all-nodes=false",
-              "--manage-nodes-with-annotation-selector", "=".join(KWOK_ANNOTATION),
+              "--manage-nodes-with-label-selector", f"{KWOK_LABEL}=fake",
               "--node-ip", "127.0.0.1", "--server-address", f"127.0.0.1:{free_port()}",
               "--node-lease-duration-seconds", "40",
               *(f"--config={f}" for f in sorted(binaries.KWOK_STAGES.glob("*.yaml")))], out, env)

@@ -1,14 +1,88 @@
-"""Who takes a Ready node of the node agent (localcluster/nodes.py): kwok, or with ``process_gpu_nodes`` the
-process kubelet for the nodes of GPU groups (whose pods then run as processes, as `invoke local-cluster` wants)."""
+"""The node agent (localcluster/nodes.py): its kwok registration (``boot=False``, ``NodeLifecycle.instant()``), the
+one ``invoke bench-peers`` gives our autoscaler beside Karpenter's kwok provider (an instance of the embedded AWS
+becomes a Node of the real API server at once, kwok's (Ready), with its group's labels and taints, its GPUs, no
+cloud-controller taint; the instance gone, the Node goes), and who takes a Ready node: kwok, or with
+``process_gpu_nodes`` the process kubelet for the nodes of GPU groups (whose pods then run as processes, as
+`invoke local-cluster` wants)."""
 
 from __future__ import annotations
 
+import threading
+import time
+
+import boto3
 import pytest
 from kubernetes import client as k8s
+from kubernetes import config as k8s_config
 
+from autoscaler.adapters.aws import AwsCloud
+from autoscaler.demo import aws_server
+from autoscaler.demo.bootstrap import create_groups
+from autoscaler.model.boot import NodeLifecycle
+from clusterspec.loader import load_spec
 from localcluster.kubelet.agent import LABEL, VALUE
-from localcluster.nodes import NodeAgent
+from localcluster.nodes import UNINITIALIZED, NodeAgent
 from localcluster.stack import KWOK_LABEL
+from tests.autoscaler.moto_fixtures import reset
+
+
+@pytest.fixture
+def moto_url():
+    aws_server.install({})
+    server = aws_server.serve(0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield reset(f"http://127.0.0.1:{server.server_port}")
+    finally:
+        server.shutdown()
+        thread.join(5)
+        aws_server.uninstall()
+
+
+@pytest.mark.tool  # the shared control plane (make tools) and the embedded AWS
+def test_an_instance_is_a_ready_gpu_node_at_once_and_goes_with_its_instance(kube, moto_url) -> None:
+    spec = load_spec()
+    session = boto3.Session(aws_access_key_id="demo", aws_secret_access_key="demo")
+    create_groups(spec, moto_url, ["us-east-1"])
+    cloud = AwsCloud(spec.name, ["us-east-1"], endpoint_url=moto_url, session=session)
+    group = spec.asg_name(
+        "us-east-1", next(g for g in spec.region("us-east-1").node_groups if g.name == "gpu-v100x8")
+    )
+    cloud.list_groups()  # the adapter acts on the groups it discovered
+    cloud.set_desired(group, 1)
+    api = k8s_config.new_client_from_config(config_file=str(kube.admin_kubeconfig))
+    agent = NodeAgent(cloud, api, lifecycle=NodeLifecycle.instant(), boot=False)
+    agent.sync_once()
+    (tracked,) = [n for n in agent.nodes.values() if n.group["name"] == group]  # besides the groups' minimum
+    core = agent.core
+    node = core.read_node(tracked.name)
+    assert node.metadata.labels[KWOK_LABEL] == "fake"
+    assert node.metadata.labels["research.cluster/gpu-model"] == "v100"
+    assert node.status.allocatable["nvidia.com/gpu"] == "8"
+    keys = {t.key for t in node.spec.taints or ()}
+    assert "nvidia.com/gpu" in keys and UNINITIALIZED not in keys
+    deadline = time.monotonic() + 30  # kwok posts Ready; the node lifecycle controller lifts not-ready
+    while time.monotonic() < deadline:
+        node = core.read_node(tracked.name)
+        ready = [c.status for c in node.status.conditions or () if c.type == "Ready"]
+        if ready == ["True"] and "node.kubernetes.io/not-ready" not in {
+            t.key for t in node.spec.taints or ()
+        }:
+            break
+        time.sleep(0.5)
+    else:
+        raise AssertionError(
+            f"{tracked.name}: not Ready and schedulable after 30 s: {node.status.conditions}"
+        )
+    asg = session.client("autoscaling", region_name="us-east-1", endpoint_url=moto_url)
+    asg.terminate_instance_in_auto_scaling_group(
+        InstanceId=tracked.instance["id"], ShouldDecrementDesiredCapacity=True
+    )
+    agent.sync_once()
+    assert tracked.instance["id"] not in agent.nodes
+    assert not [n for n in core.list_node().items if n.metadata.name == tracked.name]
+
 
 GPU_GROUP = {"name": "gpu", "allocatable": {"cpu": "8", "nvidia.com/gpu": "1"}}
 CPU_GROUP = {"name": "cpu", "allocatable": {"cpu": "8"}}

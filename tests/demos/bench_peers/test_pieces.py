@@ -1,5 +1,5 @@
-"""The benchmark's pieces that need no stack: the bursts' pods, the node agent's Nodes, the moto request counter
-and the figures of a run."""
+"""The benchmark's pieces that need no stack: the bursts' pods, ours' command line, the moto request counter and
+the figures of a run."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ import urllib.request
 import boto3
 import pytest
 
+from autoscaler.cli import build_parser
 from clusterspec.loader import load_spec
 from demos.bench_peers.measure import NodeSeen, Watcher, figures
-from demos.bench_peers.node_agent import node_for
+from demos.bench_peers.run import autoscaler_argv, bench_spec
 from demos.bench_peers.scenarios import bursts
 from tests.support import ROOT
 
@@ -46,17 +47,21 @@ def test_the_bursts_pods_have_no_owner_the_garbage_collector_would_miss(spec) ->
         bursts(small=True, only=["demo-320"])
 
 
-def test_a_moto_instance_becomes_a_kwok_node_of_its_group(spec) -> None:
-    group = spec.asg_name("us-east-1", "gpu-v100x8")
-    node = node_for(spec, "us-east-1", group, {"InstanceId": "i-0abc", "InstanceType": "p3.16xlarge",
-                                                "AvailabilityZone": "us-east-1c"})  # fmt: skip
-    assert node["spec"]["providerID"] == "aws:///us-east-1c/i-0abc"
-    assert node["metadata"]["annotations"] == {"kwok.x-k8s.io/node": "fake"}
-    labels = node["metadata"]["labels"]
-    assert labels["research.cluster/node-group"] == group and labels["research.cluster/gpu-model"] == "v100"
-    assert labels["topology.kubernetes.io/zone"] == "us-east-1c"
-    assert node["status"]["allocatable"]["nvidia.com/gpu"] == "8"
-    assert node["spec"]["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
+def test_ours_runs_as_deployed_with_the_simulators_configuration(spec, tmp_path) -> None:
+    """The real ``autoscaler run`` gets the arguments ``invoke up`` deploys (spare GPUs, warm pools) from the spec
+    the simulator's ``batch`` replays: one configuration on both sides of the check."""
+    bench = bench_spec(spec, idle_s=30)
+    assert (bench.autoscaler.scan_interval_s, bench.autoscaler.idle_threshold_s) == (2, 30)
+    assert bench.autoscaler.spare_gpus == spec.autoscaler.spare_gpus == 8
+    argv = autoscaler_argv(bench, tmp_path / "kubeconfig", "http://127.0.0.1:1")
+    assert argv[1:4] == ["-m", "autoscaler", "run"]
+    assert "--spare-gpus=8" in argv and "--scan-interval=2s" in argv and "--idle-threshold=30s" in argv
+    warm = [a for a in argv if a.startswith("--warm-pool=")]
+    assert warm and all(a.endswith("=1") for a in warm)
+    assert "--leader-elect" not in argv and argv.count("--metrics-port") == 1
+    assert "--metrics-port=8085" not in argv
+    args = build_parser().parse_args(argv[3:])  # the real command line takes every argument
+    assert (args.spare_gpus, args.metrics_port) == ("8", "0")  # strings, as run converts them
 
 
 def test_the_moto_server_counts_requests_by_access_key() -> None:
@@ -92,3 +97,46 @@ def test_figures_count_bought_nodes_never_run_pods_and_partial_gangs() -> None:
     assert row["nodes_bought"] == 2 and row["peak_cost_per_h"] == 48.96
     assert row["pods_never_run"] == 1 and row["partial_gangs"] == 1 and row["all_running_s"] is None
     assert row["bought_by_type"] == {"p3.16xlarge@us-east-1": 2}
+    # g-1 started only on the GPUs the benchmark's deletion freed: it never ran by the autoscaler's doing
+    w.running_at["g-1"] = 9.0
+    assert (
+        figures(w, ["g-0", "g-1", "solo"], None, 1, {"g-0", "solo"}, ran={"g-0", "solo"})["pods_never_run"]
+        == 1
+    )
+
+
+def test_one_table_from_several_runs_in_the_benchmarks_order(tmp_path) -> None:
+    import os
+
+    from demos.bench_peers.table import main, rows_under
+
+    def write(folder: str, scenario: str, peer: str, nodes: int, mtime: float) -> None:
+        path = tmp_path / folder / scenario / peer / "row.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps({"scenario": scenario, "peer": peer, "nodes_bought": nodes}))
+        os.utime(path, (mtime, mtime))
+
+    write("a", "gang-16x8", "ours", 16, 1)
+    write("a", "demo-60", "karpenter-ideal", 21, 1)
+    write("b", "demo-60", "ours", 19, 2)
+    write("b", "demo-60", "karpenter-ideal", 22, 2)  # a later run of the same pair
+    order = ["ours", "karpenter-us-west-2", "karpenter-ideal"]
+    rows = rows_under([tmp_path / "a", tmp_path / "b"], order)
+    assert [(r["scenario"], r["peer"], r["nodes_bought"]) for r in rows] == [
+        ("demo-60", "ours", 19), ("demo-60", "karpenter-ideal", 22), ("gang-16x8", "ours", 16)
+    ]  # fmt: skip
+    assert main([str(tmp_path / "nowhere")]) == 2
+
+
+def test_the_simulators_counts_are_kept_per_burst_and_policy(spec, tmp_path) -> None:
+    from demos.bench_peers import sim_check
+
+    demo_1 = next(b for b in bursts() if b.name == "demo-1")
+    assert sim_check.simulated(demo_1, spec, "karpenter-primary", tmp_path, compute=False) is None
+    kept = sim_check.simulated(demo_1, spec, "karpenter-primary", tmp_path)
+    assert (kept["nodes_bought"], kept["pods_never_run"]) == (1, 0)
+    assert sim_check.simulated(demo_1, spec, "karpenter-primary", tmp_path, compute=False) == kept
+    other = spec.model_copy(
+        update={"autoscaler": spec.autoscaler.model_copy(update={"idle_threshold_s": 31})}
+    )
+    assert sim_check.simulated(demo_1, other, "karpenter-primary", tmp_path, compute=False) is None
