@@ -228,7 +228,7 @@ def start_gang_scheduler(kube, folder: Path, name: str) -> subprocess.Popen:
 
 
 def run(kube, case: dict, groups: list[dict], config: PlannerConfig | None = None,
-        settle_s: float = 20.0, gang_scheduler: str = GANG_SCHEDULER) -> Verdict:  # fmt: skip
+        settle_s: float = 60.0, gang_scheduler: str = GANG_SCHEDULER) -> Verdict:  # fmt: skip
     """The case on the control plane ``kube`` (localcluster.shared.Cluster); returns the verdict. The case's
     namespace and nodes are deleted afterwards."""
     ns = kube.namespace("diff")
