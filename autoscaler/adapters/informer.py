@@ -127,7 +127,6 @@ class Informer:
         self.request_timeout_s = request_timeout_s  # each page of a list
         self._fresh_at: float | None = None  # when the cache was last confirmed current
         self._established_at: float | None = None  # when kube-apiserver answered the current watch
-        self._watch_sent = 0.0  # when the current watch was asked for
         self._on_event = on_event
         self.lean = lean_objects and kind in lean.SCHEMAS
         self._transform = lean.TRANSFORMS[kind] if self.lean else None
@@ -219,7 +218,6 @@ class Informer:
         self._watch = _LeanWatch(self.kind, self._shared) if self.lean else watch.Watch(return_type="object")
         self.watches += 1
         self._established_at = None
-        self._watch_sent = self._clock()
 
         @functools.wraps(self._list)  # the client's Watch reads the call's docstring
         def establish(*args, **kwargs):
@@ -276,13 +274,13 @@ class Informer:
 
     def _quiet_watch_confirms(self) -> None:
         """A watch kube-apiserver established from our resourceVersion and that stayed open ``HEALTHY_WATCH_S``
-        before it broke has delivered every change made before it was sent (the API server sends the changes since
-        that version at once): the cache was current then, as when the server ends a quiet watch. (kube-apiserver
-        sends a bookmark about once a minute only, so watches cut every few seconds would otherwise leave a cache
-        that misses nothing looking ever older.)"""
+        before it broke has delivered every change made before it was established (the API server sends the
+        changes since that version at once, and a change within the second after): the cache was current then, as
+        when the server ends a quiet watch. (kube-apiserver sends a bookmark about once a minute only, so watches cut
+        every few seconds would otherwise leave a cache that misses nothing looking ever older.)"""
         at = self._established_at
         if at is not None and self._clock() - at >= HEALTHY_WATCH_S:
-            self._fresh_at = max(self._fresh_at or 0.0, self._watch_sent)
+            self._fresh_at = max(self._fresh_at or 0.0, at)
 
     # -- the loop -------------------------------------------------------------------------------------------------
     def run(self, backoff_s: float | None = None, max_backoff_s: float | None = None) -> None:

@@ -12,7 +12,6 @@ These tests take minutes: ``make faults`` runs them (and CI); ``make test`` leav
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
@@ -24,6 +23,9 @@ from pathlib import Path
 import boto3
 import pytest
 import yaml
+from kubernetes import client as k8s
+
+from clusterspec.names import NODE_GROUP_LABEL
 
 collect_ignore_glob = [] if os.environ.get("FAULTS") else ["test_*.py"]
 
@@ -106,8 +108,6 @@ def plane(tmp_path_factory):
 
 class World:
     def __init__(self, tmp: Path, plane: Plane):
-        from kubernetes import client as k8s
-
         from autoscaler.adapters.aws import AwsCloud
         from localcluster.nodes import NodeAgent
         from tests.faults.harness import Aws
@@ -327,29 +327,36 @@ class World:
 
     # -- the end
     def close(self):
+        from kubernetes.client.exceptions import ApiException
+
         from clusterspec.names import AUTOSCALER_NAMESPACE, LEASE_NAME, STATE_CONFIGMAP, STATUS_CONFIGMAP
-        from localcluster import binaries
 
         self._stop.set()
         for r in self.replicas:
             r.proxy.cut_off.clear()
+            if r.alive():
+                r.proc.terminate()
+        for r in self.replicas:
             r.stop()
         self.faults.stopping.set()
         for r in self.replicas:
             r.proxy.stop()
         self.agent.stop()
-        kubectl = str(binaries.path("kubectl"))
-        admin = ["--kubeconfig", str(self.kubeconfig)]
-        import subprocess
-
-        for args in (["delete", "jobs", "--all", "-n", self.ns, "--wait=false"],
-                     ["delete", "pods", "--all", "-n", self.ns, "--force", "--grace-period=0", "--wait=false"],
-                     ["delete", "namespace", self.ns, "--wait=false"],
-                     ["delete", "nodes", "-l", "research.cluster/node-group", "--wait=false"],
-                     ["-n", AUTOSCALER_NAMESPACE, "delete", "lease", LEASE_NAME, "--ignore-not-found"],
-                     ["-n", AUTOSCALER_NAMESPACE, "delete", "configmap", STATE_CONFIGMAP, STATUS_CONFIGMAP,
-                      "--ignore-not-found"]):  # fmt: skip
-            subprocess.run([kubectl, *admin, *args], capture_output=True, timeout=60, check=False)
+        coordination = k8s.CoordinationV1Api(self.plane.api)
+        for call in (
+            lambda: self.batch.delete_collection_namespaced_job(self.ns, propagation_policy="Background"),
+            lambda: self.core.delete_collection_namespaced_pod(self.ns, grace_period_seconds=0),
+            lambda: self.core.delete_namespace(self.ns),
+            lambda: self.core.delete_collection_node(label_selector=NODE_GROUP_LABEL),
+            lambda: coordination.delete_namespaced_lease(LEASE_NAME, AUTOSCALER_NAMESPACE),
+            lambda: self.core.delete_namespaced_config_map(STATE_CONFIGMAP, AUTOSCALER_NAMESPACE),
+            lambda: self.core.delete_namespaced_config_map(STATUS_CONFIGMAP, AUTOSCALER_NAMESPACE),
+        ):
+            try:
+                call()
+            except ApiException as e:
+                if e.status != 404:
+                    raise
         # the DaemonSets' pods of the nodes gone (the pod garbage collector would take them only later)
         live = {n.metadata.name for n in self.core.list_node().items}
         for p in self.core.list_namespaced_pod("kube-system").items:
@@ -373,7 +380,3 @@ def world(tmp_path, monkeypatch, plane):
         w.close()
         aws_server.uninstall()
         time.sleep(0.2)
-
-
-def dump(obj) -> str:
-    return json.dumps(obj, indent=1, default=str)

@@ -135,6 +135,8 @@ class ApiProxy:
         self.cut_off = threading.Event()
         self._stopped = threading.Event()
         self._socks: list[socket.socket] = []
+        self._idle: list[http.client.HTTPSConnection] = []
+        self._lock = threading.Lock()
         threading.Thread(target=self._accept, daemon=True, name=f"proxy-{name}").start()
 
     # -- control
@@ -146,6 +148,10 @@ class ApiProxy:
         self.cut_off.clear()
         with contextlib.suppress(OSError):
             self.sock.close()
+        with self._lock:
+            for c in self._idle:
+                c.close()
+            self._idle.clear()
         for s in list(self._socks):
             with contextlib.suppress(OSError):
                 s.shutdown(socket.SHUT_RDWR)
@@ -172,8 +178,16 @@ class ApiProxy:
             self._socks.append(raw)
             threading.Thread(target=self._serve, args=(raw,), daemon=True).start()
 
+    def _upstream(self) -> http.client.HTTPSConnection:
+        """An idle connection to kube-apiserver, else a new one (a replica's reconnects after a cut pay the TLS
+        handshake with the proxy, as with a load balancer, not a second one with the API server)."""
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        return http.client.HTTPSConnection(*self.upstream, context=self.client_ctx, timeout=3600)
+
     def _serve(self, raw: socket.socket) -> None:
-        upstream = None
+        upstream, reusable = None, False
         try:
             if self.cut_off.is_set():  # accepted during a partition: never answered
                 while not self._done():
@@ -186,16 +200,19 @@ class ApiProxy:
                 if request is None:
                     return
                 if upstream is None:
-                    upstream = http.client.HTTPSConnection(
-                        *self.upstream, context=self.client_ctx, timeout=3600
-                    )
+                    upstream = self._upstream()
+                reusable = False
                 keep = self._handle(conn, upstream, *request)
+                reusable = keep  # an answer read whole leaves the connection to kube-apiserver idle
                 if not keep:
                     return
         except (_Cut, OSError, ssl.SSLError, http.client.HTTPException):
             return
         finally:
-            if upstream is not None:
+            if upstream is not None and reusable and not self._done():
+                with self._lock:
+                    self._idle.append(upstream)
+            elif upstream is not None:
                 upstream.close()
             with contextlib.suppress(OSError):
                 raw.close()

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from tests.faults.harness import kubectl, wait_until
 
 CPU = "dlr-us-west-2-cpu"
@@ -61,11 +63,13 @@ def test_a_lagging_pods_watch_never_kills_a_job(world):
     _survives(world, node, iid, "train-lag", 12)
 
 
-def test_an_unreadable_pods_api_holds_scale_down_and_fails_readiness(world):
-    """Pods can be neither listed nor watched (500): the cache ages, /readyz fails, nothing is removed."""
+@pytest.mark.parametrize("status", [500, 429])
+def test_an_unreadable_pods_api_holds_scale_down_and_fails_readiness(world, status):
+    """Pods can be neither listed nor watched (500, as when etcd is unavailable; or 429, as API Priority and Fairness
+    rejects an overloaded client): the cache ages, /readyz fails, nothing is removed."""
     node, iid = world.node_for(CPU)
     r = world.replica("solo")
-    world.faults.fail_pods = True
+    world.faults.fail_pods = status
     world.job_on(node, "train-blind")
     wait_until(lambda: r.get("/readyz")[0] == 503, 30, "/readyz 503 on a stale pods cache")
     assert "pods cache" in r.get("/readyz")[1]

@@ -1,5 +1,5 @@
 """A watch that kube-apiserver established and that stayed quiet before it was cut confirms the cache as of when it
-was asked for (kube-apiserver sends a bookmark about once a minute only: without this, watches cut every few
+was established (kube-apiserver sends a bookmark about once a minute only: without this, watches cut every few
 seconds leave a cache that misses nothing looking ever older; tests/faults's watch-cut scenario on the real API
 server)."""
 
@@ -48,7 +48,7 @@ def _informer(watch_quiet_s: float, answered: bool = True) -> tuple[Informer, li
 
 def _one_cut(informer: Informer) -> float:
     informer.sync()
-    sent = time.monotonic()
+    sent = time.monotonic()  # the fake answers at once: established when sent
     try:
         informer.watch_once()
     except ProtocolError:
@@ -56,7 +56,7 @@ def _one_cut(informer: Informer) -> float:
     return sent
 
 
-def test_a_quiet_watch_established_and_cut_confirms_the_cache_as_of_its_request():
+def test_a_quiet_watch_established_and_cut_confirms_the_cache_as_of_its_establishment():
     informer, _ = _informer(HEALTHY_WATCH_S + 0.3)
     informer._fresh_at = 0.0  # listed long ago
     sent = _one_cut(informer)
