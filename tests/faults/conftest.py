@@ -198,7 +198,9 @@ class World:
         r = Replica(name, kc, self.aws.door(name), self.tmp, **kw)
         r.proxy = proxy
         self.replicas.append(r)
-        wait_until(lambda: r.get("/readyz")[0] == 200 or not r.alive(), 60, f"{name} ready")
+        wait_until(
+            lambda: r.get("/readyz")[0] == 200 or not r.alive(), 120, f"{name} ready"
+        )  # a loaded machine
         assert r.alive(), r.tail()
         return r
 
