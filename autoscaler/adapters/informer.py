@@ -30,7 +30,6 @@ one spec, and the specs of a Job's pods on other nodes share their containers, t
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import socket
@@ -126,7 +125,6 @@ class Informer:
         self._clock = clock
         self.request_timeout_s = request_timeout_s  # each page of a list
         self._fresh_at: float | None = None  # when the cache was last confirmed current
-        self._established_at: float | None = None  # when kube-apiserver answered the current watch
         self._on_event = on_event
         self.lean = lean_objects and kind in lean.SCHEMAS
         self._transform = lean.TRANSFORMS[kind] if self.lean else None
@@ -217,17 +215,9 @@ class Informer:
         # events stay plain dicts; lean ones decoded in one pass
         self._watch = _LeanWatch(self.kind, self._shared) if self.lean else watch.Watch(return_type="object")
         self.watches += 1
-        self._established_at = None
-
-        @functools.wraps(self._list)  # the client's Watch reads the call's docstring
-        def establish(*args, **kwargs):
-            resp = self._list(*args, **kwargs)
-            self._established_at = self._clock()  # kube-apiserver answered 200: the watch is established
-            return resp
-
         try:
             stream = self._watch.stream(
-                establish,
+                self._list,
                 resource_version=self.resource_version,
                 allow_watch_bookmarks=True,
                 timeout_seconds=self.watch_timeout_s,
@@ -272,16 +262,6 @@ class Informer:
         if self._on_event is not None:
             self._on_event(kind, obj)
 
-    def _quiet_watch_confirms(self) -> None:
-        """A watch kube-apiserver established from our resourceVersion and that stayed open ``HEALTHY_WATCH_S``
-        before it broke has delivered every change made before it was established (the API server sends the
-        changes since that version at once, and a change within the second after): the cache was current then, as
-        when the server ends a quiet watch. (kube-apiserver sends a bookmark about once a minute only, so watches cut
-        every few seconds would otherwise leave a cache that misses nothing looking ever older.)"""
-        at = self._established_at
-        if at is not None and self._clock() - at >= HEALTHY_WATCH_S:
-            self._fresh_at = max(self._fresh_at or 0.0, at)
-
     # -- the loop -------------------------------------------------------------------------------------------------
     def run(self, backoff_s: float | None = None, max_backoff_s: float | None = None) -> None:
         """List, then watch, until ``stop()``. A watch the server ends is renewed from its resourceVersion; one that
@@ -319,7 +299,6 @@ class Informer:
                 if healthy and not _silent(e):
                     # established, then cut: the API answers; resume from the last version (410 relists)
                     log.info("watch broke; resuming", extra={"informer": self.name, "error": str(e)})
-                    self._quiet_watch_confirms()
                     self.resumed += 1
                     self.backoff = self.backoff_s
                     continue

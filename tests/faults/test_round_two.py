@@ -11,6 +11,8 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from tests.faults.conftest import NodeGone
 from tests.faults.harness import kubectl, wait_until
 from tests.faults.test_faults import CPU, EAST, UNREADABLE, WEST, _gpu_pod, _survives
@@ -21,15 +23,22 @@ def figures(name: str, **values) -> None:
 
 
 # -- recovery ---------------------------------------------------------------------------------------------------------
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 33: kube-apiserver sends no line on a quiet watch (a bookmark about once a minute; the emulator "
+    "sent one every second), so a watch cut every 2 s never confirms the cache: 30 s old on the real API server",
+)
 def test_watches_cut_every_2_s_keep_the_caches_fresh_and_a_new_pod_scaled_up_promptly(world):
     """Every watch (pods, nodes, PDBs) is cut 2 s after it opens, for 30 s: the caches must stay within a few scan
     intervals (1 s here) of the API, and a pod created then must be scaled up as promptly as without the fault.
     (A back-off that never resets reaches 16 s by then: caches 16 s old, the pod seen only at the next relist.)
 
     On the real API server a quiet watch carries no line at all (kube-apiserver bookmarks about once a minute; the
-    emulator did every second), so only the informer's confirmation of a quiet watch that was cut after it was
-    established keeps the caches fresh: 30 s old without it; 7.0 s and 9.7 s measured with it on 2 cores at a load
-    average of 20-30, where each reconnect through the proxy took seconds (over the 5 s bound: open)."""
+    emulator did every second): the informer confirms nothing while watches are cut, and the caches reach 30 s (the
+    informer's silence timeout then relists). Confirming a quiet watch cut a second or more after kube-apiserver
+    established it, as of its establishment, was tried: 6.7 s (load 7) to 9.7 s (load 30), still over the bound (each
+    reconnect through the proxy takes 0.5 to 1.6 s), and it would confirm a wedged watch that a middlebox cuts. Open:
+    strict xfail until the informer keeps this bound on the real API server."""
     r = world.replica("solo")
     world.faults.cut_watches_s = 2.0
     ages: list[float] = []
