@@ -51,9 +51,10 @@ e2e: venv .terraformrc
 	$(BIN)/pytest -n 2 -m e2e
 
 # The fault scenarios (tests/faults, docs/autoscaler.md "What it guarantees"): real `autoscaler run` processes
-# against moto and the emulator with injected faults (21 scenarios, each with its own ports and folders, two at a
-# time: most of a scenario is waiting on the controller's clock); about 6 minutes on 2 cores, so not part of
-# `make test`. One scenario alone, with its output: FAULTS=1 $(BIN)/pytest tests/faults -p no:xdist -s -k NAME
+# against moto and the real control plane (`make tools`; one per test process, kube-apiserver behind a fault proxy)
+# with injected faults (22 scenarios, two at a time: most of a scenario is waiting on the controller's clock); 13.6
+# minutes measured on 2 cores shared at a load average of 20-30, so not part of `make test`. One scenario alone:
+# FAULTS=1 $(BIN)/pytest tests/faults -p no:xdist -s -k NAME
 faults: venv .terraformrc
 	FAULTS=1 $(BIN)/pytest tests/faults -n 2 -q
 

@@ -1,13 +1,14 @@
-"""The fault harness: the real ``autoscaler run`` processes against a moto server and the Kubernetes API emulator,
-with faults injected on the wire, and every invariant checked by clients the autoscaler does not share (kubectl,
-boto3), never by its own logs.
+"""The fault harness: the real ``autoscaler run`` processes against a moto server and the real control plane
+(localcluster/), with faults injected on the wire, and every invariant checked by clients the autoscaler does not
+share (kubectl, the Kubernetes client as the cluster's admin, boto3), never by its own logs.
 
 - AWS: moto (with the demo's capacity limits and failed scaling activities, autoscaler.demo.aws_server) behind
   *doors*: one HTTP endpoint per client, each with its own faults (a delay or an error per API action). A delayed
   request is delivered only if its client still waits for it when the delay ends (a client that timed out and
   closed its connection sent nothing AWS would act on): a simplification stated in docs/autoscaler.md.
-- Kubernetes: the emulator, its pods watches gated (stalled, or every event lagging), every request slowed, or the
-  pods API failing; and per replica a TCP proxy that can cut the replica off from the API (a partition: the
+- Kubernetes: kube-apiserver behind a TLS-terminating reverse proxy per replica (tests/faults/kube_proxy.py) that
+  forwards the replica's own credentials: its pods watches gated (stalled, or every event lagging), every request
+  slowed, the pods API failing, watches cut, Lease writes refused, and the replica cut off (a partition: the
   connections hang, as dropped packets make them).
 - ``FAULTS_CODE=/path/to/checkout`` runs the autoscaler of another checkout (the base commit) against the same
   scenarios: each one fails there.
@@ -15,11 +16,9 @@ boto3), never by its own logs.
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import os
-import queue
 import re
 import select
 import socket
@@ -35,8 +34,6 @@ from urllib.parse import parse_qs
 
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from werkzeug.serving import make_server
-
-from autoscaler.emulator.api import Reply, WatchStream, status_body
 
 ROOT = Path(__file__).resolve().parents[2]
 CODE = Path(os.environ.get("FAULTS_CODE") or ROOT)  # the autoscaler under test
@@ -183,158 +180,10 @@ class Aws:
             d.stop()
 
 
-# -- Kubernetes -------------------------------------------------------------------------------------------------------
-@dataclass
-class Request:
-    """One request the emulator answered (the harness's record of the API's view, for ordering checks)."""
-
-    at: float
-    method: str
-    path: str
-    query: dict
-    status: int | None  # None for a watch
-
-
-class KubeFaults:
-    """Wraps ``KubeApi.handle`` (the emulator's one entry point). Pods watches go through a gate that holds their
-    events while ``stall`` is on and delivers each ``lag_s`` after it happened; ``fail_pods`` answers every pods read
-    with 500; ``delay_s`` slows every request; ``cut_watches_s`` breaks every watch (of any kind) that long after it
-    opened (the connection closes mid-stream, as a load balancer dropping long connections does);
-    ``fail_lease_writes_of`` answers 500 to Lease writes by those holders (a replica whose renewals fail while the
-    rest of its traffic passes); ``hooks`` run after each request (a binder that acts right after a read);
-    ``requests`` records what was answered."""
-
-    def __init__(self, api):
-        self.api = api
-        self._handle = api.handle
-        self.stall = False
-        self.lag_s = 0.0
-        self.fail_pods = False
-        self.delay_s = 0.0
-        self.cut_watches_s = 0.0
-        self.fail_lease_writes_of: set[str] = set()
-        self.hooks: list = []  # fn(method, path, query) after the request was answered
-        self.requests: list[Request] = []
-        self.watch_cuts = 0
-        api.handle = self.handle
-
-    def handle(self, method, path, query, content_type, body):
-        if self.delay_s:
-            time.sleep(self.delay_s)
-        pods = path.rstrip("/").endswith("/pods")
-        if pods and method == "GET" and self.fail_pods:
-            return Reply(500, status_body(500, "InternalError", "injected: etcd is unavailable"))
-        if "/leases" in path and method in ("PUT", "POST") and self.fail_lease_writes_of:
-            holder = (json.loads(body or b"{}").get("spec") or {}).get("holderIdentity")
-            if holder in self.fail_lease_writes_of:
-                return Reply(500, status_body(500, "InternalError", "injected: lease write refused"))
-        result = self._handle(method, path, query, content_type, body)
-        watching = isinstance(result, WatchStream)
-        self.requests.append(Request(time.monotonic(), method, path, dict(query),
-                                     None if watching else getattr(result, "status", None)))  # fmt: skip
-        for hook in list(self.hooks):
-            hook(method, path, query)
-        if watching and (pods or self.cut_watches_s):
-            end = time.monotonic() + self.cut_watches_s if self.cut_watches_s else None
-            return WatchStream(self._gate(result.events, pods, end))
-        return result
-
-    def _cut(self, end: float | None) -> None:
-        """Past ``end``: a broken connection (the emulator's server closes it without the last chunk, so the client
-        sees the response end prematurely)."""
-        if end is not None and time.monotonic() >= end:
-            self.watch_cuts += 1
-            raise ConnectionResetError("injected: watch connection cut")
-
-    def _gate(self, events, pods: bool, end: float | None):
-        q: queue.Queue = queue.Queue()
-        done = object()
-
-        def pump():
-            try:
-                for ev in events:
-                    q.put((time.monotonic(), ev))
-            finally:
-                q.put((time.monotonic(), done))
-
-        threading.Thread(target=pump, daemon=True).start()
-        while not self.api.stopping:
-            self._cut(end)
-            try:
-                at, ev = q.get(timeout=0.2)
-            except queue.Empty:
-                continue
-            while pods and not self.api.stopping and (self.stall or time.monotonic() < at + self.lag_s):
-                self._cut(end)
-                time.sleep(0.05)
-            if ev is done:
-                return
-            yield ev
-
-
-class Proxy:
-    """A TCP proxy from a port of its own to the emulator; ``cut()`` partitions (connections hang, new ones too)."""
-
-    def __init__(self, target_port: int):
-        self.target = ("127.0.0.1", target_port)
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.cut_off = threading.Event()
-        self._conns: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self):
-        while True:
-            try:
-                client, _ = self.sock.accept()
-            except OSError:
-                return
-            self._conns.append(client)
-            if self.cut_off.is_set():
-                continue  # accepted, never answered: the client's timeouts decide
-            try:
-                upstream = socket.create_connection(self.target)
-            except OSError:
-                client.close()
-                continue
-            self._conns.append(upstream)
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
-
-    def _pump(self, src, dst):
-        while True:
-            try:
-                data = src.recv(65536)
-            except OSError:
-                data = b""
-            while self.cut_off.is_set():  # a partition: nothing passes, nothing is closed
-                time.sleep(0.1)
-            if not data:
-                for s in (src, dst):
-                    with contextlib.suppress(OSError):
-                        s.shutdown(socket.SHUT_RDWR)
-                return
-            try:
-                dst.sendall(data)
-            except OSError:
-                return
-
-    def cut(self):
-        self.cut_off.set()
-
-    def stop(self):
-        self.cut_off.clear()
-        self.sock.close()
-        for c in self._conns:
-            with contextlib.suppress(OSError):
-                c.close()
-
-
 # -- the autoscaler -------------------------------------------------------------------------------------------------
 class Replica:
-    """One ``autoscaler run`` process (of ``CODE``), talking to Kubernetes through its own proxy and to AWS through
-    its own door."""
+    """One ``autoscaler run`` process (of ``CODE``), talking to Kubernetes through its own proxy (its kubeconfig) and
+    to AWS through its own door."""
 
     def __init__(self, name: str, kubeconfig: Path, door: Door, tmp: Path, *, leader_elect: bool = False,
                  flags: tuple = (), env: dict | None = None):  # fmt: skip
@@ -385,6 +234,8 @@ class Replica:
 
 
 def kubectl(kubeconfig: Path, *args: str) -> dict:
-    out = subprocess.run(["kubectl", "--kubeconfig", str(kubeconfig), *args, "-o", "json"], capture_output=True,
+    from localcluster import binaries
+
+    out = subprocess.run([str(binaries.path("kubectl")), "--kubeconfig", str(kubeconfig), *args, "-o", "json"], capture_output=True,
                          text=True, timeout=60, check=True)  # fmt: skip
     return json.loads(out.stdout)
