@@ -37,6 +37,7 @@ from autoscaler.core.failures import GONE_STATES
 from autoscaler.core.names import TO_BE_DELETED_SINCE_ANNOTATION
 from autoscaler.core.planner import CANCELLED
 from autoscaler.core.planner import plan as make_plan
+from autoscaler.core.scaledown import VANISHED
 from autoscaler.core.snapshot import parse_snapshot
 from autoscaler.core.timeutil import parse_time, show_time
 from autoscaler.interfaces import Cloud, Cluster
@@ -221,6 +222,7 @@ class Controller:
         self.cloud = cloud
         self.config = config if isinstance(config, ControllerConfig) else ControllerConfig(planner=config)
         self._clock = clock
+        self._started = self.now()  # nodes created after it: the pods watch saw every pod bound to them
         self._may_act = may_act or (lambda: True)
         self._notifier = notifier
         self._events_sent: dict[tuple[str, str], tuple[str, datetime]] = {}
@@ -363,6 +365,7 @@ class Controller:
         for g in groups:
             if g["region"] not in regions:
                 regions.append(g["region"])
+        vanished = self._vanished_capacity(nodes, names)
         snapshot = {
             "now": show_time(now),
             "regions": regions,
@@ -373,8 +376,28 @@ class Controller:
             "groups": groups,
             "scaling_failures": [f for f in failures if f["group"] in names],
             "group_state": {k: v for k, v in group_state.items() if k in names},
+            **({"vanished": vanished} if vanished else {}),
         }
         return snapshot
+
+    def _vanished_capacity(self, nodes: list[dict], groups: set[str]) -> dict | None:
+        """The capacity bought for pods that vanished while pending (``_vanished``, one entry per node slot) and
+        the nodes no pod has landed on: created after this process started (so its pods watch saw every pod bound
+        to them) and never shown a pod bound to them. The planner gives such empty nodes back at once
+        (core/scaledown.py, VANISHED). None when nothing vanished or the cluster adapter cannot tell."""
+        owed = {g: len(ts) for g, ts in self._vanished.items() if ts and g in groups}
+        landed_nodes = getattr(self.cluster, "landed_nodes", None)
+        if not owed or landed_nodes is None:
+            return None
+        present = {(n.get("metadata") or {}).get("name") for n in nodes if isinstance(n, dict)}
+        landed = landed_nodes({p for p in present if p})
+        unused = []
+        for n in nodes:
+            meta = n.get("metadata") if isinstance(n, dict) else None
+            created = _parse_iso((meta or {}).get("creationTimestamp"))
+            if meta and created is not None and created > self._started and meta.get("name") not in landed:
+                unused.append(meta["name"])
+        return {"groups": owed, "unused_nodes": sorted(unused)} if unused else None
 
     # -- what the listings do not show yet, and what they should not -------------------------------------------
     def _load_state(self, state: dict[str, str], result: LoopResult) -> None:
@@ -639,6 +662,10 @@ class Controller:
         }
         kept_actions = []
         for step in plan.get("scale_down") or ():
+            if step.get("action") == "taint" and step.get("reason") == VANISHED:
+                owed = self._vanished.get(step.get("group") or "")
+                if owed:  # the slot this node was bought for is given back with it
+                    owed.pop()
             if step.get("reason") == CANCELLED and step.get("node") is None:
                 allowed = self._vanished.get(step.get("group") or "")
                 if not allowed:
