@@ -323,15 +323,20 @@ def _wait_namespace(api: Api, ns: str, timeout_s: float = 60) -> None:
             time.sleep(0.2)
 
 
+def _accounts(api: Api) -> None:
+    """The pods' namespace ready for pods, with the account the kubectl-sized pods run as."""
+    _wait_namespace(api, NAMESPACE)
+    trainer = kubectl_sized.pod(generate.pod("x", {}, namespace=NAMESPACE), 0, random.Random(0))
+    api.core.create_namespaced_service_account(
+        NAMESPACE, {"metadata": {"name": trainer["spec"]["serviceAccountName"]}}
+    )
+
+
 def load(stack: Stack, api: Api, opts: Options, result: Result, progress) -> None:
     rng = random.Random(1)
     for ns in (NAMESPACE, AUTOSCALER_NAMESPACE):
         api.core.create_namespace({"metadata": {"name": ns}})
-    _wait_namespace(api, NAMESPACE)
-    trainer = kubectl_sized.pod(generate.pod("x", {}, namespace=NAMESPACE), 0, random.Random(0))
-    api.core.create_namespaced_service_account(  # the account the kubectl-sized pods run as
-        NAMESPACE, {"metadata": {"name": trainer["spec"]["serviceAccountName"]}}
-    )
+    _accounts(api)
     claim, volume = claim_and_volume()
     api.core.create_persistent_volume(volume)
     api.core.create_namespaced_persistent_volume_claim(NAMESPACE, claim)
@@ -525,7 +530,10 @@ def churn(pods: int, delete_after_s: float, after_s: float, boot_s: float, worke
         api = Api(stack.admin_kubeconfig, workers)
         for ns in (NAMESPACE, AUTOSCALER_NAMESPACE):
             api.core.create_namespace({"metadata": {"name": ns}})
-        _wait_namespace(api, NAMESPACE)
+        _accounts(api)
+        claim, volume = claim_and_volume()  # the claim the kubectl-sized pods name (unbound: no scale-up)
+        api.core.create_persistent_volume(volume)
+        api.core.create_namespaced_persistent_volume_claim(NAMESPACE, claim)
         aws = Aws()
         agent = BootingAgent(aws.url, api.core, boot_s).start()
         ctl = Controller(ROOT, stack.admin_kubeconfig, aws.url, EmulatorOptions(scan_interval="10s"),
@@ -548,6 +556,7 @@ def churn(pods: int, delete_after_s: float, after_s: float, boot_s: float, worke
 
         threading.Thread(target=watch_desired, daemon=True).start()
         created: list[tuple[float, str]] = []
+        errors: list[str] = []
         lock = threading.Lock()
 
         def create(i: int) -> None:
@@ -557,19 +566,26 @@ def churn(pods: int, delete_after_s: float, after_s: float, boot_s: float, worke
             if status < 300:
                 with lock:
                     created.append((time.monotonic(), name))
+            elif not errors:
+                errors.append(f"{status}: {text[:200]}")
 
         deleted = 0
+        late: list[float] = []  # seconds past its due time each deletion was sent
+
+        def delete(item: tuple[float, str]) -> None:
+            late.append(time.monotonic() - item[0] - delete_after_s)
+            api.pool.request("DELETE", f"{api.host}/api/v1/namespaces/{NAMESPACE}/pods/{item[1]}"
+                             "?gracePeriodSeconds=0")  # fmt: skip
 
         def deleter():
             nonlocal deleted
-            while not stop.is_set() or deleted < len(created):
-                with lock:
-                    due = [c for c in created[deleted:] if c[0] + delete_after_s <= time.monotonic()]
-                for _, name in due:
-                    api.pool.request("DELETE", f"{api.host}/api/v1/namespaces/{NAMESPACE}/pods/{name}"
-                                     "?gracePeriodSeconds=0")  # fmt: skip
-                deleted += len(due)
-                time.sleep(0.05)
+            with ThreadPoolExecutor(workers) as deleters:
+                while not stop.is_set() or deleted < len(created):
+                    with lock:
+                        due = [c for c in created[deleted:] if c[0] + delete_after_s <= time.monotonic()]
+                    deleted += len(due)
+                    list(deleters.map(delete, due))
+                    time.sleep(0.05)
 
         t0 = time.monotonic()
         deleting = threading.Thread(target=deleter, daemon=True)
@@ -577,6 +593,8 @@ def churn(pods: int, delete_after_s: float, after_s: float, boot_s: float, worke
         with ThreadPoolExecutor(workers) as pool:
             list(pool.map(create, range(pods)))
         figures["create_s"] = round(time.monotonic() - t0, 1)
+        if len(created) < pods:
+            raise RuntimeError(f"{pods - len(created):,} of {pods:,} pods not created: {errors[0]}")
         stop.set()
         deleting.join()
         last = time.monotonic()
@@ -591,6 +609,8 @@ def churn(pods: int, delete_after_s: float, after_s: float, boot_s: float, worke
             "desired_after": sum(g["desired"] for g in groups),
             "instances_after": sum(len(g["instances"]) for g in groups),
             "nodes_registered": len(agent.registered - agent.at_start),
+            "agent_errors": agent.errors,
+            "deletion_late_max_s": round(max(late), 1) if late else None,
             "nodes_after": len(api.core.list_node(label_selector=AGENT_LABEL).items)
             - figures["instances_before"],
             "waited_s": round(time.monotonic() - last, 1),
@@ -622,6 +642,7 @@ class BootingAgent:
         self.first_seen: dict[str, float] = {}
         self.registered: set[str] = set()
         self.at_start: set[str] = set()
+        self.errors = ""
         self._stop = threading.Event()
 
     def groups(self) -> list[dict]:
@@ -654,8 +675,10 @@ class BootingAgent:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            with contextlib.suppress(Exception):  # retried on the next tick
+            try:
                 self.sync_once()
+            except Exception as e:  # noqa: BLE001 - retried on the next tick; the first kept for the report
+                self.errors = self.errors or f"{type(e).__name__}: {str(e)[:200]}"
             self._stop.wait(0.5)
 
     def start(self) -> BootingAgent:
@@ -667,17 +690,17 @@ class BootingAgent:
 
 
 def churn_report(f: dict) -> str:
+    empty = f["desired_after"] <= f["desired_before"] and f["instances_after"] <= f["instances_before"]
+    empty = empty and f["nodes_after"] <= 0
     return (
         f"churn: {f['created']:,} pending 1-GPU pods created in {f['create_s']} s, each deleted "
-        f"{f['delete_after_s']:g} s after creation; nodes register {f['boot_s']:g} s after launch\n"
-        f"at the peak {f['peak_desired']} node(s) bought; {f['waited_s']} s after the last deletion: desired "
-        f"{f['desired_after']}, live instances {f['instances_after']}, Nodes {f['nodes_after']} "
-        f"({f['nodes_registered']} ever registered): "
-        + (
-            "nothing bought"
-            if not (f["desired_after"] or f["instances_after"] or f["nodes_after"])
-            else "NOT empty"
-        )
+        f"{f['delete_after_s']:g} s after creation (sent at most {f['deletion_late_max_s']} s late); nodes register {f['boot_s']:g} s after launch\n"
+        f"the groups' minimum before: desired {f['desired_before']}, {f['instances_before']} instance(s); above "
+        f"it: {f['peak_desired'] - f['desired_before']} node(s) bought at the peak; {f['waited_s']} s after the "
+        f"last deletion: desired {f['desired_after'] - f['desired_before']}, live instances "
+        f"{f['instances_after'] - f['instances_before']}, Nodes {f['nodes_after']} ({f['nodes_registered']} "
+        f"registered meanwhile; node agent errors: {f['agent_errors'] or 'none'}): "
+        + ("nothing bought" if empty else "NOT empty")
     )
 
 
