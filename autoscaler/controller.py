@@ -660,6 +660,15 @@ class Controller:
             for k, where in self._placements.items()
             if where.startswith(("new:", "upcoming:"))
         }
+        # and pods placed on a node that registered since this process started (bought for them, most likely):
+        # if they vanish, that node may go back (only if no pod ever landed on it: _vanished_capacity)
+        for k, where in self._placements.items():
+            raw = self._raw_nodes.get(where) if k not in self._bought_for else None
+            meta = (raw or {}).get("metadata") or {}
+            group = (meta.get("labels") or {}).get(NODE_GROUP_LABEL)
+            created = _parse_iso(meta.get("creationTimestamp"))
+            if group and created is not None and created > self._started:
+                self._bought_for[k] = (group, where)
         kept_actions = []
         for step in plan.get("scale_down") or ():
             if step.get("action") == "taint" and step.get("reason") == VANISHED:
