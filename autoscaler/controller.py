@@ -261,6 +261,7 @@ class Controller:
         # pods placed so vanished (one entry per slot): the launches the plan may cancel (_only_vanished_cancels)
         self._bought_for: dict[str, tuple[str, str]] = {}
         self._vanished: dict[str, list[datetime]] = {}
+        self._vanished_last: dict[str, datetime] = {}  # group -> when pods bought for in it last vanished
         self._node_states: dict[str, str] = {}  # node -> its state in this pass's plan
         self._pods_by_node: dict[str, str] | None = None  # node -> a pod holding it (built when needed)
         self._snapshot_pods: list[dict] = []
@@ -381,13 +382,14 @@ class Controller:
         return snapshot
 
     def _vanished_capacity(self, nodes: list[dict], groups: set[str]) -> dict | None:
-        """The capacity bought for pods that vanished while pending (``_vanished``, one entry per node slot) and
-        the nodes no pod has landed on: created after this process started (so its pods watch saw every pod bound
+        """The groups where pods bought for vanished while pending within a boot timeout, and the nodes no pod has
+        landed on: created after this process started (so its pods watch saw every pod bound
         to them) and never shown a pod bound to them. The planner gives such empty nodes back at once
         (core/scaledown.py, VANISHED). None when nothing vanished or the cluster adapter cannot tell."""
-        owed = {g: len(ts) for g, ts in self._vanished.items() if ts and g in groups}
+        horizon = self.now() - timedelta(seconds=self.config.planner.boot_timeout_s)
+        recent = {g for g, t in self._vanished_last.items() if t > horizon and g in groups}
         landed_nodes = getattr(self.cluster, "landed_nodes", None)
-        if not owed or landed_nodes is None:
+        if not recent or landed_nodes is None:
             return None
         present = {(n.get("metadata") or {}).get("name") for n in nodes if isinstance(n, dict)}
         landed = landed_nodes({p for p in present if p})
@@ -397,6 +399,9 @@ class Controller:
             created = _parse_iso((meta or {}).get("creationTimestamp"))
             if meta and created is not None and created > self._started and meta.get("name") not in landed:
                 unused.append(meta["name"])
+        # every unused node of such a group: one bought for pods that found room elsewhere is as idle (the slots
+        # of _vanished, which cancellations consume one by one, undercount nodes bought over several passes)
+        owed = {g: len(unused) for g in recent}
         return {"groups": owed, "unused_nodes": sorted(unused)} if unused else None
 
     # -- what the listings do not show yet, and what they should not -------------------------------------------
@@ -651,6 +656,7 @@ class Controller:
                 slots.setdefault(group, set()).add(slot)
         for group, gone in slots.items():
             self._vanished.setdefault(group, []).extend([now] * len(gone))
+            self._vanished_last[group] = now
         horizon = now - timedelta(seconds=self.config.planner.boot_timeout_s)
         self._vanished = {
             g: kept for g, ts in self._vanished.items() if (kept := [t for t in ts if t > horizon])
