@@ -57,7 +57,7 @@ def churn(pods: int, delete_after_s: float, after_s: float, boot_s: float, worke
         before = agent.groups()
         figures["desired_before"] = sum(g["desired"] for g in before)  # the groups' minimum, there before
         figures["instances_before"] = sum(len(g["instances"]) for g in before)
-        peak = {"desired": 0}
+        peak = {"desired": figures["desired_before"]}
         stop = threading.Event()
 
         def watch_desired():
