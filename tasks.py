@@ -504,24 +504,24 @@ def bench(c, json=False, no_process=False, no_cases=False, pods=51_000, nodes=3_
 @task(
     name="bench-live",
     help={
-        "nodes": "nodes in the emulator (default 5,000)",
+        "nodes": "kwok nodes on the real local control plane (default 5,000)",
         "pods": "kubectl-sized running pods spread over them (default 50,000)",
-        "loops": "controller passes to watch (default 1,000)",
+        "loops": "controller passes to watch (default 100)",
         "samples": "decision latency samples (default 5)",
         "events": "pods owed an Event in each burst (default 500)",
-        "write_latency_ms": "latency of every API write in the emulator (default 5)",
-        "baseline": "also run this git ref's controller and print new/baseline ratios",
+        "workers": "concurrent API writes while loading (default 16)",
+        "out": "the stack's folder, the controller's log and result.json (build/bench-live)",
         "json": "print the result as one JSON object",
     },
 )
-def bench_live(c, nodes=5_000, pods=50_000, loops=1_000, samples=5, events=500, write_latency_ms=5.0,
-               baseline=None, json=False):  # fmt: skip
-    """The live controller under load: memory over N passes and decision latency (docs/benchmarks.md)."""
-    from autoscaler.bench.live import main
+def bench_live(
+    c, nodes=5_000, pods=50_000, loops=100, samples=5, events=500, workers=16, out=None, json=False
+):
+    """The live controller on the real control plane: decision latency and memory (docs/benchmarks.md)."""
+    from demos.bench_live import main
 
     argv = [f"--nodes={nodes}", f"--pods={pods}", f"--loops={loops}", f"--samples={samples}", f"--events={events}",
-            f"--write-latency-ms={write_latency_ms}", *([f"--baseline={baseline}"] if baseline else []),
-            *(["--json"] if json else [])]  # fmt: skip
+            f"--workers={workers}", *([f"--out={out}"] if out else []), *(["--json"] if json else [])]  # fmt: skip
     code = main(argv)
     if code:
         raise SystemExit(code)

@@ -37,6 +37,7 @@ from autoscaler.core.failures import GONE_STATES
 from autoscaler.core.names import TO_BE_DELETED_SINCE_ANNOTATION
 from autoscaler.core.planner import CANCELLED
 from autoscaler.core.planner import plan as make_plan
+from autoscaler.core.scaledown import VANISHED
 from autoscaler.core.snapshot import parse_snapshot
 from autoscaler.core.timeutil import parse_time, show_time
 from autoscaler.interfaces import Cloud, Cluster
@@ -221,6 +222,7 @@ class Controller:
         self.cloud = cloud
         self.config = config if isinstance(config, ControllerConfig) else ControllerConfig(planner=config)
         self._clock = clock
+        self._started = self.now()  # nodes created after it: the pods watch saw every pod bound to them
         self._may_act = may_act or (lambda: True)
         self._notifier = notifier
         self._events_sent: dict[tuple[str, str], tuple[str, datetime]] = {}
@@ -259,6 +261,7 @@ class Controller:
         # pods placed so vanished (one entry per slot): the launches the plan may cancel (_only_vanished_cancels)
         self._bought_for: dict[str, tuple[str, str]] = {}
         self._vanished: dict[str, list[datetime]] = {}
+        self._vanished_last: dict[str, datetime] = {}  # group -> when pods bought for in it last vanished
         self._node_states: dict[str, str] = {}  # node -> its state in this pass's plan
         self._pods_by_node: dict[str, str] | None = None  # node -> a pod holding it (built when needed)
         self._snapshot_pods: list[dict] = []
@@ -363,6 +366,7 @@ class Controller:
         for g in groups:
             if g["region"] not in regions:
                 regions.append(g["region"])
+        vanished = self._vanished_capacity(nodes, names)
         snapshot = {
             "now": show_time(now),
             "regions": regions,
@@ -373,8 +377,32 @@ class Controller:
             "groups": groups,
             "scaling_failures": [f for f in failures if f["group"] in names],
             "group_state": {k: v for k, v in group_state.items() if k in names},
+            **({"vanished": vanished} if vanished else {}),
         }
         return snapshot
+
+    def _vanished_capacity(self, nodes: list[dict], groups: set[str]) -> dict | None:
+        """The groups where pods bought for vanished while pending within a boot timeout, and the nodes no pod has
+        landed on: created after this process started (so its pods watch saw every pod bound
+        to them) and never shown a pod bound to them. The planner gives such empty nodes back at once
+        (core/scaledown.py, VANISHED). None when nothing vanished or the cluster adapter cannot tell."""
+        horizon = self.now() - timedelta(seconds=self.config.planner.boot_timeout_s)
+        recent = {g for g, t in self._vanished_last.items() if t > horizon and g in groups}
+        landed_nodes = getattr(self.cluster, "landed_nodes", None)
+        if not recent or landed_nodes is None:
+            return None
+        present = {(n.get("metadata") or {}).get("name") for n in nodes if isinstance(n, dict)}
+        landed = landed_nodes({p for p in present if p})
+        unused = []
+        for n in nodes:
+            meta = n.get("metadata") if isinstance(n, dict) else None
+            created = _parse_iso((meta or {}).get("creationTimestamp"))
+            if meta and created is not None and created > self._started and meta.get("name") not in landed:
+                unused.append(meta["name"])
+        # every unused node of such a group: one bought for pods that found room elsewhere is as idle (the slots
+        # of _vanished, which cancellations consume one by one, undercount nodes bought over several passes)
+        owed = {g: len(unused) for g in recent}
+        return {"groups": owed, "unused_nodes": sorted(unused)} if unused else None
 
     # -- what the listings do not show yet, and what they should not -------------------------------------------
     def _load_state(self, state: dict[str, str], result: LoopResult) -> None:
@@ -628,6 +656,7 @@ class Controller:
                 slots.setdefault(group, set()).add(slot)
         for group, gone in slots.items():
             self._vanished.setdefault(group, []).extend([now] * len(gone))
+            self._vanished_last[group] = now
         horizon = now - timedelta(seconds=self.config.planner.boot_timeout_s)
         self._vanished = {
             g: kept for g, ts in self._vanished.items() if (kept := [t for t in ts if t > horizon])
@@ -637,8 +666,21 @@ class Controller:
             for k, where in self._placements.items()
             if where.startswith(("new:", "upcoming:"))
         }
+        # and pods placed on a node that registered since this process started (bought for them, most likely):
+        # if they vanish, that node may go back (only if no pod ever landed on it: _vanished_capacity)
+        for k, where in self._placements.items():
+            raw = self._raw_nodes.get(where) if k not in self._bought_for else None
+            meta = (raw or {}).get("metadata") or {}
+            group = (meta.get("labels") or {}).get(NODE_GROUP_LABEL)
+            created = _parse_iso(meta.get("creationTimestamp"))
+            if group and created is not None and created > self._started:
+                self._bought_for[k] = (group, where)
         kept_actions = []
         for step in plan.get("scale_down") or ():
+            if step.get("action") == "taint" and step.get("reason") == VANISHED:
+                owed = self._vanished.get(step.get("group") or "")
+                if owed:  # the slot this node was bought for is given back with it
+                    owed.pop()
             if step.get("reason") == CANCELLED and step.get("node") is None:
                 allowed = self._vanished.get(step.get("group") or "")
                 if not allowed:

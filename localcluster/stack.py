@@ -29,9 +29,15 @@ class StackFailed(RuntimeError):
 
 
 class Stack:
-    def __init__(self, workdir: Path, kwok: bool = True) -> None:
+    def __init__(self, workdir: Path, kwok: bool = True, kwok_lease_s: int = 40,
+                 overrides: dict[str, dict[str, str]] | None = None) -> None:  # fmt: skip
+        """``overrides``: flags set on a component's command over kubeadm's ({"kube-controller-manager":
+        {"node-monitor-grace-period": "15m"}}); ``kwok_lease_s``: the nodes' lease duration (kwok renews each every
+        quarter of it: a longer lease lets kwok hold thousands of nodes, with the grace period above it)."""
         self.workdir = Path(workdir).resolve()  # kubeadm takes absolute paths only (certificatesDir, ...)
         self.kwok = kwok
+        self.kwok_lease_s = kwok_lease_s
+        self.overrides = overrides or {}
         self.processes = Processes(self.workdir / "logs")
         self.ports: kubeadm.Ports | None = None
         self.timings: dict[str, float] = {}
@@ -65,6 +71,8 @@ class Stack:
         self.ports = kubeadm.Ports(*free_ports(6))
         config = kubeadm.local_config(self.workdir, self.ports)
         commands = kubeadm.phases(self.workdir, config, self.ports)
+        for name, flags in self.overrides.items():
+            commands[name] = _override(commands[name], flags)
         self.timings["kubeadm"] = time.monotonic() - t0
         env = {"PATH": binaries.on_path(), "HOME": str(self.workdir)}
         try:
@@ -144,7 +152,7 @@ class Stack:
             f"--cidr={kubeadm.LOCAL_POD_CIDR}",
             "--node-ip=127.0.0.1",
             f"--server-address=127.0.0.1:{port}",
-            "--node-lease-duration-seconds=40",
+            f"--node-lease-duration-seconds={self.kwok_lease_s}",
             *(f"--config={s}" for s in stages),
         ]
         self.processes.start("kwok", argv, env=env)
@@ -158,6 +166,12 @@ class Stack:
             "timings": self.timings,
         }
         (self.workdir / "stack.json").write_text(json.dumps(state, indent=2))
+
+
+def _override(argv: list[str], flags: dict[str, str]) -> list[str]:
+    """``argv`` with each ``--flag=value`` of ``flags`` replacing the flag's value (or appended)."""
+    kept = [a for a in argv if not any(a.startswith(f"--{k}=") for k in flags)]
+    return [*kept, *(f"--{k}={v}" for k, v in flags.items())]
 
 
 def kubeconfig_servers(path: Path) -> list[str]:

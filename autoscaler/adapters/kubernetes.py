@@ -113,6 +113,7 @@ class KubeCluster:
         self._pod_seq = 0  # pod events applied so far
         self._pod_events: deque = deque(maxlen=POD_EVENTS_KEPT)  # (seq, node, pod) of bound pods, newest last
         self._pending_since: dict[str, int] = {}  # pending pod -> the event that first showed it pending
+        self._landed: set[str] = set()  # nodes the watch has shown a pod (not a DaemonSet's) bound to
         self._pass_mark: int | None = None  # the pod events the running pass covers (mark_pass)
         self._relists_seen = 0  # the pods cache's relists when mark_pass last forgot the pods they dropped
         self.informers = {
@@ -175,12 +176,21 @@ class KubeCluster:
             self._pod_seq += 1
             if node:
                 self._pod_events.append((self._pod_seq, node, pod))
+                if not _daemonset_pod(pod):
+                    self._landed.add(node)
             if pending:
                 self._pending_since.setdefault(key, self._pod_seq)
             else:
                 self._pending_since.pop(key, None)
         if pending and self.on_pending_pod is not None:
             self.on_pending_pod(pod)
+
+    def landed_nodes(self, present: set[str]) -> set[str]:
+        """The nodes of ``present`` that the pods watch has shown a pod (not a DaemonSet's) bound to since this
+        process started; the names of nodes gone are forgotten."""
+        with self._events_lock:
+            self._landed &= present
+            return set(self._landed)
 
     def mark_pass(self) -> None:
         """A pass starts (the loop calls this as it closes the batching window): the pods the watch first shows
@@ -570,3 +580,8 @@ class KubeEventSink:
             metrics.API_ERRORS.labels("kubernetes", where, operation).inc()
             raise RuntimeError(f"{operation} {where}: {e}") from None
         return json.loads(resp.data)
+
+
+def _daemonset_pod(pod: dict) -> bool:
+    owners = (pod.get("metadata") or {}).get("ownerReferences") or ()
+    return any(isinstance(o, dict) and o.get("kind") == "DaemonSet" for o in owners)

@@ -145,3 +145,8 @@ class Snapshot:
     pdbs: list[dict] = field(default_factory=list)
     scaling_failures: list[Failure] = field(default_factory=list)
     group_state: dict[str, GroupState] = field(default_factory=dict)
+    # capacity bought for pods that vanished while pending (deleted before a node came): per group, the node slots
+    # still owed back, and the nodes no pod has ever landed on (the controller's watch saw every pod bound since
+    # before they registered); such an empty node goes back without waiting out the idle threshold
+    vanished: dict[str, int] = field(default_factory=dict)
+    unused_nodes: frozenset[str] = frozenset()

@@ -26,6 +26,7 @@ from autoscaler.core.scaleup import ScaleUp
 from autoscaler.core.timeutil import parse_time, show_time
 
 EMPTY_STATES = ("idle", "removable", "draining")
+VANISHED = "bought for pods that vanished while pending, and no pod ever landed on it: given back at once"
 
 
 @dataclass
@@ -85,12 +86,22 @@ def scale_down(
     reused = set(up.reused)
     drift = drifted(snap)
     candidates: dict[str, list[tuple[datetime, int, NodeFacts]]] = {}
+    owed = dict(snap.vanished)  # node slots bought for vanished pods, per group, not given back yet
     for name, f in facts.items():
         f.planned = name in up.placed_on
         f.life = up.lifecycle.get(name)
         state, reason = node_state(f, now, config)
         if name in drift and state in ("idle", "removable"):
             state, reason = "removable", f"drifted: {drift[name][0]}"
+        elif (
+            state == "idle"
+            and name in snap.unused_nodes
+            and owed.get(f.node.group or "", 0) > 0
+            and not f.workload(now)
+            and f.finished_at is None
+        ):
+            owed[f.node.group] -= 1
+            state, reason = "removable", VANISHED
         out.states[name], out.reasons[name] = state, reason
         n = f.node
         _drift(out, f, drift.get(name), state, now, config)
@@ -211,10 +222,15 @@ def _remove(
                         removed[gname] = removed.get(gname, 0) + 1
             elif state == "removable":
                 to_taint.append((when, f))
-    to_taint.sort(key=lambda t: (t[0], t[1].node.name))
-    for i, (_, f) in enumerate(to_taint):
+    # the nodes bought for vanished pods first and outside the cap: their number is bounded by the slots the
+    # controller bought for pods now gone, not by a reading of the cluster that could be wrong
+    to_taint.sort(key=lambda t: (out.reasons[t[1].node.name] != VANISHED, t[0], t[1].node.name))
+    i = 0
+    for _, f in to_taint:
         n = f.node
-        if i >= cap:
+        if out.reasons[n.name] != VANISHED:
+            i += 1
+        if i > cap:
             out.states[n.name] = "protected"
             out.reasons[n.name] = f"kept by the scale-in cap ({cap} node(s) per plan)"
             continue

@@ -55,6 +55,7 @@ TOP_LEVEL = (
     "storageclasses",
     "scaling_failures",
     "group_state",
+    "vanished",
 )
 
 
@@ -124,10 +125,40 @@ def _parse(data: dict) -> Snapshot:
     state = _guard(
         _group_state, "snapshot.group_state", errors, data.get("group_state") or {}, group_names, errors
     )
+    vanished, unused = _vanished(data.get("vanished") or {}, group_names, errors)
     if errors:
         raise SnapshotError(errors)
     groups = with_daemonset_overhead(groups, pods)
-    return Snapshot(now, pods, nodes, groups, regions, pdbs, failures, state)
+    return Snapshot(now, pods, nodes, groups, regions, pdbs, failures, state, vanished, unused)
+
+
+def _vanished(raw: object, groups: set, errors: list[str]) -> tuple[dict[str, int], frozenset[str]]:
+    """``{"groups": {group: node slots}, "unused_nodes": [node, ...]}``: capacity bought for pods that vanished
+    while pending, and the nodes no pod has landed on (Snapshot.vanished)."""
+    want = 'snapshot.vanished: expected {"groups": {group: count}, "unused_nodes": [node names]}'
+    if not isinstance(raw, dict) or set(raw) - {"groups", "unused_nodes"}:
+        errors.append(want)
+        return {}, frozenset()
+    counts = raw.get("groups") or {}
+    names = raw.get("unused_nodes") or []
+    if (
+        not isinstance(counts, dict)
+        or not isinstance(names, list)
+        or not all(isinstance(n, str) for n in names)
+    ):
+        errors.append(want)
+        return {}, frozenset()
+    out = {}
+    for g, n in counts.items():
+        if g not in groups:
+            errors.append(
+                f"snapshot.vanished.groups.{g}: no such group; expected one of the snapshot's groups"
+            )
+        elif not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            errors.append(f"snapshot.vanished.groups.{g}: {n!r} is not a count; expected 0 or more")
+        elif n:
+            out[g] = n
+    return out, frozenset(names)
 
 
 def _duplicates(items: list, kind: str, what: str, errors: list[str]) -> None:

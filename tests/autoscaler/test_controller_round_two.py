@@ -477,3 +477,49 @@ def test_a_pod_the_cache_shows_bound_after_the_taint_is_remembered_too():
     result = ctl(cluster, cloud, clock).run_once()
     assert not any(t["key"] == TO_BE_DELETED_TAINT for t in n["spec"]["taints"])
     assert any("called off" in h for h in result.held)
+
+
+# -- capacity bought for pods that vanished --------------------------------------------------------------------------
+class LandingCluster(FakeCluster):
+    """The live adapter's record of the nodes a pod was ever bound to (``landed_nodes``)."""
+
+    def __init__(self, *a, landed=(), **kw):
+        super().__init__(*a, **kw)
+        self.landed = set(landed)
+
+    def landed_nodes(self, present):
+        return self.landed & present
+
+
+def test_nodes_bought_for_pods_that_vanished_go_back_at_once_but_not_one_a_pod_landed_on():
+    from tests.autoscaler.fakes import node
+
+    clock = Clock()
+    _, cloud = world(clock=clock, cpu_nodes=0)
+    cluster = LandingCluster(pods=gpu_pods(3))
+    c = ctl(cluster, cloud, clock)
+    c.run_once()
+    g = cloud.groups[WEST]
+    assert g["desired"] == 3
+    clock.advance(60)
+    for i, inst in enumerate(g["instances"]):  # the instances register before the pods are bound
+        cluster.nodes[f"gpu-{i}"] = node(f"gpu-{i}", g, inst["id"], created=clock.now())
+    c.run_once()  # the pending pods are planned onto them
+    cluster.pods.clear()  # and deleted
+    cluster.landed = {"gpu-2"}  # a pod was bound to this one and left
+    clock.advance(5)
+    c.run_once()  # the plan sees them gone: their three slots are owed back
+    clock.advance(5)
+    result = c.run_once()
+    tainted = sorted(s["node"] for s in result.plan["scale_down"] if s["action"] == "taint")
+    assert tainted == ["gpu-0", "gpu-1"], result.plan["scale_down"]
+    assert result.plan["node_states"]["gpu-2"] == "idle"
+    clock.advance(30)
+    later = c.run_once()
+    assert sorted(s["node"] for s in later.plan["scale_down"] if s["action"] == "terminate") == [
+        "gpu-0",
+        "gpu-1",
+    ]
+    assert not [s for s in later.plan["scale_down"] if s["node"] == "gpu-2"], (
+        "the slot owed went with gpu-0/1"
+    )

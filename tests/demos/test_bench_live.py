@@ -1,0 +1,59 @@
+"""``invoke bench-live`` on the real control plane (demos/bench_live.py): the objects it writes are ones the real API
+server accepts and kwok takes (the run itself: `make bench-live-small`, in CI), its figures are computed right."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from demos import bench_live
+from localcluster.stack import KWOK_LABEL, _override
+
+
+def test_a_node_is_one_kwok_takes_and_no_group_manages() -> None:
+    node = bench_live.node_body(7)
+    assert node["metadata"]["name"] == "static-00007"
+    assert node["metadata"]["labels"][KWOK_LABEL] == "fake"  # the stack's kwok manages nodes by this label
+    assert "research.cluster/node-group" not in node["metadata"]["labels"]
+    assert node["status"]["allocatable"]["pods"] and node["status"]["capacity"]["cpu"] == "32"
+
+
+def test_a_pod_carries_nothing_the_server_sets_and_no_owner_the_garbage_collector_would_miss() -> None:
+    pod = bench_live.pod_body("run-1", {"cpu": "1"}, 1, random.Random(1), node_name="static-00001")
+    meta = pod["metadata"]
+    for key in bench_live.SERVER_SET:
+        assert key not in meta, key
+    assert "status" not in pod
+    assert pod["spec"]["nodeName"] == "static-00001"
+    pending = bench_live.pod_body("decide-0", {"nvidia.com/gpu": "8"}, 0, random.Random(1), gpu=True)
+    assert "nodeName" not in pending["spec"]
+    claims = [
+        v["persistentVolumeClaim"]["claimName"]
+        for v in pod["spec"]["volumes"]
+        if "persistentVolumeClaim" in v
+    ]
+    claim, volume = bench_live.claim_and_volume()
+    assert claims == [claim["metadata"]["name"]]
+    assert volume["spec"]["claimRef"]["name"] == claim["metadata"]["name"] == "research-data"
+    assert (
+        "uid" not in volume["spec"]["claimRef"]
+    )  # the PV controller binds it (a made-up uid would not match)
+
+
+@pytest.mark.parametrize(
+    ("values", "q", "expected"), [([1.0], 0.95, 1.0), ([1, 2, 3, 4, 5], 0.5, 3), ([1, 2, 3, 4, 5], 0.95, 5)]
+)
+def test_quantiles_are_nearest_rank(values, q, expected) -> None:
+    assert bench_live._quantile(sorted(values), q) == expected
+
+
+def test_a_flag_override_replaces_kubeadms_value_or_is_added() -> None:
+    argv = ["kube-controller-manager", "--node-monitor-grace-period=40s", "--v=2"]
+    out = _override(argv, {"node-monitor-grace-period": "15m", "kube-api-qps": "100"})
+    assert out == [
+        "kube-controller-manager",
+        "--v=2",
+        "--node-monitor-grace-period=15m",
+        "--kube-api-qps=100",
+    ]
