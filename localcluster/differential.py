@@ -185,6 +185,10 @@ def case_pods(case: dict, ns: str, gang_scheduler: str = GANG_SCHEDULER) -> list
     return out
 
 
+def _daemonset_pod(pod: dict) -> bool:
+    return any(o.get("kind") == "DaemonSet" for o in pod["metadata"].get("ownerReferences") or ())
+
+
 def _pods(kube, ns: str) -> list[dict]:
     return json.loads(kube.kubectl("-n", ns, "get", "pods", "-o", "json", check=True).stdout)["items"]
 
@@ -258,7 +262,9 @@ def run(kube, case: dict, groups: list[dict], config: PlannerConfig | None = Non
               60)  # fmt: skip
         cluster = KubeCluster(api_client(str(kube.admin_kubeconfig)))
         cluster.sync()
-        pods = [p for p in cluster.list_pods() if p["metadata"].get("namespace") == ns]
+        # the case's pods, and every DaemonSet's (the planner learns the room DaemonSets take on a new node from
+        # their pods, as the controller's snapshot holds them)
+        pods = [p for p in cluster.list_pods() if p["metadata"].get("namespace") == ns or _daemonset_pod(p)]
         nodes = [n for n in cluster.list_nodes() if n["metadata"]["name"] in existing]
         snapshot = {"pods": pods, "nodes": nodes,
                     "groups": [{**g, "desired": sum(1 for x in existing.values() if x == g["name"]),

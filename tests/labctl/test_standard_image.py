@@ -60,7 +60,8 @@ def test_packer_prepulls_the_standard_image() -> None:
         update={"registry": "123456789012.dkr.ecr.us-west-2.amazonaws.com"}
     )
     values = packer_variables(spec.model_copy(update={"researchers": researchers}), "us-west-2")
-    assert packer_variables(spec, "us-west-2")["standard_image"] == ""  # no registry: nothing to pre-pull
+    # a fresh account's first bake (before the registry's repository exists): nothing to pre-pull (issue 36)
+    assert packer_variables(spec, "us-west-2", prepull=False)["standard_image"] == ""
     assert (
         values["standard_image"]
         == "123456789012.dkr.ecr.us-west-2.amazonaws.com/dlr/standard:1-cuda12.9-py3.11"

@@ -12,6 +12,8 @@ import yaml
 
 from autoscaler.model.spec_groups import groups_from_spec
 from localcluster import binaries, differential
+from localcluster.shared import Cluster
+from localcluster.stack import Stack
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
@@ -23,6 +25,20 @@ def groups() -> dict[str, dict]:
     spec = yaml.safe_load((ROOT / "cluster.yaml").read_text())
     prefix = f"{spec['name']}-us-west-2-"
     return {g["name"].removeprefix(prefix): g for g in groups_from_spec(spec, ["us-west-2"])}
+
+
+@pytest.fixture(scope="module")
+def kube(tmp_path_factory):
+    """A control plane of this module's own, bare (no DaemonSets): the shared one carries whatever other tests
+    deployed, and a DaemonSet that tolerates every taint (flannel, the node exporter) takes room on the case's
+    nodes, so what fits would depend on which tests ran first."""
+    if binaries.missing((*binaries.CONTROL_PLANE, "kwok")):
+        pytest.skip("the local cluster's binaries are not built (make tools)")
+    stack = Stack(tmp_path_factory.mktemp("differential")).start()
+    try:
+        yield Cluster(stack.workdir, stack.server, stack.admin_kubeconfig)
+    finally:
+        stack.stop()
 
 
 @pytest.fixture(scope="module")

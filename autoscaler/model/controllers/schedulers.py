@@ -12,7 +12,7 @@ import yaml
 from autoscaler.model.controllers import Controller
 from autoscaler.model.controllers.common import is_deleting
 
-IMAGE = "registry.k8s.io/scheduler-plugins/kube-scheduler"
+IMAGE = "registry.k8s.io/scheduler-plugins/kube-scheduler"  # or the lab's ECR mirror of it (issue 36)
 
 
 def _config_path(container: dict) -> str | None:
@@ -47,7 +47,8 @@ class DeployedSchedulers(Controller):
         if not self.model.deployed_schedulers:
             return
         if any(
-            (c.get("image") or "").startswith(IMAGE) for c in (obj.get("spec") or {}).get("containers") or ()
+            IMAGE.split("/", 1)[1] in (c.get("image") or "")
+            for c in (obj.get("spec") or {}).get("containers") or ()
         ):
             self.dirty.add(
                 (

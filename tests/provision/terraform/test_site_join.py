@@ -28,7 +28,10 @@ def test_resolver_is_inbound_in_two_zones_and_open_to_the_sites_only(cluster, re
 def test_site_role_reads_only_and_only_its_own_sites_keys(cluster, rendered):
     statements = _statements(MODULES / "site_access/main.tf", "site")
     actions = {a for s in statements for a in s["actions"]}
-    assert actions == {"ssm:GetParameter", "kms:Decrypt"}
+    # the tunnel keys and join parameters; and the lab's images from its ECR (issue 36: the lab servers' kubelets
+    # pull the mirrored add-ons and the standard image with the site role)
+    assert actions == {"ssm:GetParameter", "kms:Decrypt", "ecr:GetAuthorizationToken", "ecr:BatchGetImage",
+                       "ecr:BatchCheckLayerAvailability", "ecr:GetDownloadUrlForLayer"}  # fmt: skip
     (keys,) = [s for s in statements if s["sid"] == "GatewaysReadOwnSitesTunnelKeys"]
     assert keys["resources"] == [
         "${local.ssm}${var.psk_ssm_prefix}/*/$${aws:PrincipalTag/x509Subject/OU}/tunnel*"
