@@ -61,7 +61,7 @@ faults: venv .terraformrc
 # `invoke up --all` with the real hashicorp/aws provider from this machine's mirror, a second plan that must be
 # empty but for the left-out list, `invoke down`; prints timings. Not part of `make test`; CI runs it.
 day-one: venv .terraformrc
-	$(BIN)/python -m provision.terraform.day_one
+	$(BIN)/python -m localcluster.rehearsal
 
 # System tools that tests use when present (they skip with a reason when absent; under CI=true they fail).
 tools:
