@@ -29,7 +29,7 @@ def deploy_on_stack(cluster: Cluster, names: list[str], out: Path, work: Path, s
     applied_outputs = day_one.Outputs.applied(found, cluster)
     stack = Stack(work / "control-plane")
     try:
-        steps.run("start the local control plane", stack.start)
+        steps.run("start the local control plane", lambda: stack.start(timeout_s=180))  # 2 loaded cores
         manifests = steps.run(
             "render the deploys with the apply's outputs",
             lambda: day_one.render(cluster, work / "deploy", applied_outputs),

@@ -1,17 +1,18 @@
-"""`make day-one`: the day-one path rehearsed on an embedded AWS with the real AWS provider (docs/terraform.md).
+"""The day-one path rehearsed on an embedded AWS with the real AWS provider (docs/terraform.md, "Rehearsal").
 
 A fresh embedded AWS (autoscaler/demo/aws_server.py: moto over TLS on a loopback port, a new account), the
 operator's first steps on it as docs/terraform.md gives them (the vCPU quota increases that `invoke preflight`
-asks for, the baked image's record in every region, the Client VPN certificates imported into ACM,
+asks for, the baked image's record in every region, `invoke vpn-ca`'s certificates in ACM, the lab's registry,
 `invoke bootstrap-state`), then the commands a person runs, each a real `invoke` process with ``--endpoint``:
 `preflight`, `up --all --yes` (automation answers the questions; a person is still asked), a second
-`plan --all` that must show no change but the left-out resources (data/rehearsal_left_out.yaml), and
-`down --all --yes --delete-data --kill-jobs`. Timings are printed per step; any failure ends the run with exit status 1.
+`plan --all` classified by drift.py (no change but a left-out resource's creation, data/rehearsal_left_out.yaml,
+and the moto gaps of data/rehearsal_drift.yaml), and `down --all --yes --delete-data --kill-jobs`. Timings are
+printed per step; any failure ends the run with exit status 1.
 
-The apply's outputs (role ARNs, EFS ids, the alert topic) are printed through ``outputs.applied``: the hook for
-feeding the deploys of `invoke up` to a real control plane later (not done here).
+Right after the apply, ``after_apply`` gets the apply's outputs: `make day-one` (localcluster/rehearsal.py) applies
+what `invoke up` deploys with them to a real local control plane; run alone, this module only names them.
 
-Run: ``python -m provision.terraform.day_one [--spec cluster.yaml] [--out build/day-one]``.
+Run: ``python -m provision.terraform.day_one [--spec cluster.yaml] [--out build/day-one]`` (Terraform only).
 """
 
 from __future__ import annotations
@@ -228,7 +229,11 @@ def _rehearse(cluster: Cluster, spec: str | None, work: Path, after_apply: After
         return 0
     finally:
         proc.terminate()
-        proc.wait(10)
+        try:
+            proc.wait(60)  # the server ends its requests first; slow on loaded cores
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
 
 
 if __name__ == "__main__":
