@@ -10,7 +10,9 @@ would not show). Each answer follows the EC2 API Reference:
 - CreateLaunchTemplate's own ``TagSpecifications`` (resource type launch-template) tag the template, not its
   version's data (moto added them to the data: each plan made a new version, and the groups followed it);
 - an instance launched with a network interface specification lists that interface's groups in
-  ``SecurityGroups`` (moto: none, so the SSH machines' ``vpc_security_group_ids`` changed each plan);
+  ``SecurityGroups`` (moto: none); and ModifyInstanceAttribute of an attribute moto does not know (the provider
+  sets ``InstanceInitiatedShutdownBehavior`` after the launch) sets that attribute, where moto replaced the
+  instance's groups with none (the SSH machines' ``vpc_security_group_ids`` changed each plan);
 - a Lambda function's ``LoggingConfig`` comes back (moto drops it; AWS's default is Text to /aws/lambda/<name>);
 - a Resolver endpoint's ``ResolverEndpointType`` and ``Protocols`` come back (defaults IPV4 and Do53);
 - a VPN connection's ``Options`` come back (moto: none; AWS: the network CIDRs, 0.0.0.0/0 unless given, etc.).
@@ -26,6 +28,7 @@ from moto.awslambda import models as lambda_models
 from moto.ec2.models import instances as instance_models
 from moto.ec2.models import security_groups as sg_models
 from moto.ec2.responses.customer_gateways import CustomerGateways
+from moto.ec2.responses.instances import InstanceResponse
 from moto.ec2.responses.launch_templates import LaunchTemplates
 from moto.ec2.responses.vpn_connections import VPNConnections
 from moto.route53resolver import models as resolver_models
@@ -87,6 +90,25 @@ def _instance_init(self, *args, **kwargs) -> None:
     _original_instance_init(self, *args, **kwargs)
     if not self.security_groups and 0 in self.nics:
         self.security_groups = list(self.nics[0].group_set)
+
+
+_original_groups_handler = InstanceResponse._security_grp_instance_attribute_handler
+
+
+def _groups_handler(self) -> bool:
+    """moto's last handler of ModifyInstanceAttribute: the groups when given, else the one ``<Name>.Value``."""
+    if self._get_param("Groups") is not None:
+        return _original_groups_handler(self)
+    from moto.core.utils import camelcase_to_underscores
+
+    for key, values in self.querystring.items():
+        if key.endswith(".Value") and "." not in key[: -len(".Value")]:
+            self.error_on_dryrun()
+            self.ec2_backend.modify_instance_attribute(
+                self._get_param("InstanceId"), camelcase_to_underscores(key[: -len(".Value")]), values[0]
+            )
+            return True
+    return False
 
 
 _original_lambda_init = lambda_models.LambdaFunction.__init__
@@ -160,6 +182,7 @@ PATCHES = [
     (sg_models.SecurityGroupRule, "description", property(_description)),
     (LaunchTemplates, "create_launch_template", _create_launch_template),
     (instance_models.Instance, "__init__", _instance_init),
+    (InstanceResponse, "_security_grp_instance_attribute_handler", _groups_handler),
     (lambda_models.LambdaFunction, "__init__", _lambda_init),
     (lambda_models.LambdaFunction, "get_configuration", _lambda_configuration),
     (lambda_models.LambdaFunction, "update_configuration", _lambda_update),

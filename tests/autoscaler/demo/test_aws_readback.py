@@ -120,3 +120,20 @@ def test_a_functions_logging_config_and_a_resolver_endpoints_type_come_back(ec2)
     assert (read.get("ResolverEndpointType"), read.get("Protocols")) == (
         ("IPV4", ["Do53"]) if patched else (None, None)
     )
+
+
+def test_an_attribute_moto_does_not_know_leaves_the_groups(ec2) -> None:
+    """The provider sets InstanceInitiatedShutdownBehavior after RunInstances; moto's last handler took any such
+    call for a change of groups to none."""
+    patched, client = ec2
+    vpc = client.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+    subnet = client.create_subnet(VpcId=vpc, CidrBlock="10.0.1.0/24")["Subnet"]["SubnetId"]
+    group = client.create_security_group(GroupName="ssh", Description="ssh", VpcId=vpc)["GroupId"]
+    image = client.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    made = client.run_instances(ImageId=image, MinCount=1, MaxCount=1, InstanceType="t3.large", SubnetId=subnet,
+                                SecurityGroupIds=[group])["Instances"][0]  # fmt: skip
+    client.modify_instance_attribute(
+        InstanceId=made["InstanceId"], InstanceInitiatedShutdownBehavior={"Value": "stop"}
+    )
+    read = client.describe_instances(InstanceIds=[made["InstanceId"]])["Reservations"][0]["Instances"][0]
+    assert [g["GroupId"] for g in read["SecurityGroups"]] == ([group] if patched else [])
