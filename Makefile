@@ -59,10 +59,10 @@ faults: venv .terraformrc
 	FAULTS=1 $(BIN)/pytest tests/faults -n 2 -q
 
 # The day-one path rehearsed (issue 34, docs/terraform.md "Rehearsal"): a fresh embedded AWS (moto on loopback, TLS),
-# `invoke up --all` with the real hashicorp/aws provider from this machine's mirror, a second plan that must be
-# empty but for the left-out list, `invoke down`; prints timings. Not part of `make test`; CI runs it.
+# `invoke up --all` with the real hashicorp/aws provider from this machine's mirror, its deploys on a local control
+# plane with the apply's outputs, a second plan that must converge (drift.py), `invoke down`; prints timings.
 day-one: venv .terraformrc
-	$(BIN)/python -m provision.terraform.day_one
+	$(BIN)/python -m localcluster.rehearsal
 
 # System tools that tests use when present (they skip with a reason when absent; under CI=true they fail).
 tools:

@@ -36,6 +36,8 @@ from moto.servicequotas.exceptions import NoSuchResource
 from moto.ssm import models as ssm_models
 from werkzeug.serving import make_server
 
+from autoscaler.demo import aws_readback
+
 LIMITS: dict[tuple[str, str], int] = {}
 ACTIVITIES: dict[str, list[dict]] = {}  # region -> failed activities, newest first
 _ids = itertools.count(1)
@@ -413,6 +415,7 @@ def uninstall() -> None:
             delattr(sq_responses.ServiceQuotasResponse, name)
     ssm_models.ParameterDict._check_loading_status = _original_loading
     lambda_urls.url_paths.pop(LAMBDA_ACCOUNT_SETTINGS, None)
+    aws_readback.uninstall()
 
 
 def parse_limit(text: str) -> tuple[tuple[str, str], int]:
@@ -518,6 +521,7 @@ def main(argv: list[str] | None = None) -> int:
     install_transport(secure=tls is not None)
     install_account()
     install_ec2()
+    aws_readback.install()  # what moto drops of what it was given (the day-one rehearsal's second plan)
     load_managed_policies()
     server = serve(args.port, tls)
     url = f"{'https' if tls else 'http'}://127.0.0.1:{server.server_port}"

@@ -1,17 +1,18 @@
-"""`make day-one`: the day-one path rehearsed on an embedded AWS with the real AWS provider (docs/terraform.md).
+"""The day-one path rehearsed on an embedded AWS with the real AWS provider (docs/terraform.md, "Rehearsal").
 
 A fresh embedded AWS (autoscaler/demo/aws_server.py: moto over TLS on a loopback port, a new account), the
 operator's first steps on it as docs/terraform.md gives them (the vCPU quota increases that `invoke preflight`
-asks for, the baked image's record in every region, the Client VPN certificates imported into ACM,
+asks for, the baked image's record in every region, `invoke vpn-ca`'s certificates in ACM, the lab's registry,
 `invoke bootstrap-state`), then the commands a person runs, each a real `invoke` process with ``--endpoint``:
 `preflight`, `up --all --yes` (automation answers the questions; a person is still asked), a second
-`plan --all` that must show no change but the left-out resources (data/rehearsal_left_out.yaml), and
-`down --all --yes --delete-data --kill-jobs`. Timings are printed per step; any failure ends the run with exit status 1.
+`plan --all` classified by drift.py (no change but a left-out resource's creation, data/rehearsal_left_out.yaml,
+and the moto gaps of data/rehearsal_drift.yaml), and `down --all --yes --delete-data --kill-jobs`. Timings are
+printed per step; any failure ends the run with exit status 1.
 
-The apply's outputs (role ARNs, EFS ids, the alert topic) are printed through ``outputs.applied``: the hook for
-feeding the deploys of `invoke up` to a real control plane later (not done here).
+Right after the apply, ``after_apply`` gets the apply's outputs: `make day-one` (localcluster/rehearsal.py) applies
+what `invoke up` deploys with them to a real local control plane; run alone, this module only names them.
 
-Run: ``python -m provision.terraform.day_one [--spec cluster.yaml] [--out build/day-one]``.
+Run: ``python -m provision.terraform.day_one [--spec cluster.yaml] [--out build/day-one]`` (Terraform only).
 """
 
 from __future__ import annotations
@@ -23,17 +24,20 @@ import shutil
 import subprocess
 import sys
 import time
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable
 from pathlib import Path
 
 from clusterspec.errors import UserError
 from clusterspec.loader import load_spec
 from clusterspec.spec import Cluster
 from provision.images import BY_TAG_ENV
-from provision.terraform import commands, endpoint, mirror, rehearsal
+from provision.terraform import commands, drift, endpoint, mirror, rehearsal
 from provision.terraform.render import roots
 from provision.terraform.settings import REPO
 
+ROLES_ANYWHERE_GAP = (
+    "moto 5.2.6 has no IAM Roles Anywhere API: the provider retries CreateTrustAnchor for ever"
+)
 STEP_TIMEOUT_S = 45 * 60  # one step (an apply of all roots) ending later is a hang: the run fails
 
 
@@ -72,43 +76,14 @@ def start_server(folder: Path) -> tuple[subprocess.Popen, str, str]:
     return proc, ready["url"], ready["ca_bundle"]
 
 
-def _rsa_certificate(common_name: str, ca: bool) -> tuple[bytes, bytes]:
-    """A self-signed RSA-2048 certificate (what Client VPN accepts) and its key, PEM."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import rsa
-    from cryptography.x509.oid import NameOID
-
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-    now = datetime.now(UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - timedelta(minutes=5))
-        .not_valid_after(now + timedelta(days=30))
-        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(common_name)]), critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    pem_key = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.TraditionalOpenSSL,
-        serialization.NoEncryption(),
-    )
-    return cert.public_bytes(serialization.Encoding.PEM), pem_key
-
-
-def prepare_account(cluster: Cluster) -> dict[str, str]:
+def prepare_account(cluster: Cluster, out: Path, home: Path) -> dict[str, str]:
     """The operator's steps before the first `up`, on the embedded AWS (boto3 follows AWS_ENDPOINT_URL):
-    the quota increases preflight asks for, the bake's image record, the Client VPN certificates in ACM.
-    Returns the environment the `up` needs (TF_VAR_ of the certificates)."""
+    the quota increases preflight asks for, the bake's image record, `invoke vpn-ca` (the Client VPN's CA and
+    server certificate in ACM, their ARNs in OUT's tfvars), the lab's registry. Returns the environment the
+    commands need (TF_VAR_ of the certificates, LAB_REGISTRY)."""
     import boto3
 
-    from provision import preflight
+    from provision import lab_images, preflight, vpn_ca
 
     for region in cluster.spill_over_order:
         sq = boto3.client("service-quotas", region_name=region)
@@ -125,14 +100,19 @@ def prepare_account(cluster: Cluster) -> dict[str, str]:
         boto3.client("ssm", region_name=region).put_parameter(
             Name=f"/{cluster.name}/ami/gpu-worker", Value=image["ImageId"], Type="String", Overwrite=True
         )
-    acm = boto3.client("acm", region_name=cluster.primary_region)
-    env = {}
-    for var, name, ca in (
-        ("client_vpn_server_certificate_arn", f"vpn.{cluster.domain}", False),
-        ("client_vpn_client_ca_arn", f"clients.{cluster.domain}", True),
-    ):
-        cert, key = _rsa_certificate(name, ca)
-        env[f"TF_VAR_{var}"] = acm.import_certificate(Certificate=cert, PrivateKey=key)["CertificateArn"]
+    # `invoke vpn-ca`: the VPN CA (in the rehearsal's own admin folder) and the server certificate it issues, in
+    # ACM with its chain; the ARNs go to the primary root's tfvars and, for `invoke preflight`, the environment
+    result = vpn_ca.create(cluster, boto3.client("acm", region_name=cluster.primary_region), out, home)
+    print("\n".join(result.lines))
+    # the researchers' trust anchor needs IAM Roles Anywhere, which moto lacks (the provider retries
+    # CreateTrustAnchor for ever): the global root is rehearsed without the CA (its module at count 0), said here
+    (out / "global" / vpn_ca.CA_TFVARS).unlink()
+    print(
+        f"left out: module.researcher_access ({ROLES_ANYWHERE_GAP}): the global root without {vpn_ca.CA_TFVARS}"
+    )
+    env = {f"TF_VAR_{v}": result.arn for v in vpn_ca.VARIABLES}
+    # the lab's registry is the account's ECR in the primary region (the primary root's output registry_host)
+    env[lab_images.REGISTRY_ENV] = lab_images.local_registry(cluster)
     return env
 
 
@@ -153,33 +133,43 @@ def managed_resources(root: Path) -> int:
 
 
 def second_plan(
-    cluster: Cluster, names: list[str], out: Path, url: str, plugin_dir: Path | None
-) -> list[str]:
-    """The plan after the apply: every change it shows that is not a left-out resource (empty = converged)."""
-    entries = rehearsal.load()
-    problems = []
+    cluster: Cluster, names: list[str], out: Path, url: str, plugin_dir: Path | None, keep: Path
+) -> drift.Verdict:
+    """The plan after the apply, classified (drift.py): each root's plan JSON is kept in KEEP."""
+    keep.mkdir(parents=True, exist_ok=True)
+    plans = {}
     for name, changes in commands.plan(cluster, names, out, plugin_dir=plugin_dir, url=url).items():
-        changed = changes.create + changes.update + changes.delete
-        _, left = rehearsal.split(changed, entries)
-        problems += [f"[{name}] {a}" for a in dict.fromkeys(changed) if a not in left]
-    return problems
+        plans[name] = changes.plan
+        (keep / f"{name}.json").write_text(json.dumps(changes.plan, indent=1, sort_keys=True))
+    verdict = drift.classify(plans, drift.load())
+    for entry, hits in verdict.accepted.items():
+        if hits:
+            print(f"accepted ({entry.gap}): {len(hits)} x {entry.address} {entry.attribute}")
+    return verdict
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        prog="python -m provision.terraform.day_one", description=__doc__.splitlines()[0]
-    )
+# What runs after `invoke up --all` with the apply's outputs (localcluster/rehearsal.py: the deploys on a real
+# control plane): (cluster, roots, Terraform output folder, work folder, steps) -> summary lines; a UserError fails.
+AfterApply = Callable[[Cluster, list[str], Path, Path, Steps], list[str]]
+
+
+def main(
+    argv: list[str] | None = None,
+    after_apply: AfterApply | None = None,
+    prog: str = "python -m provision.terraform.day_one",
+) -> int:
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     ap.add_argument("--spec", default=None, help="the cluster spec (default: cluster.yaml)")
     ap.add_argument("--out", default=str(REPO / "build" / "day-one"), help="work folder (emptied first)")
     args = ap.parse_args(argv)
     try:
-        return _rehearse(load_spec(args.spec), args.spec, Path(args.out))
+        return _rehearse(load_spec(args.spec), args.spec, Path(args.out), after_apply)
     except UserError as e:
         print("\n".join(e.lines), file=sys.stderr)
         return 1
 
 
-def _rehearse(cluster: Cluster, spec: str | None, work: Path) -> int:
+def _rehearse(cluster: Cluster, spec: str | None, work: Path, after_apply: AfterApply | None = None) -> int:
     plugin_dir = mirror.plugin_dir()
     if plugin_dir is None:
         raise UserError(
@@ -195,9 +185,12 @@ def _rehearse(cluster: Cluster, spec: str | None, work: Path) -> int:
     try:
         os.environ["AWS_CA_BUNDLE"] = ca
         endpoint.use(url)
-        # no real cluster is touched; the deploys after the apply are not rehearsed (images by tag do not stop it)
+        # no real cluster is touched: `invoke up` finds no API (its deploys are rehearsed by AFTER_APPLY, on a
+        # local control plane, with the apply's outputs); images by tag do not stop it
         env = dict(os.environ) | {"KUBECONFIG": str(work / "no-cluster.kubeconfig"), BY_TAG_ENV: "1"}
-        env |= steps.run("the operator's first steps on the account", lambda: prepare_account(cluster))
+        env |= steps.run(
+            "the operator's first steps on the account", lambda: prepare_account(cluster, out, work / "admin")
+        )
         os.environ.update({k: v for k, v in env.items() if k.startswith("TF_VAR_")})
         common = ["--endpoint", url, *(["--spec", spec] if spec else [])]
         tf = [*common, "--out", str(out), "--plugin-dir", str(plugin_dir)]
@@ -208,11 +201,18 @@ def _rehearse(cluster: Cluster, spec: str | None, work: Path) -> int:
         from provision.terraform.outputs import applied as applied_outputs
 
         outputs = applied_outputs(names, out)
-        problems = steps.run("second plan", lambda: second_plan(cluster, names, out, url, plugin_dir))
-        if problems:
+        deployed = after_apply(cluster, names, out, work, steps) if after_apply else []
+        verdict = steps.run(
+            "second plan", lambda: second_plan(cluster, names, out, url, plugin_dir, work / "second-plan")
+        )
+        if not verdict.converged:
             raise UserError(
-                f"day-one: the second plan is not empty: {len(problems)} changes outside the left-out list: "
-                + ", ".join(problems[:20])
+                [
+                    f"day-one: the second plan shows {len(verdict.drift)} changes that no moto gap of "
+                    f"{drift.DRIFT.name} explains and {len(verdict.stale)} entries of it that no longer "
+                    f"occur (each root's plan in {work / 'second-plan'}):",
+                    *verdict.problems(),
+                ]
             )
         # automation's answers to down's questions: --yes (the cluster's name), --delete-data (the buckets'
         # objects), --kill-jobs (no cluster answers, so no job can be checked: there is none here); a person is
@@ -224,11 +224,16 @@ def _rehearse(cluster: Cluster, spec: str | None, work: Path) -> int:
         print("resources applied per root: " + ", ".join(f"{n} {c}" for n, c in applied.items()))
         print(f"left out ({len(left)}, provision/terraform/data/rehearsal_left_out.yaml): {', '.join(left)}")
         print("outputs for the deploys (provision/terraform/outputs.applied): " + ", ".join(sorted(outputs)))
+        print("\n".join(deployed or ["the deploys after the apply: not rehearsed (make day-one runs them)"]))
         print("timings:\n" + "\n".join(steps.report()))
         return 0
     finally:
         proc.terminate()
-        proc.wait(10)
+        try:
+            proc.wait(60)  # the server ends its requests first; slow on loaded cores
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
 
 
 if __name__ == "__main__":

@@ -26,8 +26,8 @@ def global_output(name: str, out: Path = DEFAULT_OUT):
 
 def applied(roots: list[str], out: Path = DEFAULT_OUT) -> dict[str, object]:
     """What the deploys after an apply take, from the outputs the apply produced (the hook for feeding them to a
-    real control plane, e.g. after the day-one rehearsal): the IAM role ARNs (global), each region's EFS file
-    system id and the primary region's alert topic ARN, by name; roots without outputs.json are skipped."""
+    real control plane, e.g. after the day-one rehearsal): the IAM role ARNs and the buckets' names (global), each
+    region's EFS file system id and the alert topic ARN, by name; roots without outputs.json are skipped."""
     found: dict[str, object] = {}
     for root in roots:
         path = out / root / "outputs.json"
@@ -39,6 +39,6 @@ def applied(roots: list[str], out: Path = DEFAULT_OUT) -> dict[str, object]:
                 found[name] = value
             elif name == "efs_file_system_id":
                 found.setdefault("efs_file_system_ids", {})[root] = value
-            elif name.endswith("topic_arn"):
+            elif name.endswith("topic_arn") or name == "bucket_names":
                 found[name] = value
     return found

@@ -90,6 +90,7 @@ class Changes:
     disruptive: list[Disruption] = field(
         default_factory=list
     )  # what `up` shows and asks about (plan_summary)
+    plan: dict = field(default_factory=dict, repr=False, compare=False)  # the JSON of `terraform show -json`
 
     @property
     def empty(self) -> bool:
@@ -100,7 +101,7 @@ class Changes:
 
     @classmethod
     def from_plan_json(cls, plan: dict) -> Changes:
-        out = cls()
+        out = cls(plan=plan)
         for rc in plan.get("resource_changes", []):
             actions = rc.get("change", {}).get("actions", [])
             if rc.get("mode", "managed") == "managed":

@@ -17,7 +17,7 @@ def _write(out, root, values):
 
 def test_role_arns_efs_ids_and_the_topic_by_name(tmp_path):
     _write(tmp_path, "global", {"autoscaler_role_arn": "arn:aws:iam::1:role/a", "alerts_topic_arn": "arn:aws:sns:us-west-2:1:t",
-                                "researcher_role_arns": {"alice": "arn:aws:iam::1:role/r"}, "node_instance_profile": "p"})  # fmt: skip
+                                "researcher_role_arns": {"alice": "arn:aws:iam::1:role/r"}, "node_instance_profile": "p", "bucket_names": {"results": "r"}})  # fmt: skip
     _write(tmp_path, "us-west-2", {"efs_file_system_id": "fs-1", "vpc_id": "vpc-1"})
     _write(tmp_path, "us-east-1", {"efs_file_system_id": "fs-2"})
     found = outputs.applied(
@@ -27,5 +27,6 @@ def test_role_arns_efs_ids_and_the_topic_by_name(tmp_path):
         "autoscaler_role_arn": "arn:aws:iam::1:role/a",
         "alerts_topic_arn": "arn:aws:sns:us-west-2:1:t",
         "researcher_role_arns": {"alice": "arn:aws:iam::1:role/r"},
+        "bucket_names": {"results": "r"},
         "efs_file_system_ids": {"us-west-2": "fs-1", "us-east-1": "fs-2"},
     }
