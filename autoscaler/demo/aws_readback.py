@@ -25,6 +25,9 @@ from __future__ import annotations
 import json
 
 from moto.awslambda import models as lambda_models
+from moto.backup import urls as backup_urls
+from moto.backup.exceptions import ResourceNotFoundException
+from moto.backup.responses import BackupResponse
 from moto.ec2.models import instances as instance_models
 from moto.ec2.models import security_groups as sg_models
 from moto.ec2.responses.customer_gateways import CustomerGateways
@@ -192,12 +195,30 @@ PATCHES = [
 ]
 _ORIGINALS = [(cls, name, cls.__dict__[name]) for cls, name, _ in PATCHES]
 
+# AWS Backup's ListRecoveryPointsByBackupVault (GET /backup-vaults/{name}/recovery-points/), which moto does not
+# route: `invoke down`'s inventory of what a teardown would lose asks it of every vault. The embedded AWS never
+# runs a backup job, so every vault it has is empty; a vault it does not have is ResourceNotFoundException, as AWS
+# answers.
+RECOVERY_POINTS_PATH = "{0}/backup-vaults/(?P<name>[^/]+)/recovery-points/?$"
+
+
+def _list_recovery_points_by_backup_vault(self) -> str:
+    name = self.path.split("/backup-vaults/", 1)[1].split("/", 1)[0]
+    if name not in self.backup_backend.vaults:
+        raise ResourceNotFoundException(msg=f"Backup vault {name} does not exist")
+    return json.dumps({"RecoveryPoints": []})
+
 
 def install() -> None:
     for cls, name, patched in PATCHES:
         setattr(cls, name, patched)
+    backup_urls.url_paths[RECOVERY_POINTS_PATH] = BackupResponse.dispatch
+    BackupResponse.list_recovery_points_by_backup_vault = _list_recovery_points_by_backup_vault
 
 
 def uninstall() -> None:
     for cls, name, original in _ORIGINALS:
         setattr(cls, name, original)
+    backup_urls.url_paths.pop(RECOVERY_POINTS_PATH, None)
+    if "list_recovery_points_by_backup_vault" in BackupResponse.__dict__:
+        del BackupResponse.list_recovery_points_by_backup_vault

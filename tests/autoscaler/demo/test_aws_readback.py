@@ -137,3 +137,26 @@ def test_an_attribute_moto_does_not_know_leaves_the_groups(ec2) -> None:
     )
     read = client.describe_instances(InstanceIds=[made["InstanceId"]])["Reservations"][0]["Instances"][0]
     assert [g["GroupId"] for g in read["SecurityGroups"]] == ([group] if patched else [])
+
+
+@pytest.mark.parametrize("patched", [False, True], ids=["plain-moto", "embedded"])
+def test_a_vaults_recovery_points_are_listed(patched, monkeypatch) -> None:
+    """`invoke down`'s inventory lists each vault's recovery points; moto does not route the call. The embedded
+    AWS never runs a backup job: its vaults are empty, and a vault it does not have is not found."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    if patched:
+        aws_readback.install()
+    try:
+        with mock_aws():
+            backup = boto3.client("backup", region_name="us-west-2")
+            backup.create_backup_vault(BackupVaultName="lab")
+            if not patched:
+                with pytest.raises(Exception):  # noqa: B017 - moto answers 404 with no error body of AWS's
+                    backup.list_recovery_points_by_backup_vault(BackupVaultName="lab")
+                return
+            assert backup.list_recovery_points_by_backup_vault(BackupVaultName="lab")["RecoveryPoints"] == []
+            with pytest.raises(backup.exceptions.ResourceNotFoundException):
+                backup.list_recovery_points_by_backup_vault(BackupVaultName="nope")
+    finally:
+        aws_readback.uninstall()
