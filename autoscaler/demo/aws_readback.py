@@ -199,7 +199,9 @@ _ORIGINALS = [(cls, name, cls.__dict__[name]) for cls, name, _ in PATCHES]
 # route: `invoke down`'s inventory of what a teardown would lose asks it of every vault. The embedded AWS never
 # runs a backup job, so every vault it has is empty; a vault it does not have is ResourceNotFoundException, as AWS
 # answers.
-RECOVERY_POINTS_PATH = "{0}/backup-vaults/(?P<name>[^/]+)/recovery-points/?$"
+RECOVERY_POINTS_PATH = (
+    "{0}/backup-vaults/(?P<name>[^/]+)/recovery-points/$"  # the SDKs send the trailing slash
+)
 
 
 def _list_recovery_points_by_backup_vault(self) -> str:

@@ -140,23 +140,36 @@ def test_an_attribute_moto_does_not_know_leaves_the_groups(ec2) -> None:
 
 
 @pytest.mark.parametrize("patched", [False, True], ids=["plain-moto", "embedded"])
-def test_a_vaults_recovery_points_are_listed(patched, monkeypatch) -> None:
+def test_a_vaults_recovery_points_are_listed(patched) -> None:
     """`invoke down`'s inventory lists each vault's recovery points; moto does not route the call. The embedded
-    AWS never runs a backup job: its vaults are empty, and a vault it does not have is not found."""
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    AWS never runs a backup job: its vaults are empty, and a vault it does not have is not found. Through the
+    server, as `invoke down` reaches it (its URL map differs from the in-process mock's: a trailing slash)."""
+    import threading
+    import uuid
+
+    from botocore.exceptions import ClientError
+
+    from autoscaler.demo import aws_server
+
+    aws_server.install({})
     if patched:
         aws_readback.install()
+    server = aws_server.serve(0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
     try:
-        with mock_aws():
-            backup = boto3.client("backup", region_name="us-west-2")
-            backup.create_backup_vault(BackupVaultName="lab")
-            if not patched:
-                with pytest.raises(Exception):  # noqa: B017 - moto answers 404 with no error body of AWS's
-                    backup.list_recovery_points_by_backup_vault(BackupVaultName="lab")
-                return
-            assert backup.list_recovery_points_by_backup_vault(BackupVaultName="lab")["RecoveryPoints"] == []
-            with pytest.raises(backup.exceptions.ResourceNotFoundException):
-                backup.list_recovery_points_by_backup_vault(BackupVaultName="nope")
+        backup = boto3.client("backup", region_name="us-west-2", endpoint_url=f"http://127.0.0.1:{server.server_port}",
+                              aws_access_key_id="testing", aws_secret_access_key="testing")  # fmt: skip
+        vault = f"lab-{uuid.uuid4().hex[:8]}"  # the server's moto outlives a test
+        backup.create_backup_vault(BackupVaultName=vault)
+        if not patched:
+            with pytest.raises(ClientError, match="404"):
+                backup.list_recovery_points_by_backup_vault(BackupVaultName=vault)
+            return
+        assert backup.list_recovery_points_by_backup_vault(BackupVaultName=vault)["RecoveryPoints"] == []
+        with pytest.raises(backup.exceptions.ResourceNotFoundException):
+            backup.list_recovery_points_by_backup_vault(BackupVaultName="nope")
     finally:
-        aws_readback.uninstall()
+        server.shutdown()
+        thread.join(5)
+        aws_server.uninstall()
