@@ -34,6 +34,8 @@ from moto.ec2.responses.customer_gateways import CustomerGateways
 from moto.ec2.responses.instances import InstanceResponse
 from moto.ec2.responses.launch_templates import LaunchTemplates
 from moto.ec2.responses.vpn_connections import VPNConnections
+from moto.efs.exceptions import FileSystemNotFound
+from moto.efs.responses import EFSResponse
 from moto.route53resolver import models as resolver_models
 from moto.route53resolver.responses import Route53ResolverResponse
 
@@ -211,16 +213,35 @@ def _list_recovery_points_by_backup_vault(self) -> str:
     return json.dumps({"RecoveryPoints": []})
 
 
+# EFS DeleteFileSystemPolicy (DELETE /2015-02-01/file-systems/{id}/policy), which moto routes but does not answer:
+# Terraform's destroy of aws_efs_file_system_policy then waits for the policy to go until it times out (`invoke
+# down` on the embedded AWS sat there).
+def _delete_file_system_policy(self):
+    file_system_id = self._get_param("FileSystemId")
+    if file_system_id not in self.efs_backend.file_systems_by_id:
+        raise FileSystemNotFound(file_system_id)
+    self.efs_backend.file_systems_by_id[file_system_id].file_system_policy = None
+    return "{}", {"Content-Type": "application/json"}
+
+
+ADDED = [
+    (BackupResponse, "list_recovery_points_by_backup_vault", _list_recovery_points_by_backup_vault),
+    (EFSResponse, "delete_file_system_policy", _delete_file_system_policy),
+]
+
+
 def install() -> None:
     for cls, name, patched in PATCHES:
         setattr(cls, name, patched)
     backup_urls.url_paths[RECOVERY_POINTS_PATH] = BackupResponse.dispatch
-    BackupResponse.list_recovery_points_by_backup_vault = _list_recovery_points_by_backup_vault
+    for cls, name, added in ADDED:
+        setattr(cls, name, added)
 
 
 def uninstall() -> None:
     for cls, name, original in _ORIGINALS:
         setattr(cls, name, original)
     backup_urls.url_paths.pop(RECOVERY_POINTS_PATH, None)
-    if "list_recovery_points_by_backup_vault" in BackupResponse.__dict__:
-        del BackupResponse.list_recovery_points_by_backup_vault
+    for cls, name, _ in ADDED:
+        if name in cls.__dict__:
+            delattr(cls, name)

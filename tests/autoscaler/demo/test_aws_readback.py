@@ -173,3 +173,29 @@ def test_a_vaults_recovery_points_are_listed(patched) -> None:
         server.shutdown()
         thread.join(5)
         aws_server.uninstall()
+
+
+@pytest.mark.parametrize("patched", [False, True], ids=["plain-moto", "embedded"])
+def test_a_file_system_policy_can_be_deleted(patched, monkeypatch) -> None:
+    """Terraform's destroy of aws_efs_file_system_policy calls DeleteFileSystemPolicy, then waits for
+    DescribeFileSystemPolicy to say PolicyNotFound; moto routes the call but has no answer for it."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    if patched:
+        aws_readback.install()
+    try:
+        with mock_aws():
+            efs = boto3.client("efs", region_name="us-west-2")
+            fs = efs.create_file_system(CreationToken="lab")["FileSystemId"]
+            efs.put_file_system_policy(FileSystemId=fs, Policy='{"Version": "2012-10-17", "Statement": []}')
+            if not patched:
+                with pytest.raises(Exception):  # noqa: B017 - whatever moto raises for an unanswered action
+                    efs.delete_file_system_policy(FileSystemId=fs)
+                return
+            efs.delete_file_system_policy(FileSystemId=fs)
+            with pytest.raises(efs.exceptions.PolicyNotFound):
+                efs.describe_file_system_policy(FileSystemId=fs)
+            with pytest.raises(efs.exceptions.FileSystemNotFound):
+                efs.delete_file_system_policy(FileSystemId="fs-00000000")
+    finally:
+        aws_readback.uninstall()
