@@ -91,7 +91,8 @@ fi
 localcluster/build-tools.sh
 
 for t in packer ruby rubocop promtool amtool bird nft etcd etcdctl .checkov-venv/bin/checkov; do
-  printf '%-26s %s\n' "$t" "$(command -v "$t" >/dev/null && "$t" --version 2>&1 | head -n 1 || echo missing)"
+  flag=--version; [ "$t" = etcdctl ] && flag=version  # etcdctl has a command, not a flag
+  printf '%-26s %s\n' "$t" "$(command -v "$t" >/dev/null && "$t" "$flag" 2>&1 | head -n 1 || echo missing)"
 done
 printf '%-26s %s\n' "$schema" "$(cat "$schema.package" 2>/dev/null || echo missing)"
 printf '%-26s %s\n' "$standard_venv" "$(cat "$standard_venv/pins" 2>/dev/null || echo missing)"
