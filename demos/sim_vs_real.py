@@ -1,6 +1,14 @@
 """The simulator against the real local stack on `make demo`'s bursts (issue 33: the simulator keeps its virtual
 clock for replays of weeks, and is checked against the real thing on a shared scenario).
 
+What agrees and what does not (measured in CI, issue 33): the nodes bought agree (58 real, 64 simulated: the
+simulator refills the spec's warm pools as pods take them). The waits do not: on the real stack every wall second
+of kube-scheduler, the gang scheduler, kwok and the watches counts 60 model seconds at the demo's compression, and
+under CI's load the 60-GPU and 320-GPU bursts took 26 s and 16 s of wall clock (1,578 and 978 model seconds)
+where the simulator's virtual clock gives 350 s. So ``nodes_agree`` is asserted; the waits are printed beside each
+other with the tolerance they miss, and stay a finding until the demo runs the real stack uncompressed (or the
+model learns the real stack's own latencies).
+
 The demo runs the real ``autoscaler run`` (its default ``--spare-gpus 0``) against the embedded AWS and the real
 control plane with kwok nodes, 60 times the wall clock; the simulator replays the same bursts, the same capacity
 limits and the same node lifecycle on its virtual clock under ``batch-lean`` (ours with ``spare_gpus`` 0). They
@@ -33,6 +41,10 @@ class Comparison:
     @property
     def agrees(self) -> bool:
         return not self.problems
+
+    @property
+    def nodes_agree(self) -> bool:
+        return not any(p.startswith("nodes bought") for p in self.problems)
 
     def lines(self) -> list[str]:
         waits = ", ".join(

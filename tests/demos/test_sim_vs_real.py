@@ -23,6 +23,10 @@ def test_each_disagreement_is_named() -> None:
         "burst 3: 350 s simulated, 900 s real",
     ]
     assert "DISAGREE" in c.lines()[1]
+    assert not c.nodes_agree
+    assert sim_vs_real.compare(
+        59, [60.0], 64, [900.0]
+    ).nodes_agree  # the waits alone do not make nodes disagree
 
 
 @pytest.mark.e2e
@@ -38,4 +42,6 @@ def test_the_simulator_agrees_with_the_real_stack_on_the_demo(tmp_path) -> None:
     compared = sim_vs_real.check(
         load_spec(), summary["group_nodes_seen"], [s * COMPRESSION for s in summary["waves"].values()]
     )
-    assert compared.agrees, "\n".join(compared.lines())
+    # the nodes bought must agree; the waits are reported (demos/sim_vs_real.py: the demo's 60x compression turns
+    # each wall second of the real stack's own latency into a model minute)
+    assert compared.nodes_agree, "\n".join(compared.lines())

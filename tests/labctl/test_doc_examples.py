@@ -49,9 +49,7 @@ def test_every_submit_example_of_the_docs_runs_locally(tmp_path, monkeypatch, ca
     proj = tmp_path / "proj"
     proj.mkdir()
     (proj / "train.py").write_text(TRAIN)
-    cluster = local_cluster(
-        load_spec(), tmp_path / "out", tmp_path / "secrets", say=lambda s: None, run_pods=True
-    )
+    cluster = local_cluster(load_spec(), tmp_path / "out", tmp_path / "secrets", say=lambda s: None)
     with cluster as (added, _, _):
         monkeypatch.setenv("KUBECONFIG", str(added.kubeconfig))
         monkeypatch.setenv("LAB_ENGINE", "")
