@@ -2,8 +2,7 @@
 
 A burst of pods arrives over a few seconds; planning after the first one would request capacity for a part of
 it. So a pending pod opens a batching window: the pass runs once no new pending pod has come for ``idle_s``
-(0.2 s: a Job's or a script's pods reach the watch well within it of each other, and a single pod is not kept
-waiting a second for company that is not coming), or ``max_wait_s`` (10 s) after the window opened, whichever is first; without events, every
+(about 1 s), or ``max_wait_s`` (10 s) after the window opened, whichever is first; without events, every
 ``scan_interval_s``. While a window is open the periodic pass waits for it too (it would otherwise plan on the
 first part of a burst and buy for it, then again for the rest): the periodic pass is delayed by at most
 ``max_wait_s``. A pass covers the events before it began: the runner marks that moment (``on_start``) and the
@@ -26,7 +25,7 @@ log = logging.getLogger("autoscaler.loop")
 class BatchWindow:
     """The next pass's due time, from the last pass and the pending-pod events since (times in seconds)."""
 
-    def __init__(self, scan_interval_s: float, idle_s: float = 0.2, max_wait_s: float = 10.0):
+    def __init__(self, scan_interval_s: float, idle_s: float = 1.0, max_wait_s: float = 10.0):
         self.scan_interval_s = scan_interval_s
         self.idle_s = idle_s
         self.max_wait_s = max_wait_s
