@@ -38,6 +38,7 @@ from kubernetes import client as k8s
 from autoscaler.model.boot import NodeLifecycle, boot_delay
 from clusterspec import catalog, kubelet_reserved
 from clusterspec.names import NODE_GROUP_LABEL
+from localcluster import retry
 from localcluster.kubelet.agent import LABEL as PROCESS_LABEL
 from localcluster.kubelet.agent import VALUE as PROCESS_VALUE
 from localcluster.stack import KWOK_LABEL
@@ -231,18 +232,10 @@ class NodeAgent:
                 raise
 
     def _run(self) -> None:
-        last = None
-        while not self._stop.is_set():
-            try:
-                self.sync_once()
-                last = None
-            except Exception as e:  # retried on the next tick, said once
-                self.errors += 1
-                reason = f"{type(e).__name__}: {e}"[:300]
-                if reason != last:
-                    log.warning("the node agent failed (retried every %.1f s): %s", self.interval_s, reason)
-                last = reason
-            self._stop.wait(self.interval_s)
+        retry.every(self.interval_s, self._stop, self.sync_once, "the node agent", log, self._failed)
+
+    def _failed(self) -> None:
+        self.errors += 1
 
     def start(self) -> NodeAgent:
         self._thread = threading.Thread(target=self._run, daemon=True, name="node-agent")

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from kubernetes import client as k8s
 
+from localcluster import retry
 from localcluster.kubelet import logs
 from localcluster.kubelet.api import Api, ApiError
 from localcluster.kubelet.backoff import Backoff
@@ -317,20 +318,10 @@ class ProcessKubelet:
 
     # --- the loop ----------------------------------------------------------------------------------------
     def _run(self) -> None:
-        last = None
-        while not self._stop.is_set():
-            try:
-                self.sync_once()
-                last = None
-            except Exception as e:  # retried on the next tick, said once
-                self.errors += 1
-                reason = f"{type(e).__name__}: {e}"[:300]
-                if reason != last:
-                    log.warning(
-                        "the process kubelet failed (retried every %.2f s): %s", self.interval_s, reason
-                    )
-                last = reason
-            self._stop.wait(self.interval_s)
+        retry.every(self.interval_s, self._stop, self.sync_once, "the process kubelet", log, self._failed)
+
+    def _failed(self) -> None:
+        self.errors += 1
 
     def start(self) -> ProcessKubelet:
         self.informer.start()
