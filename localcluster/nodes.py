@@ -48,7 +48,9 @@ GONE = ("Terminating", "Terminating:Wait", "Terminating:Proceed", "Terminated", 
 UNINITIALIZED = "node.cloudprovider.kubernetes.io/uninitialized"
 GPU = "nvidia.com/gpu"
 EFA = "vpc.amazonaws.com/efa"
-PLUGINS = {GPU: "nvidia-device-plugin", EFA: "efa-device-plugin"}  # resource -> DaemonSet (kube-system)
+# resource -> the DaemonSet (kube-system) of deploy/addons that advertises it; a name that is not a rendered
+# DaemonSet's leaves every node without the resource (tests/localcluster/test_nodes.py renders them)
+PLUGINS = {GPU: "nvidia-device-plugin", EFA: "aws-efa-k8s-device-plugin"}
 
 
 def loopback_ip(instance_id: str) -> str:

@@ -50,18 +50,11 @@ def test_every_submit_example_of_the_docs_runs_locally(tmp_path, monkeypatch, ca
     proj.mkdir()
     (proj / "train.py").write_text(TRAIN)
     cluster = local_cluster(load_spec(), tmp_path / "out", tmp_path / "secrets", say=lambda s: None)
-    known = None
     with cluster as (added, _, _):
         monkeypatch.setenv("KUBECONFIG", str(added.kubeconfig))
         monkeypatch.setenv("LAB_ENGINE", "")
         monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
         for i, text in enumerate(_examples()):
-            if "A100" in text and "--nodes 2" in text:
-                # issue 33/37, open: on the real local stack the 2-node A100 (EFA) example waits for its nodes past
-                # the deadline (the plan says a node of the us-west-2 A100 group "is already launching"), and its
-                # 16 GPUs then hold the researcher's quota; it ran on the emulator. Not submitted; reported below.
-                known = text
-                continue
             argv = shlex.split(text)[1:]
             at = argv.index("--")
             name = f"doc-{i}"
@@ -92,5 +85,3 @@ def test_every_submit_example_of_the_docs_runs_locally(tmp_path, monkeypatch, ca
             assert row["state"] == "Succeeded", f"{text}: {state}"
             code, out, err = _lab(capsys, "logs", name, "--all")
             assert code == 0 and " ran" in out, f"{text}: {err}{out[-2000:]}"
-    if known:
-        pytest.xfail(f"the 2-node A100 (EFA) example does not run on the real local stack yet: {known}")

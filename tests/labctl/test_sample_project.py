@@ -132,6 +132,16 @@ def _pod_folders(kubelet: Path, job: str) -> list[Path]:
     return sorted(p for p in kubelet.iterdir() if p.name.startswith(f"u-alice_{job}-"))
 
 
+def _tails(kubelet: Path, job: str, lines: int = 30) -> str:
+    """The last lines of each container log of the job's pods: what a failed assertion shows."""
+    out = []
+    for folder in _pod_folders(kubelet, job):
+        for log in sorted((folder / "containers").glob("*.log")):
+            text = log.read_text(errors="replace").splitlines()[-lines:]
+            out.append(f"--- {folder.name}/{log.name}\n" + "\n".join(text))
+    return "\n".join(out)
+
+
 def _reports(text: str) -> list[dict]:
     return [json.loads(line.split("report ", 1)[1]) for line in text.splitlines() if "report {" in line]
 
@@ -151,7 +161,7 @@ def test_single_node_then_resume_from_log_dir(cluster, capsys) -> None:
     out = _submit(capsys, proj, "char", "--gpus", "2", "--env", "MAX_ITERS=10")
     assert "code: 5 files" in out and "the standard image has all 2 requirements" in out
     job = _wait(emu, "char")
-    assert job["status"].get("succeeded") == 1, job["status"]
+    assert job["status"].get("succeeded") == 1, (job["status"], _tails(kubelet, "char"))
     log = _lab(capsys, "logs", "char")
     reports = _reports(log)
     assert sorted(r["rank"] for r in reports) == [0, 1] and {r["world_size"] for r in reports} == {2}
@@ -189,7 +199,7 @@ def test_two_node_gang_with_plain_torchrun(cluster, capsys) -> None:
     out = _submit(capsys, proj, "gang", "--gpus", "2", "--nodes", "2", "--env", "MAX_ITERS=5")
     assert "submitted job gang in u-alice: 2 nodes x 2 GPUs, gang" in out
     job = _wait(emu, "gang")
-    assert job["status"].get("succeeded") == 2, job["status"]
+    assert job["status"].get("succeeded") == 2, (job["status"], _tails(kubelet, "gang"))
     with emu.model.lock:
         pods = [
             p for p in emu.model.store.list("pods", "u-alice") if p["metadata"]["name"].startswith("gang-")
@@ -220,5 +230,5 @@ def test_a_requirement_the_standard_image_lacks_is_installed_at_start_without_do
     assert "requirements.txt: the standard image has all but the project's own " \
         "(./wheels/tinydep-0.1-py3-none-any.whl); installed when the job starts" in out  # fmt: skip
     job = _wait(emu, "dep", timeout_s=120)
-    assert job["status"].get("succeeded") == 1, job["status"]
+    assert job["status"].get("succeeded") == 1, (job["status"], _tails(kubelet, "dep"))
     assert "tinydep 42" in _lab(capsys, "logs", "dep")

@@ -21,7 +21,7 @@ from autoscaler.demo.bootstrap import create_groups
 from autoscaler.model.boot import NodeLifecycle
 from clusterspec.loader import load_spec
 from localcluster.kubelet.agent import LABEL, VALUE
-from localcluster.nodes import UNINITIALIZED, NodeAgent
+from localcluster.nodes import EFA, PLUGINS, UNINITIALIZED, NodeAgent
 from localcluster.stack import KWOK_LABEL
 from tests.autoscaler.moto_fixtures import reset
 
@@ -82,6 +82,23 @@ def test_an_instance_is_a_ready_gpu_node_at_once_and_goes_with_its_instance(kube
     agent.sync_once()
     assert tracked.instance["id"] not in agent.nodes
     assert not [n for n in core.list_node().items if n.metadata.name == tracked.name]
+
+
+def test_the_device_plugins_waited_for_are_the_daemonsets_invoke_up_deploys() -> None:
+    """The agent advertises a node's GPUs (EFA adapters) once the DaemonSet of that name runs there: a name
+    `invoke deploy-addons` does not render (efa-device-plugin, where the DaemonSet is aws-efa-k8s-device-plugin)
+    left every A100 node without vpc.amazonaws.com/efa, and the docs' 2-node A100 example Pending for ever."""
+    from provision import addons
+
+    rendered = {
+        d["metadata"]["name"]: d for d in addons.render(load_spec()) if d["kind"] == "DaemonSet"
+    }  # fmt: skip
+    for resource, name in PLUGINS.items():
+        assert name in rendered, (resource, name, sorted(rendered))
+        spec = rendered[name]["spec"]["template"]["spec"]
+        paths = {v.get("hostPath", {}).get("path") for v in spec.get("volumes") or ()}
+        assert "/var/lib/kubelet/device-plugins" in paths, (name, paths)  # it registers with the kubelet
+    assert "efa" in rendered[PLUGINS[EFA]]["spec"]["template"]["spec"]["containers"][0]["image"]
 
 
 GPU_GROUP = {"name": "gpu", "allocatable": {"cpu": "8", "nvidia.com/gpu": "1"}}
