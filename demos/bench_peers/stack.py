@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import socket
 import subprocess
 import time
 from dataclasses import dataclass
@@ -29,13 +28,8 @@ import yaml
 
 from autoscaler.demo.processes import Child, ChildError, Children
 from localcluster import binaries
+from localcluster.processes import free_port
 from localcluster.stack import KWOK_LABEL
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def find_binary(name: str) -> Path:

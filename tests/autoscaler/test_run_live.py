@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,16 +15,11 @@ from pathlib import Path
 from autoscaler.emulator import Emulator
 from autoscaler.model import ClusterModel, VirtualClock
 from clusterspec.loader import load_spec
+from localcluster.processes import free_port
 from tests.autoscaler.aws_setup import SESSION, create_groups
 from tests.autoscaler.model.builders import pod
 from tests.autoscaler.moto_fixtures import _moto_server, moto_url  # noqa: F401 - fixtures
 from tests.support import ROOT
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def get(url: str) -> tuple[int, str]:

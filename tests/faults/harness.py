@@ -35,6 +35,8 @@ from urllib.parse import parse_qs
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from werkzeug.serving import make_server
 
+from localcluster.processes import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 CODE = Path(os.environ.get("FAULTS_CODE") or ROOT)  # the autoscaler under test
 WRITES = {
@@ -48,12 +50,6 @@ AWS_ENV = {
     "AWS_SECRET_ACCESS_KEY": "testing",
     "AWS_DEFAULT_REGION": "us-west-2",
 }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_until(check, timeout_s: float, what: str, step: float = 0.2):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import socket
 import time
 
 import pytest
@@ -16,6 +15,7 @@ import pytest
 from clusterspec.loader import load_spec
 from demos.researcher.run import local_cluster
 from labctl.cli import main as lab
+from localcluster.processes import free_port
 from tests.doc_commands import extract
 
 pytestmark = pytest.mark.e2e
@@ -26,12 +26,6 @@ TRAIN = "import os\nprint('rank', os.environ.get('RANK', os.environ.get('NODE_RA
 def _examples() -> list[str]:
     return [c.text for c in extract() if c.file == "docs/researchers.md" and c.text.startswith("lab submit --gpus")
             and "[" not in c.text and "COMMAND" not in c.text]  # fmt: skip
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _lab(capsys, *argv: str) -> tuple[int, str, str]:
@@ -63,7 +57,7 @@ def test_every_submit_example_of_the_docs_runs_locally(tmp_path, monkeypatch, ca
             else:
                 argv[at:at] = ["--name", name]
                 at += 2
-            port = str(_free_port())
+            port = str(free_port())
             argv[at:at] = [
                 "--path",
                 str(proj),

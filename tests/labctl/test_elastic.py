@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from localcluster.processes import free_port
 from tests.labctl import test_sample_project as sample
 from tests.labctl.test_sample_project import _lab, _wait
 
@@ -62,7 +63,7 @@ def test_a_killed_worker_restarts_every_nodes_workers_and_the_job_completes(
     proj = tmp_path / "elastic"
     proj.mkdir()
     (proj / "train.py").write_text(TRAIN)
-    port = str(sample._free_port())  # the pods are processes of one host: the job's own rendezvous port
+    port = str(free_port())  # the pods are processes of one host: the job's own rendezvous port
     out = _lab(capsys, "submit", "--gpus", "2", "--nodes", "2", "--gpu-type", "V100", "--name", "elastic", "--path",
                str(proj), "--env", "OMP_NUM_THREADS=1", "--env", f"PET_RDZV_ENDPOINT=elastic-0.elastic:{port}",
                "--", "torchrun", "--max-restarts", "3", "train.py")  # fmt: skip

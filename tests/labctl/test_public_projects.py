@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from localcluster.processes import free_port
 from tests.labctl import test_sample_project as sample
 from tests.labctl.test_sample_project import _git, _lab, _pod_folders, _wait
 
@@ -115,7 +116,7 @@ def test_a_hydra_torchrun_project_on_two_nodes_keeps_its_out(cluster, capsys, tm
     _wheelhouse(kubelet / "claims" / "u-alice_datasets")
     proj = tmp_path / "minGPT-ddp"
     shutil.copytree(HYDRA, proj, ignore=shutil.ignore_patterns("__pycache__", "out"))
-    port = str(sample._free_port())
+    port = str(free_port())
     out = _lab(capsys, "submit", "--gpus", "2", "--nodes", "2", "--gpu-type", "V100", "--name", "ddp", "--path",
                str(proj), "--keep", "out", "--env", "PIP_NO_INDEX=1", "--env", "PIP_FIND_LINKS=/datasets/wheels",
                "--env", "OMP_NUM_THREADS=1", "--env", f"PET_MASTER_PORT={port}", "--env", f"MASTER_PORT={port}",

@@ -12,7 +12,6 @@ import importlib.util
 import json
 import os
 import shutil
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -25,6 +24,7 @@ from autoscaler.model import ClusterModel, VirtualClock
 from autoscaler.model.adapters import ModelCloud
 from clusterspec.loader import load_spec
 from labctl.cli import main
+from localcluster.processes import free_port
 from provision import scheduler
 from tests.labctl.conftest import SPEC_DATA, make_bucket, make_wheel, publish_settings
 from tests.support import load_yaml, require_standard_venv
@@ -39,12 +39,6 @@ pytestmark = pytest.mark.e2e  # torchrun and its workers train for real: `make e
 
 FIXTURE = Path(__file__).parent / "fixtures" / "nanogpt_like"
 V100 = "dlr-us-west-2-gpu-v100x8"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _git(root: Path, *args: str) -> None:
@@ -107,7 +101,7 @@ def _lab(capsys, *argv: str) -> str:
 
 
 def _submit(capsys, proj: Path, name: str, *options: str) -> str:
-    port = str(_free_port())  # pods are processes of one host here: each job its own rendezvous port
+    port = str(free_port())  # pods are processes of one host here: each job its own rendezvous port
     return _lab(capsys, "submit", *options, "--gpu-type", "V100", "--name", name, "--path", str(proj),
                 "--env", "OMP_NUM_THREADS=1", "--env", f"PET_MASTER_PORT={port}", "--env", f"MASTER_PORT={port}",
                 "--", "torchrun", "train.py")  # fmt: skip

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
-import socket
 import subprocess
 import time
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from localcluster.processes import free_port
 from tests.support import require_tool
 
 
@@ -76,12 +76,6 @@ def write_pki(pki: Path) -> Path:
         )
     )
     return pki
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
