@@ -723,7 +723,7 @@ def bench_iteration(c, compression=10.0, json=False):
 )
 @user_errors
 def local_cluster(c, spec=None, out=None):
-    """A local cluster to try `lab` on your own code: moto, the real control plane (GPU nodes run jobs as processes), the autoscaler, alice; until Ctrl-C."""
+    """A local cluster to try `lab` on your own code: moto, the real control plane (its nodes run jobs as processes), the autoscaler, alice; until Ctrl-C."""
     from demos.local_cluster import main
 
     main(spec, out)

@@ -5,8 +5,8 @@ kube-apiserver, kube-controller-manager, kube-scheduler, the gang scheduler, kwo
 the real ``autoscaler run``, a researcher (``alice``, her kubeconfig from the CSR API) and the lab settings
 published: ``lab`` sees a cluster as it would see the lab's. It prints the lines to paste into another shell (and
 the admin's kubeconfig) and serves until Ctrl-C; GPU nodes boot on demand (compressed 60 times) when a job asks for
-them and are the process kubelet's (localcluster/kubelet/): the jobs' pods run your code as local processes (on the
-CPU, torch with gloo), ``lab logs`` and ``kubectl logs`` show its real output through the API server, and
+them; every node is the process kubelet's (localcluster/kubelet/): the jobs' pods run your code as local processes
+(on the CPU, torch with gloo), and so do the pods ``lab`` starts on CPU nodes (TensorBoard, a gone pod's reader), ``lab logs`` and ``kubectl logs`` show its real output through the API server, and
 ``$LOG_DIR`` is a folder under ``build/local-cluster/pods/claims/``.
 """
 

@@ -536,6 +536,20 @@ class Kube:
         return f"http://{pod.status.pod_ip}:{TENSORBOARD_PORT}/"
 
 
+def helper_security(uid: int | None) -> dict:
+    """The pod security context of the pods `lab` starts beside a job (the reader of a gone pod's output,
+    TensorBoard): restricted Pod Security and the tenancy policy's one group (provision/tenancy.py: runAsGroup the
+    researcher's, ``supplementalGroupsPolicy: Strict``), as the job's own pods (labctl/jobs.py). Without Strict the
+    real API server refuses the pod (research-tenant-pods), as it refused the reader."""
+    return {
+        "runAsUser": uid or 65534,
+        "runAsGroup": uid or 65534,
+        "runAsNonRoot": True,
+        "supplementalGroupsPolicy": "Strict",
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
 def reader_pod(namespace: str, name: str, image: str, path: str, owner_ref: dict, uid: int | None) -> dict:
     """A pod that prints one file of the results volume (read-only) and ends: restricted, as the job's uid."""
     return {
@@ -553,8 +567,7 @@ def reader_pod(namespace: str, name: str, image: str, path: str, owner_ref: dict
                 "volumeMounts": [{"name": "results", "mountPath": jobs.MOUNTS["results"], "readOnly": True}],
                 "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
             }],
-            "securityContext": {"runAsUser": uid or 65534, "runAsGroup": uid or 65534, "runAsNonRoot": True,
-                                "seccompProfile": {"type": "RuntimeDefault"}},
+            "securityContext": helper_security(uid),
             "volumes": [{"name": "results", "persistentVolumeClaim": {"claimName": "results", "readOnly": True}}],
             "enableServiceLinks": False,
         },
@@ -599,14 +612,7 @@ def tensorboard_pod(namespace: str, job: str, image: str, owner_ref: dict, uid: 
                     "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
                 }
             ],
-            # restricted Pod Security, as the job's own pods (labctl/jobs.py)
-            "securityContext": {
-                "runAsUser": uid or 65534,
-                "runAsGroup": uid or 65534,
-                "runAsNonRoot": True,
-                "supplementalGroupsPolicy": "Strict",
-                "seccompProfile": {"type": "RuntimeDefault"},
-            },
+            "securityContext": helper_security(uid),
             "volumes": [
                 {"name": "results", "persistentVolumeClaim": {"claimName": "results", "readOnly": True}}
             ],

@@ -85,8 +85,8 @@ def running(cluster: Cluster, aws_url: str, regions: list[str], out: Path, compr
             outputs: day_one.Outputs | None = None, gang_scheduler: bool = True,
             pods: Path | None = None):  # fmt: skip
     """Everything up, yields :class:`Running`; everything stopped after. With ``pods`` (a folder every uid may
-    enter), GPU nodes are the process kubelet's, which runs the pods of this repository's images there as local
-    processes (their folders under ``pods``)."""
+    enter), every node is the process kubelet's, which runs the pods of this repository's images there as local
+    processes (their folders under ``pods``): a job's pods, and the pods `lab` starts on CPU nodes beside it."""
     out.mkdir(parents=True, exist_ok=True)
     stack = Stack(out / "control-plane")
     agent = kubelet = None
@@ -107,7 +107,7 @@ def running(cluster: Cluster, aws_url: str, regions: list[str], out: Path, compr
         cloud = AwsCloud(cluster.name, regions, endpoint_url=aws_url)
         if pods is not None:
             kubelet = ProcessKubelet(api, pods).start()
-        agent = NodeAgent(cloud, api, compression=compression, process_gpu_nodes=pods is not None).start()
+        agent = NodeAgent(cloud, api, compression=compression, process_nodes="all" if pods is not None else "").start()
         try:
             yield Running(stack, agent, stack.admin_kubeconfig, api, applied, kubelet)
         except BaseException:

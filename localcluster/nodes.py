@@ -11,8 +11,10 @@ A node's life, the delays of ``autoscaler/model/boot.py`` (their sources there) 
     --cloud_init_s--> the cloud controller's part (this agent): the uninitialized taint goes
     --ready_s--> the network is up: kwok takes the node (its label), posts Ready and keeps its lease; the
         node lifecycle controller (the real kube-controller-manager) removes the not-ready taint. With
-        ``process_gpu_nodes``, a GPU node is taken by the process kubelet instead (localcluster/kubelet/: its
-        label), which runs the pods of this repository's images there as local processes
+        ``process_nodes`` "gpu" a GPU node, with "all" every node, is taken by the process kubelet instead
+        (localcluster/kubelet/: its label), which runs the pods of this repository's images there as local
+        processes (a researcher's job, and the pods `lab` starts beside it on CPU nodes: TensorBoard, the reader
+        of a gone pod's kept output)
     --device_plugin_s after the NVIDIA (EFA) device plugin DaemonSet's pod runs there--> nvidia.com/gpu
         (vpc.amazonaws.com/efa) in capacity and allocatable
     instance gone from its group, or terminating --> the Node is deleted (the cloud node lifecycle controller)
@@ -124,10 +126,12 @@ class NodeAgent:
     """Follows the groups of ``cloud`` (the autoscaler's AWS adapter on the embedded AWS) into Nodes of ``api``."""
 
     def __init__(self, cloud, api: k8s.ApiClient, compression: float = 1.0, interval_s: float = 0.5,
-                 lifecycle: NodeLifecycle | None = None, process_gpu_nodes: bool = False,
+                 lifecycle: NodeLifecycle | None = None, process_nodes: str = "",
                  boot: bool = True) -> None:  # fmt: skip
+        if process_nodes not in ("", "gpu", "all"):
+            raise ValueError(f"process_nodes: {process_nodes!r}, want '', 'gpu' or 'all'")
         self.cloud = cloud
-        self.process_gpu_nodes = process_gpu_nodes
+        self.process_nodes = process_nodes
         self.boot = boot  # False: no boot delay, the Node registers once its instance is in its group
         self.core = k8s.CoreV1Api(api)
         self.compression = compression
@@ -201,7 +205,7 @@ class NodeAgent:
 
     def taker(self, group: dict) -> tuple[str, str]:
         """The label of whoever takes a Ready node of ``group``: kwok, or the process kubelet for GPU nodes."""
-        if self.process_gpu_nodes and GPU in group.get("allocatable", {}):
+        if self.process_nodes == "all" or (self.process_nodes == "gpu" and GPU in group.get("allocatable", {})):
             return PROCESS_LABEL, PROCESS_VALUE
         return KWOK_LABEL, "fake"
 

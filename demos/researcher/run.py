@@ -111,12 +111,13 @@ def bind_local_volumes(api, namespace: str) -> list[str]:
 
 
 @contextlib.contextmanager
-def local_cluster(spec, out: Path, secrets_dir: Path, say=_say):
+def local_cluster(spec, out: Path, secrets_dir: Path, say=_say, pods: Path | None = None):
     """The local cluster with a researcher: moto (EC2, Auto Scaling and the results bucket), the real control plane
-    following it (localcluster/aws_cluster.py) with what ``invoke up`` deploys, GPU nodes the process kubelet's (the
-    jobs' pods run as local processes, their logs come through the API server), the real ``autoscaler run``,
+    following it (localcluster/aws_cluster.py) with what ``invoke up`` deploys, every node the process kubelet's
+    (the pods of this repository's images run as local processes, their logs come through the API server), the real ``autoscaler run``,
     ``invoke add-user alice`` and the lab settings published. Yields (alice's AddedUser, the moto URL, the admin
-    kubeconfig)."""
+    kubeconfig). ``pods``: the process kubelet's folder (one every uid may enter), else ``out/pods`` or a temporary
+    folder."""
     missing = binaries.missing((*binaries.CONTROL_PLANE, "kwok"))
     if missing:
         raise DemoFailed(f"not built: {', '.join(missing)}; run `make tools` (localcluster/build-tools.sh)")
@@ -129,7 +130,7 @@ def local_cluster(spec, out: Path, secrets_dir: Path, say=_say):
         aws = children.start(Child("aws", [sys.executable, "-m", "autoscaler.demo.aws_server"], out, env))
         url = aws.ready_line(60)["url"]
         create_groups(spec, url, regions)
-        pods = _pods_folder(out, say)
+        pods = pods or _pods_folder(out, say)
         with aws_cluster.running(spec, url, regions, out / "cluster", COMPRESSION, pods=pods) as live:
             admin = live.admin_kubeconfig
             wait_for_autoscaler(admin)

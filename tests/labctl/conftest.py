@@ -105,3 +105,27 @@ def make_wheel(path: Path) -> None:
     with zipfile.ZipFile(path, "w") as z:
         for name, text in {**files, "tinydep-0.1.dist-info/RECORD": record}.items():
             z.writestr(name, text)
+
+
+@pytest.fixture(scope="session")
+def real_lab(tmp_path_factory):
+    """The real local cluster `lab` is tested on end to end (tests/labctl/real_lab.py): one per test process."""
+    from localcluster import binaries
+    from tests.labctl import real_lab as real
+    from tests.support import require_standard_venv, require_tool
+
+    for name in (*binaries.CONTROL_PLANE, "kwok"):
+        require_tool(name, str(binaries.BIN / name))
+    require_standard_venv()
+    with real.started(tmp_path_factory.mktemp("real-lab")) as lab:
+        yield lab
+
+
+@pytest.fixture
+def lab_on_real(real_lab, monkeypatch, tmp_path):
+    """`lab` as alice on the real local cluster for one test; her jobs removed after it."""
+    real_lab.use(monkeypatch, tmp_path)
+    try:
+        yield real_lab
+    finally:
+        real_lab.clean()

@@ -1,107 +1,89 @@
-"""Failures as lab's podFailurePolicy says (labctl/jobs.py), through the emulator's Job controller: a node lost under
-a job is a disruption (the pod gets DisruptionTarget) and the job goes on with a replacement, up to --retries
-times; an application error (a non-zero exit of the code itself, run as a process) fails the job at once."""
+"""Failures as lab's podFailurePolicy says (labctl/jobs.py), on the real local cluster (tests/labctl/real_lab.py): the
+real Job controller, pod garbage collector and autoscaler, the pods run as processes by the process kubelet. A node
+lost under a job (its instance terminated in the embedded AWS, the Node deleted with it as the cloud node lifecycle
+controller deletes it) is a disruption: kube-controller-manager's PodGC marks the orphaned pod Failed with
+DisruptionTarget, the Job counts it and goes on with a replacement on a node the autoscaler buys, up to --retries
+times; an application error (a non-zero exit of the code itself) fails the job at once."""
 
 from __future__ import annotations
 
 import time
 
+import boto3
 import pytest
 
-from autoscaler.emulator import Emulator
-from autoscaler.model import ClusterModel, VirtualClock
-from autoscaler.model.adapters import ModelCloud
 from labctl.cli import main
-from tests.labctl.conftest import SPEC_DATA, make_bucket, publish_settings
 
-from autoscaler.model.spec_groups import groups_from_spec  # noqa: E402  isort: skip
-
-GROUP = "dlr-us-west-2-gpu-t4"
+pytestmark = pytest.mark.e2e
 
 
 def _lab(capsys, *argv: str) -> int:
     with pytest.raises(SystemExit) as e:
-        main(list(argv))
+        main(["-n", "u-alice", *argv])
     capsys.readouterr()
     return e.value.code
 
 
-def _job(emu, name: str) -> dict:
-    with emu.model.lock:
-        return emu.model.store.get("jobs", "u-alice", name)
+def _running(lab, job: str, timeout_s: float = 180.0) -> dict:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        running = [p for p in lab.pods(job) if p["status"].get("phase") == "Running" and
+                   not p["metadata"].get("deletionTimestamp")]  # fmt: skip
+        if running:
+            return running[0]
+        time.sleep(0.5)
+    raise AssertionError(f"no pod of {job} running after {timeout_s} s: {[p['status'] for p in lab.pods(job)]}")
 
 
-def _pods(emu, name: str) -> list[dict]:
-    with emu.model.lock:
-        return [p for p in emu.model.store.list("pods", "u-alice")
-                if (p["metadata"].get("labels") or {}).get("batch.kubernetes.io/job-name") == name]  # fmt: skip
+def _lose_the_node(lab, pod: dict) -> None:
+    """The instance under ``pod`` terminated (spot reclaimed, hardware lost), as AWS ends it."""
+    from kubernetes import client
+
+    node = client.CoreV1Api(lab.api()).read_node(pod["spec"]["nodeName"])
+    instance = node.spec.provider_id.rsplit("/", 1)[-1]
+    region = node.metadata.labels["topology.kubernetes.io/region"]
+    asg = boto3.client("autoscaling", endpoint_url=lab.moto_url, region_name=region,
+                       aws_access_key_id="demo", aws_secret_access_key="demo")  # fmt: skip
+    asg.terminate_instance_in_auto_scaling_group(InstanceId=instance, ShouldDecrementDesiredCapacity=True)
 
 
-def _lose_the_node(emu, name: str) -> dict:
-    """The running pod's instance goes away (spot reclaimed, hardware lost): its node and pod with it. Returns the
-    pod as it failed."""
-    with emu.model.lock:
-        (pod,) = [p for p in _pods(emu, name) if p["status"].get("phase") == "Running"]
-        node = pod["spec"]["nodeName"]
-        inst = emu.model._node_instance[node]
-        ModelCloud(emu.model).terminate_instance(inst.group, inst.id)
-        emu.model.advance(emu.model.now() + 5)
-        failed = emu.model.store.get("pods", "u-alice", pod["metadata"]["name"])
-        ModelCloud(emu.model).set_desired(inst.group, 1)  # the autoscaler's part: a node for the replacement
-        emu.model.advance(emu.model.now() + 1200)
-    return failed
+def _failed_as_disrupted(lab, job: str, name: str, timeout_s: float = 150.0) -> dict:
+    """The Job once it has counted pod ``name`` (PodGC's quarantine of orphaned pods is 40 s, its period 20 s)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        status = (lab.job(job) or {}).get("status") or {}
+        if name not in {p["metadata"]["name"] for p in lab.pods(job)} and status.get("failed"):
+            return status
+        time.sleep(0.5)
+    raise AssertionError(f"pod {name} of {job} not counted in {timeout_s} s: {lab.job(job)}")
 
 
-def test_a_lost_node_is_retried_and_the_retries_are_bounded(emu, lab_env, project, capsys) -> None:
-    assert _lab(capsys, "--kubeconfig", lab_env, "submit", "--gpus", "1", "--gpu-type", "T4", "--retries", "2",
-                "--name", "spot", "--path", str(project), "--", "python", "train.py") == 0  # fmt: skip
-    with emu.model.lock:
-        ModelCloud(emu.model).set_desired(GROUP, 1)
-        emu.model.advance(emu.model.now() + 1200)
-    for attempt in (1, 2):
-        failed = _lose_the_node(emu, "spot")
-        assert failed["status"]["phase"] == "Failed"
-        assert any(c["type"] == "DisruptionTarget" for c in failed["status"]["conditions"])
-        job = _job(emu, "spot")
-        assert job["status"].get("failed") == attempt and not any(
-            c["type"] == "Failed" for c in job["status"].get("conditions") or ()
-        )  # counted, replaced: the job goes on
-        assert any(p["status"]["phase"] == "Running" for p in _pods(emu, "spot"))
-    _lose_the_node(emu, "spot")  # the third disruption is one more than --retries 2
-    conds = {c["type"]: c for c in _job(emu, "spot")["status"].get("conditions") or ()}
-    assert conds["Failed"]["reason"] == "BackoffLimitExceeded"
+def test_a_lost_node_is_retried_and_the_retries_are_bounded(lab_on_real, project, capsys) -> None:
+    lab = lab_on_real
+    (project / "train.py").write_text("import time\nprint('training', flush=True)\ntime.sleep(600)\n")
+    assert _lab(capsys, "submit", "--gpus", "1", "--gpu-type", "T4", "--retries", "1", "--name", "spot",
+                "--path", str(project), "--", "python", "train.py") == 0  # fmt: skip
+    pod = _running(lab, "spot")
+    _lose_the_node(lab, pod)
+    status = _failed_as_disrupted(lab, "spot", pod["metadata"]["name"])
+    assert status["failed"] == 1 and not any(c["type"] == "Failed" for c in status.get("conditions") or ())
+    replacement = _running(lab, "spot")  # counted, replaced on a node bought for it: the job goes on
+    assert replacement["metadata"]["name"] != pod["metadata"]["name"]
+    assert replacement["spec"]["nodeName"] != pod["spec"]["nodeName"]
+    _lose_the_node(lab, replacement)  # the second disruption is one more than --retries 1
+    job = lab.wait("spot", timeout_s=150)
+    conds = {c["type"]: c for c in job["status"].get("conditions") or ()}
+    assert conds["Failed"]["reason"] == "BackoffLimitExceeded", conds
+    assert job["status"]["failed"] == 2
 
 
-def test_an_application_error_fails_the_job_at_once(
-    s3_url, tmp_path, monkeypatch, capsys, kubelet_root
-) -> None:
-    make_bucket(s3_url)
-    model = ClusterModel(VirtualClock(start=1_767_225_600.0), groups_from_spec(SPEC_DATA))
-    with Emulator(model, run_pods=kubelet_root) as emu:
-        publish_settings(emu, s3_url, tmp_path / "admin")
-        emu.create_namespace("u-alice")
-        kubeconfig = emu.write_kubeconfig(tmp_path / "kc")
-        for k in ("LAB_SETTINGS", "LAB_REGISTRY", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
-            monkeypatch.delenv(k, raising=False)
-        monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
-        monkeypatch.setenv("LAB_ENGINE", "")
-        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-        proj = tmp_path / "proj"
-        proj.mkdir()
-        (proj / "train.py").write_text("import sys\nprint('diverged')\nsys.exit(3)\n")
-        with model.lock:
-            ModelCloud(model).set_desired(GROUP, 1)
-            model.advance(model.now() + 1200)
-        assert _lab(capsys, "--kubeconfig", str(kubeconfig), "-n", "u-alice", "submit", "--gpus", "1", "--gpu-type",
-                    "T4", "--name", "bug", "--path", str(proj), "--", "python", "train.py") == 0  # fmt: skip
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            with model.lock:
-                model.advance(model.now() + 1)
-                conds = {c["type"]: c for c in _job(emu, "bug")["status"].get("conditions") or ()}
-            if "Failed" in conds:
-                break
-            time.sleep(0.2)
-        assert conds["Failed"]["reason"] == "PodFailurePolicy"
-        assert "exit code 3 matching FailJob rule at index 1" in conds["Failed"]["message"]
-        assert len(_pods(emu, "bug")) == 1  # never retried
+def test_an_application_error_fails_the_job_at_once(lab_on_real, project, capsys) -> None:
+    lab = lab_on_real
+    (project / "train.py").write_text("import sys\nprint('diverged')\nsys.exit(3)\n")
+    assert _lab(capsys, "submit", "--gpus", "1", "--gpu-type", "T4", "--name", "bug", "--path", str(project),
+                "--", "python", "train.py") == 0  # fmt: skip
+    job = lab.wait("bug", timeout_s=180)
+    conds = {c["type"]: c for c in job["status"].get("conditions") or ()}
+    assert conds["Failed"]["reason"] == "PodFailurePolicy", (conds, lab.tails("bug"))
+    assert "exit code 3 matching FailJob rule at index 1" in conds["Failed"]["message"]
+    assert len(lab.pods("bug")) == 1  # never retried

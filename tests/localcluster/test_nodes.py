@@ -2,7 +2,7 @@
 one ``invoke bench-peers`` gives our autoscaler beside Karpenter's kwok provider (an instance of the embedded AWS
 becomes a Node of the real API server at once, kwok's (Ready), with its group's labels and taints, its GPUs, no
 cloud-controller taint; the instance gone, the Node goes), and who takes a Ready node: kwok, or with
-``process_gpu_nodes`` the process kubelet for the nodes of GPU groups (whose pods then run as processes, as
+``process_nodes`` the process kubelet for the nodes of GPU groups ("gpu") or for every node ("all") (whose pods then run as processes, as
 `invoke local-cluster` wants)."""
 
 from __future__ import annotations
@@ -107,9 +107,10 @@ CPU_GROUP = {"name": "cpu", "allocatable": {"cpu": "8"}}
 
 @pytest.mark.parametrize(
     ("process", "group", "label"),
-    [(False, GPU_GROUP, (KWOK_LABEL, "fake")), (False, CPU_GROUP, (KWOK_LABEL, "fake")),
-     (True, GPU_GROUP, (LABEL, VALUE)), (True, CPU_GROUP, (KWOK_LABEL, "fake"))],
+    [("", GPU_GROUP, (KWOK_LABEL, "fake")), ("", CPU_GROUP, (KWOK_LABEL, "fake")),
+     ("gpu", GPU_GROUP, (LABEL, VALUE)), ("gpu", CPU_GROUP, (KWOK_LABEL, "fake")),
+     ("all", GPU_GROUP, (LABEL, VALUE)), ("all", CPU_GROUP, (LABEL, VALUE))],
 )  # fmt: skip
 def test_gpu_nodes_go_to_the_process_kubelet_only_when_asked(process, group, label) -> None:
-    agent = NodeAgent(cloud=None, api=k8s.ApiClient(), process_gpu_nodes=process)
+    agent = NodeAgent(cloud=None, api=k8s.ApiClient(), process_nodes=process)
     assert agent.taker(group) == label
