@@ -107,7 +107,9 @@ def running(cluster: Cluster, aws_url: str, regions: list[str], out: Path, compr
         cloud = AwsCloud(cluster.name, regions, endpoint_url=aws_url)
         if pods is not None:
             kubelet = ProcessKubelet(api, pods).start()
-        agent = NodeAgent(cloud, api, compression=compression, process_nodes="all" if pods is not None else "").start()
+        agent = NodeAgent(
+            cloud, api, compression=compression, process_nodes="all" if pods is not None else ""
+        ).start()
         try:
             yield Running(stack, agent, stack.admin_kubeconfig, api, applied, kubelet)
         except BaseException:

@@ -205,7 +205,9 @@ class NodeAgent:
 
     def taker(self, group: dict) -> tuple[str, str]:
         """The label of whoever takes a Ready node of ``group``: kwok, or the process kubelet for GPU nodes."""
-        if self.process_nodes == "all" or (self.process_nodes == "gpu" and GPU in group.get("allocatable", {})):
+        if self.process_nodes == "all" or (
+            self.process_nodes == "gpu" and GPU in group.get("allocatable", {})
+        ):
             return PROCESS_LABEL, PROCESS_VALUE
         return KWOK_LABEL, "fake"
 

@@ -48,7 +48,9 @@ class RealLab:
     def pods(self, job: str) -> list[dict]:
         from kubernetes import client
 
-        items = client.CoreV1Api(self.api()).list_namespaced_pod(NAMESPACE, label_selector=f"{JOB_NAME}={job}")
+        items = client.CoreV1Api(self.api()).list_namespaced_pod(
+            NAMESPACE, label_selector=f"{JOB_NAME}={job}"
+        )
         return [self._dict(p) for p in items.items]
 
     def wait(self, job: str, timeout_s: float = 240.0) -> dict:
@@ -60,7 +62,9 @@ class RealLab:
             if conds.get("Complete") == "True" or conds.get("Failed") == "True":
                 return obj
             time.sleep(0.5)
-        raise AssertionError(f"job {job} did not finish in {timeout_s} s: {(self.job(job) or {}).get('status')}")
+        raise AssertionError(
+            f"job {job} did not finish in {timeout_s} s: {(self.job(job) or {}).get('status')}"
+        )
 
     def gone(self, job: str, timeout_s: float = 60.0) -> None:
         """Until no pod of ``job`` is left (the Job controller lets them go once it has counted them)."""
@@ -109,7 +113,9 @@ class RealLab:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if not batch.list_namespaced_job(NAMESPACE).items and not [
-                p for p in core.list_namespaced_pod(NAMESPACE).items if p.metadata.labels and JOB_NAME in p.metadata.labels
+                p
+                for p in core.list_namespaced_pod(NAMESPACE).items
+                if p.metadata.labels and JOB_NAME in p.metadata.labels
             ]:
                 return
             time.sleep(0.5)
@@ -124,7 +130,11 @@ def started(out: Path):
 
     pods = open_folder("lab-e2e-pods-")  # the pods run as alice's uid: a folder she may enter
     try:
-        with local_cluster(load_spec(), out, out / "secrets", say=lambda s: None, pods=pods) as (added, url, admin):
+        with local_cluster(load_spec(), out, out / "secrets", say=lambda s: None, pods=pods) as (
+            added,
+            url,
+            admin,
+        ):
             lab = RealLab(kubeconfig=added.kubeconfig, admin=admin, moto_url=url, root=pods)
             try:
                 yield lab

@@ -32,7 +32,9 @@ def _running(lab, job: str, timeout_s: float = 180.0) -> dict:
         if running:
             return running[0]
         time.sleep(0.5)
-    raise AssertionError(f"no pod of {job} running after {timeout_s} s: {[p['status'] for p in lab.pods(job)]}")
+    raise AssertionError(
+        f"no pod of {job} running after {timeout_s} s: {[p['status'] for p in lab.pods(job)]}"
+    )
 
 
 def _lose_the_node(lab, pod: dict) -> None:
