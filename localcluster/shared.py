@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 import uuid
 from contextlib import contextmanager
@@ -21,6 +22,7 @@ from localcluster import binaries
 from localcluster.stack import Stack
 
 STATE = "stack.json"
+_HELD: dict[str, list] = {}  # singleton name -> [depth, lock] in this process
 
 
 @dataclass
@@ -44,6 +46,27 @@ class Cluster:
     def unique(self, prefix: str) -> str:
         """A name no other test of the run uses (namespaces, cluster-scoped objects)."""
         return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+    @contextmanager
+    def singleton(self, name: str):
+        """Held while a test writes or reads an object every test of the run shares under one fixed name (the lab
+        settings in kube-public, which `lab` finds by that name and every ``add-user`` rewrites from its spec):
+        one test at a time across the run's processes; re-entrant within a process."""
+        held = _HELD.setdefault(name, [0, threading.RLock()])
+        with held[1]:
+            if held[0]:
+                held[0] += 1
+                try:
+                    yield
+                finally:
+                    held[0] -= 1
+                return
+            with _locked(self.workdir / f"singleton-{name}.lock"):
+                held[0] = 1
+                try:
+                    yield
+                finally:
+                    held[0] = 0
 
     def namespace(self, prefix: str = "t", labels: dict[str, str] | None = None) -> str:
         name = self.unique(prefix)

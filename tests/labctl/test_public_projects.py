@@ -1,8 +1,8 @@
 """Public training repositories run through `lab` on the local cluster exactly as their READMEs say (issue 37):
 minGPT's shape (tests/labctl/fixtures/mingpt_like: an installable package with setup.py, a project script that
 imports it after `pip install -e .` and writes ./out next to the code), with nothing fetched from the network. The
-pods are the emulator's processes (autoscaler/emulator/kubelet.py) on the standard image's venv, as in
-test_sample_project.py, whose cluster fixture this reuses."""
+pods are the process kubelet's processes on the real local cluster (tests/labctl/real_lab.py), on the standard
+image's venv, as in test_sample_project.py, whose cluster fixture this reuses."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import pytest
 
 from localcluster.processes import free_port
 from tests.labctl import test_sample_project as sample
-from tests.labctl.test_sample_project import _git, _lab, _pod_folders, _wait
+from tests.labctl.test_sample_project import _git, _lab
 
-cluster = sample.cluster  # the same local cluster: the emulator running pods as processes, alice's namespace
+cluster = sample.cluster  # the same real local cluster as alice
 
 pytestmark = pytest.mark.e2e
 
@@ -56,35 +56,35 @@ def _project(tmp_path: Path) -> Path:
 def test_mingpt_installs_itself_and_runs_its_project_as_the_readme_says(
     cluster, capsys, tmp_path, monkeypatch
 ):
-    emu, _, kubelet = cluster
+    lab, _ = cluster
     monkeypatch.setenv("PIP_NO_INDEX", "1")  # lab's side fetches nothing either
     proj = _project(tmp_path)
     out = _lab(capsys, "submit", "--gpus", "1", "--gpu-type", "V100", "--name", "adder", "--path", str(proj),
                "--env", "MAX_ITERS=20", "--", "python", "projects/adder/adder.py")  # fmt: skip
     assert "the project is a package: the job runs `pip install -e .` in its own venv" in out
-    job = _wait(emu, "adder", timeout_s=180)
+    job = lab.wait("adder", timeout_s=180)
     log = _lab(capsys, "logs", "adder")
     assert job["status"].get("succeeded") == 1, (job["status"], log)
     assert "iter_dt iter 19: train loss" in log and "saved ./out/adder/model.pt" in log
-    (folder,) = _pod_folders(kubelet, "adder")
+    (folder,) = lab.pod_folders("adder")
     workspace = folder / "volumes" / "workspace"
     config = json.loads((workspace / "out" / "adder" / "config.json").read_text())
     assert config["mingpt"] == str(
         workspace / "mingpt" / "__init__.py"
     )  # the editable install: the code itself
-    kept = kubelet / "claims" / "u-alice_results" / "adder" / "logs" / "node-0.log"
+    kept = lab.claim("results") / "adder" / "logs" / "node-0.log"
     assert "iter_dt iter 19: train loss" in kept.read_text()  # the output outlives the pod
 
 
 def test_the_readmes_own_pip_install_in_the_command(cluster, capsys, tmp_path) -> None:
     """`pip install -e .` typed in the command, as the README says it: into the job's venv (no Permission denied on
     the image's), with the image's setuptools (nothing fetched)."""
-    emu, _, _ = cluster
+    lab, _ = cluster
     _require_the_images_pip()
     proj = _project(tmp_path)
     _lab(capsys, "submit", "--gpus", "1", "--gpu-type", "V100", "--name", "readme", "--path", str(proj), "--env",
          "MAX_ITERS=2", "--", "sh", "-c", "pip install --no-index -e . && python projects/adder/adder.py")  # fmt: skip
-    job = _wait(emu, "readme", timeout_s=180)
+    job = lab.wait("readme", timeout_s=180)
     log = _lab(capsys, "logs", "readme")
     assert job["status"].get("succeeded") == 1, log
     assert "Successfully installed minGPT" in log and "saved ./out/adder/model.pt" in log
@@ -112,8 +112,8 @@ def test_a_hydra_torchrun_project_on_two_nodes_keeps_its_out(cluster, capsys, tm
     """pytorch/examples' minGPT-ddp shape: requirements.txt with hydra-core (not in the image: installed at start from
     the wheelhouse, nothing fetched), plain `torchrun main.py` as a 2-node x 2-process gang on the CPU with gloo,
     Hydra's config next to the code, snapshots in ./out kept in $LOG_DIR with --keep out."""
-    emu, _, kubelet = cluster
-    _wheelhouse(kubelet / "claims" / "u-alice_datasets")
+    lab, _ = cluster
+    _wheelhouse(lab.claim("datasets"))
     proj = tmp_path / "minGPT-ddp"
     shutil.copytree(HYDRA, proj, ignore=shutil.ignore_patterns("__pycache__", "out"))
     port = str(free_port())
@@ -122,13 +122,13 @@ def test_a_hydra_torchrun_project_on_two_nodes_keeps_its_out(cluster, capsys, tm
                "--env", "OMP_NUM_THREADS=1", "--env", f"PET_MASTER_PORT={port}", "--env", f"MASTER_PORT={port}",
                "--", "torchrun", "main.py")  # fmt: skip
     assert "requirements.txt: 1 not in the standard image (hydra-core)" in out
-    job = _wait(emu, "ddp", timeout_s=240)
+    job = lab.wait("ddp", timeout_s=240)
     log = _lab(capsys, "logs", "ddp", "--all")
     assert job["status"].get("succeeded") == 2, log[-3000:]
     reports = sample._reports(log)
     assert sorted(r["rank"] for r in reports) == [0, 1, 2, 3] and {r["world_size"] for r in reports} == {4}
     assert "[GPU0] Epoch 3" in log and "Training snapshot saved at out/snapshot.pt" in log
-    kept = kubelet / "claims" / "u-alice_results" / "ddp"
+    kept = lab.claim("results") / "ddp"
     assert (kept / "out" / "snapshot.pt").exists()  # ./out outlives the pods
     assert (kept / "out" / "hydra" / ".hydra" / "config.yaml").exists()  # Hydra's own record, kept with it
     assert {f.name for f in (kept / "logs").iterdir()} == {"node-0.log", "node-1.log"}  # every rank's output

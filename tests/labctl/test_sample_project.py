@@ -1,8 +1,9 @@
 """A researcher's real code runs as its own README says (issue 25, "Done when"): the sample project with nanoGPT's
 habits (tests/labctl/fixtures/nanogpt_like: writes next to its code, launched by torchrun, a tracked
 data/*/prepare.py, a requirements file) submitted with `lab` and plain `torchrun train.py`, single-node and as a
-2-node gang, its pods run as local processes by the emulator's kubelet (autoscaler/emulator/kubelet.py) with the
-Job's environment, uid and working directory: the init container unpacks the snapshot from the bucket, torchrun
+2-node gang, on the real local cluster (tests/labctl/real_lab.py: the real control plane and gang scheduler, the
+autoscaler buying the nodes), its pods run as local processes by the process kubelet with the Job's environment,
+uid and working directory: the init container unpacks the snapshot from the bucket, torchrun
 learns nodes, rank and rendezvous from PET_*, torch trains on the CPU with gloo at the right world size, writes
 out/ and runs/ next to its code and its checkpoint to $LOG_DIR, and a second run resumes from it."""
 
@@ -17,23 +18,15 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
-from autoscaler.emulator import Emulator
-from autoscaler.model import ClusterModel, VirtualClock
-from autoscaler.model.adapters import ModelCloud
-from clusterspec.loader import load_spec
 from labctl.cli import main
 from localcluster.processes import free_port
-from provision import scheduler
-from tests.labctl.conftest import SPEC_DATA, make_bucket, make_wheel, publish_settings
-from tests.support import load_yaml, require_standard_venv
+from tests.labctl.conftest import make_wheel
 
 # found, not imported: the jobs import torch, in their own processes
 if importlib.util.find_spec("torch") is None:
     pytest.skip("torch is not installed (make tools installs the CPU build)", allow_module_level=True)
 
-from autoscaler.model.spec_groups import groups_from_spec  # noqa: E402
 
 pytestmark = pytest.mark.e2e  # torchrun and its workers train for real: `make e2e`
 
@@ -48,48 +41,14 @@ def _git(root: Path, *args: str) -> None:
 
 
 @pytest.fixture
-def cluster(s3_url, tmp_path, monkeypatch, kubelet_root):
-    """The emulator running pods as processes, the gang scheduler deployed as `invoke up` deploys it, two 8-GPU nodes
-    up, the settings published, alice's namespace and kubeconfig."""
-    require_standard_venv()  # the pods run as alice's uid, with the standard image's interpreter
-    make_bucket(s3_url)
-    model = ClusterModel(VirtualClock(start=1_767_225_600.0), groups_from_spec(SPEC_DATA))
-    with Emulator(model, run_pods=kubelet_root) as emu:
-        emu.install_podgroup_crd()
-        publish_settings(emu, s3_url, tmp_path / "admin.kubeconfig")
-        files = scheduler.write(load_spec(), tmp_path / "scheduler")
-        for doc in yaml.safe_load_all(files["gang-scheduler.yaml"].read_text()):
-            if doc:
-                emu.apply(doc)
-        emu.create_namespace("u-alice")
-        with model.lock:
-            ModelCloud(model).set_desired(V100, 2)
-            model.advance(model.now() + 1200)  # boot, join, device plugin; the gang scheduler's pods run
-        kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
-        data = load_yaml(kubeconfig)
-        for ctx in data["contexts"]:
-            ctx["context"]["namespace"] = "u-alice"
-        kubeconfig.write_text(yaml.safe_dump(data))
-        for k in (
-            "LAB_SETTINGS",
-            "LAB_REGISTRY",
-            "AWS_ACCESS_KEY_ID",
-            "AWS_SECRET_ACCESS_KEY",
-            "AWS_PROFILE",
-        ):
-            monkeypatch.delenv(k, raising=False)
-        monkeypatch.setenv("LAB_ENGINE", "")
-        monkeypatch.setenv("LAB_USER", "alice")
-        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-        monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
-        monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
-        monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
-        proj = tmp_path / "nanogpt_like"
-        shutil.copytree(FIXTURE, proj, ignore=shutil.ignore_patterns("__pycache__", "out", "runs", "*.bin"))
-        _git(proj, "init", "-q")
-        _git(proj, "add", ".")
-        _git(proj, "commit", "-q", "-m", "as published")
-        yield emu, proj, kubelet_root
+def cluster(lab_on_real, tmp_path):
+    """The real local cluster as alice, and the sample project as published (a git repository)."""
+    proj = tmp_path / "nanogpt_like"
+    shutil.copytree(FIXTURE, proj, ignore=shutil.ignore_patterns("__pycache__", "out", "runs", "*.bin"))
+    _git(proj, "init", "-q")
+    _git(proj, "add", ".")
+    _git(proj, "commit", "-q", "-m", "as published")
+    return lab_on_real, proj
 
 
 def _lab(capsys, *argv: str) -> str:
@@ -107,66 +66,37 @@ def _submit(capsys, proj: Path, name: str, *options: str) -> str:
                 "--", "torchrun", "train.py")  # fmt: skip
 
 
-def _wait(emu, job: str, timeout_s: float = 240.0) -> dict:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        with emu.model.lock:
-            emu.model.advance(emu.model.now() + 1)
-            obj = emu.model.store.find("jobs", "u-alice", job)
-            conds = {
-                c["type"]: c["status"] for c in ((obj or {}).get("status") or {}).get("conditions") or ()
-            }
-        if conds.get("Complete") == "True" or conds.get("Failed") == "True":
-            return obj
-        time.sleep(0.25)
-    raise AssertionError(f"job {job} did not finish in {timeout_s} s")
-
-
-def _pod_folders(kubelet: Path, job: str) -> list[Path]:
-    return sorted(p for p in kubelet.iterdir() if p.name.startswith(f"u-alice_{job}-"))
-
-
-def _tails(kubelet: Path, job: str, lines: int = 30) -> str:
-    """The last lines of each container log of the job's pods: what a failed assertion shows."""
-    out = []
-    for folder in _pod_folders(kubelet, job):
-        for log in sorted((folder / "containers").glob("*.log")):
-            text = log.read_text(errors="replace").splitlines()[-lines:]
-            out.append(f"--- {folder.name}/{log.name}\n" + "\n".join(text))
-    return "\n".join(out)
-
-
 def _reports(text: str) -> list[dict]:
     return [json.loads(line.split("report ", 1)[1]) for line in text.splitlines() if "report {" in line]
 
 
-def _assert_ran_as_alice(reports: list[dict], *folders: Path) -> None:
-    """Every process ran as the Job's uid (alice, 2001): really, where the emulator runs as root; an unprivileged
-    kubelet cannot change uid, and records the Job's in each pod's folder instead (kubelet.py)."""
-    notes = [(f / "user").read_text() if (f / "user").exists() else "" for f in folders]
+def _assert_ran_as_alice(lab, job: str, reports: list[dict]) -> None:
+    """Every process ran as the Job's uid (alice, 2001): really, where the process kubelet runs as root; an
+    unprivileged one cannot change uid, and says so in each container's status message (process.py)."""
     if os.geteuid() == 0:
-        assert {r["uid"] for r in reports} == {2001}, notes
+        assert {r["uid"] for r in reports} == {2001}, reports
     else:
-        assert all("2001:2001" in n for n in notes), notes
+        pods = lab.pods(job)
+        assert {p["spec"]["securityContext"]["runAsUser"] for p in pods} == {2001}
 
 
 def test_single_node_then_resume_from_log_dir(cluster, capsys) -> None:
-    emu, proj, kubelet = cluster
+    lab, proj = cluster
     out = _submit(capsys, proj, "char", "--gpus", "2", "--env", "MAX_ITERS=10")
     assert "code: 5 files" in out and "the standard image has all 2 requirements" in out
-    job = _wait(emu, "char")
-    assert job["status"].get("succeeded") == 1, (job["status"], _tails(kubelet, "char"))
+    job = lab.wait("char")
+    assert job["status"].get("succeeded") == 1, (job["status"], lab.tails("char"))
     log = _lab(capsys, "logs", "char")
     reports = _reports(log)
     assert sorted(r["rank"] for r in reports) == [0, 1] and {r["world_size"] for r in reports} == {2}
-    (folder,) = _pod_folders(kubelet, "char")
+    (folder,) = lab.pod_folders("char")
     workspace = folder / "volumes" / "workspace"
     assert {r["cwd"] for r in reports} == {str(workspace)}  # the Job's workingDir, /workspace
     env = reports[0]["launcher_env"]
     assert (env["PET_NNODES"], env["PET_NPROC_PER_NODE"], env["PET_NODE_RANK"]) == ("1", "2", "0")
-    results = kubelet / "claims" / "u-alice_results"
+    results = lab.claim("results")
     assert env["LOG_DIR"] == str(results / "char")
-    _assert_ran_as_alice(reports, folder)
+    _assert_ran_as_alice(lab, "char", reports)
     # what nanoGPT's habits write next to the code, in the job's own writable working directory
     assert (workspace / "data" / "shakespeare_char" / "train.bin").exists()  # prepare.py, tracked, travelled
     assert (workspace / "out" / "ckpt.pt").exists() and (workspace / "runs" / "events.jsonl").exists()
@@ -174,30 +104,23 @@ def test_single_node_then_resume_from_log_dir(cluster, capsys) -> None:
     assert "[rank0]:iter 9: loss" in log  # torchrun's rank prefixes
 
     _lab(capsys, "cancel", "char")  # a replaced pod, or a rerun: the same name, the same $LOG_DIR
-    for _ in range(20):
-        with emu.model.lock:
-            emu.model.advance(emu.model.now() + 1)
-            gone = emu.model.store.find("jobs", "u-alice", "char") is None
-        if gone:
-            break
-        time.sleep(0.2)
+    deadline = time.monotonic() + 60
+    while lab.job("char") is not None and time.monotonic() < deadline:
+        time.sleep(0.5)
     _submit(capsys, proj, "char", "--gpus", "1", "--env", "MAX_ITERS=10")  # one worker is enough to resume
-    job = _wait(emu, "char")
+    job = lab.wait("char")
     log = _lab(capsys, "logs", "char")
     assert "resuming from" in log and "at iter 10" in log
     assert {r["iters"] for r in _reports(log)} == {0}
 
 
 def test_two_node_gang_with_plain_torchrun(cluster, capsys) -> None:
-    emu, proj, kubelet = cluster
+    lab, proj = cluster
     out = _submit(capsys, proj, "gang", "--gpus", "2", "--nodes", "2", "--env", "MAX_ITERS=5")
     assert "submitted job gang in u-alice: 2 nodes x 2 GPUs, gang" in out
-    job = _wait(emu, "gang")
-    assert job["status"].get("succeeded") == 2, (job["status"], _tails(kubelet, "gang"))
-    with emu.model.lock:
-        pods = [
-            p for p in emu.model.store.list("pods", "u-alice") if p["metadata"]["name"].startswith("gang-")
-        ]
+    job = lab.wait("gang")
+    assert job["status"].get("succeeded") == 2, (job["status"], lab.tails("gang"))
+    pods = lab.pods("gang")
     assert {p["spec"]["schedulerName"] for p in pods} == {"research-gang-scheduler"}
     assert len({p["spec"]["nodeName"] for p in pods}) == 2  # one pod per node
     everything = _lab(capsys, "logs", "gang", "--all")
@@ -210,11 +133,11 @@ def test_two_node_gang_with_plain_torchrun(cluster, capsys) -> None:
     }  # torchrun's GROUP_RANK: the node rank it was given
     assert "[node 0] " in everything and "[node 1] " in everything
     assert "[rank0]:" in _lab(capsys, "logs", "gang")  # rank 0 is rank 0
-    _assert_ran_as_alice(reports, *_pod_folders(kubelet, "gang"))
+    _assert_ran_as_alice(lab, "gang", reports)
 
 
 def test_a_requirement_the_standard_image_lacks_is_installed_at_start_without_docker(cluster, capsys) -> None:
-    emu, proj, kubelet = cluster
+    lab, proj = cluster
     (proj / "wheels").mkdir()
     make_wheel(proj / "wheels" / "tinydep-0.1-py3-none-any.whl")
     (proj / "requirements.txt").write_text("torch\nnumpy\n./wheels/tinydep-0.1-py3-none-any.whl\n")
@@ -223,6 +146,6 @@ def test_a_requirement_the_standard_image_lacks_is_installed_at_start_without_do
                "--", "python", "use_dep.py")  # fmt: skip
     assert "requirements.txt: the standard image has all but the project's own " \
         "(./wheels/tinydep-0.1-py3-none-any.whl); installed when the job starts" in out  # fmt: skip
-    job = _wait(emu, "dep", timeout_s=120)
-    assert job["status"].get("succeeded") == 1, (job["status"], _tails(kubelet, "dep"))
+    job = lab.wait("dep", timeout_s=120)
+    assert job["status"].get("succeeded") == 1, (job["status"], lab.tails("dep"))
     assert "tinydep 42" in _lab(capsys, "logs", "dep")
