@@ -2,7 +2,8 @@
 CPU with gloo, one worker killed (SIGKILL, as the OOM killer does): every node restarts its workers under the c10d
 rendezvous lab sets, the job completes, and it does so in bounded time. Under torchrun's static default the other
 node's workers waited in their all_reduce for gloo's timeout (30 min) while the job showed Running. The pods are
-the emulator's processes, as in test_sample_project.py, whose cluster fixture this reuses; each step sleeps, so the
+the process kubelet's processes on the real local cluster, as in test_sample_project.py, whose cluster fixture this
+reuses; each step sleeps, so the
 four workers cost little CPU."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pytest
 
 from localcluster.processes import free_port
 from tests.labctl import test_sample_project as sample
-from tests.labctl.test_sample_project import _lab, _wait
+from tests.labctl.test_sample_project import _lab
 
 cluster = sample.cluster
 
@@ -59,7 +60,7 @@ def _file(path: Path, timeout_s: float) -> str:
 def test_a_killed_worker_restarts_every_nodes_workers_and_the_job_completes(
     cluster, capsys, tmp_path
 ) -> None:
-    emu, _, kubelet = cluster
+    lab, _ = cluster
     proj = tmp_path / "elastic"
     proj.mkdir()
     (proj / "train.py").write_text(TRAIN)
@@ -68,18 +69,14 @@ def test_a_killed_worker_restarts_every_nodes_workers_and_the_job_completes(
                str(proj), "--env", "OMP_NUM_THREADS=1", "--env", f"PET_RDZV_ENDPOINT=elastic-0.elastic:{port}",
                "--", "torchrun", "--max-restarts", "3", "train.py")  # fmt: skip
     assert "lab sets the c10d rendezvous" in out
-    logs = kubelet / "claims" / "u-alice_results" / "elastic"
+    logs = lab.claim("results") / "elastic"
     pids = {rank: int(_file(logs / f"first-pid-{rank}", 180)) for rank in range(4)}
     os.kill(pids[3], signal.SIGKILL)
     killed = time.monotonic()
     try:
-        job = _wait(emu, "elastic", timeout_s=240)
+        job = lab.wait("elastic", timeout_s=240)
     except AssertionError:
-        tails = [
-            f"== {f}\n" + f.read_text()[-2500:]
-            for f in sorted(kubelet.glob("u-alice_elastic-*/containers/*.log"))
-        ]
-        raise AssertionError("\n".join(tails)) from None
+        raise AssertionError(lab.tails("elastic", lines=60)) from None
     recovered_s = time.monotonic() - killed
     text = _lab(capsys, "logs", "elastic", "--all")
     assert job["status"].get("succeeded") == 2, (job["status"], text[-3000:])
