@@ -1,7 +1,7 @@
 """``python -m demos.bench_live --churn PODS``: pods that vanish, on the real control plane (docs/benchmarks.md, "Live
 controller"). PODS pending 1-GPU pods created at once, each deleted 2 s after its creation; the real ``autoscaler
-run`` (default idle threshold, 10 minutes) against moto, and a node agent that registers an instance as a kwok Node
-``--boot-s`` after it launched; a minute after the last deletion, what is still bought above the groups' minimum.
+run`` (default idle threshold, 10 minutes) against moto, and localcluster's node agent registering an instance as a
+kwok Node ``--boot-s`` after it launched (Ready at once, its GPUs advertised); a minute after the last deletion, what is still bought above the groups' minimum.
 Only processes this module starts are ever signalled."""
 
 from __future__ import annotations
@@ -13,12 +13,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from autoscaler.bench.live import Aws, Controller
-from autoscaler.bench.live import Options as EmulatorOptions
-from clusterspec.names import AUTOSCALER_NAMESPACE
+from clusterspec.names import AUTOSCALER_NAMESPACE, NODE_GROUP_LABEL
 from demos.bench_live import NAMESPACE, ROOT, Api, _accounts, _wait, claim_and_volume, pod_body
-from demos.bench_peers.node_agent import AGENT_LABEL, LIVE, node_for, node_name
-from localcluster.stack import KWOK_LABEL, Stack
+from demos.live_sides import Aws, Controller
+from localcluster.nodes import GONE
+from localcluster.stack import Stack
 
 CHURN_POD = {"cpu": "8", "memory": "64Gi", "nvidia.com/gpu": "1"}
 
@@ -45,8 +44,8 @@ def churn(pods: int, delete_after_s: float, after_s: float, boot_s: float, worke
         api.core.create_persistent_volume(volume)
         api.core.create_namespaced_persistent_volume_claim(NAMESPACE, claim)
         aws = Aws()
-        agent = BootingAgent(aws.url, api.core, boot_s).start()
-        ctl = Controller(ROOT, stack.admin_kubeconfig, aws.url, EmulatorOptions(scan_interval="10s"),
+        agent = Booting(aws.url, api.core, boot_s).start()
+        ctl = Controller(ROOT, stack.admin_kubeconfig, aws.url, "10s",
                          out / "churn-controller.log")  # fmt: skip
         _wait(lambda: (ctl.loops() or 0) >= 1, 300, ctl, "its first pass")
         time.sleep(boot_s + 2)  # the groups' minimum instances registered
@@ -121,7 +120,7 @@ def churn(pods: int, delete_after_s: float, after_s: float, boot_s: float, worke
             "nodes_registered": len(agent.registered - agent.at_start),
             "agent_errors": agent.errors,
             "deletion_late_max_s": round(max(late), 1) if late else None,
-            "nodes_after": len(api.core.list_node(label_selector=AGENT_LABEL).items)
+            "nodes_after": len(api.core.list_node(label_selector=NODE_GROUP_LABEL).items)
             - figures["instances_before"],
             "waited_s": round(time.monotonic() - last, 1),
         }
@@ -135,68 +134,50 @@ def churn(pods: int, delete_after_s: float, after_s: float, boot_s: float, worke
     return figures
 
 
-class BootingAgent:
-    """moto's instances as kwok Nodes (demos.bench_peers.node_agent's Nodes, labelled for the stack's kwok),
-    each registered ``boot_s`` after its instance launched; a Node goes when its instance leaves its group."""
+class Booting:
+    """localcluster's node agent (kwok's registration, each Node ``boot_s`` after its instance launched; gone with
+    its instance) and what the figures read of the groups: the desired counts and live instances."""
 
     def __init__(self, aws_url: str, core, boot_s: float) -> None:
         import boto3
 
+        from autoscaler.adapters.aws import AwsCloud
+        from autoscaler.model.boot import NodeLifecycle
         from clusterspec.loader import load_spec
+        from localcluster.nodes import NodeAgent
 
-        self.spec = load_spec(str(ROOT / "cluster.yaml"))
-        self.core, self.boot_s = core, boot_s
+        spec = load_spec(str(ROOT / "cluster.yaml"))
         session = boto3.Session(aws_access_key_id="bench-agent", aws_secret_access_key="bench-agent")
-        self.asg = {r: session.client("autoscaling", region_name=r, endpoint_url=aws_url)
-                    for r in self.spec.spill_over_order}  # fmt: skip
-        self.first_seen: dict[str, float] = {}
-        self.registered: set[str] = set()
+        regions = list(spec.spill_over_order)
+        cloud = AwsCloud(spec.name, regions, endpoint_url=aws_url, session=session)
+        self.agent = NodeAgent(cloud, core.api_client, lifecycle=NodeLifecycle.instant(), boot_s=boot_s)
+        self.asg = {r: session.client("autoscaling", region_name=r, endpoint_url=aws_url) for r in regions}
         self.at_start: set[str] = set()
-        self.errors = ""
-        self._stop = threading.Event()
+
+    @property
+    def registered(self) -> set[str]:
+        return {n.name for n in self.agent.nodes.values()}
+
+    @property
+    def errors(self) -> int:
+        return self.agent.errors
 
     def groups(self) -> list[dict]:
         out = []
         for region, asg in self.asg.items():
             for page in asg.get_paginator("describe_auto_scaling_groups").paginate():
                 for g in page["AutoScalingGroups"]:
-                    live = [i for i in g.get("Instances", []) if i.get("LifecycleState") in LIVE]
+                    live = [i for i in g.get("Instances", []) if i.get("LifecycleState") not in GONE]
                     out.append({"region": region, "name": g["AutoScalingGroupName"],
                                 "desired": g["DesiredCapacity"], "instances": live})  # fmt: skip
         return out
 
-    def sync_once(self) -> None:
-        now = time.monotonic()
-        want = {}
-        for g in self.groups():
-            for i in g["instances"]:
-                name = node_name(i["InstanceId"])
-                self.first_seen.setdefault(name, now)
-                if now - self.first_seen[name] >= self.boot_s:
-                    want[name] = node_for(self.spec, g["region"], g["name"], i)
-        have = {n.metadata.name for n in self.core.list_node(label_selector=AGENT_LABEL).items}
-        for name in sorted(set(want) - have):
-            body = want[name]
-            body["metadata"].setdefault("labels", {})[KWOK_LABEL] = "fake"
-            self.core.create_node(body)
-            self.registered.add(name)
-        for name in sorted(have - set(want)):
-            self.core.delete_node(name)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.sync_once()
-            except Exception as e:  # noqa: BLE001 - retried on the next tick; the first kept for the report
-                self.errors = self.errors or f"{type(e).__name__}: {str(e)[:200]}"
-            self._stop.wait(0.5)
-
-    def start(self) -> BootingAgent:
-        threading.Thread(target=self._run, daemon=True, name="booting-agent").start()
+    def start(self) -> Booting:
+        self.agent.start()
         return self
 
     def stop(self) -> None:
-        self._stop.set()
+        self.agent.stop()
 
 
 def churn_report(f: dict) -> str:

@@ -11,7 +11,7 @@
   and keeps their leases), of a static pool no Auto Scaling group manages (as the lab's own servers), and
   ``--pods`` kubectl-sized Job pods (``autoscaler.core.kubectl_sized``; the API server adds its own managed fields,
   kwok their status) bound to them round-robin, all created by ``--workers`` concurrent API writes.
-- AWS: moto on loopback with the spec's tagged groups (``autoscaler.bench.live.Aws``), every write timestamped.
+- AWS: moto on loopback with the spec's tagged groups (``demos.live_sides.Aws``), every write timestamped.
 - The real ``autoscaler run`` (admin kubeconfig, ``--boot-timeout 24h``), scan interval 1 s.
 - Decision latency, ``--samples`` times spread over ``--loops`` passes: ``--events`` pending 16-GPU pods that fit
   no group (each owed a NotTriggerScaleUp Event); once the controller has begun writing their Events, one 8-GPU
@@ -39,11 +39,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from autoscaler.bench.live import STATIC_TYPE, Aws, Controller
-from autoscaler.bench.live import Options as EmulatorOptions
 from autoscaler.core import generate, kubectl_sized
 from autoscaler.options import positive_count as _positive
 from clusterspec.names import AUTOSCALER_NAMESPACE
+from demos.live_sides import STATIC_TYPE, Aws, Controller
 from localcluster.nodes import allocatable
 from localcluster.stack import KWOK_LABEL, Stack
 
@@ -404,7 +403,7 @@ def run(opts: Options, out: Path, progress=lambda what: None) -> dict:
         result.control_plane_mib["loaded"] = _control_plane(stack)
         aws = Aws()
         ctl = Controller(ROOT, stack.admin_kubeconfig, aws.url,
-                         EmulatorOptions(scan_interval=opts.scan_interval), out / "controller.log")  # fmt: skip
+                         opts.scan_interval, out / "controller.log")  # fmt: skip
         counter = EventCounter(api)
         t0 = time.monotonic()
         progress("controller started; waiting for its first pass")

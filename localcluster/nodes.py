@@ -127,12 +127,13 @@ class NodeAgent:
 
     def __init__(self, cloud, api: k8s.ApiClient, compression: float = 1.0, interval_s: float = 0.5,
                  lifecycle: NodeLifecycle | None = None, process_nodes: str = "",
-                 boot: bool = True) -> None:  # fmt: skip
+                 boot: bool = True, boot_s: float | None = None) -> None:  # fmt: skip
         if process_nodes not in ("", "gpu", "all"):
             raise ValueError(f"process_nodes: {process_nodes!r}, want '', 'gpu' or 'all'")
         self.cloud = cloud
         self.process_nodes = process_nodes
         self.boot = boot  # False: no boot delay, the Node registers once its instance is in its group
+        self.boot_s = boot_s  # seconds from launch to registration for every type, instead of boot_delay's
         self.core = k8s.CoreV1Api(api)
         self.compression = compression
         self.interval_s = interval_s
@@ -161,7 +162,8 @@ class NodeAgent:
             tracked = self.nodes.get(iid)
             if tracked is None:
                 launched = _epoch(i.get("launched_at")) or now
-                if not self.boot or now - launched >= self._s(boot_delay(g["instance_type"])):
+                delay = self.boot_s if self.boot_s is not None else self._s(boot_delay(g["instance_type"]))
+                if not self.boot or now - launched >= delay:
                     self.nodes[iid] = self._register(g, i, now)
                 continue
             self._advance(tracked, now)
