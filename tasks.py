@@ -895,8 +895,8 @@ def deploy_pod_identity(c, kubeconfig=None, home=None, out="build/deploy/storage
 )
 @user_errors
 def demo_upgrade(c, spec=None, out=None):
-    """A node-group upgrade on the local stack (moto, the emulator, autoscaler run) that kills no job."""
-    from autoscaler.demo.upgrade import main
+    """A node-group upgrade on the local stack (moto, the real control plane, autoscaler run) that kills no job."""
+    from demos.upgrade import main
 
     main(spec, out)
 

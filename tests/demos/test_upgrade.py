@@ -1,5 +1,5 @@
 """The upgrade demo's moves against moto: the new launch template version as Terraform makes it, and what the
-autoscaler's AWS adapter then reports (the whole demo, with the emulator and `autoscaler run`, is `invoke
+autoscaler's AWS adapter then reports (the whole demo, on the real control plane with `autoscaler run`, is `invoke
 demo-upgrade`, run by `make docs-check`)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from autoscaler.adapters.aws import AwsCloud
 from autoscaler.core.drift import reason
 from autoscaler.core.model import LaunchTemplate
 from autoscaler.demo.bootstrap import DEMO_AMI, create_groups
-from autoscaler.demo.upgrade import NEW_AMI, after_jobs, before_jobs, images, upgrade_groups
 from clusterspec.loader import load_spec
+from demos.upgrade import NEW_AMI, after_jobs, before_jobs, images, upgrade_groups
 from tests.autoscaler.moto_fixtures import _moto_server, moto_url  # noqa: F401 - fixtures
 
 REGION = "us-west-2"

@@ -1,8 +1,9 @@
 """``invoke demo-upgrade``: a node-group upgrade on the local stack that kills no job (docs/operations.md,
 "Upgrades").
 
-The same stack as ``make demo`` (a moto server on loopback, the spec's groups bootstrapped in it, the Kubernetes
-API emulator following moto's instances, the real ``autoscaler run`` process), in the primary region only:
+The same stack as ``make demo`` (a moto server on loopback, the spec's groups bootstrapped in it, the real control
+plane with what `invoke up` deploys and kwok nodes following moto's instances, the real ``autoscaler run`` process
+as its ServiceAccount), in the primary region only:
 
 1. jobs fill every GPU of six V100 nodes and one T4 node (the T4 group keeps a warm node, the CPU group its
    minimum of one);
@@ -10,11 +11,15 @@ API emulator following moto's instances, the real ``autoscaler run`` process), i
    template version with a new image, which becomes the default, and its Auto Scaling group names it;
 3. a second wave of jobs arrives on the new version;
 4. the autoscaler replaces each old node once it is empty (docs/planner.md, "Drift"); busy ones keep their jobs
-   (soft taint only), and past the drift deadline their pods get the ``NodeDriftOverdue`` Event.
+   (soft taint only), and past the drift deadline their pods get the ``NodeDriftOverdue`` Event;
+5. the operator's part (docs/operations.md, "The nodes: drift"): an overdue node that holds no job, only the
+   cluster's own services (the CPU node: the autoscaler's and the gang scheduler's Deployments, monitoring), is
+   drained with ``kubectl drain`` (evictions, PodDisruptionBudgets honoured) and then replaced as empty. On the
+   emulator that node was empty; on the real control plane it never empties by itself.
 
 It ends when no instance of the region runs the old image and every job has finished, and fails (exit status 1)
-when a pod was killed (a Failed pod: the model fails a running pod whose node goes away) or the upgrade does not
-finish in time.
+when a pod was killed (a Failed pod: kube-controller-manager's pod garbage collector fails a pod whose Node went
+with its instance) or the upgrade does not finish in time.
 """
 
 from __future__ import annotations
@@ -32,11 +37,14 @@ from rich.console import Console
 
 from autoscaler.demo.bootstrap import DEMO_AMI, create_groups
 from autoscaler.demo.processes import Child, ChildError, Children
-from autoscaler.demo.run import COMPRESSION, DemoFailed, _child_env, emulator_child
-from autoscaler.model.pods import DURATION_ANNOTATION
+from autoscaler.demo.run import COMPRESSION, DemoFailed, _child_env
 from autoscaler.sim.traces import Job
-from autoscaler.sim.workload import NAMESPACE, job_pods
+from autoscaler.sim.workload import NAMESPACE
 from clusterspec.loader import load_spec
+from clusterspec.names import JOB_NAME_LABEL as JOB_NAME
+from demos.cluster import real_cluster
+from localcluster import workload
+from localcluster.stack import StackFailed
 
 NEW_AMI = "ami-0a1b2c3d4e5f60718"  # the "new bake"
 DRIFT_DEADLINE = "25s"  # wall clock: long jobs outlive it, so their pods get the NodeDriftOverdue Event
@@ -136,6 +144,10 @@ class _Log:
         return out
 
 
+def _seconds(duration: str) -> float:
+    return float(duration.rstrip("s"))
+
+
 def _action_line(rec: dict) -> str:
     if rec["action"] == "set_desired":
         return f"set desired {rec['group']}: {rec.get('from')} -> {rec['desired']}"
@@ -157,37 +169,46 @@ def run_upgrade(spec_path: str | None = None, out_dir: str | Path = "build/demo-
 
     with Children() as children:
         console.rule(
-            "demo-upgrade: a node-group upgrade that kills no job (moto + the emulator + autoscaler run)"
+            "demo-upgrade: a node-group upgrade that kills no job (moto + the real control plane + autoscaler run)"
         )
         aws = children.start(Child("aws", [sys.executable, "-m", "autoscaler.demo.aws_server"], out, env))
         url = aws.ready_line(60)["url"]
         groups = create_groups(spec, url, [region])
         say(f"embedded AWS at {url}; {len(groups)} groups in {region}, image {DEMO_AMI}")
-        kubeconfig = out / "kubeconfig"
-        emulator = children.start(
-            emulator_child("autoscaler.emulator", url, spec.name, [region], kubeconfig, out, env)
-        )
-        say(f"Kubernetes API emulator at {emulator.ready_line(60)['url']} (model time x{COMPRESSION:g})")
-        autoscaler = children.start(_autoscaler(url, spec.name, region, kubeconfig, out, env))
-        say(f"autoscaler run (drift deadline {DRIFT_DEADLINE}): log {autoscaler.log_path}")
-        core = k8s.CoreV1Api(k8s_config.new_client_from_config(config_file=str(kubeconfig)))
-        log = _Log(autoscaler.log_path)
-        summary = _drive(console, say, core, url, region, groups, log, autoscaler, deadline_s)
+        # the autoscaler (first_stopped) stops before the control plane it calls
+        with real_cluster(spec, url, [region], out, COMPRESSION, say) as (admin, kubeconfig, submit), \
+                Children() as first_stopped:  # fmt: skip
+            autoscaler = first_stopped.start(_autoscaler(url, spec.name, region, kubeconfig, out, env))
+            say(f"autoscaler run (drift deadline {DRIFT_DEADLINE}): log {autoscaler.log_path}")
+            api = k8s_config.new_client_from_config(config_file=str(admin))
+            log = _Log(autoscaler.log_path)
+            summary = _drive(
+                console, say, api, submit, url, region, groups, log, autoscaler, deadline_s, admin
+            )
+            api.close()
     return summary
 
 
 def _pods(core) -> dict[str, dict]:
+    """The jobs' pods by name (the real Job controller names them)."""
     raw = json.loads(core.list_namespaced_pod(NAMESPACE, _preload_content=False).data)["items"]
-    return {p["metadata"]["name"]: p for p in raw}
+    return {p["metadata"]["name"]: p for p in raw if JOB_NAME in (p["metadata"].get("labels") or {})}
 
 
-def _submit(core, jobs: list[Job]) -> list[str]:
-    names = []
-    for job in jobs:
-        for pod in job_pods(job, 8, DURATION_ANNOTATION):
-            core.create_namespaced_pod(NAMESPACE, pod, _preload_content=False)
-            names.append(pod["metadata"]["name"])
-    return names
+def _finished(batch, jobs: list[str]) -> bool:
+    raw = json.loads(batch.list_namespaced_job(NAMESPACE, _preload_content=False).data)["items"]
+    done = {j["metadata"]["name"] for j in raw
+            if any(c["type"] in ("Complete", "Failed") and c["status"] == "True"
+                   for c in (j.get("status") or {}).get("conditions") or ())}  # fmt: skip
+    return set(jobs) <= done
+
+
+def _running(pods: dict[str, dict], jobs: list[Job]) -> bool:
+    """Every pod of every job is there and Running."""
+    want = sum(workload.pods_of(j) for j in jobs)
+    running = [p for p in pods.values() if p["status"].get("phase") == "Running"
+               and p["metadata"]["labels"].get(JOB_NAME) in {j.id for j in jobs}]  # fmt: skip
+    return len(running) == want
 
 
 def _overdue_events(core, seen: set) -> list[str]:
@@ -201,14 +222,49 @@ def _overdue_events(core, seen: set) -> list[str]:
     return out
 
 
-def _drive(console, say, core, url, region, groups, log, autoscaler, deadline_s) -> dict:
-    submitted = _submit(core, before_jobs())
-    say(f"submitted {len(submitted)} pods: six 8-GPU jobs (10-35 model min) and one 1-GPU job")
+def _services_only(core, instance: str) -> str | None:
+    """The Node of ``instance`` when no job's pod runs there, only the cluster's own services (the autoscaler, the
+    gang scheduler, monitoring: Deployments, and DaemonSets); else None."""
+    nodes = [n for n in core.list_node().items if (n.spec.provider_id or "").endswith("/" + instance)]
+    if not nodes:
+        return None
+    name = nodes[0].metadata.name
+    pods = core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={name}").items
+    running = [p for p in pods if p.status.phase in ("Pending", "Running")]
+    return None if any(JOB_NAME in (p.metadata.labels or {}) for p in running) else name
+
+
+def _drain(admin: Path, node: str, say) -> None:
+    """The operator's step for an overdue node that holds no job (docs/operations.md, "The nodes: drift"):
+    `kubectl drain`, which evicts through the Eviction API (PodDisruptionBudgets honoured) and cordons it; the
+    autoscaler then replaces it as an empty drifted node."""
+    import subprocess
+
+    argv = ["kubectl", "--kubeconfig", str(admin), "drain", node, "--ignore-daemonsets",
+            "--delete-emptydir-data", "--timeout=60s"]  # fmt: skip
+    say(
+        f"operator: $ {' '.join(argv[:1] + argv[3:])}  (no job on it: only the cluster's own services)",
+        "bold",
+    )
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=90)
+    if done.returncode:
+        raise DemoFailed(f"kubectl drain {node}: {done.stderr.strip()[-400:]}")
+
+
+def _drive(console, say, api, submit, url, region, groups, log, autoscaler, deadline_s, admin) -> dict:
+    core, batch = k8s.CoreV1Api(api), k8s.BatchV1Api(api)
+    first = before_jobs()
+    for job in first:
+        submit(job, NAMESPACE)
+    submitted = [j.id for j in first]
+    say(f"submitted {len(submitted)} Jobs: six 8-GPU jobs (10-35 model min) and one 1-GPU job")
     seen_events: set = set()
     upgraded: dict[str, str] = {}
     old: dict[str, str] = {}  # instance -> group, on the old image when the upgrade came
     replaced: set[str] = set()
     failed: dict[str, str] = {}
+    drained: set[str] = set()
+    upgraded_at = 0.0
     started = time.monotonic()
     while True:
         if not autoscaler.running():
@@ -224,18 +280,19 @@ def _drive(console, say, core, url, region, groups, log, autoscaler, deadline_s)
             say(line, "magenta")
         now = images(url, region, groups)
         if not upgraded:
-            if submitted and all(
-                pods.get(n, {}).get("status", {}).get("phase") == "Running" for n in submitted
-            ):
+            if _running(pods, first):
                 old = {i: g for g, inst in now.items() for i, img in inst.items() if img == DEMO_AMI}
                 say(f"every job is running; {len(old)} instances on {DEMO_AMI}")
                 upgraded = upgrade_groups(url, region, groups)
+                upgraded_at = time.monotonic()
                 say(
                     f"UPGRADE: {len(upgraded)} launch templates get a new version with image {NEW_AMI} "
                     "(what `invoke bake-ami` + `invoke up` make); running nodes stay where they are",
                     "bold",
                 )
-                submitted += _submit(core, after_jobs())
+                for job in after_jobs():
+                    submit(job, NAMESPACE)
+                    submitted.append(job.id)
                 say(
                     "submitted two more 8-GPU jobs: every old node is full, so they get new nodes, on the new image"
                 )
@@ -244,10 +301,13 @@ def _drive(console, say, core, url, region, groups, log, autoscaler, deadline_s)
             for i in sorted(set(old) - live_old - replaced):
                 replaced.add(i)
                 say(f"replaced {i} ({old[i]}): {len(old) - len(replaced)} old instances left", "bold green")
-            finished = all(
-                pods.get(n, {}).get("status", {}).get("phase") in ("Succeeded", "Failed") for n in submitted
-            )
-            if not live_old and finished:
+            overdue = time.monotonic() - upgraded_at > _seconds(DRIFT_DEADLINE)
+            for i in sorted(live_old - drained) if overdue else ():
+                node = _services_only(core, i)
+                if node is not None:
+                    drained.add(i)
+                    _drain(admin, node, say)
+            if not live_old and _finished(batch, submitted):
                 break
         if time.monotonic() - started > deadline_s:
             left = sum(1 for inst in now.values() for img in inst.values() if img == DEMO_AMI)
@@ -261,16 +321,19 @@ def _drive(console, say, core, url, region, groups, log, autoscaler, deadline_s)
         "old_instances": len(old),
         "replaced": len(replaced),
         "instances_on_new_image": new_nodes,
-        "pods": len(submitted),
-        "pods_succeeded": sum(1 for n in submitted if pods[n]["status"].get("phase") == "Succeeded"),
+        "jobs": len(submitted),
+        "pods": len(pods),
+        "pods_succeeded": sum(1 for p in pods.values() if p["status"].get("phase") == "Succeeded"),
         "pods_killed": len(failed),
         "drift_overdue_events": len(seen_events),
+        "drained_by_the_operator": len(drained),
     }
     console.rule("summary")
     console.print(
         f"{summary['replaced']} of {summary['old_instances']} old instances replaced in {summary['seconds']:.0f} s; "
         f"{new_nodes} instances run {NEW_AMI}; {summary['pods_succeeded']} of {summary['pods']} pods succeeded, "
-        f"{summary['pods_killed']} killed; {summary['drift_overdue_events']} NodeDriftOverdue Events",
+        f"{summary['pods_killed']} killed; {summary['drift_overdue_events']} NodeDriftOverdue Events; "
+        f"{summary['drained_by_the_operator']} node(s) holding no job drained by the operator",
         markup=False,
     )
     if failed:
@@ -281,5 +344,5 @@ def _drive(console, say, core, url, region, groups, log, autoscaler, deadline_s)
 def main(spec: str | None = None, out: str | None = None) -> None:
     try:
         run_upgrade(spec, out or "build/demo-upgrade")
-    except ChildError as e:
+    except (ChildError, StackFailed) as e:
         raise DemoFailed(str(e)) from None
