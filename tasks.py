@@ -38,15 +38,14 @@ def plan_addresses(c, spec=None):
     help={
         "spec": "path of the cluster spec (default: cluster.yaml)",
         "out": "logs and plot (build/demo)",
-        "emulator": "on the old Kubernetes API emulator instead of the real control plane (being retired)",
     }
 )
 @user_errors
-def demo(c, spec=None, out=None, emulator=False):
+def demo(c, spec=None, out=None):
     """The real autoscaler on an embedded AWS (moto) and the real local control plane, a bursty workload (docs/demo.md)."""
     from demos.cluster import main
 
-    main(spec, out, emulator=emulator)
+    main(spec, out)
 
 
 # --- simulator (issues 7, 13; docs/simulator.md) --------------------------------------------------------------

@@ -4,7 +4,7 @@ The Kubernetes side is real (localcluster/): etcd, kube-apiserver, kube-controll
 the gang scheduler built from pinned Go modules by `make tools`, kwok for the nodes' heartbeats and pods, and the
 node agent registering the embedded AWS's instances as Nodes; what `invoke up` deploys (localcluster/day_one.py)
 is applied with kubectl and a refusal fails the demo with the API server's message; the autoscaler runs as its
-ServiceAccount. ``--emulator`` runs it on the project's old API emulator instead (being retired, issue 33)."""
+ServiceAccount."""
 
 from __future__ import annotations
 
@@ -14,11 +14,10 @@ from contextlib import contextmanager
 
 from autoscaler.demo.processes import ChildError
 from autoscaler.demo.run import COMPRESSION, DemoFailed, run_demo
-from autoscaler.demo.run import main as run
 from clusterspec.loader import load_spec
 from clusterspec.names import AUTOSCALER_NAMESPACE
 from demos import sim_vs_real
-from demos.day_one import day_one, wait_for_autoscaler
+from demos.day_one import wait_for_autoscaler
 from localcluster import aws_cluster, binaries, workload
 from localcluster.stack import StackFailed
 from provision import deploy
@@ -61,10 +60,7 @@ def workload_namespace() -> str:
     return NAMESPACE
 
 
-def main(spec: str | None = None, out: str | None = None, emulator: bool = False) -> None:
-    if emulator:
-        run(spec, out, deploy=day_one)
-        return
+def main(spec: str | None = None, out: str | None = None) -> None:
     try:
         summary = run_demo(spec, out or "build/demo", cluster=real_cluster)
     except (ChildError, StackFailed) as e:

@@ -3,8 +3,9 @@
 1. the embedded AWS: a moto server on loopback (``aws_server``) where the first region has room for only a couple
    of its 8-GPU instances (InsufficientInstanceCapacity beyond that, recorded as failed scaling activities);
 2. a local bootstrap of the spec's node groups in moto in every region (``bootstrap``; not Terraform);
-3. the Kubernetes API emulator driven by the cluster model, following moto's instances (a node registers once
-   its instance exists and has booted; time compressed);
+3. the Kubernetes side, given by the caller (demos/cluster.py: the real control plane with what `invoke up`
+   deploys and kwok nodes following moto's instances, a node registering once its instance has booted; time
+   compressed);
 4. the REAL ``autoscaler run`` process pointed at both;
 5. three waves of jobs (``workload``); live progress: pending pods, nodes per group and region, and every scale
    decision and capacity failure as it happens; then a summary and a timeline plot.
@@ -30,14 +31,13 @@ from rich.table import Table
 
 from autoscaler.demo.bootstrap import create_groups
 from autoscaler.demo.events import Decision, compression_note, model_time, stamp
-from autoscaler.demo.processes import Child, ChildError, Children
+from autoscaler.demo.processes import Child, Children
 from autoscaler.demo.timeline import plot_timeline
 from autoscaler.demo.watch import Watcher
 from autoscaler.demo.workload import Wave, wave_pods, waves
 from autoscaler.sim.workload import NAMESPACE
 from clusterspec.errors import UserError
 from clusterspec.loader import load_spec
-from clusterspec.names import AUTOSCALER_NAMESPACE
 from clusterspec.spec import Cluster as Spec
 
 COMPRESSION = 60.0  # model seconds per real second: a 4.5-minute GPU boot takes 4.5 s
@@ -151,27 +151,10 @@ def plan_lines(plan: list[Wave], compression: float = COMPRESSION) -> list[str]:
     ]
 
 
-def emulator_child(
-    module: str, aws_url: str, cluster: str, regions: list[str], kubeconfig: Path, out: Path, env: dict,
-    day_one: bool = False,
-) -> Child:  # fmt: skip
-    """The Kubernetes API emulator (``module``: autoscaler.emulator or a wrapper of it) following the moto server,
-    at the demo's compression. ``day_one``: a bare cluster as kubeadm leaves it (a control-plane node, the system
-    namespaces, no device plugins until the add-ons are applied); otherwise the demo's namespaces are made at start."""
-    argv = [sys.executable, "-m", module, "--follow-aws", aws_url, "--cluster-name", cluster,
-            "--regions", ",".join(regions), "--compression", str(COMPRESSION), "--follow-interval", "0.5",
-            "--kubeconfig", str(kubeconfig)]  # fmt: skip
-    if day_one:
-        argv += ["--control-plane-nodes", "1", "--no-model-device-plugins", "--no-cloud-controller"]
-    else:
-        argv += ["--namespace", NAMESPACE, "--namespace", AUTOSCALER_NAMESPACE]
-    return Child("emulator", argv, out, env)
-
-
 def autoscaler_child(
     aws_url: str, cluster: str, regions: list[str], kubeconfig: Path, out: Path, env: dict
 ) -> Child:
-    """The real ``autoscaler run`` process against the moto server and the emulator."""
+    """The real ``autoscaler run`` process against the moto server and the cluster."""
     argv = [sys.executable, "-m", "autoscaler", "run", "--cluster-name", cluster, "--regions", ",".join(regions),
             "--kubeconfig", str(kubeconfig), "--aws-endpoint-url", aws_url, "--scan-interval", SCAN_INTERVAL,
             "--metrics-port", "0", "--log-level", "info"]  # fmt: skip
@@ -182,17 +165,15 @@ def run_demo(
     spec_path: str | None = None,
     out_dir: str | Path = "build/demo",
     deadline_s: float = 75.0,
-    deploy=None,
-    cluster=None,
+    *,
+    cluster,
 ) -> dict:
     """Run the demo; returns its summary. Raises DemoFailed (exit 1) when capacity never came.
 
     ``cluster(spec, aws_url, regions, out, compression, say)``: a context manager that brings up the Kubernetes
-    side following the embedded AWS (localcluster/aws_cluster.py: the real control plane with kwok nodes) and
-    yields ``(admin_kubeconfig, autoscaler_kubeconfig, submit)``, ``submit(job, namespace)`` creating a job as a
-    researcher does. Without it, the emulator: ``deploy(spec, admin_kubeconfig, out, say)`` (demos/day_one.py)
-    applies what `invoke up` deploys and returns the kubeconfig the autoscaler runs with (its ServiceAccount's);
-    without it the autoscaler uses the admin's."""
+    side following the embedded AWS (demos/cluster.py: the real control plane with kwok nodes) and yields
+    ``(admin_kubeconfig, autoscaler_kubeconfig, submit)``, ``submit(job, namespace)`` creating a job as a
+    researcher does."""
     spec = load_spec(spec_path)
     regions = list(spec.spill_over_order)
     out = Path(out_dir)
@@ -227,25 +208,9 @@ def run_demo(
             f"local bootstrap (not Terraform): {len(names)} Auto Scaling groups in {', '.join(regions)}"
         )
         say = lambda line: console.print(line, markup=False)  # noqa: E731
-        submit = None
-        if cluster is not None:
-            kubeconfig, autoscaler_kubeconfig, submit = later.enter_context(
-                cluster(spec, url, regions, out, COMPRESSION, say)
-            )
-        else:
-            kubeconfig = out / "kubeconfig"
-            emulator = children.start(
-                emulator_child(
-                    "autoscaler.emulator", url, spec.name, regions, kubeconfig, out, env, deploy is not None
-                )
-            )
-            api_url = emulator.ready_line(60)["url"]
-            console.print(
-                f"Kubernetes API emulator at {api_url} (model time x{COMPRESSION:g}), kubeconfig {kubeconfig}"
-            )
-            autoscaler_kubeconfig = kubeconfig
-            if deploy is not None:
-                autoscaler_kubeconfig = deploy(spec, kubeconfig, out, say)
+        kubeconfig, autoscaler_kubeconfig, submit = later.enter_context(
+            cluster(spec, url, regions, out, COMPRESSION, say)
+        )
         autoscaler = children.start(
             autoscaler_child(url, spec.name, regions, autoscaler_kubeconfig, out, env)
         )
@@ -271,10 +236,9 @@ def _drive(
     regions: list[str],
     autoscaler: Child,
     deadline_s: float,
-    submit=None,
+    submit,
 ) -> dict:
-    """``submit(job, namespace)``: how a job is created (the real cluster: a Job and its PodGroup); without it the
-    job's pods are created directly, as the emulator's model runs them."""
+    """``submit(job, namespace)``: how a job is created (a Job and, for a gang, its PodGroup)."""
     plan = waves()
     pods_of = {w.title: wave_pods(w) for w in plan}
     pods_per_job = Counter(p["metadata"]["labels"]["job-name"] for pods in pods_of.values() for p in pods)
@@ -291,12 +255,8 @@ def _drive(
             now = watcher.now()
             for wave in plan:
                 if wave not in submitted and now >= wave.at_s:
-                    if submit is not None:
-                        for job in wave.jobs:
-                            submit(job, NAMESPACE)
-                    else:
-                        for pod in pods_of[wave.title]:
-                            core.create_namespaced_pod(NAMESPACE, pod, _preload_content=False)
+                    for job in wave.jobs:
+                        submit(job, NAMESPACE)
                     submitted.append(wave)
                     index = plan.index(wave) + 1
                     pods = len(pods_of[wave.title])
@@ -373,10 +333,3 @@ def _print_summary(console: Console, summary: dict, compression: float = COMPRES
         f"{model_time(summary['seconds'], compression)} (the model runs {compression:g}x the wall clock)"
     )
     console.print(f"timeline plot: {summary['timeline']}")
-
-
-def main(spec: str | None = None, out: str | None = None, deploy=None, cluster=None) -> None:
-    try:
-        run_demo(spec, out or "build/demo", deploy=deploy, cluster=cluster)
-    except ChildError as e:
-        raise DemoFailed(str(e)) from None

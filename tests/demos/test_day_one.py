@@ -1,93 +1,78 @@
-"""The demos' day one (demos/day_one.py) on an in-process emulator set up as the demos start it (a kubeadm
-control-plane node, no built-in device plugins): what `invoke up` deploys applies with kubectl, the gang scheduler
-comes up and serves its profile, the autoscaler's Deployment (issue 23's, restricted) becomes available and its
-ServiceAccount's token is authorized by the applied RBAC only; the Deployment before issue 23 (pinned) fails the
-demo with the API server's message."""
+"""The demos' day one on the real control plane (localcluster/aws_cluster.py ``running``: moto, the real API server,
+what `invoke up` deploys applied with kubectl): every manifest applied with no refusal and no warning, the
+autoscaler's Deployment (issue 23's, restricted) available, its ServiceAccount's token authorized by the applied
+RBAC only (least privilege: evictions, not deletes; no secrets); the Deployment before issue 23 (pinned, hostNetwork)
+refused by Pod Security, which fails the demo with the API server's own message (demos/day_one.py)."""
 
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from autoscaler.demo.bootstrap import create_groups
 from autoscaler.demo.run import DemoFailed
-from autoscaler.emulator import Emulator
-from autoscaler.model import ClusterModel, VirtualClock, groups_from_spec
-from autoscaler.model.boot import NodeLifecycle
-from clusterspec.loader import DEFAULT_SPEC, load_spec
+from clusterspec.loader import load_spec
+from clusterspec.names import AUTOSCALER_NAMESPACE
 from demos import day_one
-from tests.support import load_yaml
+from localcluster import aws_cluster, binaries
+from provision import deploy
+from tests.autoscaler.moto_fixtures import _moto_server, moto_url  # noqa: F401 - fixtures
+from tests.support import require_tool
 
-KUBECTL = "/usr/bin/kubectl"
-PINNED = (
-    Path(__file__).parent.parent
-    / "autoscaler"
-    / "emulator"
-    / "fixtures"
-    / "autoscaler-manifests-acb6d0c.yaml"
-)
-pytestmark = pytest.mark.skipif(not Path(KUBECTL).exists(), reason="kubectl is not installed")
+pytestmark = pytest.mark.e2e  # a whole local cluster
+
+PINNED = Path(__file__).parent / "fixtures" / "autoscaler-manifests-acb6d0c.yaml"
 
 
 @pytest.fixture
-def bare(tmp_path, monkeypatch):
-
-    groups = [g for g in groups_from_spec(load_yaml(Path(DEFAULT_SPEC))) if g["min"] > 0]
-    model = ClusterModel(VirtualClock(start=1_767_225_600.0), groups,
-                         lifecycle=NodeLifecycle(device_plugins=False, cloud_controller=False))  # fmt: skip
-    with model.lock:
-        model.register_control_plane("ip-10-0-0-10.us-west-2.compute.internal", "10.0.0.10", "us-west-2",
-                                     "us-west-2a", {"cpu": "4", "memory": "16Gi", "pods": "110"})  # fmt: skip
-    monkeypatch.setenv("PATH", f"{Path(KUBECTL).parent}:{__import__('os').environ['PATH']}")
-    monkeypatch.setenv(
-        "KUBECONFIG", str(tmp_path / "admin.kubeconfig")
-    )  # day_one points kubectl at the admin's
-    with Emulator(model, namespaces=()) as emu:
-        yield emu, emu.write_kubeconfig(tmp_path / "admin.kubeconfig"), tmp_path
+def live(moto_url, tmp_path, monkeypatch):  # noqa: F811
+    for name in (*binaries.CONTROL_PLANE, "kwok"):
+        require_tool(name, str(binaries.BIN / name))
+    monkeypatch.setenv("PATH", binaries.on_path())
+    spec = load_spec()
+    regions = [spec.primary_region]
+    create_groups(spec, moto_url, regions)
+    with aws_cluster.running(spec, moto_url, regions, tmp_path / "cluster", 60.0) as running:
+        yield running, tmp_path
 
 
-def test_what_invoke_up_deploys_comes_up_and_the_autoscaler_runs_as_its_service_account(bare) -> None:
-    emu, admin, out = bare
-    warnings = day_one.apply_all(load_spec(None), admin, out / "deploy", say=lambda _: None)
-    assert not [w for w in warnings if "PodSecurity" in w], warnings
-    deployment = day_one.wait_for_autoscaler(admin, timeout_s=10)
+def test_day_one_applies_cleanly_and_the_autoscaler_runs_least_privileged(live) -> None:
+    running, tmp = live
+    for a in running.applied:
+        assert a.returncode == 0 and not a.refusals and not a.warnings, (
+            a.manifest.label,
+            a.refusals,
+            a.warnings,
+        )
+    deployment = day_one.wait_for_autoscaler(running.admin_kubeconfig, timeout_s=60)
     assert deployment["status"]["availableReplicas"] >= 1
-    with emu.model.lock:
-        assert emu.model.scheduler.schedulers.get("research-gang-scheduler") is True, (
-            "its pod runs its Coscheduling profile"
-        )
-    kc = day_one.service_account_kubeconfig(admin, out / "sa.kubeconfig")
+    kc = aws_cluster.service_account_kubeconfig(running.stack, AUTOSCALER_NAMESPACE, deploy.NAME, tmp / "sa")
 
-    def as_sa(*args):
-        return subprocess.run(
-            [KUBECTL, "--kubeconfig", str(kc), *args], capture_output=True, text=True, timeout=30
-        )
+    def as_sa(*args: str) -> str:
+        return running.stack.kubectl(*args, kubeconfig=kc, check=False).stdout.strip()
 
-    assert as_sa("auth", "can-i", "patch", "nodes").stdout.strip() == "yes"
-    assert as_sa("auth", "can-i", "create", "pods", "--subresource=eviction").stdout.strip() == "yes"
-    assert as_sa("auth", "can-i", "delete", "pods").stdout.strip() == "no", (
-        "least privilege: evictions, not deletes"
-    )
-    refused = as_sa("get", "secrets", "-n", "kube-system")
-    assert (
-        'User "system:serviceaccount:research-autoscaler:research-autoscaler" cannot list resource "secrets"'
-        in refused.stderr
-    )
+    assert as_sa("auth", "can-i", "patch", "nodes") == "yes"
+    assert as_sa("auth", "can-i", "create", "pods", "--subresource=eviction") == "yes"
+    assert as_sa("auth", "can-i", "delete", "pods") == "no"  # least privilege: evictions, not deletes
+    assert as_sa("auth", "can-i", "list", "secrets", "-n", "kube-system") == "no"
 
-
-def test_the_deployment_before_issue_23_fails_the_demo_with_the_api_servers_message(bare) -> None:
-    emu, admin, out = bare
-    done = subprocess.run([KUBECTL, "--kubeconfig", str(admin), "apply", "-f", str(PINNED)], capture_output=True,
-                          text=True, timeout=60)  # fmt: skip
+    # the Deployment before issue 23, as it was applied then
+    running.stack.kubectl("-n", AUTOSCALER_NAMESPACE, "delete", "deployment", deploy.NAME, "--wait=true")
+    done = running.stack.kubectl("apply", "-f", str(PINNED), check=False)
     assert done.returncode == 0, done.stderr
     with pytest.raises(DemoFailed) as e:
-        day_one.wait_for_autoscaler(admin, timeout_s=10)
+        day_one.wait_for_autoscaler(running.admin_kubeconfig, timeout_s=30)
     message = str(e.value)
-    assert message.startswith("the cluster refused the autoscaler's Deployment: pods \"research-autoscaler-")
-    assert message.endswith('is forbidden: violates PodSecurity "restricted:latest": host namespaces '
-                            '(hostNetwork=true), hostPort (container "autoscaler" uses hostPort 8085)')  # fmt: skip
-    rs = json.loads(subprocess.run([KUBECTL, "--kubeconfig", str(admin), "get", "rs", "-n", "research-autoscaler", "-o",
-                                    "json"], capture_output=True, text=True).stdout)["items"]  # fmt: skip
-    assert rs and rs[0]["status"].get("replicas", 0) == 0
+    assert message.startswith(
+        "the cluster refused the autoscaler's Deployment: pods \"research-autoscaler-"
+    ), message
+    assert (
+        'is forbidden: violates PodSecurity "restricted:latest": host namespaces (hostNetwork=true)'
+        in message
+    )
+    rs = json.loads(running.stack.kubectl("get", "rs", "-n", AUTOSCALER_NAMESPACE, "-o", "json").stdout)[
+        "items"
+    ]
+    assert rs and all(r["status"].get("replicas", 0) == 0 for r in rs)

@@ -19,7 +19,7 @@ from tests.autoscaler.model.builders import group
 from tests.support import load_yaml
 
 HERE = Path(__file__).parent
-FIXTURE = HERE / "fixtures" / "autoscaler-manifests-acb6d0c.yaml"
+FIXTURE = HERE.parent.parent / "demos" / "fixtures" / "autoscaler-manifests-acb6d0c.yaml"
 CASES = load_yaml(HERE / "pod_security_cases.yaml")
 KUBECTL = "/usr/bin/kubectl"
 REFUSAL = (
