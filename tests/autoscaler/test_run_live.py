@@ -1,8 +1,11 @@
-"""The real ``autoscaler run`` process, event-driven, against the emulator and a moto server: it becomes ready,
-scales up for pods that appear while it runs, serves /metrics, and stops cleanly on SIGTERM."""
+"""The real ``autoscaler run`` process, event-driven, against a real control plane of its own (bare: the shared one
+carries other tests' pending pods, which this autoscaler would plan for) and a moto server: it becomes ready,
+scales up for a pod that appears while it runs (its watch, long before the 1 h periodic scan), serves /metrics,
+and stops cleanly on SIGTERM."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -12,14 +15,18 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from autoscaler.emulator import Emulator
-from autoscaler.model import ClusterModel, VirtualClock
+import pytest
+
 from clusterspec.loader import load_spec
+from localcluster import binaries
 from localcluster.processes import free_port
+from localcluster.stack import Stack
 from tests.autoscaler.aws_setup import SESSION, create_groups
 from tests.autoscaler.model.builders import pod
 from tests.autoscaler.moto_fixtures import _moto_server, moto_url  # noqa: F401 - fixtures
-from tests.support import ROOT
+from tests.support import ROOT, require_tool
+
+pytestmark = pytest.mark.e2e  # a control plane of its own
 
 
 def get(url: str) -> tuple[int, str]:
@@ -36,17 +43,24 @@ def wait_for(check, proc, timeout_s=30.0):
     """A correctness wait (a timeout, not a performance assertion); fails early when the process died."""
     deadline = time.monotonic() + timeout_s
     while not check():
-        assert proc.poll() is None, proc.stderr.read()
+        assert proc is None or proc.poll() is None, proc.stderr.read()
         assert time.monotonic() < deadline, "condition not reached"
         time.sleep(0.1)
 
 
 def test_the_live_process(moto_url, tmp_path):  # noqa: F811
+    for name in (*binaries.CONTROL_PLANE, "kwok"):
+        require_tool(name, str(binaries.BIN / name))
     create_groups(load_spec(), moto_url, regions=["us-west-2"])
-    model = ClusterModel(VirtualClock(start=time.time()))
     port = free_port()
-    with Emulator(model) as emu:
-        kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
+    stack = Stack(tmp_path / "stack").start()
+    try:
+        kubeconfig = stack.admin_kubeconfig
+        stack.kubectl("create", "namespace", "lab")
+        # the ServiceAccount admission refuses pods until the controller-manager has made "default"
+        wait_for(
+            lambda: stack.kubectl("-n", "lab", "get", "sa", "default", check=False).returncode == 0, None
+        )
         env = {**os.environ, "AUTOSCALER_CLUSTER_NAME": "dlr", "AUTOSCALER_REGIONS": "us-west-2"}
         proc = subprocess.Popen(
             [str(Path(sys.executable).parent / "autoscaler"), "run", "--kubeconfig", str(kubeconfig),
@@ -57,10 +71,14 @@ def test_the_live_process(moto_url, tmp_path):  # noqa: F811
             base = f"http://127.0.0.1:{port}"
             wait_for(lambda: get(base + "/readyz")[0] == 200, proc)
             assert get(base + "/healthz")[0] == 200
-            with model.lock:  # a pod appears while the autoscaler runs: the watch brings the pass forward
-                p = pod("train-0", gpus=8)
-                p["spec"]["nodeSelector"] = {"research.cluster/gpu-model": "v100"}
-                model.submit_pod(p)
+            # a pod appears while the autoscaler runs: the watch brings the pass forward
+            p = pod("train-0", gpus=8)
+            p.update(apiVersion="v1", kind="Pod")
+            for c in p["spec"]["containers"]:  # the real API server wants an extended resource's limit
+                c["resources"]["limits"] = {"nvidia.com/gpu": c["resources"]["requests"]["nvidia.com/gpu"]}
+            p["metadata"]["namespace"] = "lab"
+            p["spec"]["nodeSelector"] = {"research.cluster/gpu-model": "v100"}
+            stack.kubectl("create", "-f", "-", input=json.dumps(p))
             asg = SESSION.client("autoscaling", region_name="us-west-2", endpoint_url=moto_url)
 
             def scaled() -> bool:
@@ -76,3 +94,5 @@ def test_the_live_process(moto_url, tmp_path):  # noqa: F811
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+    finally:
+        stack.stop()
