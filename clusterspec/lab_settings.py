@@ -54,7 +54,7 @@ class LabSettings:
     code_bucket: str | None  # where `lab` uploads code snapshots (the results bucket; <user>/.lab/code/...)
     code_region: str | None
     s3_endpoint: str | None  # only for a local cluster (a moto server); empty on AWS
-    tensorboard_image: str
+    tensorboard_image: str | None  # None: the job's own image
     volumes: tuple[str, ...]
     gang_scheduler: str
     regions: tuple[str, ...]

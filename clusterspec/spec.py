@@ -286,7 +286,11 @@ class Researchers(Strict):
     registry: str | None = Field(
         None, description="e.g. 123456789012.dkr.ecr.us-west-2.amazonaws.com (default: LAB_REGISTRY)"
     )
-    tensorboard_image: str = "tensorflow/tensorflow:2.17.0"
+    tensorboard_image: str | None = Field(
+        None,
+        description="the image `lab tensorboard` runs; default: the job's own (the lab's standard image, or one "
+        "built on it, has tensorboard pinned: from the lab's registry, by digest, nothing else to pull)",
+    )
     volumes: list[Literal["home", "datasets", "results"]] = ["home", "datasets", "results"]
     ssh_machines: list[SshMachineGroup] = []
     pod_gateway: PodGateway = PodGateway()

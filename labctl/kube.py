@@ -513,9 +513,12 @@ class Kube:
 
     # --- tensorboard -----------------------------------------------------------------------------------
     def tensorboard(
-        self, namespace: str, job: str, image: str, timeout_s: float = 300, uid: int | None = None
+        self, namespace: str, job: str, image: str | None, timeout_s: float = 300, uid: int | None = None
     ) -> str:
-        owner = self.api_client.sanitize_for_serialization(self.get_job(namespace, job))
+        """TensorBoard on the job's LOG_DIR; ``image`` None: the job's own (the standard image has tensorboard)."""
+        found = self.get_job(namespace, job)
+        image = image or found.spec.template.spec.containers[0].image
+        owner = self.api_client.sanitize_for_serialization(found)
         name = tensorboard_name(job)
         try:
             pod = self.core.read_namespaced_pod(name, namespace)

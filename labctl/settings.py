@@ -136,7 +136,7 @@ class Settings:
         return dict(self.data.efa_env)
 
     @property
-    def tensorboard_image(self) -> str:
+    def tensorboard_image(self) -> str | None:
         return self.data.tensorboard_image
 
     def with_data(self, **changes) -> Settings:

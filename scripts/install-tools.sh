@@ -49,13 +49,14 @@ make --no-print-directory venv >/dev/null
 if ! .venv/bin/python -c "import torch" 2>/dev/null; then
   .venv/bin/pip install -q --disable-pip-version-check "torch==2.13.0" "setuptools<81"
 fi
-# The standard image's /opt/venv on this host (autoscaler/emulator/kubelet.py STANDARD_VENV): its pinned packages
-# (clusterspec/data/standard_image.yaml) in a venv of the system's Python, which every uid can run, so the emulator
-# runs a job's pods as the Job's uid (a pyenv interpreter under /root is out of their reach). Without deepspeed
-# (built against CUDA), tensorboard and accelerate: no process the tests run imports them.
+# The standard image's /opt/venv on this host (localcluster/kubelet/images.py STANDARD_VENV): its pinned packages
+# (clusterspec/data/standard_image.yaml) in a venv of the system's Python, which every uid can run, so the process
+# kubelet runs a job's pods as the Job's uid (a pyenv interpreter under /root is out of their reach), and
+# `lab tensorboard`'s pod serves TensorBoard. Without deepspeed (built against CUDA) and accelerate: no process the
+# tests run imports them.
 standard_venv=${LAB_STANDARD_VENV:-/opt/lab/standard-venv}
 mapfile -t pins < <(.venv/bin/python -c 'from clusterspec import standard_image as s
-print("\n".join(f"{n}=={v}" for n, v in s.packages().items() if n not in ("deepspeed", "tensorboard", "accelerate")))')
+print("\n".join(f"{n}=={v}" for n, v in s.packages().items() if n not in ("deepspeed", "accelerate")))')
 if [[ $(cat "$standard_venv/pins" 2>/dev/null) != "${pins[*]}" ]]; then
   rm -rf "$standard_venv"
   # as the Dockerfile's `uv venv`: no pip of its own; pip and setuptools only as the image pins them

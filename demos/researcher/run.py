@@ -171,6 +171,28 @@ def _researcher(spec, admin: Path, url: str, regions: list[str], secrets_dir: Pa
     return added
 
 
+def _tensorboard_answers(core, namespace: str, timeout_s: float = 90.0) -> str:
+    """TensorBoard's pod runs as a process on a CPU node (the process kubelet's): its URL answers here as it does
+    on the VPN; DemoFailed when it does not within ``timeout_s``."""
+    import urllib.request
+
+    from labctl.kube import TENSORBOARD_PORT, tensorboard_name
+
+    pod = core.read_namespaced_pod(tensorboard_name(JOB), namespace)
+    url = f"http://{pod.status.pod_ip}:{TENSORBOARD_PORT}/"
+    deadline, last = time.monotonic() + timeout_s, ""
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as r:
+                return f"  {url} answers: HTTP {r.status}, {len(r.read()):,} bytes of TensorBoard"
+        except OSError as e:
+            last = str(e)
+        time.sleep(1)
+    raise DemoFailed(
+        f"TensorBoard at {url} did not answer in {timeout_s:.0f} s ({last}); see {pod.metadata.name}"
+    )
+
+
 def main(spec_path: str | None = None, out_dir: str | Path | None = None, deadline_s: float = 90.0) -> dict:
     spec = load_spec(spec_path)
     regions = list(spec.spill_over_order)
@@ -231,6 +253,7 @@ def main(spec_path: str | None = None, out_dir: str | Path | None = None, deadli
         _say(f"both pods of {JOB} {phases} {running_at:.1f} s after submission, on {', '.join(nodes)}")
         _say(f"$ lab tensorboard {JOB}")
         lab(["tensorboard", JOB, "--timeout", "30"])
+        _say(_tensorboard_answers(core, added.namespace))
         _say("$ lab status")
         lab(["status"])
         _say(f"$ lab cancel {JOB}")
