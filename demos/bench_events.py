@@ -1,10 +1,9 @@
-"""Benchmark: how long a pass takes with 500 pod Events when every API write costs ``--write-ms``, Events written
-in the pass (as before the Event writer: one create per Event, in line) against Events queued to the writer.
+"""Benchmark: how long a pass takes with 500 pod Events, Events written in the pass (as before the Event writer:
+one create per Event, in line) against Events queued to the writer.
 
-``python -m autoscaler.bench.events [--pods 500] [--write-ms 5] [--repeat 3]``: the real Kubernetes
-adapter against the emulator on loopback (a virtual clock; every POST, PUT, PATCH and DELETE sleeps
-``--write-ms`` before the emulator answers, one request at a time as an API server under a per-client limit
-would not, so it flatters neither side), a cloud that only records its calls. Prints, per mode, the pass time,
+``python -m demos.bench_events [--pods 500] [--repeat 3]``: the real Kubernetes adapter against a real control plane
+of its own (localcluster: etcd and kube-apiserver on loopback, each write as long as admission and etcd make it),
+``--pods`` pending pods that no node takes, a cloud that only records its calls. Prints, per mode, the pass time,
 the time from the pass's start to its scaling call, and for the writer the time until its last Event was written.
 Figures are printed, never asserted.
 """
@@ -14,15 +13,13 @@ from __future__ import annotations
 import argparse
 import statistics
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 from autoscaler.adapters.events import EventWriter
 from autoscaler.adapters.kubernetes import COMPONENT, KubeCluster, KubeEventSink, api_client
 from autoscaler.controller import Controller, ControllerConfig
-from autoscaler.emulator import Emulator
-from autoscaler.model import ClusterModel, VirtualClock
+from localcluster.stack import Stack
 
 V100 = {"research.cluster/gpu-model": "v100"}
 ALLOCATABLE = {"cpu": "63260m", "memory": "470000Mi", "nvidia.com/gpu": "8", "pods": "110"}
@@ -70,50 +67,46 @@ class _InlineEvents(KubeCluster):
         return True
 
 
-def _pods(model: ClusterModel, n: int) -> None:
-    with model.lock:
-        for i in range(n):
-            model.submit_pod({
-                "metadata": {"name": f"train-{i}", "namespace": "research"},
-                "spec": {"nodeSelector": dict(V100),
-                         "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
-                         "containers": [{"name": "main", "image": "train",
-                                         "resources": {"requests": {"cpu": "4", "memory": "8Gi",
-                                                                    "nvidia.com/gpu": "1"}}}]},
-            })  # fmt: skip
+def _pods(stack: Stack, namespace: str, n: int) -> None:
+    """``n`` pending 1-GPU pods (nothing takes them: the cluster has no node of the group)."""
+    import json
+
+    items = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"train-{i}", "namespace": namespace},
+              "spec": {"nodeSelector": dict(V100),
+                       "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                       "containers": [{"name": "main", "image": "train",
+                                       "resources": {"requests": {"cpu": "4", "memory": "8Gi", "nvidia.com/gpu": "1"},
+                                                     "limits": {"nvidia.com/gpu": "1"}}}]}}
+             for i in range(n)]  # fmt: skip
+    stack.kubectl("create", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
 
 
-def _one(mode: str, pods: int, write_s: float) -> dict:
-    model = ClusterModel(VirtualClock(start=START))
-    _pods(model, pods)
-    with Emulator(model) as emu, tempfile.TemporaryDirectory() as tmp:
-        real = emu.api.handle
-        lock = threading.Lock()  # one write at a time: the latency adds up as on one connection
-
-        def handle(method, path, *rest):
-            if method != "GET":
-                with lock:
-                    time.sleep(write_s)
-            return real(method, path, *rest)
-
-        emu.api.handle = handle
-        kubeconfig = str(emu.write_kubeconfig(Path(tmp) / "kubeconfig"))
-        api = api_client(kubeconfig)
-        cls = _InlineEvents if mode == "inline" else KubeCluster
-        kube = cls(api, namespace="kube-system")
-        sink = KubeEventSink(api_client(kubeconfig), 30.0)
-        kube.events = EventWriter(sink, component=COMPONENT)  # the production defaults: 50/s, burst 100
-        kube.sync()
-        cloud = _Cloud()
-        ctl = Controller(kube, cloud, ControllerConfig(regions=["us-west-2"]), lambda: START)
-        start = time.perf_counter()
-        result = ctl.run_once()
-        end = time.perf_counter()
-        kube.flush_events(600)
-        written = time.perf_counter()
-        kube.close_events(5)
-        sink.close()
-        api.close()
+def _one(stack: Stack, mode: str, pods: int, run: int) -> dict:
+    namespace = f"research-{mode}-{run}"  # Events of a run of their own
+    stack.kubectl("create", "namespace", namespace)
+    deadline = time.monotonic() + 30
+    while stack.kubectl("-n", namespace, "get", "sa", "default", check=False).returncode:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"namespace {namespace}: no default ServiceAccount after 30 s")
+        time.sleep(0.2)
+    _pods(stack, namespace, pods)
+    kubeconfig = str(stack.admin_kubeconfig)
+    api = api_client(kubeconfig)
+    cls = _InlineEvents if mode == "inline" else KubeCluster
+    kube = cls(api, namespace="kube-system")
+    sink = KubeEventSink(api_client(kubeconfig), 30.0)
+    kube.events = EventWriter(sink, component=COMPONENT)  # the production defaults: 50/s, burst 100
+    kube.sync()
+    cloud = _Cloud()
+    ctl = Controller(kube, cloud, ControllerConfig(regions=["us-west-2"]), lambda: START)
+    start = time.perf_counter()
+    result = ctl.run_once()
+    end = time.perf_counter()
+    kube.flush_events(600)
+    written = time.perf_counter()
+    kube.close_events(5)
+    sink.close()
+    api.close()
     return {
         "pass_s": end - start,
         "to_scaling_call_s": (cloud.scaled_at or end) - start,
@@ -124,21 +117,29 @@ def _one(mode: str, pods: int, write_s: float) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m autoscaler.bench.events", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m demos.bench_events", description=__doc__.splitlines()[0])
     p.add_argument("--pods", type=int, default=500)
-    p.add_argument("--write-ms", type=float, default=5.0)
     p.add_argument("--repeat", type=int, default=3)
     args = p.parse_args(argv)
-    print(f"{args.pods} pending pods, {args.write_ms:g} ms per API write, median of {args.repeat}")
+    with tempfile.TemporaryDirectory(prefix="bench-events-") as tmp:
+        stack = Stack(Path(tmp)).start()
+        try:
+            _report(stack, args)
+        finally:
+            stack.stop()
+    return 0
+
+
+def _report(stack: Stack, args) -> None:
+    print(f"{args.pods} pending pods on the real API server, median of {args.repeat}")
     print(f"{'mode':8} {'pass s':>8} {'to scaling call s':>18} {'Events written by s':>20} {'Events':>7}")
     for mode in ("inline", "writer"):
-        runs = [_one(mode, args.pods, args.write_ms / 1000) for _ in range(args.repeat)]
+        runs = [_one(stack, mode, args.pods, i) for i in range(args.repeat)]
         med = {
             k: statistics.median(r[k] for r in runs) for k in ("pass_s", "to_scaling_call_s", "events_done_s")
         }
         print(f"{mode:8} {med['pass_s']:8.3f} {med['to_scaling_call_s']:18.3f} {med['events_done_s']:20.3f} "
               f"{runs[0]['events']:7d}")  # fmt: skip
-    return 0
 
 
 if __name__ == "__main__":
