@@ -80,6 +80,7 @@ bench-live: venv
 bench-live-small: venv
 	$(BIN)/invoke bench-live --nodes 50 --pods 500 --loops 20 --samples 3 --events 50
 	$(BIN)/python -m demos.bench_live --churn 40 --boot-s 5
+	$(BIN)/python -m demos.bench_events --pods 50 --repeat 1
 
 # Ours and Karpenter (kwok provider) on the same bursts on the real local stack, at the CI size (README, "Beside a
 # real peer"; `invoke bench-peers` for the full size): needs `make tools`; 13 minutes on 2 cores.
