@@ -5,6 +5,8 @@ the second confirmation, the scripts' SSM parameters removed after the destroy."
 
 from __future__ import annotations
 
+import json
+
 import boto3
 import pytest
 from moto import mock_aws
@@ -204,3 +206,34 @@ def test_when_the_primary_region_goes_every_node_is_cordoned():
     nodes = [_node("cp-0"), _node("titan-01"), _node("x", "dlr-us-east-1-cpu")]
     assert teardown.nodes_going(spec, nodes, {"us-west-2"}) == ["cp-0", "titan-01", "x"]
     assert teardown.nodes_going(spec, nodes, {"us-east-1"}) == ["x"]
+
+
+@mock_aws
+def test_the_access_log_bucket_is_emptied_after_the_buckets_that_log_to_it():
+    """The deletions are requests S3 logs: emptied first, the log bucket was full again when Terraform deleted it
+    (BucketNotEmpty in `make day-one`). Logging goes off first; the log bucket is emptied last, even when it was
+    empty at the inventory; a log target that is not the cluster's own is left alone."""
+    spec = load_spec()
+    s3 = boto3.client("s3", region_name="us-west-2")
+    where = {"LocationConstraint": "us-west-2"}
+    logs, results = "dlr-access-logs-123456789012", "dlr-results-123456789012"
+    for b in (logs, results, "someone-elses-logs"):
+        s3.create_bucket(Bucket=b, CreateBucketConfiguration=where)
+    s3.put_bucket_policy(Bucket=logs, Policy=json.dumps({"Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow", "Principal": {"Service": "logging.s3.amazonaws.com"}, "Action": "s3:PutObject",
+        "Resource": f"arn:aws:s3:::{logs}/*"}]}))  # fmt: skip
+    s3.put_bucket_logging(Bucket=results, BucketLoggingStatus={"LoggingEnabled": {"TargetBucket": logs,
+                                                                                  "TargetPrefix": "results/"}})  # fmt: skip
+    s3.put_object(Bucket=results, Key="alice/run-1/metrics.json", Body=b"1")
+    s3.put_object(Bucket="someone-elses-logs", Key="keep", Body=b"1")
+    said = []
+    t = teardown.Teardown(spec, ["global"], None, boto3.Session(region_name="us-west-2"), ask=lambda _: "delete data",
+                          say=said.append)  # fmt: skip
+    t.show()
+    s3.put_object(Bucket=logs, Key="results/late-log", Body=b"x")  # a log delivered after the inventory
+    t.before()
+    assert not s3.list_object_versions(Bucket=results).get("Versions")
+    assert not s3.list_objects_v2(Bucket=logs).get("Contents")
+    assert "LoggingEnabled" not in s3.get_bucket_logging(Bucket=results)
+    assert said[-1] == f"emptied bucket {logs} (access logs, after the buckets that log to it)"
+    assert s3.list_objects_v2(Bucket="someone-elses-logs")["KeyCount"] == 1
