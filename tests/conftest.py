@@ -22,8 +22,8 @@ for key, value in {
     "AWS_SESSION_TOKEN": "testing",
     "AWS_DEFAULT_REGION": "us-west-2",
     "AWS_EC2_METADATA_DISABLED": "true",
-    # the emulator pulls no image: deploy tasks may apply images by tag here (provision/images.py); the refusal
-    # itself is tested with it unset (tests/provision/test_images.py)
+    # the local cluster pulls no image: deploy tasks may apply images by tag here (provision/images.py); the
+    # refusal itself is tested with it unset (tests/provision/test_images.py)
     "RESEARCH_CLUSTER_LOCAL_IMAGES_BY_TAG": "1",
     # the lab's registry, where its own autoscaler image lives (provision/lab_images.py); the refusal without one
     # is tested with an empty environment (tests/provision/test_lab_images.py)
@@ -35,20 +35,6 @@ for key, value in {
 @pytest.fixture
 def root() -> Path:
     return ROOT
-
-
-@pytest.fixture
-def kubelet_root():
-    """A folder for the emulator's pods-as-processes (autoscaler/emulator/kubelet.py) that the pods' uids can reach,
-    as /var/lib/kubelet's pod folders are reached through their mounts: pytest's tmp_path sits under a folder only
-    its owner may enter (/tmp/pytest-of-<user>, mode 0700), where a pod run as its own uid could not start."""
-    import shutil
-
-    from localcluster.kubelet.images import open_folder
-
-    folder = open_folder("kubelet-")
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _run_folder(config) -> Path:

@@ -110,10 +110,6 @@ def main(argv: list[str] | None = None) -> int:
         help="nodes join as the rendered join has them (terraform/modules/node_join: --provider-id from IMDS, no "
         "--cloud-provider=external): no uninitialized taint, no cloud controller manager",
     )  # fmt: skip
-    ap.add_argument(
-        "--run-pods", metavar="DIR",
-        help="run pods of this repository's images as local processes, one folder per pod under DIR (kubelet.py)",
-    )  # fmt: skip
     args = ap.parse_args(argv)
     if args.write_latency_ms < 0:
         ap.error(f"--write-latency-ms {args.write_latency_ms:g}: expected 0 or more milliseconds")
@@ -141,7 +137,6 @@ def main(argv: list[str] | None = None) -> int:
         insecure=args.insecure_port is not None,
         namespaces=tuple(args.namespace),
         write_latency_s=args.write_latency_ms / 1000,
-        run_pods=args.run_pods,
     ).start()
     follower = None
     if args.follow_aws:

@@ -201,7 +201,6 @@ class Emulator:
         insecure: bool = True,
         namespaces: tuple[str, ...] = IN_PROCESS_NAMESPACES,
         pki=None,
-        run_pods: str | Path | None = None,
     ) -> None:
         if host not in LOOPBACK:
             raise ValueError(f"the emulator binds only to loopback, not {host!r}")
@@ -226,10 +225,6 @@ class Emulator:
             s.api = self.api  # type: ignore[attr-defined]
             s.write_latency_s = write_latency_s  # type: ignore[attr-defined]
         self.api.writes.set_endpoint(h if ":" not in h else "127.0.0.1", sp)
-        if run_pods is not None:  # pods of this repository's images as local processes (kubelet.py)
-            from autoscaler.emulator.kubelet import ProcessRuntime
-
-            self.model.runtime = ProcessRuntime(self.api, run_pods, (h if ":" not in h else "127.0.0.1", sp))
         for ns in namespaces:
             self.create_namespace(ns)
         self._threads: list[threading.Thread] = []
@@ -270,9 +265,6 @@ class Emulator:
     def stop(self) -> None:
         self._stop.set()
         self.api.stopping = True
-        runtime = self.model.runtime
-        if runtime is not None:
-            runtime.close()
         for s in self._servers:
             s.shutdown()
             s.server_close()

@@ -131,7 +131,6 @@ class ClusterModel:
         self._flushing = False
         self.image_pulls = False  # the kubelet's image pulls (images.py): the emulator turns them on
         self._node_images: dict[str, I.NodeImages] = {}
-        self.runtime = None  # the kubelet's container runtime for pods run as processes (emulator/kubelet)
         # what an emulator serving the model plugs in (None in the simulator): creates and deletes through the
         # API server (admission), the cluster CA, the ServiceAccount token and CSR signers
         self.api_create = None
@@ -644,8 +643,6 @@ class ClusterModel:
         rec = self.records.get(pod["metadata"]["uid"])
         if rec is not None:
             rec.started, rec.node = now, node_name
-        if self.runtime is not None and self.runtime.start_pod(pod):
-            return  # its containers run as processes (emulator/kubelet.py); their exit ends the pod
         seconds = P.duration(pod)
         if seconds is not None:
             self._running[pod["metadata"]["uid"]] = pod
@@ -929,13 +926,9 @@ class ClusterModel:
         return current
 
     def delete_pod_gracefully(self, namespace: str, name: str, grace: int | None = None) -> bool:
-        """DELETE of a pod: a pod whose containers run as processes is stopped first (``deletionTimestamp``, the
-        grace period, then SIGKILL: runtime.py) and goes when they have exited; any other one goes now (its
-        simulated containers stop at once). Whether it is gone."""
+        """DELETE of a pod: it goes now (its simulated containers stop at once), unless finalizers hold it.
+        Whether it is gone."""
         pod = self.store.get("pods", namespace, name)
-        runtime = self.runtime
-        if runtime is not None and runtime.stop_pod(pod, grace):
-            return False
         if pod["metadata"].get("finalizers"):
             if not pod["metadata"].get("deletionTimestamp"):
                 pod["metadata"]["deletionTimestamp"] = iso(self.clock.now())
