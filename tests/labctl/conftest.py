@@ -79,10 +79,13 @@ class Alice:
         deadline = time.monotonic() + timeout_s
         while not (got := probe()):
             if time.monotonic() > deadline:
+                left = self.kubectl("get", ",".join(KINDS), "-o", "name", check=False).stdout
                 events = self.kubectl(
                     "get", "events", "-o", "custom-columns=R:.reason,M:.message", check=False
                 )
-                raise AssertionError(f"{what}: not after {timeout_s} s; events:\n{events.stdout}")
+                raise AssertionError(
+                    f"{what}: not after {timeout_s} s; there:\n{left}events:\n{events.stdout}"
+                )
             time.sleep(0.3)
         return got
 
@@ -105,6 +108,13 @@ class Alice:
         self._nodes.append(name)
         self.wait(f"node {name} Ready", lambda: _ready(self.kube, name), 30)
         return name
+
+    def claims_bound(self) -> None:
+        """Until kube-controller-manager's binder has bound alice's volume claims (those `invoke up` made volumes
+        for): a pod that mounts an unbound claim is not scheduled."""
+        wanted = set(self.spec.researchers.volumes)
+        self.wait("alice's claims bound", lambda: wanted <= {
+            c["metadata"]["name"] for c in self.items("pvc") if c.get("status", {}).get("phase") == "Bound"})  # fmt: skip
 
     _nodes: list = field(default_factory=list)
 
@@ -160,15 +170,20 @@ def alice(kube, s3_url, tmp_path: Path):
                                                       for u in spec.users}, "fsap-3")  # fmt: skip
     pvs = storage.volumes(spec, "alice", efs)
     with kube.singleton("lab-settings"):
-        added = users.add_user(spec, "alice", str(kube.admin_kubeconfig), tmp_path / "home", timeout_s=60)
-        for pv in pvs:
+        for (
+            pv
+        ) in pvs:  # before the claims: the binder binds a claim to its pre-bound volume as the claim comes
             kube.kubectl("create", "-f", "-", input=json.dumps(pv), check=True)
+        added = users.add_user(spec, "alice", str(kube.admin_kubeconfig), tmp_path / "home", timeout_s=60)
         api = kconfig.new_client_from_config(config_file=str(kube.admin_kubeconfig))
         try:
             lab_settings.apply(api, spec, registry=REGISTRY, code_bucket=BUCKET, s3_endpoint=s3_url)
         finally:
             api.close()
         a = Alice(kube, spec, added.namespace, str(added.kubeconfig), s3_url)
+        # kube-controller-manager publishes the root CA into a new namespace in its own time: counted before it
+        # is there, it would look like an object lab made
+        a.wait("kube-root-ca.crt published", lambda: a.get("configmap", "kube-root-ca.crt"))
         try:
             yield a
         finally:
