@@ -1,5 +1,7 @@
-"""An emulator over the spec's node groups with the cluster's lab settings published (as `invoke up` publishes
-them), a moto S3 server on loopback as the cluster's bucket, and a kubeconfig for alice's namespace."""
+"""alice on the run's shared real control plane (`alice`: `invoke add-user` under a namespace prefix of the test's
+own, the lab settings published as `invoke up` publishes them), a moto S3 server on loopback as the cluster's bucket,
+the real local cluster of the end-to-end tests (`real_lab`), and the emulator that test_logs.py still needs (issue
+33: pods/log needs a kubelet endpoint for kwok's nodes)."""
 
 from __future__ import annotations
 
@@ -98,7 +100,6 @@ class Alice:
         body = nodes.node_body(g, self.kube.unique("i"), f"{g['region']}a", uninitialized=False)
         name = body["metadata"]["name"]
         body["metadata"]["labels"][stack.KWOK_LABEL] = "fake"
-        body["metadata"].setdefault("annotations", {})["kwok.x-k8s.io/node"] = "fake"
         if gpus:
             body["status"]["capacity"]["nvidia.com/gpu"] = body["status"]["allocatable"]["nvidia.com/gpu"] = (
                 str(gpus)
