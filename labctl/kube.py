@@ -146,8 +146,9 @@ class Kube:
                 )
                 made[0] = self.api_client.sanitize_for_serialization(resumed)
         except ApiException as e:
-            if not dry_run:
-                self.cancel(req.namespace, req.name)
+            if not dry_run:  # the Job first: what it owns goes with it even where a delete below is refused
+                with contextlib.suppress(LabError):
+                    self.cancel(req.namespace, req.name)
             why = _reason(e)
             if e.status == 404 and len(made) < len(docs) and docs[len(made)]["kind"] == "PodGroup":
                 why = (

@@ -362,6 +362,22 @@ def viewer_role() -> dict:
             "metadata": {"name": VIEWER_ROLE, "labels": dict(MANAGED)}, "rules": VIEWER_RULES}  # fmt: skip
 
 
+PODGROUP_EDITOR_ROLE = "research-podgroups-edit"
+
+
+def podgroup_editor_role() -> dict:
+    """The gang scheduler's PodGroups in the built-in ``edit`` (and ``admin``) role, which researchers hold in their
+    own namespace (provision/users.py): ``lab submit`` creates a gang job's PodGroup and ``lab cancel`` deletes it.
+    ``edit`` covers only built-in kinds; a CRD's join it through the aggregation labels, as the real API server's
+    refusal showed (issue 33: the emulator authorized every request)."""
+    labels = {**MANAGED, "rbac.authorization.k8s.io/aggregate-to-edit": "true",
+              "rbac.authorization.k8s.io/aggregate-to-admin": "true"}  # fmt: skip
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": PODGROUP_EDITOR_ROLE, "labels": labels},
+            "rules": [{"apiGroups": ["scheduling.x-k8s.io"], "resources": ["podgroups"],
+                       "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]}]}  # fmt: skip
+
+
 NODE_NAMES_CONFIGMAP = "research-node-names"
 
 
@@ -378,7 +394,7 @@ def node_names(spec: Cluster) -> dict:
 
 
 def cluster_objects(spec: Cluster) -> list[dict]:
-    return [viewer_role(), node_names(spec), *render_templates(spec)]
+    return [viewer_role(), podgroup_editor_role(), node_names(spec), *render_templates(spec)]
 
 
 def write(spec: Cluster, out: Path = OUT) -> Path:

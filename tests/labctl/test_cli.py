@@ -1,5 +1,7 @@
-"""`lab` end to end against the local Kubernetes API emulator and a moto S3 server, through the official client:
-the settings read from the cluster, the code uploaded once by content, the objects the API server admits."""
+"""`lab` end to end on the shared real control plane (the `kube` fixture: kube-apiserver, kube-controller-manager,
+kube-scheduler, kwok) as alice, with the kubeconfig `invoke add-user` gave her, and a moto S3 server, through the
+official client: the settings read from the cluster, the code uploaded once by content, the objects the API server
+admits and what the real controllers make of them. alice's namespace is this test's own (tests/labctl/conftest.py)."""
 
 from __future__ import annotations
 
@@ -19,27 +21,10 @@ def _run(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def _submit(capsys, kubeconfig: str, project, *options: str, command=("true",)) -> tuple[int, str, str]:
-    """``lab submit OPTIONS --path PROJECT -- COMMAND`` against the emulator."""
+    """``lab submit OPTIONS --path PROJECT -- COMMAND`` against the cluster."""
     return _run(
         capsys, "--kubeconfig", kubeconfig, "submit", *options, "--path", str(project), "--", *command
     )
-
-
-def _objects(emu) -> dict[str, int]:
-    """What researchers' commands made: objects in alice's namespace."""
-    store = emu.model.store
-    with emu.model.lock:
-        return {
-            k: sum(o["metadata"].get("namespace") == "u-alice" for o in store.list(k))
-            for k in (
-                "jobs",
-                "pods",
-                "services",
-                "networkpolicies",
-                "configmaps",
-                "podgroups.scheduling.x-k8s.io",
-            )
-        }
 
 
 def _keys(s3_url: str) -> list[str]:
@@ -48,23 +33,26 @@ def _keys(s3_url: str) -> list[str]:
     return sorted(o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET).get("Contents") or ())
 
 
-def test_submit_creates_an_indexed_gang_job_the_emulator_accepts(
-    emu, lab_env, project, capsys, s3_url
+def test_submit_creates_an_indexed_gang_job_the_api_server_accepts(
+    alice, lab_env, project, capsys, s3_url
 ) -> None:
+    before = alice.objects()  # add-user's own: the namespace's NetworkPolicies, the root CA
+    assert before == {"jobs": 0, "pods": 0, "services": 0, "networkpolicies": 2, "configmaps": 1,
+                      "podgroups.scheduling.x-k8s.io": 0}  # fmt: skip
     code, out, err = _submit(capsys, lab_env, project, "--gpus", "8", "--nodes", "2", "--name", "resnet",
                              command=("torchrun", "train.py"))  # fmt: skip
     assert (code, err) == (0, "")
-    assert "submitted job resnet in u-alice: 2 nodes x 8 GPUs, gang" in out  # a gang by default for 2 nodes
+    assert (
+        f"submitted job resnet in {alice.namespace}: 2 nodes x 8 GPUs, gang" in out
+    )  # a gang by default for 2 nodes
     assert "requirements.txt: the standard image has all 1 requirements; no image to build" in out
     assert "lab logs resnet -f" in out
-    with emu.model.lock:
-        job = emu.model.store.get("jobs", "u-alice", "resnet")
-        pods = sorted(emu.model.store.list("pods", "u-alice"), key=lambda p: p["metadata"]["name"])
-        svc = emu.model.store.get("services", "u-alice", "resnet")
-        pg = emu.model.store.get("podgroups.scheduling.x-k8s.io", "u-alice", "resnet")
-        netpol = emu.model.store.get(
-            "networkpolicies", "u-alice", "resnet-rendezvous"
-        )  # default-deny: its own pods
+    job = alice.get("job", "resnet")
+    pods = alice.wait("the Job controller's 2 pods", lambda: len(got := alice.items("pods")) == 2 and got)
+    pods = sorted(pods, key=lambda p: p["metadata"]["name"])
+    svc = alice.get("service", "resnet")
+    pg = alice.get("podgroups.scheduling.x-k8s.io", "resnet")
+    netpol = alice.get("networkpolicy", "resnet-rendezvous")  # default-deny: its own pods
     spec = job["spec"]["template"]["spec"]
     assert (
         spec["containers"][0]["image"]
@@ -88,32 +76,36 @@ def test_submit_creates_an_indexed_gang_job_the_emulator_accepts(
 
     code, out, _ = _run(capsys, "--kubeconfig", lab_env, "cancel", "resnet")
     assert code == 0 and out.startswith("cancelled resnet: deleted job")
-    assert _objects(emu) == {"jobs": 0, "pods": 0, "services": 0, "networkpolicies": 0,
-                             "configmaps": _objects(emu)["configmaps"], "podgroups.scheduling.x-k8s.io": 0}  # fmt: skip
+    # the Job's pods and its NetworkPolicy go with it (the garbage collector, in its own time)
+    alice.wait("nothing of the job left", lambda: alice.objects() == before)
 
 
-def test_gang_pods_wait_for_the_gang_scheduler(emu, lab_env, project, capsys) -> None:
-    """Gang pods name the gang scheduler: where it does not run, the default scheduler leaves them Pending even
-    with room for them, as a real cluster does (the researcher demo runs them with the gang scheduler deployed)."""
-    from autoscaler.model.adapters import ModelCloud
-
+def test_gang_pods_wait_for_the_gang_scheduler(alice, lab_env, project, capsys) -> None:
+    """Gang pods name the gang scheduler: where it does not run (the shared control plane runs none), the real
+    default scheduler leaves them Pending even with room for them, as a real cluster does, while the same job
+    without --no-gang is bound and Running (kwok's nodes). 4 GPUs a pod: both jobs fit alice's GPU quota."""
+    for _ in range(2):
+        alice.node("dlr-us-west-2-gpu-v100x8", gpus=8)
+    alice.claims_bound()
     _submit(
-        capsys, lab_env, project, "--gpus", "8", "--nodes", "2", "--name", "g2", command=("torchrun", "t.py")
+        capsys, lab_env, project, "--gpus", "4", "--nodes", "2", "--name", "g2", command=("torchrun", "t.py")
     )
-    _submit(capsys, lab_env, project, "--gpus", "8", "--nodes", "2", "--no-gang", "--name", "s2",
+    _submit(capsys, lab_env, project, "--gpus", "4", "--nodes", "2", "--no-gang", "--name", "s2",
             command=("torchrun", "t.py"))  # fmt: skip
-    with emu.model.lock:
-        ModelCloud(emu.model).set_desired("dlr-us-west-2-gpu-v100x8", 4)
-        emu.model.advance(emu.model.now() + 1200)
-        phases = {
-            p["metadata"]["name"].rsplit("-", 2)[0]: p["status"]["phase"]
-            for p in emu.model.store.list("pods", "u-alice")
-        }
-    assert phases == {"g2": "Pending", "s2": "Running"}
+
+    def phases() -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for p in alice.items("pods"):
+            out.setdefault(p["metadata"]["name"].rsplit("-", 2)[0], []).append(p["status"]["phase"])
+        return out
+
+    alice.wait("s2 Running", lambda: phases().get("s2") == ["Running", "Running"])
+    assert phases() == {"g2": ["Pending", "Pending"], "s2": ["Running", "Running"]}
+    assert not any(p["spec"].get("nodeName") for p in alice.items("pods", "batch.kubernetes.io/job-name=g2"))
 
 
 def test_same_code_is_uploaded_once_and_a_change_is_a_new_snapshot(
-    emu, lab_env, project, capsys, s3_url
+    alice, lab_env, project, capsys, s3_url
 ) -> None:
     (project / "train.py").write_text(f"print('hello')  # {id(capsys)}\n")  # a snapshot no test uploaded
     before = len(_keys(s3_url))
@@ -128,7 +120,7 @@ def test_same_code_is_uploaded_once_and_a_change_is_a_new_snapshot(
     assert code == 0 and "uploaded " in out and len(_keys(s3_url)) == before + 2
 
 
-def test_default_names_are_unique_per_submission(emu, lab_env, project, capsys) -> None:
+def test_default_names_are_unique_per_submission(alice, lab_env, project, capsys) -> None:
     names = []
     for _ in range(2):
         code, out, _ = _submit(capsys, lab_env, project, "--gpus", "1", command=("python", "train.py"))
@@ -138,26 +130,25 @@ def test_default_names_are_unique_per_submission(emu, lab_env, project, capsys) 
 
 
 def test_dry_run_shows_what_the_server_admits_and_creates_nothing(
-    emu, lab_env, project, capsys, s3_url
+    alice, lab_env, project, capsys, s3_url
 ) -> None:
-    before, keys = _objects(emu), _keys(s3_url)
+    before, keys = alice.objects(), _keys(s3_url)
     code, out, err = _submit(capsys, lab_env, project, "--gpus", "8", "--nodes", "2", "--name", "dry",
                              "--env", "LR=3e-4", "--dry-run", command=("torchrun", "train.py"))  # fmt: skip
     assert code == 0, err
-    assert _objects(emu) == before and _keys(s3_url) == keys  # nothing created, nothing uploaded
+    assert alice.objects() == before and _keys(s3_url) == keys  # nothing created, nothing uploaded
     assert "dry run: would upload s3://" in out or "dry run: would reuse s3://" in out
-    assert "dry run: the API server admitted these in u-alice as alice; nothing was created" in out
+    assert f"dry run: the API server admitted these in {alice.namespace} as alice; nothing was created" in out
     docs = list(yaml.safe_load_all(out[out.index("apiVersion") :]))
     assert [d["kind"] for d in docs] == ["Job", "Service", "NetworkPolicy", "PodGroup"]
-    assert {d["metadata"]["namespace"] for d in docs} == {"u-alice"}  # the namespace the real one uses
+    assert {d["metadata"]["namespace"] for d in docs} == {alice.namespace}  # the namespace the real one uses
     pod = docs[0]["spec"]["template"]["spec"]
     assert pod["securityContext"]["runAsUser"] == 2001
     assert {"name": "LR", "value": "3e-4"} in pod["containers"][0]["env"]
     # the same objects, created for real
     code, _, _ = _submit(capsys, lab_env, project, "--gpus", "8", "--nodes", "2", "--name", "dry",
                          "--env", "LR=3e-4", command=("torchrun", "train.py"))  # fmt: skip
-    with emu.model.lock:
-        real = emu.model.store.get("jobs", "u-alice", "dry")["spec"]["template"]["spec"]
+    real = alice.get("job", "dry")["spec"]["template"]["spec"]
     assert real["containers"] == pod["containers"] and real["initContainers"] == pod["initContainers"]
 
 
@@ -173,60 +164,62 @@ def test_dry_run_shows_what_the_server_admits_and_creates_nothing(
         (["--gpus", "1", "--env", "NOEQUALS"], "lab: --env 'NOEQUALS': give KEY=VALUE, e.g. --env LR=3e-4"),
     ],
 )  # fmt: skip
-def test_bad_input_one_line_nothing_created(emu, lab_env, project, capsys, s3_url, args, reason) -> None:
-    before, keys = _objects(emu), _keys(s3_url)
+def test_bad_input_one_line_nothing_created(alice, lab_env, project, capsys, s3_url, args, reason) -> None:
+    before, keys = alice.objects(), _keys(s3_url)
     code, out, err = _submit(capsys, lab_env, project, *args, command=("python", "train.py"))
     assert code == 2 and err == reason + "\n" and out == ""
-    assert _objects(emu) == before and _keys(s3_url) == keys
+    assert alice.objects() == before and _keys(s3_url) == keys
 
 
-def test_the_api_servers_refusal_is_one_line_and_leaves_nothing(emu, lab_env, project, capsys) -> None:
+def test_the_api_servers_refusal_is_one_line_and_leaves_nothing(alice, lab_env, project, capsys) -> None:
     _submit(capsys, lab_env, project, "--gpus", "1", "--name", "dup")
-    before = _objects(emu)
+    alice.wait("the Job controller's pod", lambda: len(alice.items("pods")) == 1)
+    before = alice.objects()
     code, _, err = _submit(capsys, lab_env, project, "--gpus", "1", "--name", "dup")
-    assert code == 2 and err.startswith("lab: the cluster refused job 'dup': ") and err.count("\n") == 1
-    assert _objects(emu) == before
+    assert err == "lab: the cluster refused job 'dup': jobs.batch \"dup\" already exists\n" and code == 2
+    assert alice.objects() == before
 
 
-def test_jobs_are_admitted_where_pod_security_enforces_restricted(emu, lab_env, project, capsys) -> None:
-    with emu.model.lock:
-        ns = emu.model.store.get("namespaces", None, "u-alice")
-        ns["metadata"].setdefault("labels", {})["pod-security.kubernetes.io/enforce"] = "restricted"
-        emu.model.store.modified("namespaces", ns)
+def test_jobs_are_admitted_where_pod_security_enforces_restricted(alice, lab_env, project, capsys) -> None:
+    """add-user's namespace enforces Pod Security restricted (and the tenancy policy): the real Job controller's
+    pods pass both admissions."""
+    ns = alice.get("namespace", alice.namespace)
+    assert ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
     code, _, err = _submit(capsys, lab_env, project, "--gpus", "8", "--nodes", "2", "--name", "psa",
                            command=("torchrun", "train.py"))  # fmt: skip
     assert code == 0, err
-    with emu.model.lock:
-        emu.model.advance(emu.model.now() + 5)
-        pods = emu.model.store.list("pods", "u-alice")
-    assert len(pods) == 2  # the Job controller's pods passed admission
+    alice.wait("the Job controller's pods passed admission", lambda: len(alice.items("pods")) == 2)
+    assert not [e for e in alice.items("events") if e["reason"] == "FailedCreate"]
 
 
-def test_settings_missing_from_the_cluster_is_one_line(emu, lab_env, project, capsys) -> None:
-    with emu.model.lock:
-        emu.model.store.delete("configmaps", "kube-public", "research-lab-settings")
+def test_settings_missing_from_the_cluster_is_one_line(alice, lab_env, project, capsys) -> None:
+    alice.kube.kubectl("-n", "kube-public", "delete", "configmap", "research-lab-settings", check=True)
     code, out, err = _submit(capsys, lab_env, project, "--gpus", "1")
     assert code == 2 and err.startswith("lab: the cluster publishes no lab settings (ConfigMap kube-public/")
     assert err.count("\n") == 1
+    assert (
+        alice.objects()["jobs"] == 0
+    )  # the next test's alice publishes them again (under the same singleton)
 
 
-def test_tensorboard_prints_the_pod_address(emu, lab_env, project, capsys) -> None:
+def test_tensorboard_prints_the_pod_address(alice, lab_env, project, capsys) -> None:
+    alice.node("dlr-us-west-2-cpu")  # a CPU node for the TensorBoard pod: kwok gives it an address
+    alice.claims_bound()
     _submit(capsys, lab_env, project, "--gpus", "1", "--name", "tb")
-    with emu.model.lock:
-        emu.model.advance(60)  # the CPU node is there from the start: the TensorBoard pod binds at once
-    code, out, err = _run(capsys, "--kubeconfig", lab_env, "tensorboard", "tb", "--timeout", "5")
+    code, out, err = _run(capsys, "--kubeconfig", lab_env, "tensorboard", "tb", "--timeout", "60")
     assert code == 0, err
-    with emu.model.lock:
-        pod = emu.model.store.get("pods", "u-alice", "tb-tb")
+    pod = alice.get("pod", "tb-tb")
     assert out.startswith(f"TensorBoard for tb: http://{pod['status']['podIP']}:6006/")
     assert pod["spec"]["volumes"][0]["persistentVolumeClaim"] == {"claimName": "results", "readOnly": True}
     assert "--logdir=/results/tb" in pod["spec"]["containers"][0]["command"]
     assert pod["spec"]["securityContext"]["runAsUser"] == 2001
 
 
-def test_ssh_config_is_an_include_that_never_clobbers(emu, tmp_path, capsys) -> None:
-    """The user is the kubeconfig's identity (alice's client certificate), the machines the cluster's settings."""
-    kubeconfig = emu.write_kubeconfig(tmp_path / "alice", user="alice", groups=("research:users",))
+def test_ssh_config_is_an_include_that_never_clobbers(alice, tmp_path, capsys, monkeypatch) -> None:
+    """The user is the kubeconfig's identity (alice's client certificate, as the API server answers who she is),
+    the machines the cluster's settings."""
+    monkeypatch.delenv("LAB_USER", raising=False)
+    kubeconfig = alice.kubeconfig
     ssh = tmp_path / "ssh"
     ssh.mkdir()
     (ssh / "config").write_text("Host mine\n  HostName example.org\n")
@@ -241,31 +234,26 @@ def test_ssh_config_is_an_include_that_never_clobbers(emu, tmp_path, capsys) -> 
     assert inc.count("Host ") == 4
 
 
-def test_gang_without_the_podgroup_kind_rolls_back(emu, lab_env, project, capsys) -> None:
-    inner = emu.api.handle
+def test_gang_without_the_podgroup_kind_rolls_back(alice, lab_env, project, capsys, monkeypatch) -> None:
+    """A cluster without the PodGroup kind: the real API server's 404 for a version of scheduling.x-k8s.io it does
+    not serve (the CRD stays installed for the other tests of the shared control plane)."""
+    from labctl import kube
 
-    def no_podgroups(method, path, query, content_type, body):
-        if "/apis/scheduling.x-k8s.io/" in path:
-            from autoscaler.emulator.api import Reply, status_body
-
-            return Reply(
-                404, status_body(404, "NotFound", "the server could not find the requested resource")
-            )
-        return inner(method, path, query, content_type, body)
-
-    emu.api.handle = no_podgroups
+    monkeypatch.setattr(kube, "_VERSION", "v1alpha0")
+    before = alice.objects()
     code, _, err = _submit(capsys, lab_env, project, "--gpus", "8", "--nodes", "2", "--name", "g")
     assert code == 2
     assert err == (
         "lab: the cluster refused part of job 'g' (nothing is left): the cluster has no PodGroup kind "
         "(scheduler-plugins' coscheduling is not installed); submit with --no-gang\n"
     )
+    alice.wait("nothing of the job left", lambda: alice.objects() == before)
 
 
-def test_ssh_config_says_how_to_start_a_machine_that_stopped_while_idle(emu, tmp_path, capsys) -> None:
+def test_ssh_config_says_how_to_start_a_machine_that_stopped_while_idle(alice, tmp_path, capsys) -> None:
     """Issue 29: the SSH machines stop when idle (operations.ssh_idle_stop_min, published in the cluster's
     settings); the entries and the command's output say how to start one again."""
-    kubeconfig = emu.write_kubeconfig(tmp_path / "alice", user="alice", groups=("research:users",))
+    kubeconfig = alice.kubeconfig
     code, out, err = _run(
         capsys, "--kubeconfig", str(kubeconfig), "ssh-config", "--ssh-dir", str(tmp_path / "ssh")
     )
@@ -275,7 +263,9 @@ def test_ssh_config_says_how_to_start_a_machine_that_stopped_while_idle(emu, tmp
     assert "# stopped? invoke ssh-start gpu-1\nHost dlr-gpu-1\n" in inc
 
 
-def test_a_first_dry_run_needs_no_aws_identity(emu, lab_env, project, capsys, tmp_path, monkeypatch) -> None:
+def test_a_first_dry_run_needs_no_aws_identity(
+    alice, lab_env, project, capsys, tmp_path, monkeypatch
+) -> None:
     """A researcher with only the kubeconfig add-user gave them: the bucket is not reachable with no AWS credentials
     (the cluster's real bucket, no local endpoint), and the dry run says so in its line and goes on."""
     from tests.labctl.settings import SETTINGS_TEXT
@@ -289,7 +279,7 @@ def test_a_first_dry_run_needs_no_aws_identity(emu, lab_env, project, capsys, tm
     assert code == 0, err
     line = next(ln for ln in out.splitlines() if ln.startswith("dry run: would upload"))
     assert "not checked (s3://dlr-results-123456789012: Unable to locate credentials" in line
-    assert "dry run: the API server admitted these in u-alice as alice; nothing was created" in out
+    assert f"dry run: the API server admitted these in {alice.namespace} as alice; nothing was created" in out
 
 
 @pytest.mark.parametrize(
@@ -324,7 +314,7 @@ def test_an_unreachable_cluster_is_one_line(tmp_path, capsys) -> None:
         )
 
 
-def test_a_job_file_has_the_flags_fields(emu, lab_env, project, capsys, tmp_path) -> None:
+def test_a_job_file_has_the_flags_fields(alice, lab_env, project, capsys, tmp_path) -> None:
     job = tmp_path / "job.yaml"
     job.write_text("name: from-file\ngpus: 1\nnodes: 2\nno-gang: true\nenv: {LR: 3e-4}\nkeep: [out]\n"
                    "command: torchrun train.py --lr $(LR)\n")  # fmt: skip

@@ -1,5 +1,6 @@
 """`lab status` says why (labctl/status.py): the cases in cases/status.yaml, then the row's columns, and the command
-against the emulator: a job over its namespace's GPU quota shows the quota's numbers, -o json the same rows."""
+on the shared real control plane: a job over its namespace's GPU quota shows the quota's numbers as the real
+Job controller's FailedCreate Event words them, -o json the same rows."""
 
 from __future__ import annotations
 
@@ -56,16 +57,19 @@ def _lab(lab_env, capsys, *argv: str) -> tuple[int, str, str]:
     return e.value.code, out, err
 
 
-def test_over_quota_shows_the_quotas_numbers(emu, lab_env, project, capsys) -> None:
+def test_over_quota_shows_the_quotas_numbers(alice, lab_env, project, capsys) -> None:
     """The namespace's GPU quota (provision/tenancy.py writes one per researcher) refuses the pod: the Job
     controller's FailedCreate Event, as kube-apiserver's quota admission words it, is the reason."""
-    emu.apply({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "gpus", "namespace": "u-alice"},
-               "spec": {"hard": {"requests.nvidia.com/gpu": "4"}}})  # fmt: skip
+    alice.kubectl("apply", "-f", "-", input=json.dumps(
+        {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "gpus", "namespace": alice.namespace},
+         "spec": {"hard": {"requests.nvidia.com/gpu": "4"}}}))  # fmt: skip
+    alice.wait("the quota's usage counted", lambda: "requests.nvidia.com/gpu" in (
+        (alice.get("resourcequota", "gpus") or {}).get("status", {}).get("used") or {}))  # fmt: skip
     code, _, err = _lab(lab_env, capsys, "submit", "--no-build", "--gpus", "8", "--gpu-type", "V100", "--name",
                         "big", "--path", str(project), "--", "python", "train.py")  # fmt: skip
     assert code == 0, err
-    with emu.model.lock:
-        emu.model.advance(emu.model.now() + 5)  # the Job controller tries, and is refused
+    alice.wait("the Job controller tries, and is refused", lambda: any(
+        e["reason"] == "FailedCreate" for e in alice.items("events")))  # fmt: skip
     code, out, _ = _lab(lab_env, capsys, "status")
     header, line = out.splitlines()
     assert header.split() == ["JOB", "STATE", "AGE", "NODES", "GPUS", "GPU-TYPE", "REGION", "PODS", "REASON"]

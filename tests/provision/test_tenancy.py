@@ -59,7 +59,9 @@ def tenants(kube, tmp_path_factory):
     home = tmp / "home"
     runners = {}
     for user in ("alice", "bob"):
-        added = users.add_user(spec, user, str(kube.admin_kubeconfig), home, timeout_s=60)
+        # held here: a module's fixture is set up before the function-scoped guard of tests/provision/conftest.py
+        with kube.singleton("lab-settings"):
+            added = users.add_user(spec, user, str(kube.admin_kubeconfig), home, timeout_s=60)
 
         def run(*args, input=None, _kc=added.kubeconfig):
             return kube.kubectl(*args, input=input, kubeconfig=_kc)
