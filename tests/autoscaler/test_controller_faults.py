@@ -110,10 +110,10 @@ def test_kubernetes_errors_do_not_stop_the_pass(tmp_path, kube):
     failed = {"events": 0, "configmaps": 0}
 
     def intercept(method, path, query, body):
-        if method == "POST" and "/events" in path:
+        if method == "POST" and "events" in path.split("/"):
             failed["events"] += 1
             return 500, "InternalError"
-        if method in ("PUT", "POST") and "/configmaps" in path and not failed["configmaps"]:
+        if method in ("PUT", "POST") and "configmaps" in path.split("/") and not failed["configmaps"]:
             failed["configmaps"] += 1
             return 429, "TooManyRequests"
         return None
