@@ -291,8 +291,8 @@ class ApiProxy:
                     if not line:
                         break
                     q.put((time.monotonic(), line))
-            except (OSError, ValueError, http.client.HTTPException):
-                pass
+            except (OSError, ValueError, AttributeError, http.client.HTTPException):
+                pass  # AttributeError: http.client, as a cut closes the response under this read
             finally:
                 q.put((time.monotonic(), done))
 
