@@ -48,9 +48,16 @@ def scoped_class(namespace: str) -> type:
     return Scoped
 
 
+# pods that must stay pending whatever nodes other tests add (a Ready V100 kwok node of tests/localcluster would
+# take a V100 pod) name a scheduler nobody runs: the autoscaler reads pending as "no node, phase Pending" and
+# plans them as any other
+NO_SCHEDULER = "nobody-schedules-test-pods"
+
+
 def pod(name: str, namespace: str, *, gpus: int = 0, selector: dict | None = None, node: str | None = None,
-        labels: dict | None = None) -> dict:  # fmt: skip
-    """A pod as a Job's would be (tolerating the GPU taint), pending unless ``node`` binds it."""
+        labels: dict | None = None, scheduled: bool = False) -> dict:  # fmt: skip
+    """A pod as a Job's would be (tolerating the GPU taint): bound to ``node``, left to kube-scheduler
+    (``scheduled``), else pending for good."""
     resources = {"requests": {"cpu": "1", "memory": "1Gi"}}
     if gpus:
         resources = {"requests": {"cpu": "8", "memory": "64Gi", "nvidia.com/gpu": str(gpus)},
@@ -64,6 +71,8 @@ def pod(name: str, namespace: str, *, gpus: int = 0, selector: dict | None = Non
         spec["nodeSelector"] = dict(selector)
     if node:
         spec["nodeName"] = node
+    elif not scheduled:
+        spec["schedulerName"] = NO_SCHEDULER
     meta = {"name": name, "namespace": namespace, **({"labels": labels} if labels else {})}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 

@@ -371,7 +371,7 @@ def test_evictions_respect_disruption_budgets(cluster, world):
     pods go, refuses the other (429), and a pod that is gone is nothing left to evict (404)."""
     mine = {real_kube.OWNER: world.ns}
     for i in range(2):
-        world.submit(f"web-{i}", gpus=1, selector=mine, labels={"app": "web"})
+        world.submit(f"web-{i}", gpus=1, selector=mine, labels={"app": "web"}, scheduled=True)
     client.PolicyV1Api(world.admin).create_namespaced_pod_disruption_budget(world.ns, {
         "metadata": {"name": "web"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}})  # fmt: skip
 
