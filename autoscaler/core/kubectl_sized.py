@@ -89,13 +89,20 @@ def _sha(*parts: object) -> str:
     return hashlib.sha256("/".join(map(str, parts)).encode()).hexdigest()
 
 
+# structs that k8s.io/api marks ``+structType=atomic``: the field set names the struct, never its fields
+# (kube-apiserver drops the children another writer lists)
+ATOMIC = frozenset({"fieldRef", "resourceFieldRef", "configMapKeyRef", "secretKeyRef"})
+
+
 def fields_v1(obj: object) -> dict:
     """The structured-merge-diff field set of ``obj`` (what ``managedFields[].fieldsV1`` holds)."""
     if not isinstance(obj, dict):
         return {}
     out: dict = {}
     for k, v in obj.items():
-        if isinstance(v, dict):
+        if k in ATOMIC:
+            out[f"f:{k}"] = {}
+        elif isinstance(v, dict):
             out[f"f:{k}"] = {".": {}, **fields_v1(v)} if v else {}
         elif isinstance(v, list) and k in LIST_KEYS and v and all(isinstance(x, dict) for x in v):
             sub: dict = {}

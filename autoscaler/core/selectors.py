@@ -98,6 +98,12 @@ def parse_selector_text(text: str | None) -> tuple:
             if op in (">", "<"):
                 if parse_int64(value) is None:
                     raise ValueError(f"operator {op} in {m.group(0).strip()!r} needs an integer value")
+                if label_value_problem(
+                    value
+                ):  # labels.NewRequirement checks every value as a label value too
+                    raise ValueError(
+                        f"invalid value in requirement {m.group(0).strip()!r}: {label_value_problem(value)}"
+                    )
                 req = (key, "Gt" if op == ">" else "Lt", (value,))
             else:
                 if label_value_problem(value):

@@ -3,17 +3,16 @@ for them. Ordering is measured with gates and recorded calls, never with wall ti
 
 from __future__ import annotations
 
+import json
 import threading
 from datetime import UTC, datetime
 
 from autoscaler.adapters.events import EventWriter
 from autoscaler.adapters.kubernetes import COMPONENT, STATUS_CONFIGMAP, KubeCluster, KubeEventSink, api_client
 from autoscaler.controller import Controller, ControllerConfig
-from autoscaler.emulator import Emulator
-from autoscaler.model import ClusterModel, VirtualClock
+from tests.autoscaler import real_kube
 from tests.autoscaler.fakes import V100 as V100_ALLOCATABLE
 from tests.autoscaler.fakes import FakeCloud, FakeCluster, group, pod
-from tests.autoscaler.model.builders import pod as model_pod
 
 V100 = {"research.cluster/gpu-model": "v100"}
 GROUP = "dlr-us-west-2-gpu-v100x8"
@@ -43,38 +42,34 @@ def in_thread(fn, timeout_s: float = 60.0):
     return out[0]
 
 
-def test_a_pass_with_500_pod_events_scales_before_any_event_is_written(tmp_path):
-    """The real Kubernetes adapter on the emulator, 500 pending pods: every Event write is held at the API (a
-    gate) until the pass has returned. The pass made its scaling call and finished with no Event written; once
-    the API answers, the writer writes them all: 500 TriggeredScaleUp on the pods, one ScaledUpGroup on the
-    status ConfigMap."""
-    model = ClusterModel(VirtualClock(start=1_767_225_600.0))
+def test_a_pass_with_500_pod_events_scales_before_any_event_is_written(tmp_path, kube):
+    """The real Kubernetes adapter on the run's shared real control plane (through the fault proxy), 500 pending
+    pods: every Event write is held at the proxy (a gate) until the pass has returned. The pass made its scaling
+    call and finished with no Event written; once the API answers, the writer writes them all: 500
+    TriggeredScaleUp on the pods, one ScaledUpGroup on the status ConfigMap."""
+    ns = kube.namespace("events")
+    real_kube.create(kube, *(real_kube.pod(f"train-{i}", ns, gpus=1, selector=V100) for i in range(500)))
     order: list[str] = []
     gate = threading.Event()
-    with Emulator(model) as emu:
-        with model.lock:
-            for i in range(500):
-                p = model_pod(f"train-{i}", gpus=1)
-                p["spec"]["nodeSelector"] = dict(V100)
-                model.submit_pod(p)
-        real = emu.api.handle
 
-        def handle(method, path, *rest):
-            if "/events" in path and method in ("POST", "PATCH"):
-                gate.wait()  # a slow API: no Event write completes until the gate opens
-                reply = real(method, path, *rest)
-                order.append("event written")
-                return reply
-            return real(method, path, *rest)
+    def hold(method, path, query, body):
+        if "events" in path.split("/") and method in ("POST", "PATCH"):
+            gate.wait()  # a slow API: no Event write reaches kube-apiserver until the gate opens
+        return None
 
-        emu.api.handle = handle
-        api = api_client(str(emu.write_kubeconfig(tmp_path / "kubeconfig")))
-        kube = KubeCluster(api, namespace="kube-system")
-        sink = KubeEventSink(
-            api_client(str(tmp_path / "kubeconfig")), 300.0
-        )  # its own pool, as in production
-        kube.events = EventWriter(sink, component=COMPONENT, qps=None)  # no rate limit: all 500 go
-        kube.sync()
+    def written(method, path, query):
+        if "events" in path.split("/") and method in ("POST", "PATCH"):
+            order.append("event written")
+
+    with real_kube.proxied(kube, tmp_path, ns) as (kubeconfig, faults):
+        faults.intercept.append(hold)
+        faults.hooks.append(written)
+        api = api_client(str(kubeconfig))
+        kube_cluster = real_kube.scope(KubeCluster(api, namespace=ns), ns)
+        sink = KubeEventSink(api_client(str(kubeconfig)), 300.0)  # its own pool, as in production
+        kube_cluster.events = EventWriter(sink, component=COMPONENT, qps=None)  # no rate limit: all 500 go
+        kube_cluster.sync()
+        assert len(kube_cluster.list_pods()) == 500
         cloud = FakeCloud([v100_group()], clock=Clock())
         real_set = cloud.set_desired
 
@@ -83,27 +78,30 @@ def test_a_pass_with_500_pod_events_scales_before_any_event_is_written(tmp_path)
             real_set(group_name, desired)
 
         cloud.set_desired = set_desired
-        ctl = Controller(kube, cloud, ControllerConfig(regions=["us-west-2"]), cloud.clock)
+        ctl = Controller(kube_cluster, cloud, ControllerConfig(regions=["us-west-2"]), cloud.clock)
         try:
             result = in_thread(ctl.run_once)
             assert order == ["scaling call"], "the pass scaled and ended while every Event write was held"
             assert result.events_written == 500 and not result.errors
-            assert kube.events.pending() == 501, "500 pod Events and one group Event, queued"
+            assert kube_cluster.events.pending() == 501, "500 pod Events and one group Event, queued"
         finally:
             gate.set()
-        assert kube.flush_events(120)
-        assert kube.close_events(5) == 0
+        assert kube_cluster.flush_events(120)
+        assert kube_cluster.close_events(5) == 0
         sink.close()
         api.close()
-        events = model.store.list("events")
+    events = json.loads(kube.kubectl("-n", ns, "get", "events", "-o", "json", check=True).stdout)["items"]
+    ours = [e for e in events if (e.get("source") or {}).get("component") == COMPONENT]
     assert order[0] == "scaling call" and order.count("event written") == 501
-    reasons = sorted({(e["reason"], e["involvedObject"]["kind"]) for e in events})
+    reasons = sorted({(e["reason"], e["involvedObject"]["kind"]) for e in ours})
     assert reasons == [("ScaledUpGroup", "ConfigMap"), ("TriggeredScaleUp", "Pod")]
-    [up] = [e for e in events if e["reason"] == "ScaledUpGroup"]
+    assert len({e["involvedObject"]["name"] for e in ours if e["reason"] == "TriggeredScaleUp"}) == 500
+    [up] = [e for e in ours if e["reason"] == "ScaledUpGroup"]
     desired = cloud.groups[GROUP]["desired"]
     assert up["message"] == f"Scale-up: setting group {GROUP} size to {desired} instead of 0 (max: 100)"
     assert up["involvedObject"]["name"] == STATUS_CONFIGMAP
-    assert kube.events.dropped == {}
+    assert kube_cluster.events.dropped == {}
+    kube.kubectl("delete", "namespace", ns, "--wait=false")  # 500 pending pods: the scheduler retries them
 
 
 class EventCluster(FakeCluster):

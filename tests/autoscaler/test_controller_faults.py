@@ -1,8 +1,9 @@
 """Fault tests of the whole pass: the real planner, the AWS adapter on a moto server (three regions), a fake
-Kubernetes side. moto fakes no scaling failures: they are injected with botocore event hooks."""
+Kubernetes side (the real adapter on the real control plane in the last test). moto fakes no scaling failures: they are injected with botocore event hooks."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -94,51 +95,50 @@ def test_a_failed_scale_up_call_is_retried_by_the_next_pass(setup, status, code)
     assert desired(cloud)["dlr-us-west-2-gpu-v100x8"] == 3
 
 
-def test_kubernetes_errors_do_not_stop_the_pass(tmp_path):
-    """The real Kubernetes adapter on the emulator: Events answer 500 every time, the state ConfigMap answers
-    429 once (retried): the pass still scales up and persists its state; the Events are the Event writer's
-    business (off the pass): each is tried ``max_tries`` times, then dropped and counted."""
-    from autoscaler.adapters.kubernetes import KubeCluster, api_client
-    from autoscaler.emulator import Emulator
-    from autoscaler.emulator.api import Reply, status_body
-    from autoscaler.model import ClusterModel, VirtualClock
+def test_kubernetes_errors_do_not_stop_the_pass(tmp_path, kube):
+    """The real Kubernetes adapter on the run's shared real control plane, through the fault proxy: Events answer
+    500 every time, the state ConfigMap answers 429 once (retried): the pass still scales up and persists its
+    state; the Events are the Event writer's business (off the pass): each is tried ``max_tries`` times, then
+    dropped and counted."""
+    from autoscaler.adapters.kubernetes import STATE_CONFIGMAP, KubeCluster, api_client
+    from tests.autoscaler import real_kube
     from tests.autoscaler.fakes import V100 as V100_ALLOCATABLE
     from tests.autoscaler.fakes import FakeCloud, group
-    from tests.autoscaler.model.builders import pod as model_pod
 
-    model = ClusterModel(VirtualClock(start=1_767_225_600.0))
-    with Emulator(model) as emu:
-        with model.lock:
-            p = model_pod("train-0", gpus=8)
-            p["spec"]["nodeSelector"] = dict(V100)
-            model.submit_pod(p)
-        real, failed = emu.api.handle, {"events": 0, "configmaps": 0}
+    ns = kube.namespace("faults")
+    real_kube.create(kube, real_kube.pod("train-0", ns, gpus=8, selector=V100))
+    failed = {"events": 0, "configmaps": 0}
 
-        def handle(method, path, *rest):
-            if method == "POST" and "/events" in path:
-                failed["events"] += 1
-                return Reply(500, status_body(500, "InternalError", "injected"))
-            if method in ("PUT", "POST") and "/configmaps" in path and not failed["configmaps"]:
-                failed["configmaps"] += 1
-                return Reply(429, status_body(429, "TooManyRequests", "injected"))
-            return real(method, path, *rest)
+    def intercept(method, path, query, body):
+        if method == "POST" and "events" in path.split("/"):
+            failed["events"] += 1
+            return 500, "InternalError"
+        if method in ("PUT", "POST") and "configmaps" in path.split("/") and not failed["configmaps"]:
+            failed["configmaps"] += 1
+            return 429, "TooManyRequests"
+        return None
 
-        emu.api.handle = handle
-        api = api_client(str(emu.write_kubeconfig(tmp_path / "kubeconfig")))
-        kube = KubeCluster(api, namespace="kube-system")
-        kube.events.retry_s = 0.0
-        kube.sync()
+    with real_kube.proxied(kube, tmp_path, ns) as (kubeconfig, faults):
+        faults.intercept.append(intercept)
+        api = api_client(str(kubeconfig))
+        kube_cluster = real_kube.scope(KubeCluster(api, namespace=ns), ns)
+        kube_cluster.events.retry_s = 0.0
+        kube_cluster.sync()
         cloud = FakeCloud([group("dlr-us-west-2-gpu-v100x8", "us-west-2", "p3.16xlarge", max=4, labels=V100,
                                  taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}],
                                  allocatable=V100_ALLOCATABLE)], clock=Clock())  # fmt: skip
-        ctl = Controller(kube, cloud, ControllerConfig(regions=["us-west-2"]), cloud.clock)
+        ctl = Controller(kube_cluster, cloud, ControllerConfig(regions=["us-west-2"]), cloud.clock)
         result = ctl.run_once()
-        state = kube.read_state()
-        assert kube.close_events(10) == 0, "nothing left queued: each Event was tried, then given up"
+        state = kube_cluster.read_state()
+        assert kube_cluster.close_events(10) == 0, "nothing left queued: each Event was tried, then given up"
         api.close()
     assert cloud.groups["dlr-us-west-2-gpu-v100x8"]["desired"] == 1
-    writer = kube.events
+    writer = kube_cluster.events
     assert writer.dropped == {"api_error": 2}, "the pod's TriggeredScaleUp and the group's ScaledUpGroup"
     assert failed["events"] == 2 * writer.max_tries
     assert not any("event" in e for e in result.errors), "an Event write is not part of the pass"
     assert failed["configmaps"] == 1 and set(state) == {"group_state", "failures_read_until"}
+    stored = json.loads(
+        kube.kubectl("-n", ns, "get", "configmap", STATE_CONFIGMAP, "-o", "json", check=True).stdout
+    )
+    assert stored["data"] == state, "the retried write reached kube-apiserver"

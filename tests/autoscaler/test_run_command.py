@@ -1,4 +1,5 @@
-"""``autoscaler run`` and ``autoscaler snapshot`` end to end: the emulator (Kubernetes) and a moto server (AWS)."""
+"""``autoscaler run`` and ``autoscaler snapshot`` end to end: the run's shared real control plane (Kubernetes; the
+autoscaler's caches pointed at the test's own namespace and nodes) and a moto server (AWS)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,9 @@ import os
 import pytest
 
 from autoscaler.cli import main
-from autoscaler.emulator import Emulator
-from autoscaler.model import ClusterModel, VirtualClock
 from clusterspec.loader import load_spec
+from tests.autoscaler import real_kube
 from tests.autoscaler.aws_setup import SESSION, create_groups
-from tests.autoscaler.model.builders import pod
 from tests.autoscaler.moto_fixtures import _moto_server, moto_url  # noqa: F401 - fixtures
 
 REGIONS = "us-west-2,us-east-1,us-east-2"
@@ -30,16 +29,15 @@ def _keep_logging():
 
 
 @pytest.fixture
-def live(moto_url, tmp_path):  # noqa: F811
+def live(moto_url, tmp_path, kube, monkeypatch):  # noqa: F811
+    """Two pending 8-GPU pods for V100 nodes in a namespace of the test's own, the autoscaler's caches scoped to it,
+    and its Kubernetes traffic through a recording proxy: (faults, kubeconfig, moto's URL, namespace)."""
     create_groups(load_spec(), moto_url)
-    model = ClusterModel(VirtualClock(start=1_767_225_600.0))
-    with Emulator(model) as emu:
-        with model.lock:
-            for i in range(2):
-                p = pod(f"train-{i}", gpus=8)
-                p["spec"]["nodeSelector"] = dict(V100)
-                model.submit_pod(p)
-        yield emu, str(emu.write_kubeconfig(tmp_path / "kubeconfig")), moto_url
+    ns = kube.namespace("run")
+    real_kube.create(kube, *(real_kube.pod(f"train-{i}", ns, gpus=8, selector=V100) for i in range(2)))
+    monkeypatch.setattr("autoscaler.service.KubeCluster", real_kube.scoped_class(ns))
+    with real_kube.proxied(kube, tmp_path, ns) as (kubeconfig, faults):
+        yield faults, str(kubeconfig), moto_url, ns
 
 
 def desired(url: str) -> dict[str, int]:
@@ -52,11 +50,9 @@ def desired(url: str) -> dict[str, int]:
 
 
 def test_once_dry_run_prints_the_plan_and_changes_nothing(live, capsys):
-    emu, kubeconfig, url = live
+    faults, kubeconfig, url, ns = live
     before = desired(url)
-    real, methods = emu.api.handle, []
-    emu.api.handle = lambda m, *rest: (methods.append(m), real(m, *rest))[1]
-    code = main(["run", "--cluster-name", "dlr", "--regions", REGIONS, "--kubeconfig", kubeconfig,
+    code = main(["run", "--cluster-name", "dlr", "--regions", REGIONS, "--kubeconfig", kubeconfig, "--namespace", ns,
                  "--aws-endpoint-url", url, "--once", "--dry-run", "--metrics-port", "0"])  # fmt: skip
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["dry_run"] is True and out["errors"] == []
@@ -64,11 +60,12 @@ def test_once_dry_run_prints_the_plan_and_changes_nothing(live, capsys):
     assert {"action": "set_desired", "group": "dlr-us-west-2-gpu-v100x8", "from": 0, "desired": 2,
             "dry_run": True} in out["actions"]  # fmt: skip
     assert desired(url) == before
-    assert methods and set(methods) == {"GET"}, "the dry run only read from Kubernetes"
+    methods = {r.method for r in faults.requests}
+    assert methods == {"GET"}, "the dry run only read from Kubernetes"
 
 
-def test_once_acts_and_snapshot_replays(live, capsys, tmp_path):
-    emu, kubeconfig, url = live
+def test_once_acts_and_snapshot_replays(live, capsys, tmp_path, kube):
+    _, kubeconfig, url, ns = live
     common = [
         "--cluster-name",
         "dlr",
@@ -78,12 +75,14 @@ def test_once_acts_and_snapshot_replays(live, capsys, tmp_path):
         kubeconfig,
         "--aws-endpoint-url",
         url,
+        "--namespace",  # its state and status ConfigMaps in the test's own namespace
+        ns,
     ]
     assert main(["run", *common, "--once", "--metrics-port", "0"]) == 0
     capsys.readouterr()
     assert desired(url)["dlr-us-west-2-gpu-v100x8"] == 2
-    reasons = {e["reason"] for e in emu.model.events_for("research", "train-1")}
-    assert "TriggeredScaleUp" in reasons
+    # the Event writer flushed before the command returned
+    assert "TriggeredScaleUp" in {e["reason"] for e in real_kube.events_for(kube, ns, "train-1")}
     assert main(["snapshot", *common]) == 0
     snap = json.loads(capsys.readouterr().out)
     assert {"pods", "nodes", "groups", "regions", "now", "scaling_failures", "group_state"} <= set(snap)
@@ -143,7 +142,7 @@ def test_once_exits_1_when_aws_cannot_be_read(live, capsys, monkeypatch):
 
     # two attempts, not the eight a live pass makes against a refused connection (about 11 s of back-off)
     monkeypatch.setitem(AwsCloud.__init__.__kwdefaults__, "max_attempts", 2)
-    _, kubeconfig, _ = live
+    _, kubeconfig, _, _ = live
     code = main(["run", "--cluster-name", "dlr", "--regions", REGIONS, "--kubeconfig", kubeconfig, "--once",
                  "--dry-run", "--metrics-port", "0", "--aws-endpoint-url", "http://127.0.0.1:9"])  # fmt: skip
     out = json.loads(capsys.readouterr().out)
@@ -152,9 +151,14 @@ def test_once_exits_1_when_aws_cannot_be_read(live, capsys, monkeypatch):
 
 
 def test_an_unreachable_api_is_one_line_and_exit_1(tmp_path, capsys):
-    from autoscaler.emulator.kubeconfig import write_kubeconfig
+    import yaml
 
-    kubeconfig = write_kubeconfig(tmp_path / "kc", "http://127.0.0.1:9")
+    kubeconfig = tmp_path / "kc"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:9"}}],
+        "users": [{"name": "u", "user": {}}], "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+    }))  # fmt: skip
     code = main(["run", "--cluster-name", "dlr", "--regions", "us-west-2", "--kubeconfig", str(kubeconfig),
                  "--once", "--metrics-port", "0"])  # fmt: skip
     assert code == 1
@@ -164,7 +168,7 @@ def test_an_unreachable_api_is_one_line_and_exit_1(tmp_path, capsys):
 
 def test_a_cluster_name_that_tags_no_group_is_one_line_and_exit_2(live, capsys):
     """A typo in --cluster-name found no group and exited 0 silently (issue 37)."""
-    _, kubeconfig, url = live
+    _, kubeconfig, url, _ = live
     code = main(["run", "--cluster-name", "dlrx", "--regions", REGIONS, "--kubeconfig", kubeconfig,
                  "--aws-endpoint-url", url, "--once", "--dry-run", "--metrics-port", "0"])  # fmt: skip
     out, err = capsys.readouterr()
@@ -179,7 +183,7 @@ def test_the_live_process_with_a_cluster_name_that_tags_no_group_exits_2(live):
     import subprocess
     import sys
 
-    _, kubeconfig, url = live
+    _, kubeconfig, url, _ = live
     done = subprocess.run([sys.executable, "-m", "autoscaler", "run", "--cluster-name", "dlrx", "--regions", REGIONS,
                            "--kubeconfig", kubeconfig, "--aws-endpoint-url", url, "--metrics-port", "0"],
                           capture_output=True, text=True, timeout=120,

@@ -17,6 +17,8 @@ proxies (:class:`KubeFaults`), are what a network or an overloaded API server do
   500 (a replica whose renewals fail while the rest of its traffic passes);
 - ``hooks``: ``fn(method, path, query)`` run after kube-apiserver answered a request and before its client gets
   the answer (a binder that acts right after a read);
+- ``intercept``: ``fn(method, path, query, body)`` run before a request is forwarded; it may wait (a slow API), and
+  an answer ``(status, reason)`` is sent as kube-apiserver's Status without forwarding (None forwards);
 - per proxy, ``cut()``: a partition. Nothing passes either way and nothing is closed: requests hang, watches go
   silent, new connections are accepted and never answered; the client's timeouts decide.
 
@@ -65,6 +67,7 @@ class KubeFaults:
     cut_watches_s: float = 0.0
     fail_lease_writes_of: set[str] = field(default_factory=set)
     hooks: list = field(default_factory=list)
+    intercept: list = field(default_factory=list)
     requests: list[Request] = field(default_factory=list)
     watch_cuts: int = 0
     delivered: dict[str, set[str]] = field(
@@ -234,6 +237,13 @@ class ApiProxy:
             _respond(conn, code, [("Content-Type", "application/json"), *extra],
                      status_body(code, reason, f"injected: the pods API answers {code}"))  # fmt: skip
             return True
+        for fn in list(f.intercept):
+            answer = fn(method, path, query, body)
+            if answer is not None:
+                code, reason = answer
+                _respond(conn, code, [("Content-Type", "application/json")],
+                         status_body(code, reason, f"injected: {reason}"))  # fmt: skip
+                return True
         if "/leases" in path and method in ("PUT", "POST") and f.fail_lease_writes_of:
             holder = ((json.loads(body or b"{}").get("spec")) or {}).get("holderIdentity")
             if holder in f.fail_lease_writes_of:
@@ -281,8 +291,8 @@ class ApiProxy:
                     if not line:
                         break
                     q.put((time.monotonic(), line))
-            except (OSError, ValueError, http.client.HTTPException):
-                pass
+            except (OSError, ValueError, AttributeError, http.client.HTTPException):
+                pass  # AttributeError: http.client, as a cut closes the response under this read
             finally:
                 q.put((time.monotonic(), done))
 

@@ -1,4 +1,5 @@
-"""Fixtures: a moto server (AWS) and the Kubernetes API emulator (both on loopback)."""
+"""Fixtures: a moto server (AWS) and the Kubernetes API emulator (both on loopback), for the tests not yet on the
+run's shared real control plane (the ``kube`` fixture of tests/conftest.py, which these names leave unshadowed)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ def kubeconfig(emu, tmp_path) -> str:
 
 
 @pytest.fixture
-def kube(kubeconfig):
+def emu_kube(kubeconfig):
     api = api_client(kubeconfig)
     cluster = KubeCluster(api, namespace="kube-system", page_size=2, watch_timeout_s=2)
     yield cluster

@@ -13,6 +13,12 @@ from tests.autoscaler.model.builders import pod as model_pod
 from tests.support import require_tool
 
 
+@pytest.fixture
+def kube(emu_kube):
+    """The adapter on the emulator (tests/autoscaler/adapters/conftest.py), under the name these tests use."""
+    return emu_kube
+
+
 def submit(emu, pod: dict) -> dict:
     with emu.model.lock:
         return emu.model.submit_pod(pod)

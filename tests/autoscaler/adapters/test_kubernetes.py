@@ -1,158 +1,204 @@
-"""The Kubernetes adapter over HTTP against the emulator, with the unmodified official client."""
+"""The Kubernetes adapter over HTTP against the real kube-apiserver (the run's shared control plane), with the
+unmodified official client: its caches pointed at the test's own namespace and kwok nodes; faults on the wire from
+the TLS proxy of tests/faults/kube_proxy.py."""
 
 from __future__ import annotations
 
+import json
 import threading
-import time
 
 import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
 from autoscaler.adapters.informer import Gone
-from autoscaler.adapters.kubernetes import NodeChanged
-from autoscaler.emulator.api import Reply, WatchStream, status_body
+from autoscaler.adapters.kubernetes import KubeCluster, NodeChanged, api_client
 from clusterspec.names import (
     CORDONED_BY_AUTOSCALER_ANNOTATION,
     SCALE_DOWN_ABORTED_ANNOTATION,
     TO_BE_DELETED_TAINT,
 )
-from tests.autoscaler.model.builders import pod as model_pod
+from tests.autoscaler import real_kube
+from tests.autoscaler.real_kube import wait_until
 
 TAINT = {"key": TO_BE_DELETED_TAINT, "value": "1767225600", "effect": "NoSchedule"}
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 
 
-def submit(emu, pod: dict) -> dict:
-    with emu.model.lock:
-        return emu.model.submit_pod(pod)
+class World:
+    """A namespace and two 8-GPU kwok nodes of the test's own on the shared control plane."""
+
+    def __init__(self, kube):
+        self.kube = kube
+        self.ns = kube.namespace("adapter")
+        self.nodes = [real_kube.node(kube, self.ns, taints=[GPU_TAINT]) for _ in range(2)]
+        self.admin = api_client(str(kube.admin_kubeconfig))
+        self.core = client.CoreV1Api(self.admin)
+
+    def submit(self, name: str, gpus: int = 16, **kw) -> dict:
+        """A pod of the test's namespace (16 GPUs fits no node: it stays pending)."""
+        body = real_kube.pod(name, self.ns, gpus=gpus, **kw)
+        return self.core.api_client.sanitize_for_serialization(self.core.create_namespaced_pod(self.ns, body))
+
+    def node(self, name: str) -> dict | None:
+        try:
+            return json.loads(self.core.read_node(name, _preload_content=False).data)
+        except ApiException as e:
+            if e.status == 404:
+                return None
+            raise
+
+    def cluster(self, kubeconfig: str | None = None) -> KubeCluster:
+        api = api_client(kubeconfig or str(self.kube.admin_kubeconfig))
+        return real_kube.scope(KubeCluster(api, namespace=self.ns, page_size=2, watch_timeout_s=2), self.ns)
+
+    def close(self):
+        real_kube.delete_nodes(self.kube, self.ns)
+        self.kube.kubectl("delete", "namespace", self.ns, "--wait=false")
+        self.admin.close()
 
 
-def settle(emu, seconds: float = 60) -> None:
-    with emu.model.lock:
-        emu.model.advance(emu.model.now() + seconds)
+@pytest.fixture
+def world(kube):
+    w = World(kube)
+    yield w
+    w.close()
 
 
-def names(objects: list[dict], namespace: str = "research") -> list[str]:
+@pytest.fixture
+def cluster(world):
+    c = world.cluster()
+    yield c
+    c.stop()
+    c.api.close()
+
+
+@pytest.fixture
+def faulty(world, kube, tmp_path):
+    """The adapter through the fault proxy: (cluster, faults)."""
+    with real_kube.proxied(kube, tmp_path, world.ns) as (kubeconfig, faults):
+        c = world.cluster(str(kubeconfig))
+        yield c, faults
+        c.stop()
+        c.api.close()
+
+
+def names(objects: list[dict], namespace: str) -> list[str]:
     return sorted(o["metadata"]["name"] for o in objects if o["metadata"].get("namespace") == namespace)
 
 
-def wait_until(check, timeout_s: float = 10.0) -> None:
-    """A correctness wait for background threads (a timeout, never a performance assertion)."""
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached")
-        time.sleep(0.02)
+def taint_keys(node: dict) -> list[str]:
+    """The taints this adapter and the test set (the node controllers' own node.kubernetes.io/* aside)."""
+    return [
+        t["key"] for t in node["spec"].get("taints") or [] if not t["key"].startswith("node.kubernetes.io/")
+    ]
 
 
-def fail_requests(emu, method: str, path_part: str, times: int, status: int = 500) -> dict:
-    """The emulator answers the first ``times`` matching requests with ``status``."""
-    real, seen = emu.api.handle, {"n": 0}
+def fail_requests(faults, method: str, path_part: str, times: int, status: int = 500,
+                  watches: bool = False) -> dict:  # fmt: skip
+    """The proxy answers the first ``times`` matching requests (lists and reads; watches too with ``watches``)
+    with ``status``, without forwarding them."""
+    seen = {"n": 0}
 
-    def handle(m, path, *rest):
-        if m == method and path_part in path and seen["n"] < times:
+    def intercept(m, path, query, body):
+        watching = query.get("watch") in ("1", "true")
+        if m == method and path_part in path and (watches or not watching) and seen["n"] < times:
             seen["n"] += 1
-            return Reply(status, status_body(status, "InternalError", "injected"))
-        return real(m, path, *rest)
+            return status, "InternalError" if status == 500 else "ServiceUnavailable"
+        return None
 
-    emu.api.handle = handle
+    faults.intercept.append(intercept)
     return seen
 
 
-def test_sync_lists_every_object_page_by_page(kube, emu):
+def test_sync_lists_every_object_page_by_page(cluster, world):
     for i in range(5):
-        submit(emu, model_pod(f"p{i}", gpus=16))  # fits no node: stays pending
-    kube.sync()
-    pods = kube.list_pods()
-    assert names(pods) == ["p0", "p1", "p2", "p3", "p4"]
+        world.submit(f"p{i}")
+    cluster.sync()
+    pods = cluster.list_pods()
+    assert names(pods, world.ns) == ["p0", "p1", "p2", "p3", "p4"]
     assert {(p["kind"], p["apiVersion"]) for p in pods} == {("Pod", "v1")}
-    assert kube.informers["pods"].pages >= 3  # page size 2
-    assert len(kube.list_nodes()) == 2 and kube.list_nodes()[0]["kind"] == "Node"
-    assert kube.list_pdbs() == [] and kube.synced()
+    assert cluster.informers["pods"].pages >= 3  # page size 2
+    nodes = cluster.list_nodes()
+    assert sorted(n["metadata"]["name"] for n in nodes) == sorted(world.nodes) and nodes[0]["kind"] == "Node"
+    assert cluster.list_pdbs() == [] and cluster.synced()
 
 
-def test_watch_applies_changes_and_reports_pending_pods(kube, emu):
+def test_watch_applies_changes_and_reports_pending_pods(cluster, world):
     pending = []
-    kube.on_pending_pod = lambda p: pending.append(p["metadata"]["name"])
-    kube.start()
-    assert kube.wait_synced(10)
-    submit(emu, model_pod("new", gpus=16))
-    wait_until(lambda: names(kube.list_pods()) == ["new"])
+    cluster.on_pending_pod = lambda p: pending.append(p["metadata"]["name"])
+    cluster.start()
+    assert cluster.wait_synced(10)
+    world.submit("new")
+    wait_until(lambda: names(cluster.list_pods(), world.ns) == ["new"])
     assert set(pending) == {"new"}  # added, then perhaps modified (still pending): each may trigger
-    with emu.model.lock:
-        emu.model.delete_pod("research", "new")
-    wait_until(lambda: names(kube.list_pods()) == [])
+    world.core.delete_namespaced_pod("new", world.ns)
+    wait_until(lambda: names(cluster.list_pods(), world.ns) == [])
 
 
-def test_a_watch_the_server_ends_resumes_from_its_version_without_relisting(kube, emu):
-    informer = kube.informers["pods"]
+def test_a_watch_the_server_ends_resumes_from_its_version_without_relisting(cluster, world):
+    informer = cluster.informers["pods"]
     informer.watch_timeout_s = 1
     informer.start()
     assert informer.synced.wait(10)
     wait_until(lambda: informer.watches >= 3)  # the server ended two watches (timeoutSeconds=1)
-    submit(emu, model_pod("after", gpus=16))
-    wait_until(lambda: names(informer.items()) == ["after"])
+    world.submit("after")
+    wait_until(lambda: names(informer.items(), world.ns) == ["after"])
     assert informer.relists == 1
 
 
-def test_an_expired_watch_relists(kube, emu):
-    informer = kube.informers["pods"]
+def test_an_expired_watch_relists(faulty, world):
+    """A watch from a resourceVersion kube-apiserver no longer holds is answered 410 Expired (as the watch cache
+    answers one older than its window; compacting the shared etcd to provoke it would expire every other test's
+    watches), at the proxy: the informer relists."""
+    cluster, faults = faulty
+    informer = cluster.informers["pods"]
     informer.sync()
-    submit(emu, model_pod("late", gpus=16))
-    emu.api.hub.compact()
+    stale = informer.resource_version
+    world.submit("late")
+    expired = {"n": 0}
+
+    def intercept(m, path, query, body):  # every watch from the listed version: it has expired
+        if query.get("watch") in ("1", "true") and query.get("resourceVersion") == stale:
+            expired["n"] += 1
+            return 410, "Expired"
+        return None
+
+    faults.intercept.append(intercept)
     with pytest.raises(Gone):
         informer.watch_once()
     informer.start()
-    wait_until(lambda: informer.relists >= 2 and names(informer.items()) == ["late"])
+    wait_until(lambda: informer.relists >= 2 and names(informer.items(), world.ns) == ["late"])
+    assert expired["n"] == 2, "the direct watch and the loop's first one; then a relist and a fresh version"
 
 
-def test_a_failing_list_is_retried_after_a_back_off(kube, emu):
-    seen = fail_requests(emu, "GET", "/api/v1/nodes", times=2)
-    informer = kube.informers["nodes"]
+def test_a_failing_list_is_retried_after_a_back_off(faulty, world):
+    cluster, faults = faulty
+    seen = fail_requests(faults, "GET", "/api/v1/nodes", times=2)
+    informer = cluster.informers["nodes"]
     threading.Thread(target=informer.run, kwargs={"backoff_s": 0.05}, daemon=True).start()
     assert informer.synced.wait(10)
     assert seen["n"] == 2 and len(informer.items()) == 2
 
 
-def cut_watches(emu, after_s: float) -> dict:
-    """Every watch of the emulator breaks ``after_s`` after it opened (the connection closes mid-stream, no last
-    chunk: the client sees a broken response), as a load balancer that drops long connections does."""
-    real, seen = emu.api.handle, {"cut": 0}
-
-    def handle(m, path, query, *rest):
-        result = real(m, path, query, *rest)
-        if not isinstance(result, WatchStream):
-            return result
-
-        end = time.monotonic() + after_s
-
-        def events(inner=result.events):
-            for event in inner:  # bookmarks come every 0.2 s, so the cut is prompt
-                if time.monotonic() > end:
-                    seen["cut"] += 1
-                    raise ConnectionResetError("injected: watch cut")
-                yield event
-
-        return WatchStream(events())
-
-    emu.api.handle = handle
-    return seen
-
-
-def test_a_watch_cut_after_it_was_established_resumes_without_a_relist_or_a_longer_back_off(kube, emu):
-    informer = kube.informers["pods"]
-    seen = cut_watches(emu, 1.2)  # open over a second: established, then cut
+def test_a_watch_cut_after_it_was_established_resumes_without_a_relist_or_a_longer_back_off(faulty, world):
+    cluster, faults = faulty
+    informer = cluster.informers["pods"]
+    faults.cut_watches_s = 1.2  # open over a second: established, then cut (the connection closes mid-stream)
     informer.start()
     assert informer.synced.wait(10)
-    wait_until(lambda: seen["cut"] >= 2 and informer.resumed >= 2)
-    submit(emu, model_pod("during-cuts", gpus=16))
-    wait_until(lambda: names(informer.items()) == ["during-cuts"])
+    wait_until(lambda: faults.watch_cuts >= 2 and informer.resumed >= 2)
+    world.submit("during-cuts")
+    wait_until(lambda: names(informer.items(), world.ns) == ["during-cuts"])
     assert informer.relists == 1, "a cut watch resumes from its resourceVersion"
     assert informer.backoff == informer.backoff_s
     assert informer.age() < 2
 
 
-def test_the_back_off_grows_over_failed_lists_and_resets_after_a_healthy_watch(kube, emu):
-    seen = fail_requests(emu, "GET", "/api/v1/nodes", times=4)
-    informer = kube.informers["nodes"]
+def test_the_back_off_grows_over_failed_lists_and_resets_after_a_healthy_watch(faulty):
+    cluster, faults = faulty
+    seen = fail_requests(faults, "GET", "/api/v1/nodes", times=4)
+    informer = cluster.informers["nodes"]
     informer.watch_timeout_s = 1
     threading.Thread(
         target=informer.run, kwargs={"backoff_s": 0.05, "max_backoff_s": 0.2}, daemon=True
@@ -163,106 +209,99 @@ def test_the_back_off_grows_over_failed_lists_and_resets_after_a_healthy_watch(k
     wait_until(lambda: informer.backoff == 0.05)  # the watch after the list ran (and ended) normally
 
 
-def test_very_short_watches_back_off(kube, emu):
-    informer = kube.informers["pods"]
+def test_very_short_watches_back_off(faulty):
+    cluster, faults = faulty
+    informer = cluster.informers["pods"]
     informer.backoff_s, informer.max_backoff_s = 0.05, 0.4
     informer.watch_timeout_s = 1  # the healthy watch after the fault ends (and resets the back-off) sooner
     informer.sync()
-    real = emu.api.handle
+    failing = {"on": True}
 
-    def handle(m, path, query, *rest):
-        if query.get("watch") in ("1", "true"):
-            return Reply(500, status_body(500, "InternalError", "injected"))
-        return real(m, path, query, *rest)
+    def intercept(m, path, query, body):
+        if failing["on"] and query.get("watch") in ("1", "true"):
+            return 500, "InternalError"
+        return None
 
-    emu.api.handle = handle
+    faults.intercept.append(intercept)
     threading.Thread(target=informer.run, daemon=True).start()
     # each watch fails at once (not established): the back-off grows although every relist succeeds
     wait_until(lambda: informer.backoff == 0.4)
-    emu.api.handle = real
+    failing["on"] = False
     wait_until(lambda: informer.backoff == 0.05)
 
 
-def test_taints_and_annotations(kube, emu):
-    kube.sync()
-    name = kube.list_nodes()[0]["metadata"]["name"]
-    kube.taint_node(name, TAINT)
-    kube.taint_node(name, TAINT)  # already there: no change
-    assert [t["key"] for t in emu.model.node(name)["spec"]["taints"]] == [
-        "nvidia.com/gpu",
-        TO_BE_DELETED_TAINT,
-    ]
-    kube.annotate_node(name, {"a": "1", "b": "2"})
-    kube.annotate_node(name, {"a": None})
-    annotations = emu.model.node(name)["metadata"]["annotations"]
+def test_taints_and_annotations(cluster, world):
+    name = world.nodes[0]
+    cluster.taint_node(name, TAINT)
+    cluster.taint_node(name, TAINT)  # already there: no change
+    assert taint_keys(world.node(name)) == ["nvidia.com/gpu", TO_BE_DELETED_TAINT]
+    cluster.annotate_node(name, {"a": "1", "b": "2"})
+    cluster.annotate_node(name, {"a": None})
+    annotations = world.node(name)["metadata"]["annotations"]
     assert "a" not in annotations and annotations["b"] == "2"
-    kube.untaint_node(name, TO_BE_DELETED_TAINT)
-    kube.untaint_node(name, TO_BE_DELETED_TAINT)
-    assert [t["key"] for t in emu.model.node(name)["spec"]["taints"]] == ["nvidia.com/gpu"]
+    cluster.untaint_node(name, TO_BE_DELETED_TAINT)
+    cluster.untaint_node(name, TO_BE_DELETED_TAINT)
+    assert taint_keys(world.node(name)) == ["nvidia.com/gpu"]
 
 
-def test_a_taint_racing_another_writer_rereads_and_keeps_both_changes(kube, emu):
-    kube.sync()
-    name = kube.list_nodes()[0]["metadata"]["name"]
-    real = emu.api.handle
+def test_a_taint_racing_another_writer_rereads_and_keeps_both_changes(faulty, world):
+    cluster, faults = faulty
+    name = world.nodes[0]
+    raced = {"n": 0}
 
-    def handle(m, path, *rest):
-        if (
-            m == "PATCH"
-            and path.endswith(f"/nodes/{name}")
-            and any(isinstance(a, bytes) and b"resourceVersion" in a for a in rest)
-        ):
-            emu.api.handle = real  # once: someone else labels the node between our read and our patch
-            with emu.model.lock:
-                emu.model.annotate_node(name, {"other-writer": "yes"})
-        return real(m, path, *rest)
+    def intercept(m, path, query, body):
+        if m == "PATCH" and path.endswith(f"/nodes/{name}") and b"resourceVersion" in (body or b"") \
+                and not raced["n"]:  # fmt: skip
+            raced["n"] += 1  # once: someone else annotates the node between our read and our patch
+            world.core.patch_node(name, {"metadata": {"annotations": {"other-writer": "yes"}}})
+        return None
 
-    emu.api.handle = handle
-    kube.taint_node(name, TAINT)
-    node = emu.model.node(name)
-    assert TO_BE_DELETED_TAINT in [t["key"] for t in node["spec"]["taints"]]
+    faults.intercept.append(intercept)
+    cluster.taint_node(name, TAINT)
+    node = world.node(name)
+    assert raced["n"] == 1
+    assert TO_BE_DELETED_TAINT in taint_keys(node)
     assert node["metadata"]["annotations"]["other-writer"] == "yes"
+    patches = [r.status for r in faults.requests if r.method == "PATCH" and r.path.endswith(f"/nodes/{name}")]
+    assert patches == [409, 200], "kube-apiserver refused the stale patch; the reread one went through"
 
 
-def test_transient_errors_on_writes_are_retried(kube, emu):
-    kube.sync()
-    name = kube.list_nodes()[0]["metadata"]["name"]
-    seen = fail_requests(emu, "PATCH", f"/nodes/{name}", times=2, status=503)
-    kube.annotate_node(name, {"a": "1"})
-    assert seen["n"] == 2 and emu.model.node(name)["metadata"]["annotations"]["a"] == "1"
+def test_transient_errors_on_writes_are_retried(faulty, world):
+    cluster, faults = faulty
+    name = world.nodes[0]
+    seen = fail_requests(faults, "PATCH", f"/nodes/{name}", times=2, status=503)
+    cluster.annotate_node(name, {"a": "1"})
+    assert seen["n"] == 2 and world.node(name)["metadata"]["annotations"]["a"] == "1"
 
 
-def test_a_persistent_error_is_one_line(kube, emu):
-    fail_requests(emu, "DELETE", "/nodes/", times=100)
+def test_a_persistent_error_is_one_line(faulty):
+    cluster, faults = faulty
+    fail_requests(faults, "DELETE", "/nodes/", times=100)
     with pytest.raises(RuntimeError, match=r"^delete node \S+: HTTP 500 ") as e:
-        kube.delete_node("whatever")
+        cluster.delete_node("whatever")
     assert "\n" not in str(e.value)
 
 
-def test_delete_node(kube, emu):
-    kube.sync()
-    name = kube.list_nodes()[0]["metadata"]["name"]
-    kube.delete_node(name)
-    kube.delete_node(name)  # already gone: fine
-    assert name not in {n["metadata"]["name"] for n in emu.model.nodes()}
+def test_delete_node(cluster, world):
+    name = world.nodes[0]
+    cluster.delete_node(name)
+    cluster.delete_node(name)  # already gone: fine
+    assert world.node(name) is None
 
 
-def test_marking_for_removal_taints_and_cordons_in_one_write_and_unmarking_takes_both_back(kube, emu):
-    kube.sync()
-    name = kube.list_nodes()[0]["metadata"]["name"]
-    kube.annotate_node(name, {SCALE_DOWN_ABORTED_ANNOTATION: "2026-01-01T00:00:00Z; pod research/x"})
-    kube.mark_for_removal(name, TAINT)
-    n = emu.model.node(name)
-    assert (
-        TO_BE_DELETED_TAINT in [t["key"] for t in n["spec"]["taints"]] and n["spec"]["unschedulable"] is True
-    )
+def test_marking_for_removal_taints_and_cordons_in_one_write_and_unmarking_takes_both_back(cluster, world):
+    name = world.nodes[0]
+    cluster.annotate_node(name, {SCALE_DOWN_ABORTED_ANNOTATION: "2026-01-01T00:00:00Z; pod research/x"})
+    cluster.mark_for_removal(name, TAINT)
+    n = world.node(name)
+    assert TO_BE_DELETED_TAINT in taint_keys(n) and n["spec"]["unschedulable"] is True
     assert n["metadata"]["annotations"][CORDONED_BY_AUTOSCALER_ANNOTATION] == "true"
     assert SCALE_DOWN_ABORTED_ANNOTATION not in n["metadata"]["annotations"], "a new removal starts afresh"
-    kube.unmark(
+    cluster.unmark(
         name, [TO_BE_DELETED_TAINT], {SCALE_DOWN_ABORTED_ANNOTATION: "2026-01-01T00:01:00Z; pod research/y"}
     )
-    n = emu.model.node(name)
-    assert TO_BE_DELETED_TAINT not in [t["key"] for t in n["spec"].get("taints") or []]
+    n = world.node(name)
+    assert TO_BE_DELETED_TAINT not in taint_keys(n)
     assert (
         not n["spec"].get("unschedulable")
         and CORDONED_BY_AUTOSCALER_ANNOTATION not in n["metadata"]["annotations"]
@@ -270,133 +309,123 @@ def test_marking_for_removal_taints_and_cordons_in_one_write_and_unmarking_takes
     assert n["metadata"]["annotations"][SCALE_DOWN_ABORTED_ANNOTATION].endswith("pod research/y")
 
 
-def test_a_node_someone_else_cordoned_stays_cordoned(kube, emu):
-    kube.sync()
-    name = kube.list_nodes()[0]["metadata"]["name"]
-    kube.core.patch_node(name, {"spec": {"unschedulable": True}})  # an operator's kubectl cordon
-    kube.mark_for_removal(name, TAINT)
-    assert CORDONED_BY_AUTOSCALER_ANNOTATION not in (
-        emu.model.node(name)["metadata"].get("annotations") or {}
-    )
-    kube.unmark(name, [TO_BE_DELETED_TAINT])
-    assert emu.model.node(name)["spec"]["unschedulable"] is True
+def test_a_node_someone_else_cordoned_stays_cordoned(cluster, world):
+    name = world.nodes[0]
+    world.core.patch_node(name, {"spec": {"unschedulable": True}})  # an operator's kubectl cordon
+    cluster.mark_for_removal(name, TAINT)
+    assert CORDONED_BY_AUTOSCALER_ANNOTATION not in (world.node(name)["metadata"].get("annotations") or {})
+    cluster.unmark(name, [TO_BE_DELETED_TAINT])
+    assert world.node(name)["spec"]["unschedulable"] is True
 
 
-def test_a_node_deletion_with_preconditions_refuses_a_node_that_changed(kube, emu):
-    kube.sync()
-    name = kube.list_nodes()[0]["metadata"]["name"]
-    read = kube.read_node(name)
-    kube.annotate_node(name, {"changed": "since the read"})
+def test_a_node_deletion_with_preconditions_refuses_a_node_that_changed(cluster, world):
+    name = world.nodes[0]
+    read = cluster.read_node(name)
+    cluster.annotate_node(name, {"changed": "since the read"})
     with pytest.raises(NodeChanged, match="changed since it was read"):
-        kube.delete_node(name, read["metadata"]["uid"], read["metadata"]["resourceVersion"])
-    assert name in {n["metadata"]["name"] for n in emu.model.nodes()}
-    read = kube.read_node(name)
-    kube.delete_node(name, read["metadata"]["uid"], read["metadata"]["resourceVersion"])
-    assert name not in {n["metadata"]["name"] for n in emu.model.nodes()}
+        cluster.delete_node(name, read["metadata"]["uid"], read["metadata"]["resourceVersion"])
+    assert world.node(name) is not None
+    for _ in range(5):  # kwok renews the node's status too: a read can be stale by the delete
+        read = cluster.read_node(name)
+        try:
+            cluster.delete_node(name, read["metadata"]["uid"], read["metadata"]["resourceVersion"])
+            break
+        except NodeChanged:
+            continue
+    assert world.node(name) is None
 
 
-def test_the_fresh_read_of_pending_pods_and_the_pods_watch_since_a_mark(kube, emu):
-    kube.start()
-    assert kube.wait_synced(10)
-    node = kube.list_nodes()[0]["metadata"]["name"]
-    mark = kube.pod_event_mark()
-    submit(emu, model_pod("waiting", gpus=16))
-    bound = model_pod("bound", gpus=0, duration=None)
-    bound["spec"]["nodeName"] = node
-    submit(emu, bound)
-    wait_until(
-        lambda: (
-            {"research/bound"} <= {f"research/{p['metadata']['name']}" for p in kube.pods_seen_on(node, mark)}
-        )
-    )
-    assert kube.pods_seen_on(node, kube.pod_event_mark()) == []
-    assert [p["metadata"]["name"] for p in kube.read_pending_pods()] == ["waiting"]
+def test_the_fresh_read_of_pending_pods_and_the_pods_watch_since_a_mark(cluster, world):
+    cluster.start()
+    assert cluster.wait_synced(10)
+    node = world.nodes[0]
+    mark = cluster.pod_event_mark()
+    world.submit("waiting")
+    world.submit("bound", gpus=0, node=node)
+    wait_until(lambda: {"bound"} <= {p["metadata"]["name"] for p in cluster.pods_seen_on(node, mark) or []})
+    later = cluster.pod_event_mark()
+    assert [p for p in cluster.pods_seen_on(node, later) or [] if p["metadata"]["name"] != "bound"] == []
+    assert names(cluster.read_pending_pods(), world.ns) == ["waiting"]
 
 
-def test_a_pass_plans_only_on_the_pods_pending_when_it_began(kube, emu):
+def test_a_pass_plans_only_on_the_pods_pending_when_it_began(cluster, world):
     """The loop marks the pass's start as it closes the batching window: a pod the watch first shows pending after
     that belongs to the next window (its event opens it) and is left out of this pass's pods; one pending before
     stays in, changed or not, and so does every bound pod."""
-    kube.start()
-    assert kube.wait_synced(10)
-    submit(emu, model_pod("before", gpus=16))
-    wait_until(lambda: names(kube.list_pods()) == ["before"])
-    kube.mark_pass()
-    submit(emu, model_pod("during", gpus=16))
-    bound = model_pod("bound", gpus=0, duration=None)
-    bound["spec"]["nodeName"] = kube.list_nodes()[0]["metadata"]["name"]
-    submit(emu, bound)
-    informer = kube.informers["pods"]
-    wait_until(lambda: {"during", "bound"} <= set(names(informer.items())))
-    assert names(kube.list_pods()) == ["before", "bound"]
-    kube.mark_pass()  # the next pass
-    assert names(kube.list_pods()) == ["before", "bound", "during"]
+    cluster.start()
+    assert cluster.wait_synced(10)
+    world.submit("before")
+    wait_until(lambda: names(cluster.list_pods(), world.ns) == ["before"])
+    cluster.mark_pass()
+    world.submit("during")
+    world.submit("bound", gpus=0, node=world.nodes[0])
+    informer = cluster.informers["pods"]
+    wait_until(lambda: {"during", "bound"} <= set(names(informer.items(), world.ns)))
+    assert names(cluster.list_pods(), world.ns) == ["before", "bound"]
+    cluster.mark_pass()  # the next pass
+    assert names(cluster.list_pods(), world.ns) == ["before", "bound", "during"]
 
 
-def test_evictions_respect_disruption_budgets(kube, emu):
+def test_evictions_respect_disruption_budgets(cluster, world):
+    """The Eviction API of kube-apiserver: the budget (kept by the disruption controller) lets one of two running
+    pods go, refuses the other (429), and a pod that is gone is nothing left to evict (404)."""
+    mine = {real_kube.OWNER: world.ns}
     for i in range(2):
-        submit(emu, model_pod(f"web-{i}", gpus=1, labels={"app": "web"}, duration=None))
-    settle(emu)
-    with emu.model.lock:
-        emu.model.create("poddisruptionbudgets", {
-            "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-            "metadata": {"name": "web", "namespace": "research"},
-            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}})  # fmt: skip
-    settle(emu, 1)
-    assert kube.evict_pod("research", "web-0") is True
-    settle(emu, 1)
-    assert kube.evict_pod("research", "web-1") is False  # 429: the budget needs it
-    assert kube.evict_pod("research", "gone") is True  # 404: nothing left to evict
-    kube.sync()
-    assert names(kube.list_pods()) == ["web-1"] and names(kube.list_pdbs()) == ["web"]
+        world.submit(f"web-{i}", gpus=1, selector=mine, labels={"app": "web"}, scheduled=True)
+    client.PolicyV1Api(world.admin).create_namespaced_pod_disruption_budget(world.ns, {
+        "metadata": {"name": "web"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}})  # fmt: skip
+
+    def allowed():
+        pdb = client.PolicyV1Api(world.admin).read_namespaced_pod_disruption_budget("web", world.ns)
+        return pdb.status and pdb.status.current_healthy == 2 and pdb.status.disruptions_allowed == 1
+
+    wait_until(allowed, 60, "both pods running (kwok) and the budget counting them")
+    assert cluster.evict_pod(world.ns, "web-0") is True
+    assert cluster.evict_pod(world.ns, "web-1") is False  # 429: the budget needs it
+    assert cluster.evict_pod(world.ns, "gone") is True  # 404: nothing left to evict
+
+    def after():
+        cluster.sync()
+        return names(cluster.list_pods(), world.ns) == ["web-1"]
+
+    wait_until(after, 60, "web-0 deleted")
+    assert names(cluster.list_pdbs(), world.ns) == ["web"]
 
 
-def test_events_on_pods(kube, emu):
-    p = submit(emu, model_pod("job-0", gpus=16))
-    kube.record_event(
+def test_events_on_pods(cluster, world):
+    p = world.submit("job-0")
+    cluster.record_event(
         p, "NotTriggerScaleUp", "pod didn't trigger scale-up: needs 16 nvidia.com/gpu", "Warning"
     )
-    assert kube.flush_events(10), "queued Events are written by the Event writer's thread"
-    [event] = [e for e in emu.model.events_for("research", "job-0") if e["reason"] == "NotTriggerScaleUp"]
+    assert cluster.flush_events(10), "queued Events are written by the Event writer's thread"
+    [event] = [
+        e for e in real_kube.events_for(world.kube, world.ns, "job-0") if e["reason"] == "NotTriggerScaleUp"
+    ]
     assert event["type"] == "Warning" and "16 nvidia.com/gpu" in event["message"]
     assert event["involvedObject"]["kind"] == "Pod" and event["source"]["component"] == "research-autoscaler"
+    assert event["involvedObject"]["uid"] == p["metadata"]["uid"]
 
 
-def test_state_and_status_configmaps(kube):
-    assert kube.read_state() == {}
-    kube.write_state({"group_state": "{}", "failures_read_until": "2026-01-01T00:00:00Z"})
-    kube.write_state({"group_state": '{"g": {}}', "failures_read_until": "2026-01-01T00:00:10Z"})
-    assert kube.read_state() == {"group_state": '{"g": {}}', "failures_read_until": "2026-01-01T00:00:10Z"}
-    kube.write_status({"summary": "{}"})
-    assert kube.read_state()["group_state"] == '{"g": {}}'
+def test_state_and_status_configmaps(cluster):
+    assert cluster.read_state() == {}
+    cluster.write_state({"group_state": "{}", "failures_read_until": "2026-01-01T00:00:00Z"})
+    cluster.write_state({"group_state": '{"g": {}}', "failures_read_until": "2026-01-01T00:00:10Z"})
+    assert cluster.read_state() == {"group_state": '{"g": {}}', "failures_read_until": "2026-01-01T00:00:10Z"}
+    cluster.write_status({"summary": "{}"})
+    assert cluster.read_state()["group_state"] == '{"g": {}}'
 
 
-def test_a_silent_watch_is_dropped_and_relisted_and_the_cache_age_stays_bounded(kube, emu):
+def test_a_silent_watch_is_dropped_and_relisted_and_the_cache_age_stays_bounded(faulty, world):
     """A pods watch that sends nothing (no event, no bookmark) while the list still answers: the socket read
     timeout (``silence_s``) drops it and the list refreshes the cache, which a stalled watch alone would never do."""
-    from autoscaler.emulator.api import WatchStream
-
-    original = emu.api.handle
-    stalled = {"on": True}
-
-    def handle(method, path, query, content_type, body):
-        result = original(method, path, query, content_type, body)
-        if isinstance(result, WatchStream) and stalled["on"]:
-
-            def silent():
-                while stalled["on"] and not emu.api.stopping:
-                    time.sleep(0.1)
-                yield from ()
-
-            return WatchStream(silent())
-        return result
-
-    emu.api.handle = handle
-    informer = kube.informers["pods"]
+    cluster, faults = faulty
+    faults.stall = True  # the proxy holds every pods watch line (the connection stays open and silent)
+    informer = cluster.informers["pods"]
     informer.silence_s = 1.0
+    informer.watch_timeout_s = 60  # the server would end the watch only after a minute
     informer.start()
     assert informer.synced.wait(10)
-    submit(emu, model_pod("unseen", gpus=16))  # only a relist can bring it in
-    wait_until(lambda: names(informer.items()) == ["unseen"])
+    world.submit("unseen")  # only a relist can bring it in
+    wait_until(lambda: names(informer.items(), world.ns) == ["unseen"])
     assert informer.relists >= 2 and informer.age() < 5
-    stalled["on"] = False
+    faults.stall = False

@@ -9,11 +9,19 @@ import tracemalloc
 from datetime import timedelta
 from types import SimpleNamespace
 
+import pytest
+
 from autoscaler.adapters.informer import Informer
 from autoscaler.core import lean
 from tests.autoscaler.core import inflate
 from tests.autoscaler.fakes import FakeCluster, pod
 from tests.autoscaler.test_controller import GPU_LABELS, T0, Clock, controller, world
+
+
+@pytest.fixture
+def kube(emu_kube):
+    """The adapter on the emulator (tests/autoscaler/adapters/conftest.py), under the name these tests use."""
+    return emu_kube
 
 
 def pages(objs: list[dict], size: int):

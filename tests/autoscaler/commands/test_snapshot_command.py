@@ -8,11 +8,8 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-from autoscaler.emulator import Emulator
-from autoscaler.model import ClusterModel, VirtualClock
 from clusterspec.loader import load_spec
 from tests.autoscaler.aws_setup import create_groups
 from tests.autoscaler.moto_fixtures import _moto_server, moto_url  # noqa: F401 - fixtures
@@ -26,20 +23,27 @@ def clean_env(**extra: str) -> dict[str, str]:
     return {**env, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", **extra}
 
 
-def test_name_and_regions_come_from_the_spec_in_the_current_directory(moto_url, tmp_path):  # noqa: F811
+def test_name_and_regions_come_from_the_spec_in_the_current_directory(moto_url, tmp_path, kube):  # noqa: F811
+    """Against the real API server (the run's shared control plane), with a pending pod of this test's own in the
+    snapshot."""
     create_groups(load_spec(), moto_url, regions=["us-west-2"])
-    with Emulator(ClusterModel(VirtualClock(start=time.time()))) as emu:
-        kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
-        out = tmp_path / "snapshot.json"
-        done = subprocess.run(
-            [AUTOSCALER, "snapshot", "--kubeconfig", str(kubeconfig), "--aws-endpoint-url", moto_url,
-             "--out", str(out)],
-            cwd=ROOT, env=clean_env(), capture_output=True, text=True, timeout=120, check=False,
-        )  # fmt: skip
+    ns = kube.namespace("snapshot")
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "waits", "namespace": ns},
+           "spec": {"nodeSelector": {"snapshot-test": ns},  # no node has it: pending
+                    "containers": [{"name": "main", "image": "busybox"}]}}  # fmt: skip
+    kube.kubectl("create", "-f", "-", input=json.dumps(pod), check=True)
+    out = tmp_path / "snapshot.json"
+    done = subprocess.run(
+        [AUTOSCALER, "snapshot", "--kubeconfig", str(kube.admin_kubeconfig), "--aws-endpoint-url", moto_url,
+         "--out", str(out)],
+        cwd=ROOT, env=clean_env(), capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr
     snapshot = json.loads(out.read_text())
     regions = {g["region"] for g in snapshot["groups"]}
     assert regions == {"us-west-2"} and all(g["name"].startswith("dlr-") for g in snapshot["groups"])
+    [mine] = [p for p in snapshot["pods"] if p["metadata"].get("namespace") == ns]
+    assert mine["metadata"]["name"] == "waits" and not mine["spec"].get("nodeName")
     assert done.stdout.startswith(f"wrote {out}:")
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".snapshot.json.")] == []  # no temp left
 

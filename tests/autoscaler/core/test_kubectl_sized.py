@@ -1,5 +1,5 @@
 """kubectl-sized pods and nodes (autoscaler/core/kubectl_sized.py): valid for the cluster's Kubernetes
-(kubernetes-validate --strict), accepted by the emulator as the API server accepts them, and planned exactly as
+(kubernetes-validate --strict), accepted by the real kube-apiserver, and planned exactly as
 their lean originals."""
 
 from __future__ import annotations
@@ -11,16 +11,15 @@ from pathlib import Path
 
 import pytest
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 from kubernetes_validate import validate
 from kubernetes_validate.utils import ValidationError, latest_version
 
+from autoscaler.adapters.kubernetes import api_client
 from autoscaler.core import generate, kubectl_sized
 from autoscaler.core.config import PlannerConfig
 from autoscaler.core.planner import plan
 from autoscaler.core.snapshot import parse_snapshot
-from autoscaler.emulator import Emulator
-from autoscaler.model import ClusterModel, VirtualClock
-from tests.autoscaler.model.builders import group
 from tests.support import load_yaml
 
 VERSIONS = sorted({"1.35.0", latest_version()})  # the oldest supported minor and the newest schemas
@@ -105,46 +104,102 @@ def test_the_lean_snapshot_is_left_as_it_was() -> None:
     assert json.dumps(lean, sort_keys=True) == before
 
 
-def _writers(obj: dict) -> list[tuple]:
-    """Who manages which fields (the emulator writes the times in the other RFC 3339 form, +00:00)."""
-    return [(e["manager"], e.get("subresource"), e["fieldsV1"]) for e in obj["metadata"]["managedFields"]]
+def _writers(obj: dict, owners: bool = True) -> list[tuple]:
+    """Who manages which fields, by manager (kube-apiserver orders the entries its own way); ``owners=False``:
+    but the owner references, which the pods here go without."""
+    out = []
+    for e in obj["metadata"]["managedFields"]:
+        fields = copy.deepcopy(e["fieldsV1"])
+        if not owners:
+            fields.get("f:metadata", {}).pop("f:ownerReferences", None)
+        out.append((e["manager"], e.get("subresource") or "", fields))
+    return sorted(out, key=lambda w: w[:2])
 
 
-def test_the_emulator_accepts_them(sized: dict) -> None:
-    """Pods are created and nodes replaced (spec and /status) through the API, with the official client, and read
-    back whole."""
-    model = ClusterModel(VirtualClock(start=1_767_225_600.0), [group(desired=1)])
-    with Emulator(model) as emu:
-        api = client.ApiClient(client.Configuration(host=emu.url))
-        core = client.CoreV1Api(api)
+def _with_writers(live: dict, obj: dict) -> dict:
+    return live | {"metadata": live["metadata"] | {"managedFields": obj["metadata"]["managedFields"]}}
+
+
+def _replace_retrying(read, replace, tries: int = 5) -> dict:
+    """``replace(read())`` until no other writer (the scheduler, the node controllers) came between; what it
+    reads after."""
+    for attempt in range(tries):
+        try:
+            replace(read())
+            return read()
+        except ApiException as e:
+            if e.status != 409 or attempt == tries - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _loopback(node: dict) -> dict:
+    """The node's addresses on loopback (nothing on the shared control plane may name another address)."""
+    node["status"]["addresses"] = [{"type": "InternalIP", "address": "127.0.0.1"},
+                                   {"type": "Hostname", "address": node["metadata"]["name"]}]  # fmt: skip
+    node["metadata"]["annotations"]["alpha.kubernetes.io/provided-node-ip"] = "127.0.0.1"
+    return node
+
+
+def test_the_api_server_accepts_them(sized: dict, kube) -> None:
+    """Pods are created and a node replaced (spec and /status) through the real kube-apiserver (the run's shared
+    control plane), with the official client, and read back whole: their fields and managedFields kept."""
+    ns = kube.namespace("sized")
+    name = kube.unique("sized-node")  # no kwok label: nothing runs it
+    api = api_client(str(kube.admin_kubeconfig))
+    core = client.CoreV1Api(api)
+    try:
         pods = [p for p in sized["pods"] if not p["spec"].get("nodeName")][:3]
-        for sa in {
-            (p["metadata"]["namespace"], p["spec"].get("serviceAccountName") or "default") for p in pods
-        }:
-            if (
-                sa[1] != "default"
-            ):  # the ServiceAccount admission plugin refuses a pod whose ServiceAccount is missing
-                core.create_namespaced_service_account(sa[0], {"metadata": {"name": sa[1]}})
+        for sa in {p["spec"].get("serviceAccountName") or "default" for p in pods} - {"default"}:
+            # the ServiceAccount admission plugin refuses a pod whose ServiceAccount is missing
+            core.create_namespaced_service_account(ns, {"metadata": {"name": sa}})
         for p in pods:
             body = copy.deepcopy(p)
-            for k in ("uid", "resourceVersion", "creationTimestamp"):
-                body["metadata"].pop(k)
-            core.create_namespaced_pod(p["metadata"]["namespace"], body)
-            back = json.loads(
-                core.read_namespaced_pod(p["metadata"]["name"], "lab", _preload_content=False).data
+            for k in ("uid", "resourceVersion", "creationTimestamp", "ownerReferences"):
+                body["metadata"].pop(
+                    k
+                )  # a pod whose owner (a Job) is missing: the garbage collector deletes it
+            body["metadata"]["namespace"] = ns
+            core.create_namespaced_pod(ns, body)
+            # kube-apiserver records its own entry for a create (the client's manager); an update takes the
+            # managedFields it is given, when they are valid
+            pod_name = body["metadata"]["name"]
+            back = _replace_retrying(
+                lambda n=pod_name: json.loads(core.read_namespaced_pod(n, ns, _preload_content=False).data),
+                lambda live, n=pod_name, p=p: core.replace_namespaced_pod(n, ns, _with_writers(live, p)),
             )
             assert back["spec"]["containers"][0]["env"] == p["spec"]["containers"][0]["env"]
             assert back["spec"]["volumes"] == p["spec"]["volumes"]
-            assert _writers(back) == _writers(p)
-        name = model.nodes()[0]["metadata"]["name"]
-        current = json.loads(core.read_node(name, _preload_content=False).data)
-        big = kubectl_sized.node(current, 0, random.Random(1), "p3.16xlarge")
-        core.replace_node(name, big)
-        core.replace_node_status(name, json.loads(core.read_node(name, _preload_content=False).data) | {
-            "status": big["status"]})  # fmt: skip
-        back = json.loads(core.read_node(name, _preload_content=False).data)
+            assert _writers(back, owners=False) == _writers(p, owners=False)
+        core.create_node({"metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}}})
+        for attempt in range(
+            5
+        ):  # the node controllers write to a new node too (taints): re-read on a conflict
+            current = json.loads(core.read_node(name, _preload_content=False).data)
+            big = _loopback(kubectl_sized.node(current, 0, random.Random(1), "p3.16xlarge"))
+            for key in (
+                "podCIDR",
+                "podCIDRs",
+            ):  # the controller-manager's range allocator set them: they stay
+                if key in current["spec"]:
+                    big["spec"][key] = current["spec"][key]
+            try:
+                core.replace_node(name, big)
+                now = json.loads(core.read_node(name, _preload_content=False).data)
+                core.replace_node_status(name, now | {"status": big["status"]})
+                break
+            except ApiException as e:
+                if e.status != 409 or attempt == 4:
+                    raise
+        # the writes above are the admin's (kube-apiserver names their manager); an update that changes nothing
+        # but managedFields takes them as given, when they are valid
+        back = _replace_retrying(lambda: json.loads(core.read_node(name, _preload_content=False).data),
+                                 lambda live: core.replace_node(name, _with_writers(live, big)))  # fmt: skip
         assert back["status"]["images"] == big["status"]["images"]
+        assert back["metadata"]["labels"]["node.kubernetes.io/instance-type"] == "p3.16xlarge"
         assert _writers(back) == _writers(big)
+    finally:
+        kube.kubectl("delete", "node", name, "--ignore-not-found", "--wait=false")
         api.close()
 
 

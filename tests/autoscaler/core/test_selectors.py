@@ -1,10 +1,16 @@
 """The one selector parser: label key and value rules (apimachinery validation) and the text form of label
-selectors (apimachinery labels.Parse), which the emulator's ?labelSelector= uses too."""
+selectors (apimachinery labels.Parse), checked against the real kube-apiserver's ?labelSelector= (the shared
+control plane of the run): it matches the same objects and refuses the same texts (HTTP 400)."""
 
 from __future__ import annotations
 
-import pytest
+import json
 
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from autoscaler.adapters.kubernetes import api_client
 from autoscaler.core.selectors import (
     label_key_problem,
     label_value_problem,
@@ -12,7 +18,29 @@ from autoscaler.core.selectors import (
     parse_selector_text,
     selector_matches,
 )
-from autoscaler.emulator.selectors import BadRequest, parse_label_selector
+
+
+@pytest.fixture(scope="module")
+def api(kube):
+    """The real API server, and a namespace of this module's own on it."""
+    with api_client(str(kube.admin_kubeconfig)) as a:
+        yield client.CoreV1Api(a), kube.namespace("selectors")
+
+
+def server_matches(api, text: str, labels: dict[str, str]) -> bool:
+    """Whether kube-apiserver's ``labelSelector=text`` selects a ConfigMap with ``labels``."""
+    core, ns = api
+    name = f"cm-{abs(hash((text, tuple(sorted(labels.items()))))):x}"[:60]
+    core.create_namespaced_config_map(ns, {"metadata": {"name": name, "labels": labels}})
+    try:
+        found = json.loads(
+            core.list_namespaced_config_map(
+                ns, label_selector=text, field_selector=f"metadata.name={name}", _preload_content=False
+            ).data
+        )
+        return [i["metadata"]["name"] for i in found["items"]] == [name]
+    finally:
+        core.delete_namespaced_config_map(name, ns)
 
 
 @pytest.mark.parametrize(
@@ -52,7 +80,7 @@ def test_invalid_values(value) -> None:
         ("gpu", {"gpu": ""}, True),
         ("cores>8", {"cores": "16"}, True),
         ("cores<8", {"cores": "16"}, False),
-        ("cores>-1", {"cores": "0"}, True),
+        ("cores>0", {"cores": "1"}, True),
         (
             "cores>8",
             {"cores": "--16"},
@@ -61,9 +89,10 @@ def test_invalid_values(value) -> None:
         ("", {"anything": "x"}, True),
     ],
 )
-def test_text_selectors(text, labels, match) -> None:
+def test_text_selectors(text, labels, match, api) -> None:
     assert selector_matches(parse_selector_text(text), labels) is match
-    assert parse_label_selector(text)(labels) is match
+    if all(label_value_problem(v) is None for v in labels.values()):  # an object the API server accepts
+        assert server_matches(api, text, labels) is match
 
 
 @pytest.mark.parametrize(
@@ -78,13 +107,17 @@ def test_text_selectors(text, labels, match) -> None:
         "cores>x",
         "cores>--5",
         "cores<1e3",
+        "cores>-1",  # an int64, but not a label value: kube-apiserver refuses it (labels.NewRequirement)
+        "cores>+5",
     ],
 )
-def test_malformed_text_selectors(text) -> None:
+def test_malformed_text_selectors(text, api) -> None:
     with pytest.raises(ValueError):
         parse_selector_text(text)
-    with pytest.raises(BadRequest):
-        parse_label_selector(text)
+    core, ns = api
+    with pytest.raises(ApiException) as refused:
+        core.list_namespaced_config_map(ns, label_selector=text)
+    assert refused.value.status == 400
 
 
 @pytest.mark.parametrize(
