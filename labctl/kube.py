@@ -521,23 +521,32 @@ class Kube:
         image = image or found.spec.template.spec.containers[0].image
         owner = self.api_client.sanitize_for_serialization(found)
         name = tensorboard_name(job)
-        try:
-            pod = self.core.read_namespaced_pod(name, namespace)
-        except ApiException as e:
-            if e.status != 404:
-                raise LabError(f"reading pod {name}: {_reason(e)}") from None
-            pod = self.core.create_namespaced_pod(
-                namespace, tensorboard_pod(namespace, job, image, jobs.owner(owner), uid)
-            )
+        body = tensorboard_pod(namespace, job, image, jobs.owner(owner), uid)
         deadline = time.monotonic() + timeout_s
-        while not (pod.status and pod.status.pod_ip):
+        made = 0
+        while True:
+            try:
+                pod = self.core.read_namespaced_pod(name, namespace)
+            except ApiException as e:
+                if e.status != 404:
+                    raise LabError(f"reading pod {name}: {_reason(e)}") from None
+                # none yet, or gone with its node (the pod garbage collector deletes a lost node's pods): again
+                if made >= 3:
+                    raise LabError(f"TensorBoard pod {name} went away {made} times; see lab status") from None
+                try:
+                    pod = self.core.create_namespaced_pod(namespace, body)
+                except ApiException as e2:
+                    if e2.status != 409:
+                        raise LabError(f"creating pod {name}: {_reason(e2)}") from None
+                    continue
+                made += 1
+            if pod.status and pod.status.pod_ip:
+                return f"http://{pod.status.pod_ip}:{TENSORBOARD_PORT}/"
             if time.monotonic() > deadline:
                 raise LabError(
                     f"TensorBoard pod {name} has no address after {timeout_s:.0f} s; see lab status"
                 )
             time.sleep(1)
-            pod = self.core.read_namespaced_pod(name, namespace)
-        return f"http://{pod.status.pod_ip}:{TENSORBOARD_PORT}/"
 
 
 def helper_security(uid: int | None) -> dict:
