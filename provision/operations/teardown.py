@@ -117,6 +117,7 @@ class Data:
     buckets: dict[str, tuple[int, int]] = field(default_factory=dict)  # "region/bucket" -> (versions, bytes)
     images: dict[str, int] = field(default_factory=dict)  # "region/repository" -> images
     recovery_points: dict[str, int] = field(default_factory=dict)  # "region/vault" -> recovery points
+    existing: list[str] = field(default_factory=list)  # "region/bucket": every bucket going, empty or not
 
     def __bool__(self) -> bool:
         return bool(self.buckets or self.images or self.recovery_points)
@@ -177,6 +178,7 @@ def data_inventory(cluster: Cluster, roots: list[str], session: boto3.Session) -
             if _missing(e):
                 continue
             raise
+        data.existing.append(f"{region}/{bucket}")
         if n:
             data.buckets[f"{region}/{bucket}"] = (n, size)
     repo = f"{cluster.name}/{cluster.researchers.ecr_repository}"
@@ -216,13 +218,12 @@ def _empty_bucket(s3, bucket: str) -> None:
             s3.delete_objects(Bucket=bucket, Delete={"Objects": doomed[i : i + 1000], "Quiet": True})
 
 
-def empty_data(cluster: Cluster, data: Data, session: boto3.Session, say: Say) -> None:
-    """Every bucket, repository and vault of ``data`` emptied. A bucket's server access logging is turned off
-    before it is emptied, and the buckets its logs went to are emptied last: the deletions are requests S3 logs,
-    and a log bucket emptied first was full again when Terraform deleted it (BucketNotEmpty, found by `make
-    day-one`)."""
+def stop_access_logs(cluster: Cluster, data: Data, session: boto3.Session) -> list[tuple[str, str]]:
+    """Server access logging off on every bucket going; the cluster's own log buckets they logged to. S3 logs
+    every request to a logged bucket, Terraform's own reads and deletes included: a log bucket emptied while they
+    go on is full again when Terraform deletes it (BucketNotEmpty, found by `make day-one`)."""
     logs: dict[tuple[str, str], None] = {}
-    for where in sorted(data.buckets):
+    for where in data.existing:
         region, bucket = where.split("/", 1)
         s3 = session.client("s3", region_name=region)
         target = (s3.get_bucket_logging(Bucket=bucket).get("LoggingEnabled") or {}).get("TargetBucket")
@@ -230,6 +231,13 @@ def empty_data(cluster: Cluster, data: Data, session: boto3.Session, say: Say) -
             s3.put_bucket_logging(Bucket=bucket, BucketLoggingStatus={})
             if target.startswith(f"{cluster.name}-access-logs-"):  # only the cluster's own log bucket goes
                 logs[(region, target)] = None
+    return list(logs)
+
+
+def empty_data(cluster: Cluster, data: Data, session: boto3.Session, say: Say,
+               logs: list[tuple[str, str]] = ()) -> None:  # fmt: skip
+    """Every bucket, repository and vault of ``data`` emptied; the log buckets ``logs`` (logging stopped first:
+    :func:`stop_access_logs`) after the buckets that logged to them."""
     for where in sorted(data.buckets):
         region, bucket = where.split("/", 1)
         if (region, bucket) in logs:
@@ -437,8 +445,9 @@ def drain(cluster: Cluster, plan: Plan, kube: Kube | None, session: boto3.Sessio
                 raise UserError([f"{problem}; nothing was destroyed (nodes uncordoned, groups handed back)",
                                  "wait for them (--wait 2h), or pass --kill-jobs with --yes"])  # fmt: skip
         say(f"scale-in protection removed from {unprotect(cluster, plan.regions, session)} instances")
+    logs = stop_access_logs(cluster, plan.data, session)
     if plan.data:
-        empty_data(cluster, plan.data, session, say)
+        empty_data(cluster, plan.data, session, say, logs)
 
 
 class Teardown:

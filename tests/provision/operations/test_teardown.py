@@ -216,14 +216,22 @@ def test_the_access_log_bucket_is_emptied_after_the_buckets_that_log_to_it():
     spec = load_spec()
     s3 = boto3.client("s3", region_name="us-west-2")
     where = {"LocationConstraint": "us-west-2"}
-    logs, results = "dlr-access-logs-123456789012", "dlr-results-123456789012"
-    for b in (logs, results, "someone-elses-logs"):
+    logs, results, datasets = (
+        "dlr-access-logs-123456789012",
+        "dlr-results-123456789012",
+        "dlr-datasets-123456789012",
+    )
+    for b in (logs, results, datasets, "someone-elses-logs"):
         s3.create_bucket(Bucket=b, CreateBucketConfiguration=where)
     s3.put_bucket_policy(Bucket=logs, Policy=json.dumps({"Version": "2012-10-17", "Statement": [{
         "Effect": "Allow", "Principal": {"Service": "logging.s3.amazonaws.com"}, "Action": "s3:PutObject",
         "Resource": f"arn:aws:s3:::{logs}/*"}]}))  # fmt: skip
-    s3.put_bucket_logging(Bucket=results, BucketLoggingStatus={"LoggingEnabled": {"TargetBucket": logs,
-                                                                                  "TargetPrefix": "results/"}})  # fmt: skip
+    for b in (
+        results,
+        datasets,
+    ):  # datasets empty: its logging must stop too (Terraform's own requests are logged)
+        s3.put_bucket_logging(Bucket=b, BucketLoggingStatus={"LoggingEnabled": {"TargetBucket": logs,
+                                                                                "TargetPrefix": f"{b}/"}})  # fmt: skip
     s3.put_object(Bucket=results, Key="alice/run-1/metrics.json", Body=b"1")
     s3.put_object(Bucket="someone-elses-logs", Key="keep", Body=b"1")
     said = []
@@ -235,5 +243,6 @@ def test_the_access_log_bucket_is_emptied_after_the_buckets_that_log_to_it():
     assert not s3.list_object_versions(Bucket=results).get("Versions")
     assert not s3.list_objects_v2(Bucket=logs).get("Contents")
     assert "LoggingEnabled" not in s3.get_bucket_logging(Bucket=results)
+    assert "LoggingEnabled" not in s3.get_bucket_logging(Bucket=datasets)
     assert said[-1] == f"emptied bucket {logs} (access logs, after the buckets that log to it)"
     assert s3.list_objects_v2(Bucket="someone-elses-logs")["KeyCount"] == 1
