@@ -42,7 +42,7 @@ from pathlib import Path
 from autoscaler.core import generate, kubectl_sized
 from autoscaler.options import positive_count as _positive
 from clusterspec.names import AUTOSCALER_NAMESPACE
-from demos.live_sides import STATIC_TYPE, Aws, Controller
+from demos.live_sides import STATIC_TYPE, Aws, Controller, rss_mib
 from localcluster.nodes import allocatable
 from localcluster.stack import KWOK_LABEL, Stack
 
@@ -112,17 +112,6 @@ def _quantile(sorted_values: list[float], q: float) -> float:
     """Nearest-rank quantile (the sample at or above ``q`` of the samples)."""
     k = max(0, min(len(sorted_values) - 1, int(-(-q * len(sorted_values) // 1)) - 1))
     return sorted_values[k]
-
-
-def rss_mib(pid: int) -> float | None:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        return None
-    return None
 
 
 # --- the objects ---------------------------------------------------------------------------------------------------

@@ -29,6 +29,18 @@ STATIC_TYPE = (
 REGIONS = "us-west-2,us-east-1,us-east-2"
 
 
+def rss_mib(pid: int) -> float | None:
+    """The process's resident memory (``/proc/PID/status`` VmRSS), in MiB; None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
 class Aws:
     """moto on loopback (with the demo's DescribeScalingActivities), the spec's groups, every write timestamped."""
 
@@ -94,14 +106,7 @@ class Controller:
         return self.proc.poll() is None
 
     def rss_mib(self) -> float | None:
-        try:
-            with open(f"/proc/{self.proc.pid}/status") as f:
-                for line in f:
-                    if line.startswith("VmRSS:"):
-                        return int(line.split()[1]) / 1024
-        except OSError:
-            return None
-        return None
+        return rss_mib(self.proc.pid)
 
     def loops(self) -> int | None:
         try:
