@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -61,3 +62,16 @@ def require_standard_venv() -> str:
     if os.environ.get("CI") == "true":
         pytest.fail(reason + "; CI must have it")
     pytest.skip(reason)
+
+
+def wait_until(check, timeout_s: float = 30.0, what: str = "condition", step: float = 0.2):
+    """A correctness wait for real processes and controllers (a bound on how long something may take, never a
+    performance figure): ``check()``'s first truthy value."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not reached within {timeout_s:g} s: {what}")
+        time.sleep(step)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 import json
-import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import yaml
 
 from autoscaler.adapters.kubernetes import KubeCluster
 from localcluster.stack import KWOK_LABEL
+from tests.support import wait_until  # noqa: F401 - the adapter tests import it from here
 
 OWNER = "test.research.cluster/owner"  # the label that marks a test's own nodes (its namespace's name)
 V100 = {"research.cluster/gpu-model": "v100"}
@@ -101,18 +101,6 @@ def node(kube, namespace: str, *, labels: dict | None = None, taints: list | Non
 
 def delete_nodes(kube, namespace: str) -> None:
     kube.kubectl("delete", "nodes", "-l", f"{OWNER}={namespace}", "--wait=false")
-
-
-def wait_until(check, timeout_s: float = 30.0, what: str = "condition"):
-    """A correctness wait for the real controllers (a bound, never a performance assertion)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        got = check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not reached in {timeout_s:.0f} s")
-        time.sleep(0.1)
 
 
 def events_for(kube, namespace: str, name: str) -> list[dict]:

@@ -36,6 +36,7 @@ from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoReque
 from werkzeug.serving import make_server
 
 from localcluster.processes import free_port
+from tests.support import wait_until  # noqa: F401 - the faults' tests import it from here
 
 ROOT = Path(__file__).resolve().parents[2]
 CODE = Path(os.environ.get("FAULTS_CODE") or ROOT)  # the autoscaler under test
@@ -50,18 +51,6 @@ AWS_ENV = {
     "AWS_SECRET_ACCESS_KEY": "testing",
     "AWS_DEFAULT_REGION": "us-west-2",
 }
-
-
-def wait_until(check, timeout_s: float, what: str, step: float = 0.2):
-    """A correctness wait (a bound on how long a fault may last, never a performance figure)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not reached within {timeout_s:g} s: {what}")
-        time.sleep(step)
 
 
 # -- AWS ------------------------------------------------------------------------------------------------------------
