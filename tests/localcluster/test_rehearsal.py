@@ -64,20 +64,21 @@ def test_the_deploys_with_the_apply_outputs_are_accepted_and_carry_them(kube, tm
     assert day_one.count(manifests) > 50
     assert [m.label for m in manifests if m.label.startswith("storage")] == [
         "storage efs-csi-node.yaml", "storage volumes.yaml", "storage lab-volumes.yaml"]  # fmt: skip
-    with kube.singleton("lab-settings"):  # day one publishes the lab settings, every test's one ConfigMap
+    # day one publishes the lab settings, every test's one ConfigMap, read back below: held until then
+    with kube.singleton("lab-settings"):
         done = day_one.apply(str(binaries.path("kubectl")), kube.admin_kubeconfig, manifests)
-    problems = [f"{a.manifest.label}: {line}" for a in done for line in (*a.refusals, *a.warnings)]
-    assert not problems, "\n".join(problems)
-    assert all(a.returncode == 0 for a in done)
-    # the two DaemonSets the emulator accepted (issue 33): on the real API server, with their per-server node terms
-    for name in ("nvidia-device-plugin", "dcgm-exporter"):
-        got = kube.kubectl("-n", "kube-system", "get", "daemonset", name, "-o", "yaml", check=True)
-        terms = yaml.safe_load(got.stdout)["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
-            "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]  # fmt: skip
-        assert all(len(f["values"]) == 1 for t in terms for f in t.get("matchFields", ()))
-    assert rehearsal.carries(kube, outputs) == []
-    # the seam's other side: a value the deploys did not carry is named
-    other = dataclasses.replace(outputs, alert_topic_arn=outputs.alert_topic_arn + "-other")
-    assert rehearsal.carries(kube, other) == [
-        f"alerts_topic_arn {other.alert_topic_arn}: in none of the configmaps the API server holds"
-    ]
+        problems = [f"{a.manifest.label}: {line}" for a in done for line in (*a.refusals, *a.warnings)]
+        assert not problems, "\n".join(problems)
+        assert all(a.returncode == 0 for a in done)
+        # the two DaemonSets the emulator accepted (issue 33): on the real API server, with their per-server node terms
+        for name in ("nvidia-device-plugin", "dcgm-exporter"):
+            got = kube.kubectl("-n", "kube-system", "get", "daemonset", name, "-o", "yaml", check=True)
+            terms = yaml.safe_load(got.stdout)["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
+                "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]  # fmt: skip
+            assert all(len(f["values"]) == 1 for t in terms for f in t.get("matchFields", ()))
+        assert rehearsal.carries(kube, outputs) == []
+        # the seam's other side: a value the deploys did not carry is named
+        other = dataclasses.replace(outputs, alert_topic_arn=outputs.alert_topic_arn + "-other")
+        assert rehearsal.carries(kube, other) == [
+            f"alerts_topic_arn {other.alert_topic_arn}: in none of the configmaps the API server holds"
+        ]
