@@ -62,6 +62,15 @@ def peers(spec: Spec, small: bool) -> list[str]:
     return ["ours", *[f"karpenter-{r}" for r in chosen], IDEAL]
 
 
+def peers_for(burst: Burst, who: list[str], spec: Spec) -> list[str]:
+    """The peers a burst runs for: the Karpenters of the regions after the first only where the first region runs
+    short (elsewhere each is the first region's Karpenter in another cluster, the same run on the same kwok)."""
+    if burst.short:
+        return who
+    first = f"karpenter-{spec.spill_over_order[0]}"
+    return [p for p in who if not p.startswith("karpenter-") or p in (first, IDEAL)]
+
+
 def _env() -> dict[str, str]:
     return {
         "AWS_ACCESS_KEY_ID": "demo",
@@ -364,7 +373,7 @@ def main(
     console = Console(width=None if sys.stdout.isatty() else 200)
     rows = []
     for b in chosen:
-        for p in who:
+        for p in who if peer else peers_for(b, who, spec):
             console.print(f"bench-peers: {b.name} ({b.title}) for {label(p)}", highlight=False)
             try:
                 rows.append(run_one(spec, b, p, root / b.name / p, idle_s, after_s, deadline))

@@ -14,7 +14,7 @@ import pytest
 from autoscaler.cli import build_parser
 from clusterspec.loader import load_spec
 from demos.bench_peers.measure import NodeSeen, Watcher, figures
-from demos.bench_peers.run import autoscaler_argv, bench_spec
+from demos.bench_peers.run import autoscaler_argv, bench_spec, peers, peers_for
 from demos.bench_peers.scenarios import bursts
 from tests.support import ROOT
 
@@ -45,6 +45,21 @@ def test_the_bursts_pods_have_no_owner_the_garbage_collector_would_miss(spec) ->
     assert by_name["burst-2000"].limits(spec) == {}
     with pytest.raises(ValueError, match="unknown"):
         bursts(small=True, only=["demo-320"])
+
+
+def test_the_other_regions_karpenters_run_only_where_the_first_region_runs_short(spec) -> None:
+    who = peers(spec, small=False)
+    assert who == [
+        "ours",
+        "karpenter-us-west-2",
+        "karpenter-us-east-1",
+        "karpenter-us-east-2",
+        "karpenter-ideal",
+    ]
+    by_name = {b.name: b for b in bursts()}
+    assert peers_for(by_name["demo-320"], who, spec) == who
+    for name in ("burst-2000", "gang-16x8", "delete-2s"):
+        assert peers_for(by_name[name], who, spec) == ["ours", "karpenter-us-west-2", "karpenter-ideal"]
 
 
 def test_ours_runs_as_deployed_with_the_simulators_configuration(spec, tmp_path) -> None:
