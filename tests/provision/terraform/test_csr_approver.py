@@ -23,7 +23,7 @@ from cryptography.x509.oid import NameOID
 
 from tests.autoscaler.moto_fixtures import _moto_server, moto_url  # noqa: F401 - fixtures
 from tests.provision.terraform.tf_files import MODULES
-from tests.support import ROOT, load_yaml, require_tool
+from tests.support import ROOT, aws_cli, load_yaml
 
 HERE = ROOT / "tests/provision/terraform"
 CASES = load_yaml(HERE / "data/csr_approver_cases.yaml")
@@ -43,16 +43,6 @@ def _request(cn: str, o: str, sans: list[str]) -> str:
         builder = builder.add_extension(x509.SubjectAlternativeName(alt), critical=False)
     pem = builder.sign(KEY, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
     return base64.b64encode(pem).decode()
-
-
-def _aws_cli() -> str:
-    """The aws CLI itself (a pyenv shim needs pyenv's environment; the script runs with a bare one)."""
-    found = require_tool("aws")
-    if "/shims/" in found:
-        found = subprocess.run(
-            ["pyenv", "which", "aws"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-    return found
 
 
 def _launch(url: str, region: str, launched_s_ago: int) -> dict:
@@ -150,7 +140,7 @@ class Case:
         bin_dir.mkdir(parents=True)
         etc.mkdir(parents=True)
         (bin_dir / "kubectl").symlink_to(binaries.path("kubectl"))
-        (bin_dir / "aws").symlink_to(_aws_cli())
+        (bin_dir / "aws").symlink_to(aws_cli())
         (etc / "admin.conf").symlink_to(self.kube.admin_kubeconfig)
         url = "http://127.0.0.1:9" if self.case.get("ec2_fails") else self.url  # the discard port: refused
         env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "CP_ROOT": str(self.tmp / run / "root"), "HOME": str(self.tmp / run),
