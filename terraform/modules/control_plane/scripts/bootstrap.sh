@@ -33,7 +33,7 @@
 root=${CP_ROOT:-}
 wait_s=${CP_WAIT_S:-1800}
 join_window_s=${CP_JOIN_WINDOW_S:-1800}
-node_join_window_s=${CP_NODE_JOIN_WINDOW_S:-1800}
+node_join_window_s=${CP_NODE_JOIN_WINDOW_S:-3600}
 node_names_ns=${CP_NODE_NAMES_NAMESPACE:-kube-system}
 token_ttl=${CP_TOKEN_TTL:-2h}
 attempts=${CP_ATTEMPTS:-8}
