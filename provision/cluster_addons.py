@@ -5,10 +5,11 @@ that succeeded."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from clusterspec.spec import Cluster
-from provision import addons, images, kubectl, monitoring, scheduler, tenancy
+from provision import addons, images, kubectl, lab_images, monitoring, scheduler, tenancy
 
 
 def deploy_scheduler(cluster: Cluster, kubectl_path: str | None = None) -> list[str]:
@@ -50,6 +51,17 @@ def after_up(cluster: Cluster, roots: list[str], kubectl_path: str | None = None
             "the Kubernetes API does not answer yet (the control plane forms after the apply: "
             "`invoke control-plane-status`); once it does, run `invoke deploy-tenancy`, `invoke deploy-addons`, `invoke deploy-scheduler` and `invoke deploy-monitoring`"
         ]
+    # the order of day one (issue 36): the primary region's apply made the lab's ECR repositories; the deploys name
+    # the mirrors there, which `invoke mirror-images` fills
+    if os.environ.get(images.BY_TAG_ENV) != "1":
+        absent = lab_images.missing_mirrors(cluster)
+        if absent:
+            more = f" and {len(absent) - 1} more" if len(absent) > 1 else ""
+            return [
+                f"the lab's ECR mirror does not hold {absent[0]}{more} yet: run `invoke mirror-images`, then "
+                "`invoke deploy-tenancy`, `invoke deploy-addons`, `invoke deploy-scheduler` and `invoke "
+                "deploy-monitoring`"
+            ]
     # tenancy first (issue 26): the network policy controller and the admission policy before any researcher
     lines = [f"applied the tenancy objects ({tenancy.deploy(cluster, kubectl=kubectl_path)})"]
     path = addons.deploy_addons(cluster, kubectl=kubectl_path)

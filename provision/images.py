@@ -128,10 +128,13 @@ def foreign(text: str, host: str) -> list[str]:
     return sorted({m for m in _IMAGE_LINE.findall(text) if not m.startswith(f"{host}/")})
 
 
-def check_pinned(path: Path, text: str | None = None, *, cluster=None) -> None:
+def check_pinned(path: Path, text: str | None = None, *, cluster=None, in_registry: bool = True) -> None:
     """What a deploy task runs before applying ``path``: every image by digest and, with ``cluster``, from the
-    lab's own registry (its ECR mirror), or one line and nothing applied. ``text``: the manifest itself where it is
-    not a file of its own (flannel's, inside the control plane's root)."""
+    lab's own registry (its ECR mirror) and, with ``in_registry``, already there at that digest (the order of day
+    one: `invoke mirror-images` and `invoke push-autoscaler` before the deploys; provision/lab_images.py
+    ``not_in_registry``), or one line and nothing applied. ``text``: the manifest itself where it is not a file of
+    its own (flannel's, inside the control plane's root, which the same apply gives its repositories: no
+    ``in_registry`` there). The local stack pulls no image (``BY_TAG_ENV``): nothing is asked of a registry there."""
     text = Path(path).read_text() if text is None else text
     if cluster is not None:
         from provision import lab_images
@@ -145,6 +148,16 @@ def check_pinned(path: Path, text: str | None = None, *, cluster=None) -> None:
                 f"deploys pull only the lab's own images and its ECR mirror (`invoke mirror-images`)"
             )
     missing = unpinned(text)
+    if cluster is not None and in_registry and os.environ.get(BY_TAG_ENV) != "1" and not missing:
+        from provision import lab_images
+
+        absent = lab_images.not_in_registry(_IMAGE_LINE.findall(text), cluster)
+        if absent:
+            more = f" (and {len(absent) - 1} more)" if len(absent) > 1 else ""
+            raise UserError(
+                f"{path}: image {absent[0]}{more} is not in the lab's ECR yet: nothing was deployed; run "
+                f"`{lab_images.producer(cluster, absent[0])}`, then deploy again"
+            )
     if missing and os.environ.get(BY_TAG_ENV) == "1":
         print(f"warning: {path}: {len(missing)} image(s) by tag, not digest ({BY_TAG_ENV}=1: the local stack)",
               file=sys.stderr)  # fmt: skip

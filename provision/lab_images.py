@@ -12,6 +12,11 @@ the exporters, ...), copied by `invoke mirror-images`. Terraform makes their rep
 - ``push_autoscaler`` and ``mirror_images`` need a container tool (Docker for the build; crane or skopeo for the
   copies); without one they say so in one line. A mirror is copied by its pinned digest and its digest read back
   with credentials: it must be the content provision/data/images.yaml pins.
+- ``not_in_registry``: the order of day one, checked. The mirrors and the lab's own images must be in ECR, at their
+  pinned digests, before a deploy names them (every deploy task: provision/images.py ``check_pinned``; `invoke up`
+  after the primary region's apply, which makes the repositories: provision/cluster_addons.py). Otherwise the deploy
+  refuses in one line with the task to run (`invoke mirror-images`, `invoke push-autoscaler`), instead of pods left
+  in ImagePullBackOff.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -303,3 +308,64 @@ def mirror_images(cluster: Cluster, *, run: Run = subprocess.run, session=None, 
             raise UserError(f"{c.target}: the mirror serves {got}, not the pinned {c.digest}")
         lines.append(f"{c.target}: {got}")
     return lines
+
+
+def producer(cluster: Cluster, ref: str) -> str:
+    """The task that puts ``ref`` (an image in the lab's registry) there."""
+    if f"/{cluster.name}/mirror/" in ref:
+        return "invoke mirror-images"
+    if f"/{standard_repository(cluster)}:" in ref:
+        return "invoke push-standard-image"
+    return "invoke push-autoscaler"
+
+
+def not_in_registry(refs: Iterable[str], cluster: Cluster, session=None) -> list[str]:
+    """The references of ``refs`` in the lab's registry (``<registry>/...:<tag>@sha256:...``) that its ECR does not
+    hold at that digest, asked with credentials (ecr:DescribeImages by digest). Others (another registry, no digest:
+    refused elsewhere) are not asked about."""
+    host = registry_host(cluster)
+    m = ECR_HOST.match(host)
+    wanted = sorted({r for r in refs if r.startswith(f"{host}/") and "@sha256:" in r})
+    if not wanted:
+        return []
+    if not m:
+        raise UserError(f"{host} is no ECR registry (<account>.dkr.ecr.<region>.amazonaws.com): the lab's images "
+                        "live in its ECR")  # fmt: skip
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    ecr = (session or boto3.Session()).client("ecr", region_name=m[2])
+    out = []
+    for ref in wanted:
+        name, _, digest = ref.partition("@")
+        repository = registry.parse(name).repository
+        try:
+            ecr.describe_images(
+                registryId=m[1], repositoryName=repository, imageIds=[{"imageDigest": digest}]
+            )
+        except ClientError as e:
+            if e.response.get("Error", {}).get("Code") in (
+                "RepositoryNotFoundException",
+                "ImageNotFoundException",
+            ):
+                out.append(ref)
+                continue
+            raise UserError(f"ecr:DescribeImages {repository}: {e}".splitlines()[0]) from None
+        except BotoCoreError as e:
+            raise UserError(f"ecr:DescribeImages {repository}: {e}".splitlines()[0]) from None
+    return out
+
+
+def missing_mirrors(cluster: Cluster, session=None, table: dict[str, dict] | None = None) -> list[str]:
+    """The pinned third-party images whose copy the lab's ECR mirror does not hold yet (`invoke mirror-images`
+    has not run since they were pinned)."""
+    table = images.table() if table is None else table
+    prefix = images.mirror_prefix(cluster)
+    if prefix is None:  # the registry is not known: every deploy says so itself
+        return []
+    refs = [
+        f"{images.mirror_name(i, prefix)}@{table[i]['digest']}"
+        for i in third_party(table)
+        if table[i].get("digest")
+    ]
+    return not_in_registry(refs, cluster, session)

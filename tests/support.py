@@ -25,6 +25,18 @@ def require_tool(name: str, path: str | None = None) -> str:
     pytest.skip(reason)
 
 
+def aws_cli() -> str:
+    """The aws CLI itself, for scripts run with a bare environment (a pyenv shim needs pyenv's)."""
+    found = require_tool("aws")
+    if "/shims/" in found:
+        import subprocess
+
+        found = subprocess.run(
+            ["pyenv", "which", "aws"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    return found
+
+
 def load_yaml(path: Path):
     """A YAML file of test data with libyaml's safe loader (the cases load in a tenth of the pure-Python time)."""
     return yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506

@@ -66,3 +66,55 @@ def test_a_rejected_apply_is_one_line_with_kubectls_status(spec, tmp_path):
     with pytest.raises(UserError) as err:
         cluster_addons.deploy_scheduler(spec, kubectl)
     assert len(err.value.lines) == 1 and err.value.exit_code == 3
+
+
+def test_up_deploys_only_once_mirror_images_has_filled_the_labs_ecr(spec, tmp_path, monkeypatch):
+    """The order of day one (issue 36): the primary region's apply makes the lab's ECR repositories, `invoke
+    mirror-images` fills them, then the deploys. Before it, `invoke up` applies nothing and names the task; after
+    it (its copies made by a crane that puts into moto's ECR what it copies), the add-ons follow."""
+    import boto3
+    from moto import mock_aws
+
+    from provision import images, lab_images
+    from tests.provision.test_lab_images import _manifest, put
+
+    monkeypatch.delenv(images.BY_TAG_ENV, raising=False)
+    bodies = {i: _manifest(i) for i in images.table()}
+    table = {i: {**e, "digest": bodies[i][1]} for i, e in images.table().items()}
+    monkeypatch.setattr(images, "table", lambda path=None: table)
+    prefix = images.mirror_prefix(spec)
+    kubectl, log = fake_kubectl(tmp_path)
+    with mock_aws():
+        ecr = boto3.client("ecr", region_name="us-west-2")
+        for image in lab_images.third_party(table):  # the primary region's apply: empty repositories
+            repository = lab_images.mirror_repository(spec, image)
+            ecr.create_repository(repositoryName=repository, imageTagMutability="IMMUTABLE")
+        (line,) = cluster_addons.after_up(spec, [spec.primary_region], kubectl)
+        assert line.startswith(f"the lab's ECR mirror does not hold {prefix}/") and line.endswith(
+            "run `invoke mirror-images`, then `invoke deploy-tenancy`, `invoke deploy-addons`, "
+            "`invoke deploy-scheduler` and `invoke deploy-monitoring`"
+        )
+        assert applies(log) == []
+
+        def crane(argv, **kw):
+            if argv[:2] == ["crane", "copy"]:
+                upstream = argv[2].split("@")[0]
+                put(ecr, argv[3], *bodies[upstream])
+            return type("Done", (), {"returncode": 0, "stdout": "", "stderr": ""})()
+
+        def read_back(target):
+            name = target.split(":")[0].split("/", 1)[1]
+            tag = target.rsplit(":", 1)[1]
+            return ecr.describe_images(repositoryName=name, imageIds=[{"imageTag": tag}])["imageDetails"][0][
+                "imageDigest"
+            ]
+
+        monkeypatch.setattr(
+            lab_images.shutil, "which", lambda name: "/usr/bin/crane" if name == "crane" else None
+        )
+        monkeypatch.setattr(lab_images, "_login_password", lambda host, session=None: "pw")
+        assert len(lab_images.mirror_images(spec, run=crane, resolve_digest=read_back)) == len(
+            lab_images.third_party(table)
+        )
+        lines = cluster_addons.after_up(spec, [spec.primary_region], kubectl)
+    assert lines[0].startswith("applied the tenancy objects") and len(applies(log)) == 5

@@ -215,3 +215,58 @@ def rendered_primary(tmp_path_factory, spec):
     out = tmp_path_factory.mktemp("tf")
     render(spec, regions=["us-west-2"], out_dir=out)
     return out / "us-west-2"
+
+
+def _manifest(image: str) -> tuple[str, str]:
+    """An image index for ``image`` and its digest (the SHA-256 of the manifest, as ECR and containerd compute it)."""
+    body = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
+                       "manifests": [], "annotations": {"org.opencontainers.image.ref.name": image}})  # fmt: skip
+    return body, "sha256:" + hashlib.sha256(body.encode()).hexdigest()
+
+
+def put(ecr, ref: str, body: str, digest: str) -> None:
+    """What `crane copy` leaves in ECR: the manifest under its tag, at its digest."""
+    name = registry.parse(ref.split("@")[0])
+    ecr.put_image(repositoryName=name.repository, imageManifest=body, imageTag=name.tag, imageDigest=digest)
+
+
+def test_a_deploy_refuses_an_image_not_yet_in_the_labs_ecr(spec, tmp_path, monkeypatch):
+    """The order of day one (issue 36): the mirrors and the lab's own image in ECR, at their pinned digests, before
+    a deploy names them; refused in one line with the task that puts them there, asked of ECR with credentials."""
+    monkeypatch.delenv(images.BY_TAG_ENV, raising=False)
+    body, digest = _manifest("quay.io/prometheus/alertmanager:v0.28.1")
+    mirror = f"{HOST}/dlr/mirror/quay.io/prometheus/alertmanager:v0.28.1@{digest}"
+    own_body, own_digest = _manifest("autoscaler")
+    own = f"{HOST}/dlr/autoscaler:0.1.0@{own_digest}"
+    path = tmp_path / "m.yaml"
+    path.write_text(f"spec:\n  containers:\n    - image: {mirror}\n    - image: {own}\n")
+    with mock_aws():
+        ecr = boto3.client("ecr", region_name="us-west-2")
+        with pytest.raises(UserError) as e:  # before the primary region's apply: no repository
+            images.check_pinned(path, cluster=spec)
+        assert str(e.value) == (
+            f"{path}: image {own} (and 1 more) is not in the lab's ECR yet: nothing was deployed; run "
+            "`invoke push-autoscaler`, then deploy again"
+        )
+        for repository in (
+            "dlr/autoscaler",
+            "dlr/mirror/quay.io/prometheus/alertmanager",
+        ):  # as Terraform makes them
+            ecr.create_repository(repositoryName=repository, imageTagMutability="IMMUTABLE")
+        put(ecr, own, own_body, own_digest)
+        with pytest.raises(UserError, match=r"alertmanager:v0.28.1@sha256:\w+ is not in the lab's ECR yet: nothing "
+                           r"was deployed; run `invoke mirror-images`, then deploy again$"):  # fmt: skip
+            images.check_pinned(path, cluster=spec)
+        other_body, other = _manifest(
+            "alertmanager, other content"
+        )  # the tag holds content other than pinned
+        put(ecr, mirror.replace(digest, other), other_body, other)
+        with pytest.raises(UserError, match="run `invoke mirror-images`"):
+            images.check_pinned(path, cluster=spec)
+        ecr.batch_delete_image(repositoryName="dlr/mirror/quay.io/prometheus/alertmanager",
+                               imageIds=[{"imageDigest": other}])  # fmt: skip
+        put(ecr, mirror, body, digest)
+        images.check_pinned(path, cluster=spec)  # both there at their digests: the deploy goes ahead
+        assert lab_images.not_in_registry([mirror, own, "quay.io/x/y:1@" + digest], spec) == []
+    # the control plane's own flannel, checked before the apply that makes its repository: not asked of ECR
+    images.check_pinned(path, cluster=spec, in_registry=False)

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.autoscaler.moto_fixtures import _moto_server, moto_url  # noqa: F401 - fixtures
 from tests.provision.etcd_server import free_port, start_etcd, write_pki
 from tests.provision.terraform.tf_files import MODULES
-from tests.support import ROOT, require_tool
+from tests.support import ROOT, aws_cli, require_tool
 
 SCRIPT = MODULES / "control_plane/scripts/etcd.sh"
 KEY = "arn:aws:kms:us-west-2:123456789012:key/0f1e2d3c-aaaa-bbbb-cccc-123456789012"
@@ -218,3 +219,46 @@ def test_invoke_etcd_backup_installs_what_the_user_data_installs(tmp_path):
         line.split("=", 1) for line in (user_data / "root/etc/cluster-etcd.env").read_text().splitlines()
     )
     assert {k: v.strip("'") for k, v in env.items()} == {k: v.strip("'") for k, v in want.items()}
+
+
+def test_ship_audit_uploads_the_rotated_audit_logs_encrypted_and_keeps_what_failed(tmp_path, moto_url):  # noqa: F811
+    """Issue 36, the API audit log's shipping: `cluster-etcd ship-audit` (cluster-audit-ship.timer) with the real
+    aws CLI against S3 and KMS in moto: each rotated file (kube-apiserver's audit-<time>.log) goes to
+    s3://BUCKET/audit/<instance>/ gzipped under the cluster's KMS key and leaves the disk; the file being written
+    stays; an upload that fails keeps its gzip for the next run, which ships it."""
+    import gzip
+
+    import boto3
+
+    s3 = boto3.client("s3", endpoint_url=moto_url, region_name="us-west-2")
+    key = boto3.client("kms", endpoint_url=moto_url, region_name="us-west-2").create_key()["KeyMetadata"][
+        "Arn"
+    ]
+    bucket = "dlr-etcd-backups-123456789012"
+    logs = tmp_path / "audit"
+    logs.mkdir()
+    (logs / "audit.log").write_text('{"kind":"Event","stage":"ResponseComplete"}\n')
+    rotated = {f"audit-2026-12-07T0{h}-00-00.000.log": f'{{"kind":"Event","n":{h}}}\n' for h in (1, 2)}
+    for name, text in rotated.items():
+        (logs / name).write_text(text)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "aws").symlink_to(aws_cli())
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path), "CLUSTER_ETCD_ENV": str(tmp_path / "none.env"),
+           "CLUSTER": "dlr", "REGION": "us-west-2", "BUCKET": bucket, "KMS_KEY_ARN": key,
+           "AUDIT_LOG_DIR": str(logs), "INSTANCE_ID": "i-0member", "AWS_ENDPOINT_URL": moto_url,
+           "AWS_DEFAULT_REGION": "us-west-2", "AWS_MAX_ATTEMPTS": "1",
+           **{k: os.environ[k] for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_EC2_METADATA_DISABLED")}}  # fmt: skip
+
+    done = _run(env, "ship-audit")  # no bucket yet: the upload fails, the gzip stays
+    assert sorted(p.name for p in logs.iterdir()) == sorted(["audit.log", *(f"{n}.gz" for n in rotated)])
+    assert "NoSuchBucket" in done.stderr
+
+    s3.create_bucket(Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
+    done = _run(env, "ship-audit")
+    assert done.returncode == 0, done.stderr
+    assert [p.name for p in logs.iterdir()] == ["audit.log"]  # the file being written stays
+    for name, text in rotated.items():
+        got = s3.get_object(Bucket=bucket, Key=f"audit/i-0member/{name}.gz")
+        assert (got["ServerSideEncryption"], got["SSEKMSKeyId"]) == ("aws:kms", key)
+        assert gzip.decompress(got["Body"].read()).decode() == text

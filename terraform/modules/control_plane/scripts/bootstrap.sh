@@ -16,7 +16,9 @@
 # POD_CIDR SERVICE_CIDR JOIN_PREFIX STATUS_PREFIX INIT_PARAMETER KMS_KEY_ARN FLANNEL_MANIFEST
 # TARGET_GROUP_ARN.
 # Tunables (environment; the tests shorten them): CP_ROOT prefixes every path written, CP_WAIT_S bounds each
-# wait (DNS, member 0's init), CP_ATTEMPTS bounds init/join attempts, CP_BACKOFF_MAX_S caps the back-off.
+# wait (DNS, member 0's init), CP_ATTEMPTS bounds init/join attempts, CP_BACKOFF_MAX_S caps the back-off,
+# CP_NODE_JOIN_WINDOW_S how long after its launch an instance may ask for its node identity (approve-csrs),
+# CP_NODE_NAMES_NAMESPACE where approve-csrs reads the lab servers' names (kube-system).
 #
 # Order, member 0 (only while ${INIT_PARAMETER} says "pending", i.e. on a cluster Terraform just created):
 #   api.<domain> and the load balancer resolve -> kubeadm init (retried with back-off, reset between attempts)
@@ -31,6 +33,8 @@
 root=${CP_ROOT:-}
 wait_s=${CP_WAIT_S:-1800}
 join_window_s=${CP_JOIN_WINDOW_S:-1800}
+node_join_window_s=${CP_NODE_JOIN_WINDOW_S:-3600}
+node_names_ns=${CP_NODE_NAMES_NAMESPACE:-kube-system}
 token_ttl=${CP_TOKEN_TTL:-2h}
 attempts=${CP_ATTEMPTS:-8}
 backoff_max=${CP_BACKOFF_MAX_S:-300}
@@ -388,8 +392,13 @@ remove_stale_nodes() {
 }
 
 # Node identity (issue 36, docs/operations.md): kubeadm's kubeadm:node-autoapprove-bootstrap lets any holder of the
-# worker token mint system:node:<any>. It is deleted each run; a bootstrap CSR is approved only for a running EC2
-# instance's private DNS name or a lab server (kube-system/research-node-names) with no Node and no approval yet.
+# worker token mint system:node:<any>. It is deleted each run. A bootstrap token's kubelet client request is
+# approved only for one EC2 instance's private DNS name (pending or running, looked up in the name's own region)
+# whose instance launched at most node_join_window_s before the request and not after it, and that has no Node
+# (by name or providerID) and no approved request yet; or for a lab server of the spec (kube-system/
+# research-node-names) with no Node and no approval yet. Two pending requests for one name are both denied (one of
+# them is not the instance's); so is a request with subject alternative names (kube-controller-manager's signer
+# would fail it: a kubelet client certificate names its node by its subject alone).
 NODE_AUTOAPPROVE_BINDING=kubeadm:node-autoapprove-bootstrap
 
 region_of_node() { # ip-10-0-1-5.us-west-2.compute.internal -> us-west-2; *.ec2.internal -> us-east-1
@@ -400,63 +409,96 @@ region_of_node() { # ip-10-0-1-5.us-west-2.compute.internal -> us-west-2; *.ec2.
   esac
 }
 
-csr_verdict() { # NODE LAB_NAMES NODES APPROVED -> "approve" or "deny <reason>"
-  local node=$1 lab=$2 nodes=$3 approved=$4 region ids
+# NODE LAB NODES INSTANCES SEEN CREATED -> "approve INSTANCE", "deny <reason>" or "skip <reason>"
+csr_verdict() {
+  local node=$1 lab=$2 nodes=$3 instances=$4 seen=$5 created=$6
+  local region found id launch rest
   [[ $node =~ ^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$ ]] || { echo "deny $node is no node name"; return; }
   [[ " $nodes " == *" $node "* ]] && { echo "deny Node $node exists"; return; }
-  [[ " $approved " == *" $node "* ]] && { echo "deny $node was approved before"; return; }
-  [[ " $lab " == *" $node "* ]] && { echo approve; return; }
-  region=$(region_of_node "$node") \
-    || { echo "deny $node is no EC2 name nor lab server"; return; }
-  ids=$(aws ec2 describe-instances --region "$region" \
+  [[ " $seen " == *" $node "* ]] && { echo "deny $node was approved before"; return; }
+  if [[ " $lab " == *" $node "* ]]; then
+    echo "approve -"
+    return
+  fi
+  region=$(region_of_node "$node") || { echo "deny $node is no EC2 name nor lab server"; return; }
+  found=$(aws ec2 describe-instances --region "$region" \
     --filters "Name=private-dns-name,Values=$node" "Name=instance-state-name,Values=pending,running" \
-    --query 'Reservations[].Instances[].InstanceId' --output text) || { echo "skip EC2 cannot be read"; return; }
-  [[ -n ${ids//[[:space:]]/} ]] && { echo approve; return; }
-  echo "deny no running instance $node in $region"
+    --query 'Reservations[].Instances[].[InstanceId,LaunchTime]' --output text) \
+    || { echo "skip EC2 cannot be read"; return; }
+  found=$(grep -v '^[[:space:]]*$' <<<"$found" || true)
+  [[ -n $found ]] || { echo "deny no running instance $node in $region"; return; }
+  [[ $(wc -l <<<"$found") == 1 ]] || { echo "deny $(wc -l <<<"$found") instances are named $node"; return; }
+  read -r id launch rest <<<"$found"
+  [[ " $instances " == *" $id "* ]] && { echo "deny instance $id is a Node already"; return; }
+  launch=$(date -d "$launch" +%s) || { echo "deny cannot read $id's launch time"; return; }
+  ((created >= launch - 60)) || { echo "deny request made before $id launched"; return; }
+  ((created - launch <= node_join_window_s)) \
+    || { echo "deny $id launched $((created - launch)) s before the request (join window ${node_join_window_s} s)"; return; }
+  echo "approve $id"
 }
 
 approve_csrs() {
   local kubectl=(kubectl --kubeconfig "$root/etc/kubernetes/admin.conf")
-  local csrs nodes lab approved name request subject node verdict
+  local csrs nodes instances lab approved name created request subject sans node verdict seen
   "${kubectl[@]}" delete clusterrolebinding "$NODE_AUTOAPPROVE_BINDING" --ignore-not-found >/dev/null \
     || log "approve-csrs: cannot delete the binding"
   csrs=$("${kubectl[@]}" get csr -o json) || return 1
-  nodes=$("${kubectl[@]}" get nodes -o 'jsonpath={.items[*].metadata.name}') || return 1
-  lab=$("${kubectl[@]}" -n kube-system get configmap research-node-names -o 'jsonpath={.data.names}' 2>/dev/null) \
+  nodes=$("${kubectl[@]}" get nodes -o 'jsonpath={range .items[*]}{.metadata.name} {.spec.providerID}{"\n"}{end}') \
+    || return 1
+  instances=$(awk '$2 != "" {n = split($2, p, "/"); printf "%s ", p[n]}' <<<"$nodes")
+  nodes=$(awk '{printf "%s ", $1}' <<<"$nodes")
+  lab=$("${kubectl[@]}" -n "$node_names_ns" get configmap research-node-names -o 'jsonpath={.data.names}' 2>/dev/null) \
     || lab=""
   approved=$(python3 -c '
-import json, sys
+import datetime, json, sys
 for c in json.load(sys.stdin)["items"]:
   s, m = c["spec"], c["metadata"]
   k = [x["type"] for x in (c.get("status") or {}).get("conditions") or []]
   if s.get("signerName") != "kubernetes.io/kube-apiserver-client-kubelet" or not s.get("username", "").startswith("system:bootstrap:"):
     continue
+  a = m.get("annotations") or {}
   if "Approved" in k:
-    print("approved", m.get("annotations", {}).get("research.cluster/node", ""))
+    print("approved", a.get("research.cluster/node", "-") or "-", a.get("research.cluster/instance", "-") or "-")
   elif not k:
     ok = set(s.get("usages") or []) <= {"digital signature", "key encipherment", "client auth"}
-    print("pending" if ok else "badusage", m["name"], s["request"])
+    t = datetime.datetime.fromisoformat(m["creationTimestamp"].replace("Z", "+00:00"))
+    print("pending" if ok else "badusage", m["name"], int(t.timestamp()), s["request"])
 ' <<<"$csrs") || return 1
-  local seen
   seen=$(awk '$1 == "approved" {printf "%s ", $2}' <<<"$approved")
-  while read -r kind name request; do
+  local -A subjects=() wanted=()
+  while read -r kind name created request; do
     [[ $kind == pending || $kind == badusage ]] || continue
     subject=$(base64 -d <<<"$request" | openssl req -noout -subject -nameopt RFC2253 2>/dev/null) || subject=""
-    subject=${subject#subject=}
+    subjects[$name]=${subject#subject=}
+    node=${subjects[$name]#CN=system:node:}
+    node=${node%,O=system:nodes}
+    wanted[_$node]=$((${wanted[_$node]:-0} + 1))
+  done <<<"$approved"
+  while read -r kind name created request; do
+    [[ $kind == pending || $kind == badusage ]] || continue
+    subject=${subjects[$name]}
     node=${subject#CN=system:node:}
     node=${node%,O=system:nodes}
+    sans=$(base64 -d <<<"$request" | openssl req -noout -text 2>/dev/null \
+      | awk '/X509v3 Subject Alternative Name/ {getline; sub(/^ +/, ""); print}') || sans=""
     if [[ $kind == badusage ]]; then
       verdict="deny usages"
     elif [[ $subject != "CN=system:node:$node,O=system:nodes" ]]; then
       verdict="deny subject $subject"
+    elif [[ -n $sans ]]; then # kube-controller-manager's signer fails such a request (ValidateKubeletClientCSR)
+      verdict="deny alternative names ($sans): a kubelet client certificate names its node by its subject alone"
+    elif ((${wanted[_$node]} > 1)); then
+      verdict="deny ${wanted[_$node]} requests for $node at once: one is not the instance's"
     else
-      verdict=$(csr_verdict "$node" "$lab" "$nodes" "$seen")
+      verdict=$(csr_verdict "$node" "$lab" "$nodes" "$instances" "$seen" "$created")
     fi
     case $verdict in
-      approve)
-        "${kubectl[@]}" annotate csr "$name" "research.cluster/node=$node" --overwrite >/dev/null \
+      approve*)
+        local id=${verdict#approve }
+        "${kubectl[@]}" annotate csr "$name" "research.cluster/node=$node" "research.cluster/instance=$id" \
+          --overwrite >/dev/null \
           && "${kubectl[@]}" certificate approve "$name" >/dev/null \
-          && seen+="$node " && log "approve-csrs: approved $name for $node"
+          && seen+="$node " && log "approve-csrs: approved $name for $node ($id)"
         ;;
       deny*)
         log "approve-csrs: denying $name: ${verdict#deny }"
