@@ -92,4 +92,4 @@ docs-check: venv .terraformrc
 	DOC_COMMANDS=all $(BIN)/pytest -q tests/test_doc_commands.py
 
 clean:
-	rm -rf build .venv .checkov-venv .terraformrc
+	rm -rf build .venv .checkov-venv .awscli-venv .terraformrc

@@ -42,6 +42,12 @@ if [[ ! -x .checkov-venv/bin/checkov ]]; then
   "${PYTHON:-python3}" -m venv .checkov-venv
   .checkov-venv/bin/pip install -q --disable-pip-version-check checkov
 fi
+# The aws CLI (v1, the version this machine kind carries) for the tests that run our shell scripts with it against
+# moto (the CSR approver, the audit log's shipping): from PyPI in its own environment when the machine has none.
+if ! command -v aws >/dev/null && [[ ! -x .awscli-venv/bin/aws ]]; then
+  "${PYTHON:-python3}" -m venv .awscli-venv
+  .awscli-venv/bin/pip install -q --disable-pip-version-check "awscli==1.45.11"
+fi
 # PyTorch's CPU build in the project's environment, for the researcher's sample project that the tests run as local
 # processes (tests/labctl/test_sample_project.py; it skips with its reason without torch). setuptools stays below 81,
 # whose removal of pkg_resources would break parliament (tests/provision/terraform/test_efs.py).
@@ -91,7 +97,8 @@ fi
 # pinned Go modules under localcluster/go/ (each set built once; about 12 minutes cold on 2 cores)
 localcluster/build-tools.sh
 
-for t in packer ruby rubocop promtool amtool bird nft etcd etcdctl .checkov-venv/bin/checkov; do
+aws_bin=$(command -v aws || echo .awscli-venv/bin/aws)
+for t in packer ruby rubocop promtool amtool bird nft etcd etcdctl .checkov-venv/bin/checkov "$aws_bin"; do
   flag=--version; [ "$t" = etcdctl ] && flag=version  # etcdctl has a command, not a flag
   printf '%-26s %s\n' "$t" "$(command -v "$t" >/dev/null && "$t" "$flag" 2>&1 | head -n 1 || echo missing)"
 done

@@ -27,7 +27,7 @@ def require_tool(name: str, path: str | None = None) -> str:
 
 def aws_cli() -> str:
     """The aws CLI itself, for scripts run with a bare environment (a pyenv shim needs pyenv's)."""
-    found = require_tool("aws")
+    found = shutil.which("aws") or require_tool("aws", str(ROOT / ".awscli-venv" / "bin" / "aws"))
     if "/shims/" in found:
         import subprocess
 
