@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 export TF_CLI_CONFIG_FILE := $(CURDIR)/.terraformrc
 export TF_IN_AUTOMATION := 1
 # Python's compiled modules are kept (__pycache__, ignored by git): the tests start Python processes of their own
-# (`autoscaler run`, `lab`, `invoke`, the emulator's pods), and each would otherwise compile every module it imports.
+# (`autoscaler run`, `lab`, `invoke`, the process kubelet's pods), and each would otherwise compile every module it imports.
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: demo test lint unit e2e tools venv bench bench-live bench-live-small bench-peers-small clean docs-check faults localcluster-bin day-one

@@ -701,16 +701,13 @@ def remove_user(c, name, kubeconfig=None, home=None, vpn_endpoint=None, region=N
         print(line)
 
 
-@task(
-    name="bench-iteration",
-    help={"compression": "model seconds per wall second (default 10)", "json": "print the figures as JSON"},
-)
+@task(name="bench-iteration", help={"json": "print the figures as JSON"})
 @user_errors
-def bench_iteration(c, compression=10.0, json=False):
-    """Code edit to every pod Running in the local stack, warm node and new node, image pulls from real layer sizes."""
+def bench_iteration(c, json=False):
+    """Code edit to every pod Running on the real local stack (the real autoscaler, process-kubelet nodes): warm node and new node."""
     from demos.bench_iteration import main
 
-    main(float(compression), json)
+    main(json)
 
 
 @task(

@@ -44,7 +44,17 @@ log = logging.getLogger("autoscaler.leader")
 
 
 def _micro(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return _sendable(datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
+
+
+def _sendable(micro_time: str | None) -> str | None:
+    """A Lease time (a MicroTime: kube-apiserver parses exactly six fraction digits) that survives the client: the
+    kubernetes client (37) validates the body into its V1Lease model and writes the time back with ``isoformat()``,
+    which drops a zero fraction, and kube-apiserver refuses ``...T09:20:00+00:00`` (400, "cannot parse"). A time on
+    a whole second is sent one microsecond later."""
+    if micro_time and micro_time.endswith(".000000Z"):
+        return micro_time[: -len("000000Z")] + "000001Z"
+    return micro_time
 
 
 class LeaderElector:
@@ -154,7 +164,7 @@ class LeaderElector:
             "holderIdentity": self.identity,
             "leaseDurationSeconds": int(self.lease_duration_s),
             "renewTime": _micro(self._wall()),
-            "acquireTime": old.get("acquireTime") or _micro(self._wall()),
+            "acquireTime": _sendable(old.get("acquireTime")) or _micro(self._wall()),
             "leaseTransitions": old.get("leaseTransitions") or 0,
         }
 

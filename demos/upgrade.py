@@ -15,7 +15,7 @@ as its ServiceAccount), in the primary region only:
 5. the operator's part (docs/operations.md, "The nodes: drift"): an overdue node that holds no job, only the
    cluster's own services (the CPU node: the autoscaler's and the gang scheduler's Deployments, monitoring), is
    drained with ``kubectl drain`` (evictions, PodDisruptionBudgets honoured) and then replaced as empty. On the
-   emulator that node was empty; on the real control plane it never empties by itself.
+   real control plane it never empties by itself.
 
 It ends when no instance of the region runs the old image and every job has finished, and fails (exit status 1)
 when a pod was killed (a Failed pod: kube-controller-manager's pod garbage collector fails a pod whose Node went

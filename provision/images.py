@@ -118,8 +118,9 @@ def unpinned(text: str) -> list[str]:
     return sorted({m for m in _IMAGE_LINE.findall(text) if "@sha256:" not in m})
 
 
-# The local stack (the emulator: `make demo`, the demos and the tests) pulls no image from a registry; there,
-# and only where this is set, images by tag are applied with a warning line instead of refused.
+# The local stack (the real control plane's kwok and process-kubelet nodes: `make demo`, the demos and the tests)
+# pulls no image from a registry; there, and only where this is set, images by tag are applied with a warning line
+# instead of refused.
 BY_TAG_ENV = "RESEARCH_CLUSTER_LOCAL_IMAGES_BY_TAG"
 
 

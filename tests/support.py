@@ -64,7 +64,7 @@ def set_path(data: dict, path: str, value) -> None:
 
 def require_standard_venv() -> str:
     """The standard image's venv on this host (localcluster/kubelet/images.py STANDARD_VENV), which every uid can run:
-    where the emulator runs as root, a job's pods run as the Job's uid only with it. Skips with a reason when it is
+    where the tests run as root, a job's pods run as the Job's uid only with it. Skips with a reason when it is
     absent, or fails under CI=true (`make tools` builds it)."""
     from localcluster.kubelet import images as kubelet
 

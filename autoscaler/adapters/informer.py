@@ -9,7 +9,9 @@ Silence is bounded: the server is asked to end each watch after ``watch_timeout_
 ends cleanly and is renewed), and the socket read timeout is ``silence_s``: a watch that sends nothing (no event,
 no bookmark) for that long is dropped and the cache relisted. ``age()`` is how long ago the cache was last
 confirmed current (a list, an event, a bookmark, or a watch the server ended cleanly); the controller starts no
-scale-down and /readyz fails while it is above the bound.
+scale-down and /readyz fails while it is above the bound. A watch that ended with no line at all is confirmed only
+once a one-item list shows the server has reached the cache's version (kube-apiserver takes a watch from a version
+it has not reached, as after a restart on fresh versions, and stays silent: that relists).
 
 Recovery: a watch that was established and then broke (a connection cut mid-stream, after it delivered an event or
 stayed open for a second) is resumed from the last resourceVersion at once, without a relist and without growing
@@ -223,11 +225,13 @@ class Informer:
                 timeout_seconds=self.watch_timeout_s,
                 _request_timeout=(10, self.silence_s),
             )
-            started = self._clock()
+            started, received = self._clock(), self.received
             for event in stream:
                 self._apply(event["type"], event["raw_object"], lean_already=self.lean)
                 if self._stop.is_set():
                     return
+            if self.received == received:
+                self._check_reached()
             self._fresh_at = max(
                 self._fresh_at or 0.0, started
             )  # the server ended a quiet watch: nothing missed
@@ -237,6 +241,22 @@ class Informer:
             raise
         finally:
             self._watch = None
+
+    def _check_reached(self) -> None:
+        """After a watch that sent nothing at all: whether the server has reached our resourceVersion. kube-apiserver
+        takes a watch from a version it has not reached (a client's after the server restarted on fresh, lower
+        versions) and sends nothing, not even a bookmark, until its timeout, for ever: the cache would be frozen and
+        look current. A one-item list from that version (``NotOlderThan``) answers 504 ResourceVersionTooLarge
+        there: Gone, relist."""
+        if not self.resource_version:
+            return
+        try:
+            self._list(limit=1, resource_version=self.resource_version, resource_version_match="NotOlderThan",
+                       _preload_content=False, _request_timeout=self.request_timeout_s)  # fmt: skip
+        except ApiException as e:
+            if e.status == 504 and "ResourceVersionTooLarge" in str(e.body or ""):
+                raise Gone(f"the server has not reached version {self.resource_version}") from None
+            raise
 
     def _apply(self, kind: str, obj: dict, lean_already: bool = False) -> None:
         rv = (obj.get("metadata") or {}).get("resourceVersion")

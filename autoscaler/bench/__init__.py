@@ -1,3 +1,3 @@
-"""Benchmarks that drive several parts together, above the parts they measure: the live controller against the
-emulator (``live``), the Event writer against the emulator (``events``) and the cluster model on a trace
-(``model``). The planner's own benchmark is ``autoscaler.core.bench``; ``autoscaler bench`` runs it."""
+"""Benchmarks that drive several parts together, above the parts they measure: the cluster model on a trace
+(``model``); the live controller's and the Event writer's are on the real local stack (demos/live_sides.py,
+demos/bench_events.py). The planner's own benchmark is ``autoscaler.core.bench``; ``autoscaler bench`` runs it."""

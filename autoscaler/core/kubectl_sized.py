@@ -36,7 +36,7 @@ the JSON decoder and, unless the informers drop it, kept in memory. What is adde
 Nothing added changes what the planner decides: fields it reads keep their lean values (requests, tolerations of
 the group taints, priority, node allocatable, Ready and its transition time); ``tests/autoscaler/core/
 test_kubectl_sized.py`` checks the plans are equal, that a sample passes ``kubernetes-validate --strict`` and
-that the emulator accepts them.
+that the real kube-apiserver accepts them.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Kubernetes quantities as integer milli-units, and the names of resources the planner accepts.
 
-The one parser of quantities in the project (the cluster model and the emulator use it too). It follows
+The one parser of quantities in the project (the cluster model uses it too). It follows
 Kubernetes' grammar exactly (k8s.io/apimachinery/pkg/api/resource/quantity.go, ``ParseQuantity``)::
 
     <quantity>  ::= <sign>? <number> <suffix>       <number> ::= <digits> | <digits>.<digits>? | .<digits>

@@ -1,6 +1,6 @@
 """Label selectors, node selector requirements and taint tolerations: parsing into tuples and matching.
 
-The one selector parser of the project: the planner, the cluster model and the emulator (``?labelSelector=``)
+The one selector parser of the project: the planner and the cluster model
 use it. Parsed forms are hashable tuples so that pod shapes holding them can be interned and cached. Label keys
 and values are checked by Kubernetes' rules (k8s.io/apimachinery/pkg/util/validation: ``IsQualifiedName``,
 ``IsValidLabelValue``); the text form follows ``labels.Parse`` (k8s.io/apimachinery/pkg/labels/selector.go).

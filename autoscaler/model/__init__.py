@@ -1,4 +1,4 @@
-"""One cluster model behind the simulator (virtual clock) and the Kubernetes API emulator (wall clock).
+"""The cluster model behind the simulator (virtual clock); the local stack is the real control plane (localcluster/).
 
 See docs/model.md.
 """

@@ -1,6 +1,6 @@
 """Every delay of a node's life in the model, in one place, each with the real system it comes from.
 
-Model seconds (the emulator's ``WallClock(compression)`` divides them). A node's life::
+Model seconds (the local stack's node agent, localcluster/nodes.py, divides them by its compression). A node's life::
 
     launch --INSTANCE_RUNNING_S--> EC2 running --boot_delay(type)--> kubelet registers the Node
         NotReady (Ready=False, KubeletNotReady), tainted node.kubernetes.io/not-ready:NoSchedule

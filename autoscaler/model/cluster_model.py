@@ -2,11 +2,11 @@
 
 Time is injected (``clock.py``); everything that happens later (boots, pod completions, launch retries,
 capacity events) sits in an event queue, and ``advance(to)`` runs it up to ``to``. The simulator jumps from
-``next_event_time()`` to the next; the emulator advances to the wall clock's ``now()`` from a ticker thread.
+``next_event_time()`` to the next; a server on a wall clock would advance to its ``now()`` from a ticker thread.
 
 Kubernetes objects are plain dicts in an :class:`~autoscaler.model.store.ObjectStore` (``kubectl get -o
-json`` shape); readers get the live objects and must not mutate them. The model is not thread-safe: the
-emulator holds ``model.lock`` around every call.
+json`` shape); readers get the live objects and must not mutate them. The model is not thread-safe: a
+threaded caller holds ``model.lock`` around every call.
 """
 
 from __future__ import annotations
@@ -129,9 +129,9 @@ class ClusterModel:
         self._events: deque[tuple[float, dict]] = deque()
         self._restarts = 0
         self._flushing = False
-        self.image_pulls = False  # the kubelet's image pulls (images.py): the emulator turns them on
+        self.image_pulls = False  # the kubelet's image pulls (images.py): off in the simulator
         self._node_images: dict[str, I.NodeImages] = {}
-        # what an emulator serving the model plugs in (None in the simulator): creates and deletes through the
+        # what an API server serving the model plugs in (None in the simulator): creates and deletes through the
         # API server (admission), the cluster CA, the ServiceAccount token and CSR signers
         self.api_create = None
         self.api_delete = None

@@ -5,7 +5,7 @@ overhead plus its missing layers' size over the node's pull rate (data/images.ya
 time (KubeletConfiguration ``serializeImagePulls: true``, the default). Meanwhile the container waits in
 ``ContainerCreating``. Events as the kubelet's: ``Pulling`` 'Pulling image "x"', ``Pulled`` 'Successfully pulled
 image "x" in 9.1s (12.3s including waiting). Image size: 123456 bytes.' or 'Container image "x" already present on
-machine'. Off in the simulator (its node delays include the pulls); the emulator turns it on.
+machine'. Off in the simulator (its node delays include the pulls); ``image_pulls`` turns it on.
 
 The lab's standard image (clusterspec/data/standard_image.yaml: its layers and their sizes) is known under any
 registry (``<registry>/<cluster>/standard``), an image ``lab`` builds from a job's requirements

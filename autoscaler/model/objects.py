@@ -12,7 +12,7 @@ from autoscaler.model.taints import NOT_READY, UNINITIALIZED, UNREACHABLE
 from clusterspec.catalog import instance_types
 from clusterspec.names import NODE_GROUP_LABEL
 
-KUBELET_VERSION = "v1.35.8"  # the emulator's API server version (autoscaler/emulator/resources.py)
+KUBELET_VERSION = "v1.35.8"  # the kubelet version the model's nodes report
 NETWORK_NOT_READY = (
     "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady "
     "message:Network plugin returns error: cni plugin not initialized"

@@ -1,5 +1,5 @@
 """What a ResourceQuota counts (k8s.io/kubernetes pkg/quota/v1/evaluator/core): shared by the quota controller
-(``status.used``) and ResourceQuota admission in the emulator.
+(``status.used``) and ResourceQuota admission where an API server serves the model.
 
 - pods (not terminal, not being deleted past their grace): ``pods``/``count/pods``, ``requests.<r>`` and
   ``limits.<r>`` for cpu, memory, ephemeral-storage and extended resources (``requests.nvidia.com/gpu``), ``cpu`` and

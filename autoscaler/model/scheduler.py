@@ -13,7 +13,7 @@ from a rotating start (``numFeasibleNodesToFind``): every node below 100 nodes.
 
 A pod is placed only by the scheduler it names (``spec.schedulerName``, default ``default-scheduler``), and only while
 that scheduler runs (``schedulers``: the control plane's ``default-scheduler`` always; the gang scheduler
-``research-gang-scheduler`` while its pods run, when an emulator serves the model): a pod naming any other scheduler
+``research-gang-scheduler`` while its pods run, when an API server serves the model): a pod naming any other scheduler
 stays Pending, untouched (no condition, no event), as no kube-scheduler picks it up. Gangs (``pods.gang_key``: the
 ``scheduling.x-k8s.io/pod-group`` label) are placed tentatively and bound only when every member fits, and only by a
 scheduler with Coscheduling (the gang scheduler's profile); ``default-scheduler`` binds every pod on its own,

@@ -2,7 +2,7 @@
 
 Every change bumps the counter, stamps ``metadata.resourceVersion`` and tells the listeners
 ``(kind, event_type, obj)`` with event_type ADDED, MODIFIED or DELETED, as a watch would. Objects are stored
-and handed out as live dicts: readers must not mutate them (the emulator copies what it serves).
+and handed out as live dicts: readers must not mutate them (a server copies what it serves).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from autoscaler.model.clock import iso
 
-# The built-in cluster-scoped kinds (the emulator's resource table agrees: tests/autoscaler/emulator); custom
+# The built-in cluster-scoped kinds (kube-apiserver's: `kubectl api-resources --namespaced=false`); custom
 # resources add theirs per store (``ObjectStore.cluster_scoped``).
 CLUSTER_SCOPED = frozenset(
     {

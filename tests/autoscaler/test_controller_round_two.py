@@ -1,6 +1,6 @@
 """Issue 28 on the controller, with the real planner and in-memory fakes on a fixed clock: the read-to-terminate
 window, aborted removals, vanished and young pods, phantom capacity, late writes and AWS eventual consistency.
-(The same behaviours against the real process, moto and the emulator: tests/faults/test_round_two.py.)"""
+(The same behaviours against the real process, moto and the real control plane: tests/faults/test_round_two.py.)"""
 
 from __future__ import annotations
 

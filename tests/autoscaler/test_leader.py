@@ -1,4 +1,6 @@
-"""Leader election on a Lease in the emulator: two replicas, a virtual clock, never two leaders."""
+"""Leader election on a real Lease (kube-apiserver of the run's shared control plane, a namespace of each test's own):
+two replicas, a virtual clock for their timing (the server keeps the record and checks each write's
+resourceVersion; it never reads the times), never two leaders."""
 
 from __future__ import annotations
 
@@ -11,7 +13,6 @@ from autoscaler import metrics
 from autoscaler.adapters.kubernetes import api_client
 from autoscaler.controller import Controller, ControllerConfig
 from autoscaler.leader import LeaderElector
-from tests.autoscaler.adapters.conftest import emu, kubeconfig  # noqa: F401 - fixtures
 from tests.autoscaler.fakes import FakeCloud, FakeCluster
 
 
@@ -23,28 +24,35 @@ class Clock:
 
 
 @pytest.fixture
-def coordination(kubeconfig):  # noqa: F811
-    api = api_client(kubeconfig)
+def ns(kube):
+    name = kube.namespace("leader")
+    yield name
+    kube.kubectl("delete", "namespace", name, "--wait=false")
+
+
+@pytest.fixture
+def coordination(kube, ns):
+    api = api_client(str(kube.admin_kubeconfig))
     yield client.CoordinationV1Api(api)
     api.close()
 
 
-def electors(coordination, clock):
-    return [LeaderElector(coordination, "kube-system", name, clock=clock, wall=lambda: 1.767e9 + clock())
+def electors(coordination, ns, clock):
+    return [LeaderElector(coordination, ns, name, clock=clock, wall=lambda: 1.767e9 + clock())
             for name in ("replica-a", "replica-b")]  # fmt: skip
 
 
-def test_the_first_candidate_leads_and_the_second_waits(coordination):
+def test_the_first_candidate_leads_and_the_second_waits(coordination, ns):
     clock = Clock()
-    a, b = electors(coordination, clock)
+    a, b = electors(coordination, ns, clock)
     assert a.try_acquire_or_renew() and not b.try_acquire_or_renew()
-    lease = coordination.read_namespaced_lease("research-autoscaler", "kube-system")
+    lease = coordination.read_namespaced_lease("research-autoscaler", ns)
     assert lease.spec.holder_identity == "replica-a" and lease.spec.lease_duration_seconds == 20
 
 
-def test_a_silent_leader_is_replaced_only_after_it_stopped_acting(coordination):
+def test_a_silent_leader_is_replaced_only_after_it_stopped_acting(coordination, ns):
     clock = Clock()
-    a, b = electors(coordination, clock)
+    a, b = electors(coordination, ns, clock)
     a.try_acquire_or_renew()
     b.try_acquire_or_renew()  # b first sees a's record now
     for _ in range(9):  # a stops renewing (paused, partitioned); b keeps trying every 2 s
@@ -54,14 +62,14 @@ def test_a_silent_leader_is_replaced_only_after_it_stopped_acting(coordination):
     clock.t += 2
     assert b.try_acquire_or_renew() and not a.is_leader()
     assert not a.try_acquire_or_renew()  # a comes back: b holds the lease
-    lease = coordination.read_namespaced_lease("research-autoscaler", "kube-system")
+    lease = coordination.read_namespaced_lease("research-autoscaler", ns)
     assert lease.spec.holder_identity == "replica-b" and lease.spec.lease_transitions == 1
 
 
-def test_random_interleavings_never_have_two_leaders(coordination):
+def test_random_interleavings_never_have_two_leaders(coordination, ns):
     rng = random.Random(7)
     clock = Clock()
-    pair = electors(coordination, clock)
+    pair = electors(coordination, ns, clock)
     paused = {e.identity: 0.0 for e in pair}
     leaders_seen = set()
     for _ in range(100):
@@ -76,9 +84,9 @@ def test_random_interleavings_never_have_two_leaders(coordination):
     assert leaders_seen == {"replica-a", "replica-b"}, "the lease changed hands at least once"
 
 
-def test_two_controllers_never_both_act(coordination):
+def test_two_controllers_never_both_act(coordination, ns):
     clock = Clock()
-    pair = electors(coordination, clock)
+    pair = electors(coordination, ns, clock)
     cluster, cloud = FakeCluster(), FakeCloud([])
     acted = []
 
@@ -134,10 +142,10 @@ class Slow:
         return call
 
 
-def test_renewal_keeps_the_lease_when_every_request_takes_5_s(coordination):
+def test_renewal_keeps_the_lease_when_every_request_takes_5_s(coordination, ns):
     clock = Clock()
     slow = Slow(coordination, clock, 5.0)
-    e = LeaderElector(slow, "kube-system", "replica-a", clock=clock, wall=lambda: 1.767e9 + clock())
+    e = LeaderElector(slow, ns, "replica-a", clock=clock, wall=lambda: 1.767e9 + clock())
     slow.elector = e
     assert e.request_timeout_s > 5.0
     assert e.try_acquire_or_renew()
@@ -151,9 +159,9 @@ def test_renewal_keeps_the_lease_when_every_request_takes_5_s(coordination):
     assert metrics.REGISTRY.get_sample_value("autoscaler_leader") == 1.0
 
 
-def test_the_gauge_and_the_fence_follow_the_renew_deadline(coordination):
+def test_the_gauge_and_the_fence_follow_the_renew_deadline(coordination, ns):
     clock = Clock()
-    e = LeaderElector(coordination, "kube-system", "replica-a", clock=clock, wall=lambda: 1.767e9 + clock())
+    e = LeaderElector(coordination, ns, "replica-a", clock=clock, wall=lambda: 1.767e9 + clock())
     assert e.try_acquire_or_renew() and e.may_write(4.0)
     assert not e.may_write(e.lease_duration_s - e.renew_deadline_s), "a write must end before a takeover"
     clock.t += e.renew_deadline_s  # no renewal since (partitioned): the gauge drops with no call made
@@ -161,11 +169,11 @@ def test_the_gauge_and_the_fence_follow_the_renew_deadline(coordination):
     assert not e.may_write(0.1) and e.time_left() == 0.0
 
 
-def test_a_takeover_writes_nothing_until_an_old_leader_s_late_write_could_have_arrived(coordination):
+def test_a_takeover_writes_nothing_until_an_old_leader_s_late_write_could_have_arrived(coordination, ns):
     """Issue 28: a replica that takes the lease over from another holder (not one that creates it) waits
     ``takeover_delay_s`` before its first write: the passes do not run (``acting``) and the fence refuses."""
     clock = Clock()
-    a, b = (LeaderElector(coordination, "kube-system", name, clock=clock, wall=lambda: 1.767e9 + clock(),
+    a, b = (LeaderElector(coordination, ns, name, clock=clock, wall=lambda: 1.767e9 + clock(),
                           takeover_delay_s=15) for name in ("replica-a", "replica-b"))  # fmt: skip
     assert a.try_acquire_or_renew() and a.acting() and a.may_write(4), "a new Lease: nothing to wait out"
     b.try_acquire_or_renew()

@@ -1,7 +1,6 @@
 """alice on the run's shared real control plane (`alice`: `invoke add-user` under a namespace prefix of the test's
 own, the lab settings published as `invoke up` publishes them), a moto S3 server on loopback as the cluster's bucket,
-the real local cluster of the end-to-end tests (`real_lab`), and the emulator that test_logs.py still needs (issue
-33: pods/log needs a kubelet endpoint for kwok's nodes)."""
+and the real local cluster of the end-to-end tests (`real_lab`)."""
 
 from __future__ import annotations
 
@@ -14,16 +13,10 @@ from pathlib import Path
 import boto3
 import pytest
 import yaml
-from kubernetes import config
 
-from autoscaler.emulator import Emulator
-from autoscaler.model import ClusterModel, VirtualClock
-from autoscaler.model.spec_groups import groups_from_spec
-from clusterspec.loader import DEFAULT_SPEC, load_spec
+from clusterspec.loader import load_spec
 from provision import lab_settings
-from tests.support import load_yaml
 
-SPEC_DATA = load_yaml(Path(DEFAULT_SPEC))
 BUCKET = "dlr-results-123456789012"
 
 
@@ -219,38 +212,6 @@ def _lab_env(monkeypatch, tmp_path: Path) -> None:
         monkeypatch.delenv(k, raising=False)
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
-
-
-# --- the emulator, for what has not moved to the real control plane yet (issue 33) -----------------------------
-def publish_settings(emu, s3_url: str, path: Path) -> None:
-    admin = emu.write_kubeconfig(path)
-    api = config.new_client_from_config(config_file=str(admin))
-    try:
-        lab_settings.apply(api, load_spec(), registry=REGISTRY, code_bucket=BUCKET, s3_endpoint=s3_url)
-    finally:
-        api.close()
-
-
-@pytest.fixture
-def emu(s3_url, tmp_path: Path):
-    make_bucket(s3_url)
-    model = ClusterModel(VirtualClock(start=1_767_225_600.0), groups_from_spec(SPEC_DATA))
-    with Emulator(model) as e:
-        e.install_podgroup_crd()  # `invoke deploy-scheduler` applies it on a real cluster
-        publish_settings(e, s3_url, tmp_path / "admin.kubeconfig")  # `invoke up` publishes them
-        yield e
-
-
-@pytest.fixture
-def emu_lab_env(emu, monkeypatch, tmp_path: Path) -> str:
-    emu.create_namespace("u-alice")  # `invoke add-user alice` creates it
-    path = emu.write_kubeconfig(tmp_path / "kubeconfig")
-    data = load_yaml(path)
-    for ctx in data["contexts"]:
-        ctx["context"]["namespace"] = "u-alice"
-    path.write_text(yaml.safe_dump(data))
-    _lab_env(monkeypatch, tmp_path)
-    return str(path)
 
 
 def make_wheel(path: Path) -> None:

@@ -2,10 +2,10 @@
 
 A controller hears of changes through the store's listeners (it only notes what to look at: a listener must not
 write) and does its work when the model settles (``ClusterModel._flush``), as a controller's work queue drains:
-until nothing is left to do. Objects a controller creates go through the API server's admission when an emulator
+until nothing is left to do. Objects a controller creates go through the API server's admission when an API server
 serves the model (``model.api_create``: quota, Pod Security, ServiceAccounts refuse what they refuse, and the
-controller reports it as the real one does: a ``FailedCreate`` event and condition), straight into the store
-otherwise (the simulator). Timers (back-offs, deadlines, TTLs) are events on the model's clock.
+controller reports it as the real one does: a ``FailedCreate`` event and condition; the retired emulator did, issue
+33), straight into the store otherwise (the simulator). Timers (back-offs, deadlines, TTLs) are events on the model's clock.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """kube-controller-manager's CSR signer (pkg/controller/certificates/signer) for ``kubernetes.io/kube-apiserver-
 client``: an Approved request without a certificate is signed by the cluster CA (through ``model.sign_csr``, the
-emulator's CA) for ``spec.expirationSeconds`` (default and cap ``--cluster-signing-duration``, one year), with the
+serving API server's CA) for ``spec.expirationSeconds`` (default and cap ``--cluster-signing-duration``, one year), with the
 request's subject; usages other than digital signature, key encipherment and client auth, or without client
 auth, get a ``Failed`` condition (``SignerValidationFailure``). Other signers are left to their own signers."""
 

@@ -1,5 +1,5 @@
 """What the controllers share: owner references, events as client-go's event recorder writes them, creating
-objects as an API client (through admission when an emulator serves the model), pod states."""
+objects as an API client (through admission when an API server serves the model: ``model.api_create``), pod states."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 the file ``--config`` names, in the ConfigMap volume mounted there, and serves each profile's ``schedulerName``
 (Coscheduling when the profile enables it); when none of its pods runs, pods naming it are left Pending, as they are
 on a cluster where that scheduler is not deployed or has crashed. Only in effect when ``model.deployed_schedulers``
-is set (the emulator, where the manifests are applied); the simulator's model runs the gang scheduler throughout."""
+is set (an API server serving the model, where the manifests are applied); the simulator's model runs the gang scheduler throughout."""
 
 from __future__ import annotations
 

@@ -9,8 +9,8 @@
   ServiceAccount's uid); one whose ServiceAccount is gone is deleted. Since 1.24 such Secrets exist only when a
   user creates them.
 
-The CA and the token signer are the API server's (``model.cluster_ca_pem``, ``model.legacy_token``), set by the
-emulator; without them (the simulator) only the ServiceAccounts are made.
+The CA and the token signer are the API server's (``model.cluster_ca_pem``, ``model.legacy_token``), set by an API
+server serving the model; without them (the simulator) only the ServiceAccounts are made.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import tracemalloc
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 
 import pytest
@@ -16,12 +16,6 @@ from autoscaler.core import lean
 from tests.autoscaler.core import inflate
 from tests.autoscaler.fakes import FakeCluster, pod
 from tests.autoscaler.test_controller import GPU_LABELS, T0, Clock, controller, world
-
-
-@pytest.fixture
-def kube(emu_kube):
-    """The adapter on the emulator (tests/autoscaler/adapters/conftest.py), under the name these tests use."""
-    return emu_kube
 
 
 def pages(objs: list[dict], size: int):
@@ -144,35 +138,59 @@ def test_the_controller_acts_on_lean_objects_as_on_whole_ones():
     assert lean_run == full
 
 
-def test_a_snapshot_of_the_lean_caches_replays_the_plan_of_whole_objects(emu, kubeconfig):
-    """Against the emulator: pods as a real API server returns them, listed by a lean and a whole adapter; the
-    snapshot each gives plans the same, also written to JSON and read back as `autoscaler plan` reads it."""
+def _as_created(obj: dict, i: int) -> dict:
+    """``obj`` inflated as a training pod is (tests/autoscaler/core/inflate.py: env, mounts, probes, annotations,
+    volumes) with what only the API server writes left out (uid, version, times, managedFields, status): what a Job
+    controller would create. No claim (its volume an emptyDir): the snapshots here carry no claims."""
+    p = inflate.pod(obj, i)
+    for key in ("uid", "resourceVersion", "creationTimestamp", "managedFields", "generateName"):
+        p["metadata"].pop(key, None)
+    p.pop("status", None)
+    p["spec"]["volumes"] = [{"name": "ckpt", "emptyDir": {}} if v["name"] == "ckpt" else v
+                            for v in p["spec"]["volumes"]]  # fmt: skip
+    p["spec"]["serviceAccountName"] = p["spec"]["serviceAccount"] = "default"
+    p["spec"]["schedulerName"] = obj["spec"].get("schedulerName", "default-scheduler")
+    return p
+
+
+@pytest.fixture
+def ns(kube):
+    """A namespace of the test's own on the run's shared real control plane (tests/conftest.py ``kube``)."""
+    name = kube.namespace("lean")
+    yield name
+    kube.kubectl("delete", "namespace", name, "--wait=false")
+
+
+def test_a_snapshot_of_the_lean_caches_replays_the_plan_of_whole_objects(kube, ns):
+    """Against the real kube-apiserver: pods as it returns them (managedFields and all), listed by a lean and a whole
+    adapter; the snapshot each gives plans the same, also written to JSON and read back as `autoscaler plan` reads
+    it."""
     from autoscaler.adapters.kubernetes import KubeCluster, api_client
     from autoscaler.core import decode, generate
     from autoscaler.core.config import PlannerConfig
     from autoscaler.core.planner import plan
     from autoscaler.core.snapshot import parse_snapshot
-    from tests.autoscaler.model.builders import pod as model_pod
+    from tests.autoscaler import real_kube
 
-    with emu.model.lock:
-        for i in range(6):
-            emu.model.submit_pod(inflate.pod(model_pod(f"big-{i}", gpus=16), i))  # fits no node
-        for i in range(4):
-            emu.model.submit_pod(inflate.pod(model_pod(f"small-{i}", cpu="1"), 10 + i))
+    pods = [_as_created(real_kube.pod(f"big-{i}", ns, gpus=16), i) for i in range(6)]  # fits no node
+    pods += [_as_created(real_kube.pod(f"small-{i}", ns), 10 + i) for i in range(4)]
+    real_kube.create(kube, *pods)
     groups = [
         generate.group("gpu", "us-west-2", "p3.16xlarge"),
         generate.group("cpu", "us-west-2", "m6i.2xlarge"),
     ]
+    now = (datetime.now(UTC) + timedelta(minutes=10)).strftime("%Y-%m-%dT%H:%M:%SZ")
     plans = []
     for lean_objects in (False, True):
-        api = api_client(kubeconfig)
-        kube = KubeCluster(api, namespace="kube-system", page_size=3, lean_objects=lean_objects)
-        kube.sync()
-        snap = {"pods": kube.list_pods(), "nodes": kube.list_nodes(), "pdbs": kube.list_pdbs(), "groups": groups,
-                "now": "2026-01-01T00:10:00Z"}  # fmt: skip
+        api = api_client(str(kube.admin_kubeconfig))
+        cluster = real_kube.scope(KubeCluster(api, namespace=ns, page_size=3, lean_objects=lean_objects), ns)
+        cluster.sync()
+        snap = {"pods": cluster.list_pods(), "nodes": cluster.list_nodes(), "pdbs": cluster.list_pdbs(),
+                "groups": groups, "now": now}  # fmt: skip
         api.close()
-        assert len(snap["pods"]) >= 10
-        assert any("managedFields" in p["metadata"] for p in snap["pods"]) != lean_objects
+        assert len(snap["pods"]) == 10 and snap["nodes"] == []
+        assert all(("managedFields" in p["metadata"]) != lean_objects for p in snap["pods"])
+        assert all(("env" in p["spec"]["containers"][0]) != lean_objects for p in snap["pods"])
         plans.append(plan(parse_snapshot(copy.deepcopy(snap)), PlannerConfig()).to_dict(placements=True))
         if lean_objects:
             replayed = decode.snapshot(json.dumps(snap).encode())
@@ -181,21 +199,33 @@ def test_a_snapshot_of_the_lean_caches_replays_the_plan_of_whole_objects(emu, ku
     assert plans[0]["scale_up"] and plans[0]["unschedulable"]
 
 
-def test_a_watched_pod_arrives_lean_from_the_emulator(kube, emu):
-    from tests.autoscaler.adapters.test_kubernetes import wait_until
-    from tests.autoscaler.model.builders import pod as model_pod
+def test_a_watched_pod_arrives_lean_from_the_api_server(kube, ns):
+    """A pod created while the adapter watches arrives lean, after kube-scheduler has written its condition
+    (PodScheduled False: 16 GPUs fit no node), with the server's uid and version."""
+    from autoscaler.adapters.kubernetes import KubeCluster, api_client
+    from tests.autoscaler import real_kube
+    from tests.autoscaler.real_kube import wait_until
 
-    kube.start()
-    assert kube.wait_synced(10)
-    with emu.model.lock:
-        emu.model.submit_pod(inflate.pod(model_pod("late", gpus=16), 7))
-    wait_until(lambda: kube.informers["pods"].get("research/late") is not None)
-    got = kube.informers["pods"].get("research/late")
-    assert (
-        "managedFields" not in got["metadata"]
-        and got["metadata"]["uid"]
-        and got["metadata"]["resourceVersion"]
-    )
+    api = api_client(str(kube.admin_kubeconfig))
+    cluster = real_kube.scope(KubeCluster(api, namespace=ns, page_size=2, watch_timeout_s=2), ns)
+    try:
+        cluster.start()
+        assert cluster.wait_synced(10)
+        real_kube.create(kube, _as_created(real_kube.pod("late", ns, gpus=16, scheduled=True), 7))
+        key = f"{ns}/late"
+
+        def whole() -> dict:
+            return json.loads(kube.kubectl("-n", ns, "get", "pod", "late", "-o", "json", check=True).stdout)
+
+        wait_until(lambda: whole().get("status", {}).get("conditions"))  # kube-scheduler's verdict
+        version = whole()["metadata"]["resourceVersion"]
+        wait_until(lambda: (cluster.informers["pods"].get(key) or {}).get("metadata", {}).get("resourceVersion")
+                   == version)  # fmt: skip
+        got = cluster.informers["pods"].get(key)
+    finally:
+        cluster.stop()
+        api.close()
+    assert "managedFields" not in got["metadata"] and got["metadata"]["uid"] == whole()["metadata"]["uid"]
     [container] = got["spec"]["containers"]
     assert (
         set(container) <= {"name", "resources", "ports", "restartPolicy"}
