@@ -88,6 +88,37 @@ def test_an_instance_type_without_reservations_does_not_join(user_data, tmp_path
     assert not [c for c in calls if c.startswith("kubeadm join")]
 
 
+def test_the_kubelets_bootstrap_key_is_made_and_its_hash_published_before_the_join(user_data, tmp_path):
+    """Node identity (issue 36): the key the kubelet will load (<cert-dir>/kubelet-client.key.tmp, kubelet 1.35
+    bootstrap.go tmpPrivateKeyFile; keyutil parses an "EC PRIVATE KEY" PEM), its public key's SHA-256 (DER
+    SubjectPublicKeyInfo, as the approver hashes a request's) put at node-keys/<aws:userid> before kubeadm join."""
+    import hashlib
+
+    from cryptography.hazmat.primitives import serialization
+
+    done, root, calls = _run(user_data, IMDS, tmp_path)
+    assert done.returncode == 0, done.stderr
+    key_file = root / "var/lib/kubelet/pki/kubelet-client.key.tmp"
+    pem = key_file.read_bytes()
+    assert pem.startswith(b"-----BEGIN EC PRIVATE KEY-----") and key_file.stat().st_mode & 0o777 == 0o600
+    spki = (
+        serialization.load_pem_private_key(pem, None)
+        .public_key()
+        .public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
+    assert (tmp_path / "state/s3-put").read_text().strip() == hashlib.sha256(spki).hexdigest()
+    put = next(i for i, c in enumerate(calls) if c.startswith("aws s3 cp"))
+    assert calls[put].endswith(
+        "- s3://dlr-etcd-backups-123456789012/node-keys/AROAEXAMPLENODEROLE01:i-0123456789abcdef0"
+    )
+    assert put < next(i for i, c in enumerate(calls) if c.startswith("kubeadm join"))
+    # a retry after a reset publishes the key it uses (a reset empties /var/lib/kubelet; a kept key is reused)
+    again = subprocess.run(["bash", str(root / "usr/local/sbin/cluster-join")], capture_output=True, text=True,
+                           env={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "FAKE_STATE": str(tmp_path / "state"),
+                                "JOIN_ROOT": str(root)})  # fmt: skip
+    assert again.returncode == 0 and key_file.read_bytes() == pem, again.stderr
+
+
 def test_a_joined_node_is_left_alone(user_data, tmp_path):
     root = tmp_path / "root"
     (root / "etc/kubernetes").mkdir(parents=True)
