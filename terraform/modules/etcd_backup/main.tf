@@ -4,6 +4,9 @@
 # writes snapshots/ and pki/; the control plane's role may put and get objects here and nothing else (no delete:
 # a compromised member cannot erase the backups; the lifecycle does). AWS Backup copies the bucket to a second
 # region (../backup).
+# Also the kubelets' key hashes (issue 36, node identity): every instance of the node and control-plane roles may put
+# exactly node-keys/<its aws:userid> (<role id>:<instance id>), the SHA-256 of its kubelet's bootstrap public key;
+# the control plane's CSR approver reads node-keys/* (../control_plane/scripts/bootstrap.sh, approve_csrs).
 data "aws_caller_identity" "this" {}
 data "aws_partition" "this" {}
 
@@ -11,6 +14,7 @@ locals {
   bucket    = "${var.cluster}-etcd-backups-${data.aws_caller_identity.this.account_id}"
   parameter = "/${var.cluster}/etcd/last-backup"
   namespace = "${var.cluster}/etcd"
+  node_keys = "node-keys"
 }
 
 resource "aws_s3_bucket" "this" {
@@ -152,6 +156,13 @@ data "aws_iam_policy_document" "control_plane" {
     resources = ["${aws_s3_bucket.this.arn}/audit/*"]
   }
 
+  # the CSR approver: a request for instance X is approved only with the key X published (bootstrap.sh key_verdict)
+  statement {
+    sid       = "ReadPublishedKubeletKeys"
+    actions   = ["s3:GetObject"]
+    resources = ["${aws_s3_bucket.this.arn}/${local.node_keys}/*"]
+  }
+
   statement {
     sid       = "ListSnapshots"
     actions   = ["s3:ListBucket"]
@@ -191,4 +202,33 @@ resource "aws_iam_role_policy" "control_plane" {
   name   = "etcd-backups"
   role   = var.control_plane_role_name
   policy = data.aws_iam_policy_document.control_plane.json
+}
+
+# An instance publishes its own kubelet key and no other's: ${aws:userid} of an EC2 instance's role session is
+# <role id>:<instance id> (IAM User Guide, "IAM policy elements: Variables and tags"; EC2 names the session after
+# the instance), so an instance can write only the object the approver reads for that instance.
+data "aws_iam_policy_document" "publish_kubelet_key" {
+  statement {
+    sid       = "PublishOwnKubeletKey"
+    actions   = ["s3:PutObject"]
+    resources = ["${aws_s3_bucket.this.arn}/${local.node_keys}/$${aws:userid}"]
+  }
+
+  statement {
+    sid       = "EncryptThroughS3"
+    actions   = ["kms:GenerateDataKey"]
+    resources = [var.kms_key_arn]
+    condition {
+      test     = "StringEquals"
+      variable = "kms:ViaService"
+      values   = ["s3.${var.region}.amazonaws.com"]
+    }
+  }
+}
+
+resource "aws_iam_role_policy" "publish_kubelet_key" {
+  for_each = toset([var.node_role_name, var.control_plane_role_name])
+  name     = "publish-kubelet-key"
+  role     = each.value
+  policy   = data.aws_iam_policy_document.publish_kubelet_key.json
 }

@@ -28,6 +28,11 @@ variable "control_plane_role_name" {
   type        = string
 }
 
+variable "node_role_name" {
+  description = "The nodes' role (<cluster>-node): may put its instances' own node-keys/<aws:userid> objects."
+  type        = string
+}
+
 variable "tags" {
   description = "Tags added to the bucket."
   type        = map(string)

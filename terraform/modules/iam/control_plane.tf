@@ -61,6 +61,17 @@ data "aws_iam_policy_document" "control_plane" {
     resources = ["*"] # DescribeTargetHealth supports no resource-level permissions
   }
 
+  # approve-csrs (scripts/bootstrap.sh node_key_roles): the ids of the roles whose instances publish kubelet keys
+  # (node-keys/<role id>:<instance id>, modules/etcd_backup)
+  statement {
+    sid     = "ReadJoiningRolesIds"
+    actions = ["iam:GetRole"]
+    resources = [
+      "arn:${local.p}:iam::${local.account}:role/${var.cluster}-node",
+      "arn:${local.p}:iam::${local.account}:role/${var.cluster}-control-plane",
+    ]
+  }
+
   statement {
     sid       = "ListLiveMembers"
     actions   = ["ec2:DescribeInstances"]

@@ -115,6 +115,11 @@ variable "join_region" {
   type        = string
 }
 
+variable "node_keys_bucket" {
+  description = "Where nodes publish their kubelet keys' hashes (../node_join, ../etcd_backup)."
+  type        = string
+}
+
 variable "join_token_parameter" {
   description = "SSM SecureString with the kubeadm join token."
   type        = string

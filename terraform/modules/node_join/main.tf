@@ -11,6 +11,7 @@ locals {
   join_script = templatefile("${path.module}/templates/cluster-join.sh.tftpl", {
     join_region          = var.join_region
     join_token_parameter = var.join_token_parameter
+    node_keys_bucket     = var.node_keys_bucket
     ca_hash_parameter    = var.ca_hash_parameter
     api_endpoint         = var.api_endpoint
     node_labels          = var.node_labels

@@ -3,6 +3,11 @@ variable "join_region" {
   type        = string
 }
 
+variable "node_keys_bucket" {
+  description = "Bucket (in join_region) where the node publishes its kubelet key's hash at node-keys/<aws:userid> (../etcd_backup; the CSR approver checks it)."
+  type        = string
+}
+
 variable "join_token_parameter" {
   description = "SSM SecureString with the kubeadm join token."
   type        = string

@@ -38,6 +38,7 @@ module "join" {
   source               = "../node_join"
   join_region          = var.region
   join_token_parameter = var.join_token_parameter
+  node_keys_bucket     = var.node_keys_bucket
   ca_hash_parameter    = var.ca_hash_parameter
   api_endpoint         = var.api_endpoint
   node_labels          = "research.cluster/role=pod-gateway"

@@ -73,6 +73,11 @@ variable "api_endpoint" {
   type        = string
 }
 
+variable "node_keys_bucket" {
+  description = "Where nodes publish their kubelet keys' hashes (../node_join, ../etcd_backup)."
+  type        = string
+}
+
 variable "join_token_parameter" {
   description = "SSM SecureString with the kubeadm join token."
   type        = string

@@ -17,6 +17,7 @@ JOIN = {
     "join_token_parameter": "/dlr/kubeadm/join-token",
     "ca_hash_parameter": "/dlr/kubeadm/ca-cert-hash",
     "api_endpoint": "api.research.internal:6443",
+    "node_keys_bucket": "dlr-etcd-backups-123456789012",
 }
 
 

@@ -16,7 +16,7 @@ from tests.support import ROOT, load_yaml
 
 ENTRIES = load_yaml(TABLE)
 SERVICES = {"ssm": "ssm", "ec2": "ec2", "elbv2": "elasticloadbalancing", "autoscaling": "autoscaling",
-            "logs": "logs"}  # fmt: skip
+            "logs": "logs", "iam": "iam", "s3api": "s3"}  # fmt: skip
 
 
 def _action(service: str, command: str) -> str:
@@ -25,7 +25,11 @@ def _action(service: str, command: str) -> str:
 
 def _found(path) -> set[str]:
     text = (ROOT / path).read_text()
-    cli = {_action(s, c) for s, c in re.findall(r"\baws (ssm|ec2|elbv2|autoscaling) ([a-z-]+)", text)}
+    cli = {
+        _action(s, c) for s, c in re.findall(r"\baws (ssm|ec2|elbv2|autoscaling|iam|s3api) ([a-z-]+)", text)
+    }
+    # `aws s3 cp - s3://...` (an upload from stdin) is PutObject; sts get-caller-identity needs no permission
+    cli |= {"s3:PutObject" for _ in re.findall(r"\baws s3 cp [^\n]*- \"?s3://", text)}
     boto = {_action("ec2", c) for c in re.findall(r"\bec2\.([a-z_]+)\(", text)}
     return cli | boto
 
@@ -63,6 +67,11 @@ CASES = [
     ([{"Effect": "Allow", "Action": "ssm:TerminateSession", "Resource": "arn:aws:ssm:*:1:session/${aws:userid}-*"}],
      iam_eval.Request("ssm:TerminateSession", "arn:aws:ssm:us-west-2:1:session/AIDA1-abc", {"aws:userid": "AIDA1"}),
      True),  # a policy variable from the request
+    ([{"Effect": "Allow", "Action": "s3:PutObject", "Resource": "arn:aws:s3:::b/node-keys/${aws:userid}"}],
+     iam_eval.Request("s3:PutObject", "arn:aws:s3:::b/node-keys/AROA1:i-2", {"aws:userid": "AROA1:i-1"}),
+     False),  # node identity (issue 36): an instance's session cannot put another instance's kubelet key
+    ([{"Effect": "Allow", "Action": "s3:PutObject", "Resource": "arn:aws:s3:::b/node-keys/${aws:userid}"}],
+     iam_eval.Request("s3:PutObject", "arn:aws:s3:::b/node-keys/AROA1:i-1", {"aws:userid": "AROA1:i-1"}), True),
     ([{"Effect": "Allow", "Action": "ec2:RunInstances", "Resource": "*",
        "Condition": {"StringNotEquals": {"aws:RequestTag/team": "x"}}}],
      iam_eval.Request("ec2:RunInstances", "*"), True),  # a negated operator holds for a missing key

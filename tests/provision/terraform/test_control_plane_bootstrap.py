@@ -262,3 +262,28 @@ def test_a_joining_member_reads_the_encryption_key_from_ssm(scripts, tmp_path):
     assert (
         config["resources"][0]["providers"][0]["secretbox"]["keys"][0]["secret"] == "a2V5" * 10 + "a2V5a2U="
     )
+
+
+def test_a_joining_member_publishes_its_kubelets_key_before_kubeadm_join(scripts, tmp_path):
+    """Node identity (issue 36): a joining member's kubelet also bootstraps with the join token, so the member
+    publishes its kubelet key's hash as node-keys/<its aws:userid> (the approver on a joined member checks it)."""
+    import hashlib
+
+    from cryptography.hazmat.primitives import serialization
+
+    case = next(c for c in SCENARIOS if c["name"].startswith("a joining member"))
+    result, _, _ = _run(scripts[2], case, tmp_path)
+    assert result.returncode == 0, result.stderr
+    pem = (tmp_path / "root/var/lib/kubelet/pki/kubelet-client.key.tmp").read_bytes()
+    spki = (
+        serialization.load_pem_private_key(pem, None)
+        .public_key()
+        .public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
+    published = tmp_path / "state/s3/AROAEXAMPLECONTROL001:i-0member"
+    assert published.read_text().strip() == hashlib.sha256(spki).hexdigest()
+    calls = (tmp_path / "state/calls").read_text().splitlines()
+    put = max(i for i, c in enumerate(calls) if c.startswith("aws s3 cp"))
+    assert "s3://dlr-etcd-backups-123456789012/node-keys/AROAEXAMPLECONTROL001:i-0member" in calls[put]
+    join = max(i for i, c in enumerate(calls) if c.startswith("kubeadm join") and "phase" not in c)
+    assert put < join

@@ -33,7 +33,7 @@ KUBELET_USAGES = ["digital signature", "client auth"]
 ACCOUNT = "123456789012"  # moto's
 
 
-def _request(cn: str, o: str, sans: list[str]) -> str:
+def _request(cn: str, o: str, sans: list[str], key=KEY) -> str:
     name = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, o),
                       x509.NameAttribute(NameOID.COMMON_NAME, f"system:node:{cn}")])  # fmt: skip
     builder = x509.CertificateSigningRequestBuilder().subject_name(name)
@@ -41,7 +41,7 @@ def _request(cn: str, o: str, sans: list[str]) -> str:
         alt = [x509.DNSName(s[4:]) if s.startswith("DNS:") else x509.IPAddress(ipaddress.ip_address(s[3:]))
                for s in sans]  # fmt: skip
         builder = builder.add_extension(x509.SubjectAlternativeName(alt), critical=False)
-    pem = builder.sign(KEY, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
+    pem = builder.sign(key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
     return base64.b64encode(pem).decode()
 
 
@@ -59,6 +59,29 @@ def _launch(url: str, region: str, launched_s_ago: int) -> dict:
             "zone": got["Placement"]["AvailabilityZone"]}  # fmt: skip
 
 
+def _publish_key(url: str, tmp: Path, role: dict, instance_id: str, bucket: str):
+    """What an instance does before kubeadm join (bootstrap.sh publish_kubelet_key, the node_join script's twin):
+    make the kubelet's key and put its hash at node-keys/<aws:userid>, as a session of its role that EC2 names
+    after the instance (STS in moto). Returns the private key the kubelet would load."""
+    import boto3
+
+    creds = boto3.client("sts", endpoint_url=url, region_name="us-west-2").assume_role(
+        RoleArn=role["Arn"], RoleSessionName=instance_id
+    )["Credentials"]
+    root, bin_dir = tmp / instance_id, tmp / instance_id / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "aws").symlink_to(aws_cli())
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp), "AWS_ENDPOINT_URL": url,
+           "AWS_ACCESS_KEY_ID": creds["AccessKeyId"], "AWS_SECRET_ACCESS_KEY": creds["SecretAccessKey"],
+           "AWS_SESSION_TOKEN": creds["SessionToken"], "AWS_EC2_METADATA_DISABLED": "true"}  # fmt: skip
+    script = (f"set -euo pipefail\nMEMBER=0\nsource {BOOTSTRAP}\nREGION=us-west-2 NODE_KEYS_BUCKET={bucket}\n"
+              f"publish_kubelet_key {root}\n")  # fmt: skip
+    done = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    pem = (root / "var/lib/kubelet/pki/kubelet-client.key.tmp").read_bytes()
+    return serialization.load_pem_private_key(pem, None)
+
+
 class Case:
     """One case's world: instances in moto, lab servers, Nodes and requests in the API server, all named for this
     test alone (the API server is shared by the run)."""
@@ -69,6 +92,10 @@ class Case:
         self.csrs: dict[str, str] = {}  # key -> CSR name
         self.nodes: list[str] = []
         self.ns = kube.namespace("csr")
+        self.keys: dict[str, object] = {}  # instance KEY -> the private key its kubelet files requests with
+        self.cluster = kube.unique("c")
+        self.bucket = kube.unique("node-keys").lower()[:63]
+        self.roles = self._roles_and_bucket()
         token_id = "".join(random.choices("abcdefghijklmnopqrstuvwxyz0123456789", k=6))
         group = f"system:bootstrappers:{kube.unique('t')}"
         self.binding = kube.unique("csr-test-bootstrap")
@@ -83,6 +110,10 @@ class Case:
         for key, spec in (case.get("instances") or {}).items():
             spec = spec or {}
             self.names[key] = _launch(url, spec.get("region", "us-west-2"), spec.get("launched_s_ago", 0))
+            publishes = spec.get("publishes", "node")
+            if publishes:
+                role = self.roles[publishes]
+                self.keys[key] = _publish_key(url, tmp_path, role, self.names[key]["id"], self.bucket)
             if spec.get("node"):
                 self._node(self.names[key]["name"])
             if spec.get("joined"):  # registered under another name, its providerID the instance's
@@ -98,6 +129,22 @@ class Case:
             cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "research-node-names", "namespace": self.ns},
                   "data": {"names": " ".join(lab)}}  # fmt: skip
             kube.kubectl("create", "-f", "-", input=json.dumps(cm), check=True)
+
+    def _roles_and_bucket(self) -> dict:
+        import boto3
+
+        iam = boto3.client("iam", endpoint_url=self.url, region_name="us-east-1")
+        trust = json.dumps({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
+                            "Principal": {"Service": "ec2.amazonaws.com"}}]})  # fmt: skip
+        roles = {
+            kind: iam.create_role(
+                RoleName=f"{self.cluster}-{kind.replace('_', '-')}", AssumeRolePolicyDocument=trust
+            )["Role"]
+            for kind in ("node", "control_plane")
+        }
+        s3 = boto3.client("s3", endpoint_url=self.url, region_name="us-west-2")
+        s3.create_bucket(Bucket=self.bucket, CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
+        return roles
 
     def _node(self, name: str, provider_id: str | None = None) -> None:
         node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
@@ -121,7 +168,7 @@ class Case:
         name = self.kube.unique(f"csr-{c['key']}")
         body = {"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest", "metadata": {"name": name},
                 "spec": {"signerName": "kubernetes.io/kube-apiserver-client-kubelet",
-                         "request": _request(target["name"], c.get("o", "system:nodes"), sans),
+                         "request": _request(target["name"], c.get("o", "system:nodes"), sans, self._key(c)),
                          "usages": c.get("usages", KUBELET_USAGES)}}  # fmt: skip
         who = self.token
         if c.get("username") == "node":  # the kubelet's own renewal, with the identity it has
@@ -132,6 +179,13 @@ class Case:
             ]
         self.kube.kubectl(*who, "create", "-f", "-", input=json.dumps(body), check=True)
         self.csrs[c["key"]] = name
+
+    def _key(self, c: dict):
+        """The instance's own kubelet key, unless the request is a token holder's (signer: token) or no key of
+        that instance exists (lab servers, names of no instance)."""
+        if c.get("signer") == "token" or c["for"] not in self.keys:
+            return ec.generate_private_key(ec.SECP256R1())
+        return self.keys[c["for"]]
 
     def approve_csrs(self, run: str) -> subprocess.CompletedProcess:
         from localcluster import binaries
@@ -145,6 +199,7 @@ class Case:
         url = "http://127.0.0.1:9" if self.case.get("ec2_fails") else self.url  # the discard port: refused
         env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "CP_ROOT": str(self.tmp / run / "root"), "HOME": str(self.tmp / run),
                "AWS_ENDPOINT_URL": url, "AWS_MAX_ATTEMPTS": "1", "CP_NODE_NAMES_NAMESPACE": self.ns,
+               "CLUSTER": self.cluster, "REGION": "us-west-2", "NODE_KEYS_BUCKET": self.bucket,
                **{k: os.environ[k] for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_EC2_METADATA_DISABLED")}}  # fmt: skip
         script = f"set -euo pipefail\nMEMBER=0\nsource {BOOTSTRAP}\napprove_csrs\n"
         return subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=180)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -13,7 +14,7 @@ from clusterspec import kubelet_reserved
 from tests.provision.terraform.join_render import render_join
 from tests.provision.terraform.test_provider_id import _run
 from tests.provision.terraform.tf_files import MODULES
-from tests.support import load_yaml
+from tests.support import load_yaml, require_tool
 
 IMDS = {"instance-id": "i-0123456789abcdef0", "placement/availability-zone": "us-west-2a",
         "placement/region": "us-west-2", "instance-type": "g4dn.xlarge"}  # fmt: skip
@@ -86,6 +87,96 @@ def test_an_instance_type_without_reservations_does_not_join(user_data, tmp_path
     done, _root, calls = _run(user_data, IMDS | {"instance-type": "p4d.24xlarge"}, tmp_path)
     assert done.returncode == 1 and "no kubelet reservations for p4d.24xlarge" in done.stderr
     assert not [c for c in calls if c.startswith("kubeadm join")]
+
+
+def test_the_kubelets_bootstrap_key_is_made_and_its_hash_published_before_the_join(user_data, tmp_path):
+    """Node identity (issue 36): the key the kubelet will load (<cert-dir>/kubelet-client.key.tmp, kubelet 1.35
+    bootstrap.go tmpPrivateKeyFile; keyutil parses an "EC PRIVATE KEY" PEM), its public key's SHA-256 (DER
+    SubjectPublicKeyInfo, as the approver hashes a request's) put at node-keys/<aws:userid> before kubeadm join."""
+    import hashlib
+
+    from cryptography.hazmat.primitives import serialization
+
+    done, root, calls = _run(user_data, IMDS, tmp_path)
+    assert done.returncode == 0, done.stderr
+    key_file = root / "var/lib/kubelet/pki/kubelet-client.key.tmp"
+    pem = key_file.read_bytes()
+    assert pem.startswith(b"-----BEGIN EC PRIVATE KEY-----") and key_file.stat().st_mode & 0o777 == 0o600
+    spki = (
+        serialization.load_pem_private_key(pem, None)
+        .public_key()
+        .public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
+    assert (tmp_path / "state/s3-put").read_text().strip() == hashlib.sha256(spki).hexdigest()
+    put = next(i for i, c in enumerate(calls) if c.startswith("aws s3 cp"))
+    assert calls[put].endswith(
+        "- s3://dlr-etcd-backups-123456789012/node-keys/AROAEXAMPLENODEROLE01:i-0123456789abcdef0"
+    )
+    assert put < next(i for i, c in enumerate(calls) if c.startswith("kubeadm join"))
+    # a retry after a reset publishes the key it uses (a reset empties /var/lib/kubelet; a kept key is reused)
+    again = subprocess.run(["bash", str(root / "usr/local/sbin/cluster-join")], capture_output=True, text=True,
+                           env={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "FAKE_STATE": str(tmp_path / "state"),
+                                "JOIN_ROOT": str(root)})  # fmt: skip
+    assert again.returncode == 0 and key_file.read_bytes() == pem, again.stderr
+
+
+KEYUTIL_MAIN = """package main
+
+import (
+	"crypto"
+	"crypto/sha256"
+	"crypto/x509"
+	"fmt"
+	"os"
+
+	"k8s.io/client-go/util/keyutil"
+)
+
+func main() {
+	data, generated, err := keyutil.LoadOrGenerateKeyFile(os.Args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	key, err := keyutil.ParsePrivateKeyPEM(data)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	der, _ := x509.MarshalPKIXPublicKey(key.(crypto.Signer).Public())
+	fmt.Printf("%x %v\\n", sha256.Sum256(der), generated)
+}
+"""
+
+
+def test_the_kubelet_loads_the_key_the_node_published(user_data, tmp_path):
+    """The seam with the kubelet: its bootstrap (kubelet 1.35, bootstrap.go LoadClientCert) calls client-go
+    v0.35's keyutil.LoadOrGenerateKeyFile on <cert-dir>/kubelet-client.key.tmp; the real function, built from
+    the module cache, loads the node's key (does not make its own) and its public key has the published hash."""
+    import os
+
+    go = require_tool("go")
+    done, root, _calls = _run(user_data, IMDS, tmp_path)
+    assert done.returncode == 0, done.stderr
+    src = tmp_path / "keyutil"
+    src.mkdir()
+    (src / "go.mod").write_text("module check\n\ngo 1.24\n\nrequire k8s.io/client-go v0.35.4\n")
+    (src / "main.go").write_text(KEYUTIL_MAIN)
+    env = {"PATH": f"{Path(go).parent}:/usr/bin:/bin", "HOME": str(tmp_path), "GOPROXY": "off", "GOFLAGS": "-mod=mod",
+           "GOSUMDB": "off", "GOTOOLCHAIN": "local",
+           **{k: subprocess.run([go, "env", k], capture_output=True, text=True).stdout.strip()
+              for k in ("GOPATH", "GOCACHE", "GOMODCACHE")}}  # fmt: skip
+    tidy = subprocess.run([go, "mod", "tidy"], cwd=src, env=env, capture_output=True, text=True, timeout=300)
+    if tidy.returncode:
+        pytest.skip(f"k8s.io/client-go v0.35.4 is not in the module cache: {tidy.stderr.strip()[-200:]}")
+    key = root / "var/lib/kubelet/pki/kubelet-client.key.tmp"
+    before = key.read_bytes()
+    got = subprocess.run(
+        [go, "run", ".", str(key)], cwd=src, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert got.returncode == 0, got.stderr
+    assert got.stdout.split() == [(tmp_path / "state/s3-put").read_text().strip(), "false"]
+    assert key.read_bytes() == before and os.path.exists(key)
 
 
 def test_a_joined_node_is_left_alone(user_data, tmp_path):

@@ -14,7 +14,7 @@
 #
 # Configuration (set by the template): CLUSTER REGION MEMBER ENDPOINT API_HOST LB_DNS_NAME KUBERNETES_VERSION
 # POD_CIDR SERVICE_CIDR JOIN_PREFIX STATUS_PREFIX INIT_PARAMETER KMS_KEY_ARN FLANNEL_MANIFEST
-# TARGET_GROUP_ARN.
+# TARGET_GROUP_ARN NODE_KEYS_BUCKET.
 # Tunables (environment; the tests shorten them): CP_ROOT prefixes every path written, CP_WAIT_S bounds each
 # wait (DNS, member 0's init), CP_ATTEMPTS bounds init/join attempts, CP_BACKOFF_MAX_S caps the back-off,
 # CP_NODE_JOIN_WINDOW_S how long after its launch an instance may ask for its node identity (approve-csrs),
@@ -395,11 +395,72 @@ remove_stale_nodes() {
 # worker token mint system:node:<any>. It is deleted each run. A bootstrap token's kubelet client request is
 # approved only for one EC2 instance's private DNS name (pending or running, looked up in the name's own region)
 # whose instance launched at most node_join_window_s before the request and not after it, and that has no Node
-# (by name or providerID) and no approved request yet; or for a lab server of the spec (kube-system/
-# research-node-names) with no Node and no approval yet. Two pending requests for one name are both denied (one of
-# them is not the instance's); so is a request with subject alternative names (kube-controller-manager's signer
-# would fail it: a kubelet client certificate names its node by its subject alone).
+# (by name or providerID) and no approved request yet, and whose request's public key is the one that instance
+# published (below); or for a lab server of the spec (kube-system/research-node-names) with no Node and no
+# approval yet. Two pending requests for one lab server are both denied (one of them is not the server's); so is
+# a request with subject alternative names (kube-controller-manager's signer would fail it: a kubelet client
+# certificate names its node by its subject alone).
+# The instance's own key: before kubeadm join an instance writes its kubelet's bootstrap key (kubelet 1.35 loads an
+# existing <cert-dir>/kubelet-client.key.tmp, pkg/kubelet/certificate/bootstrap/bootstrap.go tmpPrivateKeyFile) and
+# puts the SHA-256 of its public key (DER SubjectPublicKeyInfo) at s3://NODE_KEYS_BUCKET/node-keys/<aws:userid>;
+# for an instance's role that is <role id>:<instance id>, and each role may put only its own userid's object
+# (modules/etcd_backup). A request for instance X is approved only when its key hashes to node-keys/<role id>:X of
+# the node or control-plane role: no other instance, and no token holder, can write that object.
 NODE_AUTOAPPROVE_BINDING=kubeadm:node-autoapprove-bootstrap
+NODE_KEYS_PREFIX="node-keys"
+
+# public_key_sha256 < PEM (private key, CSR or public key) -> hex SHA-256 of the DER SubjectPublicKeyInfo
+public_key_sha256() {
+  local pem kind
+  pem=$(cat)
+  case $pem in
+    *"CERTIFICATE REQUEST"*) kind=(openssl req -pubkey -noout) ;;
+    *"PUBLIC KEY"*) kind=(cat) ;;
+    *) kind=(openssl pkey -pubout) ;;
+  esac
+  "${kind[@]}" <<<"$pem" | openssl pkey -pubin -outform DER | sha256sum | cut -d' ' -f1
+}
+
+# publish_kubelet_key [ROOT]: the kubelet's bootstrap key (made here unless a valid one is there) and its hash as
+# this instance's node-keys object; before each kubeadm join (a reset removes the key, so a new one is published).
+publish_kubelet_key() {
+  local dir=${1:-$root}/var/lib/kubelet/pki userid hash
+  install -d -m 0755 "$dir"
+  if ! openssl pkey -in "$dir/kubelet-client.key.tmp" -noout 2>/dev/null; then
+    (umask 077 && openssl ecparam -name prime256v1 -genkey -noout -out "$dir/kubelet-client.key.tmp") || return 1
+  fi
+  hash=$(public_key_sha256 <"$dir/kubelet-client.key.tmp") && [[ -n $hash ]] || return 1
+  userid=$(aws sts get-caller-identity --region "$REGION" --query UserId --output text) || return 1
+  aws s3 cp --region "$REGION" --only-show-errors - "s3://$NODE_KEYS_BUCKET/$NODE_KEYS_PREFIX/$userid" <<<"$hash"
+}
+
+# node_key_roles: the role ids whose instances publish kubelet keys (the node role, the control plane's)
+node_key_roles() {
+  local role
+  for role in "$CLUSTER-node" "$CLUSTER-control-plane"; do
+    aws iam get-role --region "$REGION" --role-name "$role" --query Role.RoleId --output text || return 1
+  done
+}
+
+# key_verdict INSTANCE REQUEST(base64) ROLE_IDS -> "approve INSTANCE", "deny <reason>" or "skip <reason>"
+key_verdict() {
+  local id=$1 want got role out err
+  want=$(base64 -d <<<"$2" | public_key_sha256 2>/dev/null) || { echo "deny the request's public key cannot be read"; return; }
+  [[ -n $3 ]] || { echo "skip IAM cannot be read (the roles' ids)"; return; }
+  for role in $3; do
+    out=$(mktemp)
+    if err=$(aws s3api get-object --region "$REGION" --bucket "$NODE_KEYS_BUCKET"       --key "$NODE_KEYS_PREFIX/$role:$id" "$out" 2>&1 >/dev/null); then
+      got=$(tr -d '[:space:]' <"$out")
+      rm -f "$out"
+      [[ $got == "$want" ]] && { echo "approve $id"; return; }
+      echo "deny the request's public key is not the one $id published"
+      return
+    fi
+    rm -f "$out"
+    [[ $err == *NoSuchKey* || $err == *"Not Found"* ]] || { echo "skip S3 cannot be read"; return; }
+  done
+  echo "skip no key published by $id yet ($NODE_KEYS_PREFIX/<role id>:$id)"
+}
 
 region_of_node() { # ip-10-0-1-5.us-west-2.compute.internal -> us-west-2; *.ec2.internal -> us-east-1
   case $1 in
@@ -409,9 +470,9 @@ region_of_node() { # ip-10-0-1-5.us-west-2.compute.internal -> us-west-2; *.ec2.
   esac
 }
 
-# NODE LAB NODES INSTANCES SEEN CREATED -> "approve INSTANCE", "deny <reason>" or "skip <reason>"
+# NODE LAB NODES INSTANCES SEEN CREATED REQUEST ROLE_IDS -> "approve INSTANCE", "deny <reason>" or "skip <reason>"
 csr_verdict() {
-  local node=$1 lab=$2 nodes=$3 instances=$4 seen=$5 created=$6
+  local node=$1 lab=$2 nodes=$3 instances=$4 seen=$5 created=$6 request=$7 roles=$8
   local region found id launch rest
   [[ $node =~ ^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$ ]] || { echo "deny $node is no node name"; return; }
   [[ " $nodes " == *" $node "* ]] && { echo "deny Node $node exists"; return; }
@@ -434,12 +495,12 @@ csr_verdict() {
   ((created >= launch - 60)) || { echo "deny request made before $id launched"; return; }
   ((created - launch <= node_join_window_s)) \
     || { echo "deny $id launched $((created - launch)) s before the request (join window ${node_join_window_s} s)"; return; }
-  echo "approve $id"
+  key_verdict "$id" "$request" "$roles"
 }
 
 approve_csrs() {
   local kubectl=(kubectl --kubeconfig "$root/etc/kubernetes/admin.conf")
-  local csrs nodes instances lab approved name created request subject sans node verdict seen
+  local csrs nodes instances lab approved name created request subject sans node verdict seen roles=""
   "${kubectl[@]}" delete clusterrolebinding "$NODE_AUTOAPPROVE_BINDING" --ignore-not-found >/dev/null \
     || log "approve-csrs: cannot delete the binding"
   csrs=$("${kubectl[@]}" get csr -o json) || return 1
@@ -465,6 +526,9 @@ for c in json.load(sys.stdin)["items"]:
     print("pending" if ok else "badusage", m["name"], int(t.timestamp()), s["request"])
 ' <<<"$csrs") || return 1
   seen=$(awk '$1 == "approved" {printf "%s ", $2}' <<<"$approved")
+  if grep -q '^pending ' <<<"$approved"; then
+    roles=$(node_key_roles | tr -s '[:space:]' ' ') || roles=""
+  fi
   local -A subjects=() wanted=()
   while read -r kind name created request; do
     [[ $kind == pending || $kind == badusage ]] || continue
@@ -487,10 +551,10 @@ for c in json.load(sys.stdin)["items"]:
       verdict="deny subject $subject"
     elif [[ -n $sans ]]; then # kube-controller-manager's signer fails such a request (ValidateKubeletClientCSR)
       verdict="deny alternative names ($sans): a kubelet client certificate names its node by its subject alone"
-    elif ((${wanted[_$node]} > 1)); then
-      verdict="deny ${wanted[_$node]} requests for $node at once: one is not the instance's"
+    elif ((${wanted[_$node]} > 1)) && [[ " $lab " == *" $node "* ]]; then
+      verdict="deny ${wanted[_$node]} requests for $node at once: one is not the lab server's"
     else
-      verdict=$(csr_verdict "$node" "$lab" "$nodes" "$instances" "$seen" "$created")
+      verdict=$(csr_verdict "$node" "$lab" "$nodes" "$instances" "$seen" "$created" "$request" "$roles")
     fi
     case $verdict in
       approve*)
@@ -580,6 +644,8 @@ join_once() {
     return 1
   fi
   remove_stale_etcd_members || return 1
+  publish_kubelet_key \
+    || { error="cannot publish the kubelet's key to s3://$NODE_KEYS_BUCKET/$NODE_KEYS_PREFIX"; return 1; }
   out=$(kubeadm join --config "$conf_dir/join.yaml" 2>&1) || { error="kubeadm join: $(tail -n 1 <<<"$out")"; return 1; }
 }
 
