@@ -511,16 +511,27 @@ def bench(c, json=False, no_process=False, no_cases=False, pods=51_000, nodes=3_
         "workers": "concurrent API writes while loading (default 16)",
         "out": "the stack's folder, the controller's log and result.json (build/bench-live)",
         "json": "print the result as one JSON object",
+        "batch_idle": "the autoscaler's --batch-idle (default: its own, 1s; 250ms is the latency end)",
     },
 )
 def bench_live(
-    c, nodes=5_000, pods=50_000, loops=100, samples=5, events=500, workers=16, out=None, json=False
+    c,
+    nodes=5_000,
+    pods=50_000,
+    loops=100,
+    samples=5,
+    events=500,
+    workers=16,
+    out=None,
+    json=False,
+    batch_idle=None,
 ):
     """The live controller on the real control plane: decision latency and memory (docs/benchmarks.md)."""
     from demos.bench_live import main
 
     argv = [f"--nodes={nodes}", f"--pods={pods}", f"--loops={loops}", f"--samples={samples}", f"--events={events}",
-            f"--workers={workers}", *([f"--out={out}"] if out else []), *(["--json"] if json else [])]  # fmt: skip
+            f"--workers={workers}", *([f"--out={out}"] if out else []), *(["--json"] if json else []),
+            *([f"--batch-idle={batch_idle}"] if batch_idle else [])]  # fmt: skip
     code = main(argv)
     if code:
         raise SystemExit(code)

@@ -2,7 +2,9 @@
 
 A burst of pods arrives over a few seconds; planning after the first one would request capacity for a part of
 it. So a pending pod opens a batching window: the pass runs once no new pending pod has come for ``idle_s``
-(about 1 s), or ``max_wait_s`` (10 s) after the window opened, whichever is first; without events, every
+(``--batch-idle``, 1 s by default as Karpenter's batch idle time: on the Philly week a 250-ms window split
+submissions a second apart and cost 0.6% more with a p95 wait 8 s longer; it decides 0.75 s sooner), or
+``max_wait_s`` (10 s) after the window opened, whichever is first; without events, every
 ``scan_interval_s``. While a window is open the periodic pass waits for it too (it would otherwise plan on the
 first part of a burst and buy for it, then again for the rest): the periodic pass is delayed by at most
 ``max_wait_s``. A pass covers the events before it began: the runner marks that moment (``on_start``) and the

@@ -173,7 +173,7 @@ def serve(service: Service, metrics_port: int, ready_timeout_s: float = 120.0) -
 
     runner = Runner(
         service.controller.run_once,
-        BatchWindow(scan),
+        BatchWindow(scan, idle_s=float(opts.get("batch_idle", 1.0))),
         may_run=service.elector.acting if service.elector else (lambda: True),
         after_pass=after_pass,
         on_start=service.cluster.mark_pass,

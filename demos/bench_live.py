@@ -12,7 +12,8 @@
   ``--pods`` kubectl-sized Job pods (``autoscaler.core.kubectl_sized``; the API server adds its own managed fields,
   kwok their status) bound to them round-robin, all created by ``--workers`` concurrent API writes.
 - AWS: moto on loopback with the spec's tagged groups (``demos.live_sides.Aws``), every write timestamped.
-- The real ``autoscaler run`` (admin kubeconfig, ``--boot-timeout 24h``), scan interval 1 s.
+- The real ``autoscaler run`` (admin kubeconfig, ``--boot-timeout 24h``), scan interval 1 s, ``--batch-idle`` its
+  default (1 s) or ``--batch-idle`` (250ms: the latency end of the setting).
 - Decision latency, ``--samples`` times spread over ``--loops`` passes: ``--events`` pending 16-GPU pods that fit
   no group (each owed a NotTriggerScaleUp Event); once the controller has begun writing their Events, one 8-GPU
   pod; the time from just before its create request to the first SetDesiredCapacity / UpdateAutoScalingGroup
@@ -63,6 +64,7 @@ class Options:
     events: int = 500
     workers: int = 16
     scan_interval: str = "1s"
+    batch_idle: str | None = None  # autoscaler run's --batch-idle (its default when None)
     ready_timeout_s: float = 600.0
     sample_timeout_s: float = 120.0
 
@@ -391,8 +393,8 @@ def run(opts: Options, out: Path, progress=lambda what: None) -> dict:
         load(stack, api, opts, result, progress)
         result.control_plane_mib["loaded"] = _control_plane(stack)
         aws = Aws()
-        ctl = Controller(ROOT, stack.admin_kubeconfig, aws.url,
-                         opts.scan_interval, out / "controller.log")  # fmt: skip
+        ctl = Controller(ROOT, stack.admin_kubeconfig, aws.url, opts.scan_interval, out / "controller.log",
+                         ("--batch-idle", opts.batch_idle) if opts.batch_idle else ())  # fmt: skip
         counter = EventCounter(api)
         t0 = time.monotonic()
         progress("controller started; waiting for its first pass")
@@ -502,7 +504,8 @@ def report(result: dict) -> str:
     cp = r["control_plane_mib"]
     lines = [
         f"{o['nodes']:,} kwok nodes, {o['pods']:,} kubectl-sized pods on the real control plane; bursts of "
-        f"{o['events']} pods owed Events; scan interval {o['scan_interval']}",
+        f"{o['events']} pods owed Events; scan interval {o['scan_interval']}, batch idle "
+        f"{o.get('batch_idle') or '1s (default)'}",
         f"loading: nodes {r['load_s'].get('nodes')} s, pods {r['load_s'].get('pods')} s, Ready "
         f"{r['load_s'].get('ready')} s ({r['load_s'].get('running_pods'):,} pods Running); write errors "
         f"{r['write_errors']}; controller start-up {r['startup_s']} s; {r['loops']:,} passes in {r['seconds']} s",
@@ -551,13 +554,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=_positive, default=Options.workers, help="concurrent API writes")
     ap.add_argument("--out", default=str(ROOT / "build" / "bench-live"), help="the stack's folder, the logs")
     ap.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    ap.add_argument("--batch-idle", help="the autoscaler's --batch-idle (default: its own, 1s)")
     ap.add_argument("--churn", type=_positive, metavar="PODS",
                     help="instead: the churn scenario, PODS pending pods each deleted 2 s after creation")  # fmt: skip
     ap.add_argument("--boot-s", type=float, default=30.0, help="with --churn: seconds from launch to Node")
     args = ap.parse_args(argv)
     if args.events < 0:
         ap.error("--events: expected 0 or more pods")
-    opts = Options(args.nodes, args.pods, args.loops, args.samples, args.events, args.workers)
+    opts = Options(args.nodes, args.pods, args.loops, args.samples, args.events, args.workers,
+                   batch_idle=args.batch_idle)  # fmt: skip
     started = time.monotonic()
 
     def progress(what: str) -> None:

@@ -95,7 +95,9 @@ class KubeCluster:
         lean_objects: bool = True,
         max_backoff_s: float = 30.0,
     ):
-        """``on_pending_pod`` hears of every new or changed pending pod (the loop's batching window);
+        """``on_pending_pod`` hears of each pod that becomes demand: newly pending, or its scheduling gates lifted
+        (the loop's batching window; a pending pod's later changes, such as kube-scheduler's PodScheduled
+        condition on each pod of a burst, do not hold the window open);
         ``lean_objects``: the caches keep only the fields read (autoscaler/core/lean.py), False whole objects;
         ``max_backoff_s``: the caches' longest wait between failed lists (the live process: two scan intervals)."""
         self.api = api
@@ -113,6 +115,7 @@ class KubeCluster:
         self._pod_seq = 0  # pod events applied so far
         self._pod_events: deque = deque(maxlen=POD_EVENTS_KEPT)  # (seq, node, pod) of bound pods, newest last
         self._pending_since: dict[str, int] = {}  # pending pod -> the event that first showed it pending
+        self._demand: set[str] = set()  # pending pods without scheduling gates (on_pending_pod heard of each)
         self._landed: set[str] = set()  # nodes the watch has shown a pod (not a DaemonSet's) bound to
         self._pass_mark: int | None = None  # the pod events the running pass covers (mark_pass)
         self._relists_seen = 0  # the pods cache's relists when mark_pass last forgot the pods they dropped
@@ -171,8 +174,14 @@ class KubeCluster:
     def _pod_event(self, kind: str, pod: dict) -> None:
         node = (pod.get("spec") or {}).get("nodeName") if kind != "DELETED" else None
         pending = kind != "DELETED" and is_pending(pod)
+        demand = pending and not (pod.get("spec") or {}).get("schedulingGates")
         key = object_key(pod)
         with self._events_lock:
+            new_demand = demand and key not in self._demand
+            if demand:
+                self._demand.add(key)
+            else:
+                self._demand.discard(key)
             self._pod_seq += 1
             if node:
                 self._pod_events.append((self._pod_seq, node, pod))
@@ -182,7 +191,7 @@ class KubeCluster:
                 self._pending_since.setdefault(key, self._pod_seq)
             else:
                 self._pending_since.pop(key, None)
-        if pending and self.on_pending_pod is not None:
+        if new_demand and self.on_pending_pod is not None:
             self.on_pending_pod(pod)
 
     def landed_nodes(self, present: set[str]) -> set[str]:
@@ -204,6 +213,7 @@ class KubeCluster:
                 self._relists_seen = pods.relists
                 for k in [k for k in self._pending_since if pods.get(k) is None]:
                     del self._pending_since[k]
+                self._demand = {k for k in self._demand if pods.get(k) is not None}
 
     def pod_event_mark(self) -> int:
         """A mark in the pods watch's stream of events (before a removal's fresh read)."""

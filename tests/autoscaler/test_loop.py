@@ -123,7 +123,10 @@ def test_the_start_of_a_pass_is_marked_before_any_later_event_is_heard():
             runner.stop()
 
     runner = Runner(
-        run_pass, BatchWindow(10), monotonic=lambda: now.t, on_start=lambda: log.append(("mark", now.t))
+        run_pass,
+        BatchWindow(10, idle_s=1.0),
+        monotonic=lambda: now.t,
+        on_start=lambda: log.append(("mark", now.t)),
     )
 
     _run_scripted(runner, now)

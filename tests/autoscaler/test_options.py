@@ -30,6 +30,17 @@ def test_a_flag_wins_over_its_variable_and_the_variable_over_the_default():
     assert opts["scan_interval"] == 5 and opts["regions"] == ["us-west-2", "us-east-1"]
     assert opts["dry_run"] is True and opts["warm_pool"] == {"a": 1, "b": 2}
     assert opts["idle_threshold"] == 600 and opts["metrics_port"] == 8085 and opts["leader_elect"] is False
+    assert opts["batch_idle"] == 1.0
+
+
+def test_the_batching_window_is_a_setting_with_a_floor():
+    env = {"AUTOSCALER_CLUSTER_NAME": "dlr", "AUTOSCALER_REGIONS": "us-west-2"}
+    assert resolve(args(batch_idle="250ms"), COMMON + RUN, environ=env)["batch_idle"] == 0.25
+    with pytest.raises(UsageError) as e:
+        resolve(args(batch_idle="10ms"), COMMON + RUN, environ=env)
+    assert e.value.lines == [
+        "--batch-idle: '10ms' is not at least 0.05s (a burst's pods come a round trip apart)"
+    ]
 
 
 def test_every_problem_is_one_line():

@@ -68,27 +68,38 @@ def _set_desired_writes(door, group: str) -> list[int]:
             if w["action"] == "SetDesiredCapacity" and w["group"] == group]  # fmt: skip
 
 
-def test_a_burst_across_the_periodic_scan_is_bought_in_one_pass(world):
-    """Four 8-GPU pods arrive 0.4 s apart (a burst over 1.2 s, across at least one periodic scan of 1 s; the
-    batching window closes after 1 s without a new pod): the periodic pass must honour the window, and a pass
-    that begins as the burst does must leave the pods it did not start with to the window, so the group is raised
-    once, to 4, not in steps."""
-    r = world.replica("solo")
+def _burst_bought_once(world, r, pods: int, apart_s: float) -> None:
     time.sleep(2)  # passes are running on the periodic scan
     submitted = []
-    for i in range(4):
+    for i in range(pods):
         _gpu_pod(world, f"train-burst-{i}")
         submitted.append(time.monotonic())
-        time.sleep(0.4)
+        time.sleep(apart_s)
     gaps = [f"{b - a:.2f}" for a, b in zip(submitted, submitted[1:], strict=False)]
-    wait_until(lambda: world.group(WEST)["DesiredCapacity"] == 4, 30, "the burst's scale-up")
+    wait_until(lambda: world.group(WEST)["DesiredCapacity"] == pods, 30, "the burst's scale-up")
     time.sleep(3)
     writes = _set_desired_writes(r.door, WEST)
     figures("burst", set_desired_calls=len(writes), values=writes, nodes_bought=world.group(WEST)["DesiredCapacity"],
-            nodes_needed=4, gaps_s=gaps)  # fmt: skip
-    assert writes == [4], f"the burst was bought in steps: {writes} (the pods were submitted {gaps} s apart)"
+            nodes_needed=pods, gaps_s=gaps)  # fmt: skip
+    assert writes == [pods], (
+        f"the burst was bought in steps: {writes} (the pods were submitted {gaps} s apart)"
+    )
     assert world.group(EAST)["DesiredCapacity"] == 0
     assert not world.violations, world.violations
+
+
+def test_a_trickle_across_the_periodic_scan_is_bought_in_one_pass_with_a_1s_window(world):
+    """Four 8-GPU pods arrive 0.4 s apart (a burst over 1.2 s, across at least one periodic scan of 1 s) to an
+    autoscaler run with ``--batch-idle 1s`` (the window closes after 1 s without a new pod): the periodic pass
+    must honour the window, and a pass that begins as the burst does must leave the pods it did not start with to
+    the window, so the group is raised once, to 4, not in steps."""
+    _burst_bought_once(world, world.replica("solo", flags=("--batch-idle", "1s")), pods=4, apart_s=0.4)
+
+
+def test_a_burst_as_a_job_controller_makes_it_is_bought_in_one_pass_with_a_250ms_window(world):
+    """``--batch-idle 250ms`` (the latency end of the setting): four 8-GPU pods 50 ms apart, as a Job controller's
+    batches come, a round trip apart: the group is raised once, to 4."""
+    _burst_bought_once(world, world.replica("solo", flags=("--batch-idle", "250ms")), pods=4, apart_s=0.05)
 
 
 # -- no binding slips through ---------------------------------------------------------------------------------------
