@@ -20,9 +20,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from autoscaler.loop import BatchWindow
 from autoscaler.sim.metrics import burst_to_running_s
+from autoscaler.sim.policies import make_policy
+from autoscaler.sim.runner import Run
 from autoscaler.sim.scenarios import demo_scenario
-from autoscaler.sim.simulate import run_policy
 
 POLICY = "batch-lean"
 NODES_TOLERANCE = 0.15
@@ -75,9 +77,32 @@ def compare(
     return Comparison(nodes_real, nodes_sim, list(waits_real), list(waits_sim), problems)
 
 
-def check(spec, nodes_real: int, waits_real: list[float]) -> Comparison:
-    """``waits_real``: each burst's time to every pod running on the real stack, in model seconds."""
+def as_run(spec, compression: float, scan_interval_s: float):
+    """The spec and the batch policy as the demo runs the real autoscaler: it reads the wall clock, so its scan
+    interval (``--scan-interval``) and its batch window (autoscaler.loop.BatchWindow: a pass 1 s after the last
+    new pending pod, 10 s after the first at the latest) are ``compression`` times longer in model time."""
+    scan = round(scan_interval_s * compression)
+    window = BatchWindow(scan_interval_s)
+    spec = spec.model_copy(
+        update={"autoscaler": spec.autoscaler.model_copy(update={"scan_interval_s": scan})}
+    )
+
+    def factory(ctx, run):
+        policy = make_policy(POLICY, ctx, run)
+        policy.batch_window = (window.idle_s * compression, window.max_wait_s * compression)
+        return policy
+
+    return spec, factory
+
+
+def check(
+    spec, nodes_real: int, waits_real: list[float], compression: float, scan_interval_s: float
+) -> Comparison:
+    """``waits_real``: each burst's time to every pod running on the real stack, in model seconds, the demo's
+    autoscaler scanning every ``scan_interval_s`` wall seconds with its model ``compression`` times the wall
+    clock."""
+    spec, factory = as_run(spec, compression, scan_interval_s)
     scenario = demo_scenario(spec)
-    record = run_policy(scenario, spec, POLICY)
+    record = Run(scenario, spec, POLICY, factory).run()
     waits_sim = [burst_to_running_s(record, b) for b in scenario.bursts]
     return compare(nodes_real, waits_real, record.nodes_bought, waits_sim)

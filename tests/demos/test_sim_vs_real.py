@@ -31,7 +31,7 @@ def test_each_disagreement_is_named() -> None:
 
 @pytest.mark.e2e
 def test_the_simulator_agrees_with_the_real_stack_on_the_demo(tmp_path) -> None:
-    from autoscaler.demo.run import COMPRESSION, run_demo
+    from autoscaler.demo.run import COMPRESSION, SCAN_INTERVAL_S, run_demo
     from clusterspec.loader import load_spec
     from demos.cluster import real_cluster
     from localcluster import binaries
@@ -40,8 +40,31 @@ def test_the_simulator_agrees_with_the_real_stack_on_the_demo(tmp_path) -> None:
         pytest.skip("the local cluster's binaries are not built (make tools)")
     summary = run_demo(None, tmp_path / "demo", cluster=real_cluster)
     compared = sim_vs_real.check(
-        load_spec(), summary["group_nodes_seen"], [s * COMPRESSION for s in summary["waves"].values()]
+        load_spec(),
+        summary["group_nodes_seen"],
+        [s * COMPRESSION for s in summary["waves"].values()],
+        COMPRESSION,
+        SCAN_INTERVAL_S,
     )
+    print("\n".join(compared.lines()))
+    print(f"records: {tmp_path / 'demo'}")
     # the nodes bought must agree; the waits are reported (demos/sim_vs_real.py: the demo's 60x compression turns
     # each wall second of the real stack's own latency into a model minute)
     assert compared.nodes_agree, "\n".join(compared.lines())
+
+
+def test_the_simulator_runs_the_autoscaler_as_the_demo_runs_it() -> None:
+    """The real autoscaler reads the wall clock: at the demo's 60x its 2-s scan interval is 120 model seconds and
+    its batch window (a pass 1 s after the last new pending pod, 10 s after the first at the latest) 60 and 600;
+    the simulator's defaults for replays stay the autoscaler's own (10 s, 1 s and 10 s of model time)."""
+    from autoscaler.sim.policies.batch import BatchPolicy
+    from autoscaler.sim.runner import Run
+    from autoscaler.sim.scenarios import demo_scenario
+    from clusterspec.loader import load_spec
+
+    spec, factory = sim_vs_real.as_run(load_spec(), 60.0, 2)
+    run = Run(demo_scenario(spec), spec, sim_vs_real.POLICY, factory)
+    assert run.scan == 120.0
+    assert run.policy.batch_window == (60.0, 600.0)
+    assert load_spec().autoscaler.scan_interval_s == 10
+    assert BatchPolicy.batch_window == (1.0, 10.0)
