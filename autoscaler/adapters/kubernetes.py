@@ -95,7 +95,9 @@ class KubeCluster:
         lean_objects: bool = True,
         max_backoff_s: float = 30.0,
     ):
-        """``on_pending_pod`` hears of every new or changed pending pod (the loop's batching window);
+        """``on_pending_pod`` hears of each pod as it becomes pending (the loop's batching window: a new demand; not
+        a pending pod's updates, as kube-scheduler's retries rewrite its condition, which held the window open to
+        its 10-s limit through a scale-up, issue 33);
         ``lean_objects``: the caches keep only the fields read (autoscaler/core/lean.py), False whole objects;
         ``max_backoff_s``: the caches' longest wait between failed lists (the live process: two scan intervals)."""
         self.api = api
@@ -178,11 +180,12 @@ class KubeCluster:
                 self._pod_events.append((self._pod_seq, node, pod))
                 if not _daemonset_pod(pod):
                     self._landed.add(node)
+            new = pending and key not in self._pending_since
             if pending:
                 self._pending_since.setdefault(key, self._pod_seq)
             else:
                 self._pending_since.pop(key, None)
-        if pending and self.on_pending_pod is not None:
+        if new and self.on_pending_pod is not None:
             self.on_pending_pod(pod)
 
     def landed_nodes(self, present: set[str]) -> set[str]:
