@@ -22,7 +22,7 @@ from clusterspec.spec import Cluster
 from localcluster import binaries, day_one
 from localcluster.kubelet.agent import ProcessKubelet
 from localcluster.nodes import NodeAgent, allocatable
-from localcluster.stack import KWOK_LABEL, Stack, compressed_backoff, with_backoff
+from localcluster.stack import KWOK_LABEL, Stack, compressed_backoff, compressed_overrides, with_backoff
 from provision import scheduler
 
 CONTROL_PLANE_NODE = "control-plane-0"
@@ -90,7 +90,8 @@ def running(cluster: Cluster, aws_url: str, regions: list[str], out: Path, compr
     enter), every node is the process kubelet's, which runs the pods of this repository's images there as local
     processes (their folders under ``pods``): a job's pods, and the pods `lab` starts on CPU nodes beside it."""
     out.mkdir(parents=True, exist_ok=True)
-    stack = Stack(out / "control-plane", scheduler_backoff_s=compressed_backoff(compression))
+    stack = Stack(out / "control-plane", overrides=compressed_overrides(compression),
+                  scheduler_backoff_s=compressed_backoff(compression))  # fmt: skip
     agent = kubelet = None
     try:
         stack.start()

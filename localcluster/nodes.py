@@ -143,11 +143,12 @@ class NodeAgent:
         self.lifecycle = lifecycle or NodeLifecycle()
         self.nodes: dict[str, Tracked] = {}  # instance id -> node
         self.errors = 0
-        self._plugin_pods: dict[str, set[str]] | None = None
+        self._plugin_pods: dict[str, dict[str, float]] | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._pool = ThreadPoolExecutor(8, thread_name_prefix="node-agent")
         self._plugins_lock = threading.Lock()
+        self._plugins_looked = 0.0  # when the last sync listed the device plugin pods
         self.syncs: deque[tuple[float, float]] = deque(maxlen=2000)  # (start, seconds) of the last syncs
 
     def _s(self, model_seconds: float) -> float:
@@ -240,15 +241,21 @@ class NodeAgent:
             return
         with self._plugins_lock:
             if self._plugin_pods is None:
-                found: dict[str, set[str]] = {}
+                found: dict[str, dict[str, float]] = {}
                 for p in self.core.list_namespaced_pod("kube-system").items:
                     if p.status.phase == "Running" and p.metadata.owner_references and p.spec.node_name:
-                        found.setdefault(p.spec.node_name, set()).add(p.metadata.owner_references[0].name)
+                        # the device plugin registers device_plugin_s after its pod started, not after this
+                        # agent noticed it (a sync later); startTime is in whole seconds: no earlier than the
+                        # last look that did not see it, no later than now
+                        t = p.status.start_time.timestamp() if p.status.start_time else now
+                        started = min(now, max(t, self._plugins_looked))
+                        found.setdefault(p.spec.node_name, {})[p.metadata.owner_references[0].name] = started
                 self._plugin_pods = found
-        running = self._plugin_pods.get(n.name, set())
+                self._plugins_looked = now
+        running = self._plugin_pods.get(n.name, {})
         for r in wanted:
             if PLUGINS[r] in running:
-                n.plugins_seen.setdefault(r, now)
+                n.plugins_seen.setdefault(r, running[PLUGINS[r]])
             seen = n.plugins_seen.get(r)
             if seen is not None and now - seen >= self._s(self.lifecycle.device_plugin_s):
                 q = n.group["allocatable"][r]
