@@ -78,18 +78,25 @@ def compare(
 
 
 def as_run(spec, compression: float, scan_interval_s: float):
-    """The spec and the batch policy as the demo runs the real autoscaler: it reads the wall clock, so its scan
-    interval (``--scan-interval``) and its batch window (autoscaler.loop.BatchWindow: a pass 1 s after the last
-    new pending pod, 10 s after the first at the latest) are ``compression`` times longer in model time."""
+    """The spec and the batch policy as the demo runs the real autoscaler. It reads the wall clock, so each of its
+    durations is ``compression`` times longer in model time: its scan interval (``--scan-interval``), its batch
+    window (autoscaler.loop.BatchWindow: a pass 1 s after the last new pending pod, 10 s after the first at the
+    latest), its back-off of a group after a failed scaling activity (60 s doubling to 1,800 s: at 60x a group
+    that ran out of capacity is not tried again during the demo, where the simulator's 60 model seconds retried
+    it every other loop), its idle threshold and its boot timeout."""
     scan = round(scan_interval_s * compression)
     window = BatchWindow(scan_interval_s)
-    spec = spec.model_copy(
-        update={"autoscaler": spec.autoscaler.model_copy(update={"scan_interval_s": scan})}
-    )
+    settings = spec.autoscaler
+    scaled = {"scan_interval_s": scan, "idle_threshold_s": round(settings.idle_threshold_s * compression),
+              "boot_timeout_s": round(settings.boot_timeout_s * compression)}  # fmt: skip
+    spec = spec.model_copy(update={"autoscaler": settings.model_copy(update=scaled)})
 
     def factory(ctx, run):
         policy = make_policy(POLICY, ctx, run)
         policy.batch_window = (window.idle_s * compression, window.max_wait_s * compression)
+        planner = policy.config.planner  # the controller's own (the same object)
+        planner.backoff_base_s *= compression
+        planner.backoff_max_s *= compression
         return policy
 
     return spec, factory
