@@ -96,8 +96,8 @@ class KubeCluster:
         max_backoff_s: float = 30.0,
     ):
         """``on_pending_pod`` hears of each pod as it becomes pending (the loop's batching window: a new demand; not
-        a pending pod's updates, as kube-scheduler's retries rewrite its condition, which held the window open to
-        its 10-s limit through a scale-up, issue 33);
+        a pending pod's updates, as kube-scheduler's retries rewrite its condition, nor a DaemonSet's pod, as each
+        new node gets several: both held the window open to its 10-s limit through a scale-up, issue 33);
         ``lean_objects``: the caches keep only the fields read (autoscaler/core/lean.py), False whole objects;
         ``max_backoff_s``: the caches' longest wait between failed lists (the live process: two scan intervals)."""
         self.api = api
@@ -180,7 +180,7 @@ class KubeCluster:
                 self._pod_events.append((self._pod_seq, node, pod))
                 if not _daemonset_pod(pod):
                     self._landed.add(node)
-            new = pending and key not in self._pending_since
+            new = pending and key not in self._pending_since and not _daemonset_pod(pod)
             if pending:
                 self._pending_since.setdefault(key, self._pod_seq)
             else:
