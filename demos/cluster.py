@@ -59,7 +59,7 @@ def real_cluster(spec, aws_url: str, regions: list[str], out, compression: float
             launched = {i["id"]: t for g in live.agent.cloud.list_groups() for i in g.get("instances", ())
                         if (t := phases.epoch(i.get("launched_at"))) is not None}  # fmt: skip
             recorder.save(out / "phases.json", launched, phases.scale_ups(out / "autoscaler.log"),
-                          list(live.agent.syncs))  # fmt: skip
+                          list(live.agent.syncs), phases.passes(out / "autoscaler.log"))  # fmt: skip
 
 
 def workload_namespace() -> str:
@@ -73,12 +73,14 @@ def main(spec: str | None = None, out: str | None = None) -> None:
         summary = run_demo(spec, out or "build/demo", cluster=real_cluster)
     except (ChildError, StackFailed) as e:
         raise DemoFailed(str(e)) from None
+    doc = phases.read(out or "build/demo")
     compared = sim_vs_real.check(
         load_spec(spec),
         summary["group_nodes_seen"],
         [seconds * COMPRESSION for seconds in summary["waves"].values()],
         COMPRESSION,
         SCAN_INTERVAL_S,
+        phases.to_passes(doc, COMPRESSION) if doc else None,
     )
-    for line in compared.lines():
+    for line in [*compared.lines(), *(phases.burst_table(doc, phases.BURSTS, COMPRESSION) if doc else [])]:
         print(line, flush=True)

@@ -99,12 +99,12 @@ class Recorder:
                 rec.setdefault("gpus", now)
 
     def save(self, path: Path, launched: dict[str, float], decisions: list[float],
-             syncs: list[tuple[float, float]] = ()) -> dict:  # fmt: skip
+             syncs: list[tuple[float, float]] = (), passes: list[float] = ()) -> dict:  # fmt: skip
         for node, t in self.plugins.items():
             if node in self.nodes:
                 self.nodes[node]["plugin"] = t
         doc = {"pods": self.pods, "pod_nodes": self.pod_nodes, "nodes": self.nodes, "node_ids": self.node_ids,
-               "launched": launched, "decisions": decisions, "agent_syncs": list(syncs)}  # fmt: skip
+               "launched": launched, "decisions": decisions, "agent_syncs": list(syncs), "passes": list(passes)}  # fmt: skip
         path.write_text(json.dumps(doc, indent=1))
         return doc
 
@@ -116,21 +116,27 @@ def epoch(text: str | None) -> float | None:
         return None
 
 
-def scale_ups(log: Path) -> list[float]:
-    """Wall times (epoch) of the autoscaler's set_desired actions, from its JSON log."""
+def passes(log: Path) -> list[float]:
+    """Wall times (epoch) at which the autoscaler's passes ended, from its JSON log."""
+    return _times(log, lambda r: r.get("message") == "pass")
+
+
+def _times(log: Path, keep) -> list[float]:
     out = []
     for line in log.read_text().splitlines() if log.exists() else ():
         try:
             r = json.loads(line)
         except ValueError:
             continue
-        if (
-            r.get("message") == "action"
-            and r.get("action") == "set_desired"
-            and r.get("desired", 0) > r.get("from", 0)
-        ):
+        if keep(r):
             out.append(datetime.fromisoformat(r["time"].replace("Z", "+00:00")).timestamp())
     return sorted(out)
+
+
+def scale_ups(log: Path) -> list[float]:
+    """Wall times (epoch) of the autoscaler's set_desired actions that raised a group, from its JSON log."""
+    return _times(log, lambda r: r.get("message") == "action" and r.get("action") == "set_desired"
+                  and r.get("desired", 0) > r.get("from", 0))  # fmt: skip
 
 
 def pod_phases(doc: dict, pod: str) -> dict[str, float | None]:
@@ -160,3 +166,42 @@ def burst_table(doc: dict, bursts: dict[str, list[str]], compression: float) -> 
         cells = " ".join(f"{'-' if v is None else f'{v * compression:.0f}':>10}" for v in ph.values())
         lines.append(f"{title[:28]:<28} {last[:16]:<16} {cells}")
     return lines
+
+
+def to_registered(doc: dict, prefixes: tuple[str, ...]) -> float:
+    """Wall seconds from a burst's first pod to the registration of the last node its pods ran on that registered
+    after it (0 when every one of them was there before): the autoscaler's decisions, the launches and the boot
+    delays; what comes after it (Ready, the device plugin, binding, running) is the stack's node pipeline."""
+    pods = [p for p in doc["pods"] if p.startswith(prefixes)]
+    if not pods:
+        return 0.0
+    start = min(doc["pods"][p]["created"] for p in pods)
+    latest = 0.0
+    for p in pods:
+        registered = doc["nodes"].get(doc["pod_nodes"].get(p, ""), {}).get("registered")
+        if registered is not None and registered > start:
+            latest = max(latest, registered - start)
+    return latest
+
+
+def to_pass(doc: dict, prefixes: tuple[str, ...]) -> float | None:
+    """Wall seconds from a burst's last pod's creation to the end of the autoscaler's first pass after it: the
+    pass that planned for the whole burst (its batching window and its plan; None: no pass came)."""
+    pods = [doc["pods"][p]["created"] for p in doc["pods"] if p.startswith(prefixes)]
+    if not pods:
+        return None
+    last = max(pods)
+    return next((t - last for t in doc.get("passes", ()) if t >= last), None)
+
+
+BURSTS = {"try": ("try",), "exp": ("exp",), "sweep": ("sweep",)}  # the demo's waves (scenarios.DEMO_PREFIXES)
+
+
+def read(out: Path) -> dict | None:
+    path = Path(out) / "phases.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def to_passes(doc: dict, compression: float) -> list[float | None]:
+    """Each wave's time from its last pod to the autoscaler's pass that planned for all of it, model seconds."""
+    return [None if (t := to_pass(doc, p)) is None else t * compression for p in BURSTS.values()]

@@ -1,20 +1,30 @@
 """The simulator against the real local stack on `make demo`'s bursts (issue 33: the simulator keeps its virtual
 clock for replays of weeks, and is checked against the real thing on a shared scenario).
 
-What agrees and what does not (measured in CI, issue 33): the nodes bought agree (58 real, 64 simulated: the
-simulator refills the spec's warm pools as pods take them). The waits do not: on the real stack every wall second
-of kube-scheduler, the gang scheduler, kwok and the watches counts 60 model seconds at the demo's compression, and
-under CI's load the 60-GPU and 320-GPU bursts took 26 s and 16 s of wall clock (1,578 and 978 model seconds)
-where the simulator's virtual clock gives 350 s. So ``nodes_agree`` is asserted; the waits are printed beside each
-other with the tolerance they miss, and stay a finding until the demo runs the real stack uncompressed (or the
-model learns the real stack's own latencies).
-
 The demo runs the real ``autoscaler run`` (its default ``--spare-gpus 0``) against the embedded AWS and the real
 control plane with kwok nodes, 60 times the wall clock; the simulator replays the same bursts, the same capacity
-limits and the same node lifecycle on its virtual clock under ``batch-lean`` (ours with ``spare_gpus`` 0). They
-agree when the nodes bought are within ``NODES_TOLERANCE`` of each other and each burst's time from submission to
-every pod running is within ``WAIT_TOLERANCE`` (or ``WAIT_FLOOR_S``, whichever is larger: one second of wall
-clock is a model minute, and a loaded machine adds seconds)."""
+limits and the same node lifecycle on its virtual clock under ``batch-lean`` (ours with ``spare_gpus`` 0), with
+the autoscaler's own durations as the demo runs them (``as_run``: it reads the wall clock, so its 2-s scan, its
+1-s/10-s batch window and its 60-s failure back-off are 120, 60/600 and 3,600 model seconds at 60x).
+
+Held to the tolerance (``make e2e`` fails beyond it): the nodes bought, within ``NODES_TOLERANCE`` (15%: the
+simulator refills the spec's warm pools as pods take them, the real run's count varies with which pods land on
+nodes bought for others), and each burst's time from its last pod to the autoscaler's pass that planned for it,
+within ``WAIT_TOLERANCE`` (30%) or ``WAIT_FLOOR_S`` (120 model seconds: two wall seconds, the scan interval's
+granularity at 60x, and what a loaded 2-core machine adds to a pass), whichever is larger.
+
+Printed beside the simulator's, not held to it: each burst's time to every pod running. Measured per phase
+(demos/phases.py, phases.json in the demo's folder; issue 33, 2026-12-07, 2 loaded cores), after the fixes it led
+to (kube-scheduler's wall-clock backoff and client rate limits for a compressed stack, the autoscaler's batching
+window held open by pending pods' updates and DaemonSet pods, the node agent's serial syncs), the autoscaler's
+part agrees (decision, purchase and spill-over, boot delays), and what is left is the stack's node pipeline: a
+burst of 44 nodes, each with its taints, five DaemonSet pods, their bindings and kwok's statuses, takes the API
+server on this machine 7 to 10 wall seconds from registration to GPUs, 450 to 600 model seconds at 60x where a
+cluster of real nodes takes the model's 50 (ready 20 s, device plugin 30 s); and kube-scheduler's queue lets a
+later burst's fresh pods take nodes bought for an earlier burst's pods that wait in its backoff. So the waits agree
+for the one-GPU burst (312 s real, 290 s simulated) and not for the 60-GPU and 320-GPU ones (1,578 and 978 s real,
+680 and 380 s simulated): agreeing there needs the demo run less compressed (each wall second less model time) or
+a machine whose API server keeps up, not a wider tolerance."""
 
 from __future__ import annotations
 
@@ -29,7 +39,7 @@ from autoscaler.sim.scenarios import demo_scenario
 POLICY = "batch-lean"
 NODES_TOLERANCE = 0.15
 WAIT_TOLERANCE = 0.30
-WAIT_FLOOR_S = 120.0  # model seconds: two seconds of the demo's wall clock
+WAIT_FLOOR_S = 120.0  # model seconds: two seconds of the demo's wall clock (its scan interval)
 
 
 @dataclass
@@ -39,6 +49,10 @@ class Comparison:
     waits_real: list[float]  # model seconds per burst
     waits_sim: list[float | None]
     problems: list[str]
+    decisions_real: list[float | None] | None = (
+        None  # model seconds per burst: to the first scale-up after it
+    )
+    decisions_sim: list[float | None] | None = None
 
     @property
     def agrees(self) -> bool:
@@ -47,6 +61,10 @@ class Comparison:
     @property
     def nodes_agree(self) -> bool:
         return not any(p.startswith("nodes bought") for p in self.problems)
+
+    @property
+    def decisions_agree(self) -> bool:
+        return not any("pass after its last pod" in p for p in self.problems)
 
     def lines(self) -> list[str]:
         waits = ", ".join(
@@ -57,14 +75,28 @@ class Comparison:
             f"the simulator on the same bursts ({POLICY}, virtual clock): {self.nodes_sim} nodes bought "
             f"(real: {self.nodes_real}); each burst to every pod running: {waits}"
         )
+        if self.decisions_real is not None and self.decisions_sim is not None:
+            head += "; last pod to the pass that planned for it: " + ", ".join(
+                f"{_s(r)} real / {_s(s)} simulated"
+                for r, s in zip(self.decisions_real, self.decisions_sim, strict=True)
+            )
         tol = f"nodes within {NODES_TOLERANCE:.0%}, waits within {WAIT_TOLERANCE:.0%} or {WAIT_FLOOR_S:.0f} s"
         if self.agrees:
             return [head, f"simulator and real stack agree ({tol})"]
         return [head, f"simulator and real stack DISAGREE ({tol}):", *(f"  {p}" for p in self.problems)]
 
 
+def _s(seconds: float | None) -> str:
+    return "none" if seconds is None else f"{seconds:.0f} s"
+
+
 def compare(
-    nodes_real: int, waits_real: list[float], nodes_sim: int, waits_sim: list[float | None]
+    nodes_real: int,
+    waits_real: list[float],
+    nodes_sim: int,
+    waits_sim: list[float | None],
+    decisions_real: list[float | None] | None = None,
+    decisions_sim: list[float | None] | None = None,
 ) -> Comparison:
     problems = []
     if abs(nodes_sim - nodes_real) > NODES_TOLERANCE * max(nodes_real, 1):
@@ -74,7 +106,14 @@ def compare(
             problems.append(f"burst {i}: never all running in the simulator, {r:.0f} s on the real stack")
         elif abs(s - r) > max(WAIT_FLOOR_S, WAIT_TOLERANCE * r):
             problems.append(f"burst {i}: {s:.0f} s simulated, {r:.0f} s real")
-    return Comparison(nodes_real, nodes_sim, list(waits_real), list(waits_sim), problems)
+    for i, (r, s) in enumerate(zip(decisions_real or (), decisions_sim or (), strict=True), 1):
+        if r is None or s is None:
+            if (r is None) != (s is None):
+                problems.append(f"burst {i}: pass after its last pod {_s(s)} simulated, {_s(r)} real")
+        elif abs(s - r) > max(WAIT_FLOOR_S, WAIT_TOLERANCE * r):
+            problems.append(f"burst {i}: pass after its last pod {s:.0f} s simulated, {r:.0f} s real")
+    return Comparison(nodes_real, nodes_sim, list(waits_real), list(waits_sim), problems,
+                      decisions_real, decisions_sim)  # fmt: skip
 
 
 def as_run(spec, compression: float, scan_interval_s: float):
@@ -102,14 +141,22 @@ def as_run(spec, compression: float, scan_interval_s: float):
     return spec, factory
 
 
-def check(
-    spec, nodes_real: int, waits_real: list[float], compression: float, scan_interval_s: float
-) -> Comparison:
+def check(spec, nodes_real: int, waits_real: list[float], compression: float, scan_interval_s: float,
+          decisions_real: list[float | None] | None = None) -> Comparison:  # fmt: skip
     """``waits_real``: each burst's time to every pod running on the real stack, in model seconds, the demo's
     autoscaler scanning every ``scan_interval_s`` wall seconds with its model ``compression`` times the wall
-    clock."""
+    clock; ``decisions_real``: each burst's time from its last pod to the autoscaler's pass after it (model
+    seconds)."""
     spec, factory = as_run(spec, compression, scan_interval_s)
     scenario = demo_scenario(spec)
     record = Run(scenario, spec, POLICY, factory).run()
     waits_sim = [burst_to_running_s(record, b) for b in scenario.bursts]
-    return compare(nodes_real, waits_real, record.nodes_bought, waits_sim)
+    decisions_sim = [to_loop_s(record, b) for b in scenario.bursts] if decisions_real is not None else None
+    return compare(nodes_real, waits_real, record.nodes_bought, waits_sim, decisions_real, decisions_sim)
+
+
+def to_loop_s(record, burst) -> float | None:
+    """From a burst's last submission to the policy's first loop at or after it."""
+    last = burst.start_s if burst.end_s is None else burst.end_s
+    loops = [loop.t for loop in record.loops if loop.t >= last]
+    return min(loops) - last if loops else None
