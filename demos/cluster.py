@@ -13,10 +13,10 @@ import time
 from contextlib import contextmanager
 
 from autoscaler.demo.processes import ChildError
-from autoscaler.demo.run import COMPRESSION, DemoFailed, run_demo
+from autoscaler.demo.run import COMPRESSION, SCAN_INTERVAL_S, DemoFailed, run_demo
 from clusterspec.loader import load_spec
 from clusterspec.names import AUTOSCALER_NAMESPACE
-from demos import sim_vs_real
+from demos import phases, sim_vs_real
 from demos.day_one import wait_for_autoscaler
 from localcluster import aws_cluster, binaries, workload
 from localcluster.stack import StackFailed
@@ -47,11 +47,19 @@ def real_cluster(spec, aws_url: str, regions: list[str], out, compression: float
         kubeconfig = aws_cluster.service_account_kubeconfig(
             stack, AUTOSCALER_NAMESPACE, deploy.NAME, out / "autoscaler.kubeconfig"
         )
-        yield (
-            live.admin_kubeconfig,
-            kubeconfig,
-            lambda job, ns: workload.submit(live.api, job, ns, compression),
-        )
+        recorder = phases.Recorder(live.api, workload_namespace()).start()
+        try:
+            yield (
+                live.admin_kubeconfig,
+                kubeconfig,
+                lambda job, ns: workload.submit(live.api, job, ns, compression),
+            )
+        finally:
+            recorder.stop()
+            launched = {i["id"]: t for g in live.agent.cloud.list_groups() for i in g.get("instances", ())
+                        if (t := phases.epoch(i.get("launched_at"))) is not None}  # fmt: skip
+            recorder.save(out / "phases.json", launched, phases.scale_ups(out / "autoscaler.log"),
+                          list(live.agent.syncs), phases.passes(out / "autoscaler.log"))  # fmt: skip
 
 
 def workload_namespace() -> str:
@@ -65,10 +73,14 @@ def main(spec: str | None = None, out: str | None = None) -> None:
         summary = run_demo(spec, out or "build/demo", cluster=real_cluster)
     except (ChildError, StackFailed) as e:
         raise DemoFailed(str(e)) from None
+    doc = phases.read(out or "build/demo")
     compared = sim_vs_real.check(
         load_spec(spec),
         summary["group_nodes_seen"],
         [seconds * COMPRESSION for seconds in summary["waves"].values()],
+        COMPRESSION,
+        SCAN_INTERVAL_S,
+        phases.to_passes(doc, COMPRESSION) if doc else None,
     )
-    for line in compared.lines():
+    for line in [*compared.lines(), *(phases.burst_table(doc, phases.BURSTS, COMPRESSION) if doc else [])]:
         print(line, flush=True)

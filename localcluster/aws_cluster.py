@@ -22,7 +22,7 @@ from clusterspec.spec import Cluster
 from localcluster import binaries, day_one
 from localcluster.kubelet.agent import ProcessKubelet
 from localcluster.nodes import NodeAgent, allocatable
-from localcluster.stack import KWOK_LABEL, Stack
+from localcluster.stack import KWOK_LABEL, Stack, compressed_backoff, compressed_overrides, with_backoff
 from provision import scheduler
 
 CONTROL_PLANE_NODE = "control-plane-0"
@@ -72,6 +72,8 @@ def start_gang_scheduler(stack: Stack, out: Path) -> None:
     )
     config = scheduler.gang_scheduler_config()
     config["clientConnection"] = {"kubeconfig": str(kubeconfig)}
+    if stack.scheduler_backoff_s is not None:  # as the control plane's (stack.compressed_backoff)
+        config = with_backoff(config, stack.scheduler_backoff_s)
     path = out / "gang-scheduler-config.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     port = stack.ports.scheduler + 1 if stack.ports else 0
@@ -88,7 +90,8 @@ def running(cluster: Cluster, aws_url: str, regions: list[str], out: Path, compr
     enter), every node is the process kubelet's, which runs the pods of this repository's images there as local
     processes (their folders under ``pods``): a job's pods, and the pods `lab` starts on CPU nodes beside it."""
     out.mkdir(parents=True, exist_ok=True)
-    stack = Stack(out / "control-plane")
+    stack = Stack(out / "control-plane", overrides=compressed_overrides(compression),
+                  scheduler_backoff_s=compressed_backoff(compression))  # fmt: skip
     agent = kubelet = None
     try:
         stack.start()

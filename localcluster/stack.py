@@ -30,14 +30,18 @@ class StackFailed(RuntimeError):
 
 class Stack:
     def __init__(self, workdir: Path, kwok: bool = True, kwok_lease_s: int = 40,
-                 overrides: dict[str, dict[str, str]] | None = None) -> None:  # fmt: skip
+                 overrides: dict[str, dict[str, str]] | None = None,
+                 scheduler_backoff_s: int | None = None) -> None:  # fmt: skip
         """``overrides``: flags set on a component's command over kubeadm's ({"kube-controller-manager":
         {"node-monitor-grace-period": "15m"}}); ``kwok_lease_s``: the nodes' lease duration (kwok renews each every
-        quarter of it: a longer lease lets kwok hold thousands of nodes, with the grace period above it)."""
+        quarter of it: a longer lease lets kwok hold thousands of nodes, with the grace period above it);
+        ``scheduler_backoff_s``: kube-scheduler's podInitialBackoffSeconds and podMaxBackoffSeconds both (None:
+        its defaults, 1 and 10): see :func:`compressed_backoff`."""
         self.workdir = Path(workdir).resolve()  # kubeadm takes absolute paths only (certificatesDir, ...)
         self.kwok = kwok
         self.kwok_lease_s = kwok_lease_s
         self.overrides = overrides or {}
+        self.scheduler_backoff_s = scheduler_backoff_s
         self.processes = Processes(self.workdir / "logs")
         self.ports: kubeadm.Ports | None = None
         self.timings: dict[str, float] = {}
@@ -73,6 +77,12 @@ class Stack:
         commands = kubeadm.phases(self.workdir, config, self.ports)
         for name, flags in self.overrides.items():
             commands[name] = _override(commands[name], flags)
+        if self.scheduler_backoff_s is not None:
+            config = Path(
+                next(a for a in commands["kube-scheduler"] if a.startswith("--config=")).split("=", 1)[1]
+            )
+            config.write_text(yaml.safe_dump(with_backoff(yaml.safe_load(config.read_text()),
+                                                          self.scheduler_backoff_s), sort_keys=False))  # fmt: skip
         self.timings["kubeadm"] = time.monotonic() - t0
         env = {"PATH": binaries.on_path(), "HOME": str(self.workdir)}
         try:
@@ -166,6 +176,43 @@ class Stack:
             "timings": self.timings,
         }
         (self.workdir / "stack.json").write_text(json.dumps(state, indent=2))
+
+
+def compressed_backoff(compression: float) -> int | None:
+    """kube-scheduler's retry backoff for a stack whose model runs ``compression`` times the wall clock: its
+    floor, 1 s, for a compressed run (its default 1 s doubling to 10 s is measured in wall seconds, 10 model
+    minutes at 60x, where a cluster on the wall clock waits 10 s: the demo's waits were made of it, issue 33);
+    None (the defaults) on the wall clock."""
+    return 1 if compression > 1 else None
+
+
+def with_backoff(config: dict, seconds: int) -> dict:
+    """A KubeSchedulerConfiguration retrying unschedulable pods after ``seconds`` every time (1 at the least), its
+    client's rate limit (50 requests a second, bursts of 100) raised as :func:`compressed_rates` raises the
+    controller manager's."""
+    qps, burst = compressed_rates(50, 100)
+    connection = {**config.get("clientConnection", {}), "qps": qps, "burst": burst}
+    return {**config, "podInitialBackoffSeconds": seconds, "podMaxBackoffSeconds": seconds,
+            "clientConnection": connection}  # fmt: skip
+
+
+COMPRESSED_RATE = 60  # the demo's compression (autoscaler/demo/run.py)
+
+
+def compressed_rates(qps: int, burst: int) -> tuple[int, int]:
+    """A client rate limit (requests a second, burst) for a compressed stack: a limit is wall-clock too, so a
+    burst of 44 nodes (their taints, 5 DaemonSets' pods each, their bindings) that a controller manager at its
+    default 20 a second clears in seconds, model seconds on a real cluster, took model minutes at 60x."""
+    return qps * COMPRESSED_RATE, burst * COMPRESSED_RATE
+
+
+def compressed_overrides(compression: float) -> dict[str, dict[str, str]]:
+    """The controller manager's flags for a compressed stack (see :func:`compressed_rates`); none on the wall
+    clock."""
+    if compression <= 1:
+        return {}
+    qps, burst = compressed_rates(20, 30)
+    return {"kube-controller-manager": {"kube-api-qps": str(qps), "kube-api-burst": str(burst)}}
 
 
 def _override(argv: list[str], flags: dict[str, str]) -> list[str]:

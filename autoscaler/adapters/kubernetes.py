@@ -96,8 +96,9 @@ class KubeCluster:
         max_backoff_s: float = 30.0,
     ):
         """``on_pending_pod`` hears of each pod that becomes demand: newly pending, or its scheduling gates lifted
-        (the loop's batching window; a pending pod's later changes, such as kube-scheduler's PodScheduled
-        condition on each pod of a burst, do not hold the window open);
+        (the loop's batching window; not a pending pod's later changes, as kube-scheduler's retries rewrite its
+        condition, nor a DaemonSet's pod, as each new node gets several: both held the window open to its 10-s
+        limit through a scale-up, issues 33 and 38);
         ``lean_objects``: the caches keep only the fields read (autoscaler/core/lean.py), False whole objects;
         ``max_backoff_s``: the caches' longest wait between failed lists (the live process: two scan intervals)."""
         self.api = api
@@ -174,7 +175,7 @@ class KubeCluster:
     def _pod_event(self, kind: str, pod: dict) -> None:
         node = (pod.get("spec") or {}).get("nodeName") if kind != "DELETED" else None
         pending = kind != "DELETED" and is_pending(pod)
-        demand = pending and not (pod.get("spec") or {}).get("schedulingGates")
+        demand = pending and not (pod.get("spec") or {}).get("schedulingGates") and not _daemonset_pod(pod)
         key = object_key(pod)
         with self._events_lock:
             new_demand = demand and key not in self._demand

@@ -92,3 +92,21 @@ def test_the_admins_kubeconfig_is_kubeadms(kube) -> None:
     done = kube.kubectl("auth", "whoami", "-o", "json", check=True)
     assert "kubeadm:cluster-admins" in json.loads(done.stdout)["status"]["userInfo"]["groups"]
     assert kube.kubectl("auth", "can-i", "*", "*", check=True).stdout.strip() == "yes"
+
+
+def test_a_compressed_stack_retries_unschedulable_pods_every_second() -> None:
+    """kube-scheduler's backoff (1 s doubling to 10 s) is wall-clock: at the demo's 60x each retry of a pod that
+    did not fit (a device plugin pod before its node is Ready, a job's pod before the GPUs) would wait up to 10
+    model minutes, so a compressed stack retries at the floor, 1 s; the clients' rate limits, wall-clock too, are
+    raised by the compression; a stack on the wall clock keeps the defaults."""
+    assert stack.compressed_backoff(60.0) == 1
+    assert stack.compressed_backoff(1.0) is None
+    config = stack.with_backoff(
+        {"kind": "KubeSchedulerConfiguration", "clientConnection": {"kubeconfig": "k"}}, 1
+    )
+    assert config == {"kind": "KubeSchedulerConfiguration", "podInitialBackoffSeconds": 1, "podMaxBackoffSeconds": 1,
+                      "clientConnection": {"kubeconfig": "k", "qps": 3000, "burst": 6000}}  # fmt: skip
+    assert stack.compressed_overrides(60.0) == {
+        "kube-controller-manager": {"kube-api-qps": "1200", "kube-api-burst": "1800"}
+    }
+    assert stack.compressed_overrides(1.0) == {}

@@ -138,7 +138,7 @@ def test_watch_applies_changes_and_reports_pending_pods(cluster, world):
 
 def test_only_a_pod_that_becomes_demand_opens_the_batching_window(cluster, world):
     """A pending pod's later changes (kube-scheduler's PodScheduled condition on each pod of a burst, a label)
-    do not hold the loop's window open: bench-live's decision latency had one window per change. A gated pod is
+    and a DaemonSet's pods (several on each new node) do not hold the loop's window open: bench-live's decision latency had one window per change. A gated pod is
     no demand until its gates are lifted, and then it is heard of."""
     pending = []
     cluster.on_pending_pod = lambda p: pending.append(p["metadata"]["name"])
@@ -150,9 +150,12 @@ def test_only_a_pod_that_becomes_demand_opens_the_batching_window(cluster, world
     world.core.create_namespaced_pod(world.ns, gated)
     wait_until(lambda: set(names(cluster.list_pods(), world.ns)) == {"burst-0", "gated"})
     world.core.patch_namespaced_pod("burst-0", world.ns, {"metadata": {"labels": {"seen": "yes"}}})
-    marker = real_kube.pod(
-        "marker", world.ns, gpus=16
-    )  # gated: its arrival says the patch's event came first
+    daemon = real_kube.pod("plugin-x", world.ns)  # a DaemonSet's pod for a new node: no demand of a job
+    daemon["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "plugin",
+                                              "uid": "5e0a1c4e-0000-4000-8000-000000000001"}]  # fmt: skip
+    world.core.create_namespaced_pod(world.ns, daemon)
+    # gated: its arrival says the events before it came first
+    marker = real_kube.pod("marker", world.ns, gpus=16)
     marker["spec"]["schedulingGates"] = [{"name": "research.cluster/quota"}]
     world.core.create_namespaced_pod(world.ns, marker)
     wait_until(lambda: "marker" in names(cluster.list_pods(), world.ns))
