@@ -8,10 +8,6 @@ for the instance type than asked, what fits launches, a failed activity (Insuffi
 idle nodes, newest first). Instances boot: lifecycle state ``Pending`` -> ``InService`` (EC2 ``running``) after INSTANCE_RUNNING_S,
 then the node registers after the family's boot delay (``boot.py``).
 
-Groups marked ``external`` are driven from outside (the demo follows a moto server's instances through
-``ClusterModel.attach_instance``/``detach_instance``): they never launch or terminate by themselves. An
-external instance beyond the region's capacity is ``held``: it exists, but its node does not register until
-capacity allows (so a capacity shortage can be shown behind an AWS that always launches).
 """
 
 from __future__ import annotations
@@ -47,7 +43,6 @@ class Instance:
     private_ip: str = ""
     registered_at: float | None = None  # when its node joined
     terminated_at: float | None = None
-    held: bool = False  # an external instance beyond the region's capacity: its node does not register
     settled: bool = False  # part of the cluster from the start: its node registers Ready, devices advertised
     _snap: dict | None = field(default=None, repr=False, compare=False)
 
@@ -68,7 +63,6 @@ class Instance:
 class Group:
     spec: dict  # the snapshot-format dict it was built from (labels, taints, allocatable, price...)
     desired: int
-    external: bool = False
     instances: list[Instance] = field(default_factory=list)
     retry_scheduled: bool = False
 
@@ -166,13 +160,13 @@ class CloudModel:
         self._ips = 0
 
     # --- groups ------------------------------------------------------------------------------------------
-    def add_group(self, spec: dict, *, external: bool = False, booted: bool = True) -> Group:
+    def add_group(self, spec: dict, *, booted: bool = True) -> Group:
         """Add a group; its initial ``desired`` instances start already running (booted) unless told not."""
         spec = _fill_defaults(spec)
-        group = Group(spec=spec, desired=0, external=external)
+        group = Group(spec=spec, desired=0)
         self.groups[group.name] = group
         desired = int(spec.get("desired", spec["min"]))
-        if not external and desired:
+        if desired:
             group.desired = desired
             for _ in range(desired):
                 self._launch(group, booted=booted)
@@ -211,7 +205,7 @@ class CloudModel:
         used = sum(
             1
             for i in self.instances.values()
-            if i.region == region and i.instance_type == itype and i.state != TERMINATED and not i.held
+            if i.region == region and i.instance_type == itype and i.state != TERMINATED
         )
         return max(0, limit - used)
 
@@ -261,9 +255,6 @@ class CloudModel:
         return out[::-1]
 
     def _reconcile(self, g: Group) -> None:
-        if g.external:
-            self._release_held(g)
-            return
         live = g.live()
         need = g.desired - len(live)
         if need > 0:
@@ -335,7 +326,6 @@ class CloudModel:
     ) -> Instance:
         """Track an instance (launched by the model or found outside it) and schedule its boot."""
         g = self.group(group)
-        room = self._room(g.region, g.instance_type) if g.external and not booted else None
         inst = Instance(
             id=instance_id,
             group=group,
@@ -355,9 +345,6 @@ class CloudModel:
             self._running(inst)
             self._booted(inst)
             return inst
-        if room is not None and room < 1:
-            inst.held = True
-            return inst
         self._boot(inst, launched_at)
         return inst
 
@@ -365,16 +352,6 @@ class CloudModel:
         delay = self._scale(boot_delay(inst.instance_type, self.boot_delays))
         self._queue.push(start + min(self._scale(INSTANCE_RUNNING_S), delay), self._running, inst)
         self._queue.push(start + delay, self._booted, inst)
-
-    def _release_held(self, g: Group) -> None:
-        """Boot held instances of an external group as far as the region's capacity now allows."""
-        for inst in g.instances:
-            if inst.held and inst.state != TERMINATED:
-                room = self._room(g.region, g.instance_type)
-                if room is not None and room < 1:
-                    return
-                inst.held = False
-                self._boot(inst, self._now())
 
     def _running(self, inst: Instance) -> None:
         if inst.state == PENDING:
@@ -397,6 +374,3 @@ class CloudModel:
         if g is not None:
             g.instances = [i for i in g.instances if i is not inst]
         self._on_terminated(inst, why)
-        for other in self.groups.values():  # the freed room may let a held instance boot
-            if other.external and other.region == inst.region and other.instance_type == inst.instance_type:
-                self._release_held(other)

@@ -13,41 +13,29 @@ from __future__ import annotations
 
 import copy
 import re
+import secrets
 import threading
 from collections import deque
 from dataclasses import dataclass, field
 
 from autoscaler.model import daemons as D
-from autoscaler.model import images as I
 from autoscaler.model import objects as O
 from autoscaler.model import pods as P
 from autoscaler.model import taints as T
 from autoscaler.model.boot import NodeLifecycle
 from autoscaler.model.clock import VirtualClock, WallClock, iso
 from autoscaler.model.cloud import CloudModel, Instance
-from autoscaler.model.controllers import Controllers
-from autoscaler.model.controllers.certificates import CsrSigner
-from autoscaler.model.controllers.clusterroles import ClusterRoleAggregation
-from autoscaler.model.controllers.common import suffix
-from autoscaler.model.controllers.daemonsets import DaemonSetStatus
-from autoscaler.model.controllers.deployments import DeploymentController
-from autoscaler.model.controllers.endpoints import EndpointsController
-from autoscaler.model.controllers.gc import GarbageCollector
-from autoscaler.model.controllers.jobs import JobController
-from autoscaler.model.controllers.namespaces import NamespaceController
-from autoscaler.model.controllers.quota import QuotaController
-from autoscaler.model.controllers.replicasets import ReplicaSetController
-from autoscaler.model.controllers.schedulers import DeployedSchedulers
-from autoscaler.model.controllers.serviceaccounts import ServiceAccountController
-from autoscaler.model.controllers.statefulsets import StatefulSetController
-from autoscaler.model.controllers.ttl import TtlAfterFinished
-from autoscaler.model.controllers.volumes import VolumeController
 from autoscaler.model.disruption import budget_status, refusing_budget
 from autoscaler.model.event_queue import EventQueue
 from autoscaler.model.scheduler import Scheduler
-from autoscaler.model.store import Invalid, NotFound, ObjectStore
+from autoscaler.model.store import Invalid, ObjectStore
 
 STATE_CONFIGMAP = ("kube-system", "research-autoscaler-state")
+SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # the API server's generateName suffixes
+
+
+def suffix(n: int = 5) -> str:
+    return "".join(secrets.choice(SUFFIX_ALPHABET) for _ in range(n))
 
 
 @dataclass
@@ -71,7 +59,6 @@ class ModelStats:
     pods_succeeded: int = 0
     pods_killed: int = 0  # running pods whose node went away under them
     pods_evicted: int = 0
-    pods_taint_evicted: int = 0  # deleted by the taint eviction controller (NoExecute taint, toleration over)
     evictions_refused: int = 0  # by a PodDisruptionBudget
     pods_restarted: int = 0  # replacement pods created for killed or evicted Job pods
     nodes_registered: int = 0
@@ -97,7 +84,6 @@ class ClusterModel:
         terminated_pod_ttl_s: float | None = 600.0,
         event_ttl_s: float = 3600.0,
         record_model_events: bool = False,
-        node_gc_delay_s: float = 0.0,
         state_configmap: tuple[str, str] = STATE_CONFIGMAP,
         seed: int = 0,
     ) -> None:
@@ -111,16 +97,10 @@ class ClusterModel:
         self.terminated_pod_ttl_s = terminated_pod_ttl_s
         self.event_ttl_s = event_ttl_s
         self.record_model_events = record_model_events
-        self.node_gc_delay_s = node_gc_delay_s
         self.lifecycle = lifecycle or NodeLifecycle()
         self._daemon_pods: dict[tuple[str, str, str], dict] = {}  # (ds namespace, ds name, node) -> its pod
         self._awaiting_network: dict[str, list[dict]] = {}  # node -> bound pods whose containers wait for it
-        self._silent: dict[str, float] = {}  # node -> when its kubelet stopped posting status
         self._network_up: set[str] = set()  # nodes whose network plugin is ready (Ready when heard from)
-        # node -> its NoExecute taints as the taint manager last saw them, and a generation for its timers
-        self._taint_sig: dict[str, tuple] = {}
-        self._taint_gen: dict[str, int] = {}
-        self._lingering: set[str] = set()
         self.state_configmap = state_configmap
         self.scheduler = Scheduler(self._bind, self._unschedulable)
         self._running: dict[str, dict] = {}  # uid -> running pod with a completion event
@@ -129,30 +109,6 @@ class ClusterModel:
         self._events: deque[tuple[float, dict]] = deque()
         self._restarts = 0
         self._flushing = False
-        self.image_pulls = False  # the kubelet's image pulls (images.py): off in the simulator
-        self._node_images: dict[str, I.NodeImages] = {}
-        # what an API server serving the model plugs in (None in the simulator): creates and deletes through the
-        # API server (admission), the cluster CA, the ServiceAccount token and CSR signers
-        self.api_create = None
-        self.api_delete = None
-        self.cluster_ca_pem: bytes | None = None
-        self.legacy_token = None
-        self.sign_csr = None
-        self._last_events: dict = {}
-        self._terminating_namespaces: set[str] = set()
-        self._services_by_ns: dict[str, set[str]] = {}
-        self._quota_namespaces: set[str] = set()
-        self.gc = GarbageCollector(self)
-        self.namespaces = NamespaceController(self)
-        self.controllers = Controllers(self, [
-            self.gc, self.namespaces, ServiceAccountController(self), JobController(self), DeploymentController(self),
-            ReplicaSetController(self), StatefulSetController(self), EndpointsController(self), QuotaController(self),
-            VolumeController(self), ClusterRoleAggregation(self), TtlAfterFinished(self), CsrSigner(self),
-            DeployedSchedulers(self), DaemonSetStatus(self),
-        ])  # fmt: skip
-        self.deployed_schedulers = False  # second schedulers run only while their pods do (schedulers.py)
-        self.scheduler.pod_group_size = self._pod_group_size
-        self.store.listeners.append(self.controllers.listener)
         self.cloud = CloudModel(
             self.clock.now,
             self.queue,
@@ -202,14 +158,12 @@ class ClusterModel:
         self._flush()
 
     def _flush(self) -> None:
-        if self._flushing:  # a controller's write: the outer pass goes on until nothing is left
+        if self._flushing:  # a write during a pass: the outer pass goes on until nothing is left
             return
         self._flushing = True
         try:
-            while self.scheduler.dirty or self.controllers.dirty:
-                self.controllers.run()
-                while self.scheduler.dirty:
-                    self.scheduler.run()
+            while self.scheduler.dirty:
+                self.scheduler.run()
         finally:
             self._flushing = False
 
@@ -286,7 +240,6 @@ class ClusterModel:
         self.store.create("leases", O.node_lease(node, now))
         inst.node_name = name
         self._node_instance[name] = inst
-        self._node_images[name] = I.NodeImages(layers=I.baked(group.spec))  # what the node's image pre-pulled
         self.scheduler.add_node(node)
         self.stats.nodes_registered += 1
         self._model_event(node, "RegisteredNode", f"Node {name} event: Registered Node {name} in Controller")
@@ -314,8 +267,7 @@ class ClusterModel:
         if node is None or name not in self._node_instance:
             return
         self._network_up.add(name)
-        if name not in self._silent:
-            self._make_ready(name, node)
+        self._make_ready(name, node)
 
     def _make_ready(self, name: str, node: dict) -> None:
         O.set_ready(node, iso(self.clock.now()))
@@ -324,7 +276,7 @@ class ClusterModel:
         for pod in self._awaiting_network.pop(name, ()):
             meta = pod["metadata"]
             if self.store.find("pods", meta["namespace"], meta["name"]) is pod and not P.is_terminal(pod):
-                self._start(pod, node)
+                self._run_containers(pod, node)
 
     def _renew_lease(self, name: str) -> None:
         """The kubelet renews its Lease every 10 s; the model writes it only when the kubelet is heard from
@@ -339,11 +291,10 @@ class ClusterModel:
             self.store.delete("leases", O.NODE_LEASE_NAMESPACE, name)  # garbage-collected with its Node
 
     def _node_modified(self, node: dict) -> None:
-        """Store a node the model changed; the scheduler, the DaemonSet and taint eviction controllers react."""
+        """Store a node the model changed; the scheduler and the DaemonSet controller react."""
         self.store.modified("nodes", node)
         self.scheduler.node_changed(node)
         self._sync_daemons(node)
-        self._taints_changed(node)
 
     def _sync_daemons(self, node: dict) -> None:
         """As the DaemonSet controller does: a pod of every DaemonSet that admits the node and has none there."""
@@ -361,141 +312,30 @@ class ClusterModel:
             if not D.admits(((ds.get("spec") or {}).get("template") or {}).get("spec") or {}, node):
                 continue
             pod = O.daemon_pod(ds, node)
-            if self.api_create is not None:
-                try:
-                    made = self.api_create("pods", pod)
-                except Exception as e:  # noqa: BLE001 - a refused daemon pod is the DaemonSet's FailedCreate
-                    from autoscaler.model.controllers.common import event
-
-                    event(self, ds, "FailedCreate", f"Error creating: {e}", "Warning", "daemonset-controller")
-                    continue
-            else:
-                pod["metadata"]["name"] = f"{pod['metadata'].pop('generateName')}{suffix()}"
-                made = self.submit_pod(pod)
-            self._daemon_pods[key] = made
-
-    def _taints_changed(self, node: dict) -> None:
-        """The taint eviction controller: when a node's NoExecute taints change, each pod on it that does not
-        tolerate them is deleted now, the others after their smallest tolerationSeconds (if any)."""
-        name = node["metadata"]["name"]
-        taints = [t for t in node["spec"].get("taints") or () if t.get("effect") == "NoExecute"]
-        sig = tuple(sorted((t["key"], t.get("value") or "") for t in taints))
-        if self._taint_sig.get(name, ()) == sig:
-            return
-        self._taint_sig[name] = sig
-        gen = self._taint_gen[name] = self._taint_gen.get(name, 0) + 1
-        if not taints:
-            return
-        now = self.clock.now()
-        for pod in self.scheduler.pods_on(name):
-            if P.is_terminal(pod):
-                continue
-            delay = T.eviction_delay(pod["spec"].get("tolerations"), taints)
-            if delay is None:
-                continue
-            self.queue.push(now + self.clock.scale(delay), self._taint_evict, name, pod, gen)
-
-    def _taint_evict(self, name: str, pod: dict, gen: int) -> None:
-        if self._taint_gen.get(name) != gen or P.is_terminal(pod):
-            return
-        if not any(p is pod for p in self.scheduler.pods_on(name)):
-            return
-        self.stats.pods_taint_evicted += 1
-        self._model_event(
-            pod, "TaintManagerEviction", f"Marking for deletion Pod {pod['metadata']['name']}", "Normal"
-        )
-        self._kill(pod, "DeletionByTaintManager", "Taint manager: deleting due to NoExecute taint")
-
-    def stop_heartbeat(self, name: str) -> None:
-        """The node's kubelet stops posting status (crash, network partition, a hung instance): after the node
-        monitor grace period the node is Ready=Unknown with the unreachable taints, and its pods are evicted
-        when their tolerations run out. The instance keeps running (and billing)."""
-        self._flush()
-        self.store.get("nodes", None, name)
-        if name in self._silent:
-            return
-        now = self.clock.now()
-        self._silent[name] = now
-        self.queue.push(
-            now + self.clock.scale(self.lifecycle.monitor_grace_s), self._heartbeat_missed, name, now
-        )
-
-    def resume_heartbeat(self, name: str) -> None:
-        """The kubelet posts status again: Ready, the unreachable taints removed."""
-        self._flush()
-        node = self.store.get("nodes", None, name)
-        if self._silent.pop(name, None) is None:
-            return
-        if name in self._network_up:
-            if not O.is_ready(node) or O.drop_taint(node, T.UNREACHABLE):
-                self._make_ready(name, node)
-        elif any(c.get("status") == "Unknown" for c in node["status"].get("conditions") or ()):
-            O.reset_not_ready(node, iso(self.clock.now()))  # still booting: NotReady, as it registered
-            self._renew_lease(name)
-            self._node_modified(node)
-
-    def _heartbeat_missed(self, name: str, since: float) -> None:
-        if self._silent.get(name) != since:
-            return
-        node = self.store.find("nodes", None, name)
-        if node is not None:
-            O.set_unknown(node, iso(self.clock.now()))
-            self._node_modified(node)
+            pod["metadata"]["name"] = f"{pod['metadata'].pop('generateName')}{suffix()}"
+            self._daemon_pods[key] = self.submit_pod(pod)
 
     def _instance_has_pods(self, inst: Instance) -> bool:
         return any(not P.is_daemonset(p) for p in self.scheduler.pods_on(inst.node_name or ""))
 
     def _instance_gone(self, inst: Instance, why: str) -> None:
         name = inst.node_name
-        if not name:
-            return
-        if self.node_gc_delay_s <= 0:
+        if name:
             self._remove_node(name, "InstanceTerminated", f"instance {inst.id} was {why}")
-            return
-        # The pods die with the instance; the Node stays, NotReady, until the cloud's node lifecycle
-        # controller deletes it (or someone deletes it first).
-        self._remove_node(name, "InstanceTerminated", f"instance {inst.id} was {why}", keep_object=True)
-        node = self.store.find("nodes", None, name)
-        if node is None:
-            return
-        O.set_unknown(node, iso(self.clock.now()))
-        self.store.modified("nodes", node)
-        self._lingering.add(name)
-        self.queue.push(self.clock.now() + self.clock.scale(self.node_gc_delay_s), self._gc_node, name)
 
-    def _gc_node(self, name: str) -> None:
-        if name in self._lingering:
-            self._lingering.discard(name)
-            if self.store.find("nodes", None, name) is not None:
-                self.store.delete("nodes", None, name)
-            self._drop_lease(name)
-
-    def _remove_node(self, name: str, reason: str, message: str, keep_object: bool = False) -> None:
+    def _remove_node(self, name: str, reason: str, message: str) -> None:
         inst = self._node_instance.pop(name, None)
         if inst is not None:
             inst.node_name = None
         self._awaiting_network.pop(name, None)
-        self._silent.pop(name, None)
         self._network_up.discard(name)
-        self._taint_sig.pop(name, None)
-        self._taint_gen.pop(name, None)
         for key in [k for k in self._daemon_pods if k[2] == name]:
             del self._daemon_pods[key]
         for pod in self.scheduler.remove_node(name):
             self._kill(pod, reason, message)
-        self._lingering.discard(name)
-        if not keep_object and self.store.find("nodes", None, name) is not None:
+        if self.store.find("nodes", None, name) is not None:
             self.store.delete("nodes", None, name)
             self._drop_lease(name)
-
-    def replace_node(self, node: dict, check_version: bool = True) -> dict:
-        """Store a changed Node (a patch or an update through the API); the scheduler sees the change."""
-        self._flush()
-        node = self.store.replace("nodes", node, check_version)
-        self.scheduler.node_changed(node)
-        self._sync_daemons(node)
-        self._taints_changed(node)
-        return node
 
     def _edit_node(self, name: str, fn) -> None:
         self._flush()
@@ -560,15 +400,6 @@ class ClusterModel:
             self.scheduler.add_pending(pod)
         return pod
 
-    def bind_pod(self, namespace: str, name: str, node_name: str) -> None:
-        """The binding subresource: bind a pending pod to a node without the scheduler's checks."""
-        pod = self.store.get("pods", namespace, name)
-        if pod["spec"].get("nodeName"):
-            raise Invalid(f"pod {name} is already assigned to node {pod['spec']['nodeName']}")
-        self.store.get("nodes", None, node_name)
-        self.scheduler.add_bound(pod, node_name)
-        self._bind(pod, node_name)
-
     def _bind(self, pod: dict, node_name: str) -> None:
         pod["spec"]["nodeName"] = node_name
         node = self.store.find("nodes", None, node_name)
@@ -579,58 +410,6 @@ class ClusterModel:
             pod["status"] = O.creating_status(pod, node, iso(self.clock.now()))
             self.store.modified("pods", pod)
             self._awaiting_network.setdefault(node_name, []).append(pod)
-            return
-        self._start(pod, node)
-
-    def _start(self, pod: dict, node: dict | None) -> None:
-        """The kubelet pulls the pod's images (when the model does pulls: images.py), then starts its containers."""
-        if not self.image_pulls or node is None:
-            self._run_containers(pod, node)
-            return
-        name = node["metadata"]["name"]
-        cache = self._node_images.setdefault(name, I.NodeImages())
-        now = self.clock.now()
-        done_at = now
-        planned: set[str] = set()
-        for c in [*(pod["spec"].get("initContainers") or ()), *(pod["spec"].get("containers") or ())]:
-            image = c.get("image", "")
-            policy = c.get("imagePullPolicy") or "IfNotPresent"
-            if image in planned and policy != "Always":
-                continue  # the kubelet pulls an init container's image before the next container asks for it
-            planned.add(image)
-            seconds, start, size = I.pull_plan(cache, image, policy, now, self.clock.scale)
-            if seconds <= 0:
-                self._model_event(pod, "Pulled", f'Container image "{image}" already present on machine')
-                continue
-            end = start + self.clock.scale(seconds)
-            done_at = max(done_at, end)
-            waited = (start - now) / self.clock.scale(1.0) + seconds  # model seconds, queueing included
-            self.queue.push(start, self._pulling, pod, image)
-            self.queue.push(end, self._pulled, pod, name, image, seconds, waited, size)
-        if done_at <= now:
-            self._run_containers(pod, node)
-            return
-        pod["status"] = O.creating_status(pod, node, iso(now))
-        self.store.modified("pods", pod)
-        self.queue.push(done_at, self._images_ready, pod, name)
-
-    def _pulling(self, pod: dict, image: str) -> None:
-        if not P.is_terminal(pod):
-            self._model_event(pod, "Pulling", f'Pulling image "{image}"')
-
-    def _pulled(self, pod, node_name, image, seconds, waited, size) -> None:
-        cache = self._node_images.setdefault(node_name, I.NodeImages())
-        cache.images.add(image)
-        cache.layers.update(I.layers(image))
-        self._model_event(pod, "Pulled", f'Successfully pulled image "{image}" in {seconds:.3g}s ({waited:.3g}s '
-                          f"including waiting). Image size: {int(size)} bytes.")  # fmt: skip
-
-    def _images_ready(self, pod: dict, node_name: str) -> None:
-        meta = pod["metadata"]
-        if self.store.find("pods", meta["namespace"], meta["name"]) is not pod or P.is_terminal(pod):
-            return
-        node = self._live_node(node_name, self.store.find("nodes", None, node_name) or {"spec": {}})
-        if node is None:
             return
         self._run_containers(pod, node)
 
@@ -728,16 +507,9 @@ class ClusterModel:
 
     def _restart(self, pod: dict) -> None:
         """As a Job controller does: a replacement for a Job pod that was killed or evicted (pods of a Job object
-        the store holds are its Job controller's to replace, controllers/jobs.py)."""
+        the simulator creates no Job objects)."""
         if not (self.restart_jobs and P.is_job_pod(pod)):
             return
-        owner = next(
-            (r for r in pod["metadata"].get("ownerReferences") or () if r.get("kind") == "Job"), None
-        )
-        if owner is not None:
-            job = self.store.find("jobs", pod["metadata"]["namespace"], owner.get("name", ""))
-            if job is not None and job["metadata"].get("uid") == owner.get("uid"):
-                return
         self._restarts += 1
         old = pod["metadata"]
         base = re.sub(r"-r\d+$", "", old["name"])
@@ -796,13 +568,6 @@ class ClusterModel:
         self._events.append((self.clock.now(), event))
         return event
 
-    def events_for(self, namespace: str, name: str) -> list[dict]:
-        return [
-            e
-            for e in self.store.list("events", namespace)
-            if (e.get("involvedObject") or {}).get("name") == name
-        ]
-
     def _model_event(self, obj: dict, reason: str, message: str, type: str = "Normal") -> None:
         if self.record_model_events:
             event = self.record_event(obj, reason, message, type)
@@ -830,146 +595,3 @@ class ClusterModel:
         else:
             cm["data"] = dict(data)
             self.store.modified("configmaps", cm)
-
-    def create(self, kind: str, obj: dict, uid: str | None = None) -> dict:
-        """Create an object (pods are submitted to the scheduler, nodes join it, events expire)."""
-        if kind == "pods":
-            if uid:
-                obj.setdefault("metadata", {})["uid"] = uid
-            return self.submit_pod(obj)
-        if kind == "events":
-            return self.add_event(obj)
-        obj = self.store.create(kind, obj, uid)
-        if kind == "nodes":
-            self.scheduler.add_node(obj)
-            self._sync_daemons(obj)
-        if kind == "daemonsets":
-            for node in self.store.list("nodes"):
-                self._sync_daemons(node)
-        return obj
-
-    def register_control_plane(self, name: str, address: str, region: str, zone: str,
-                               allocatable: dict[str, str]) -> dict:  # fmt: skip
-        """A control-plane member as ``kubeadm init``/``join --control-plane`` registers it: Ready, labelled
-        ``node-role.kubernetes.io/control-plane`` and tainted ``node-role.kubernetes.io/control-plane:NoSchedule``
-        (kubeadm's ``nodeRegistration`` defaults), no providerID (no cloud controller manager sets one)."""
-        t = iso(self.clock.now())
-        node = {
-            "apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {
-                "kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
-                "node-role.kubernetes.io/control-plane": "", "node.kubernetes.io/exclude-from-external-load-balancers": "",
-                "topology.kubernetes.io/region": region, "topology.kubernetes.io/zone": zone}},
-            "spec": {"taints": [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]},
-            "status": {"capacity": dict(allocatable), "allocatable": dict(allocatable),
-                       "conditions": O.node_conditions(True, t),
-                       "addresses": [{"type": "InternalIP", "address": address}, {"type": "Hostname", "address": name}],
-                       "nodeInfo": {"kubeletVersion": O.KUBELET_VERSION, "containerRuntimeVersion": "containerd://2.2.6",
-                                    "operatingSystem": "linux", "architecture": "amd64",
-                                    "osImage": "Ubuntu 24.04.3 LTS", "kernelVersion": "6.8.0-1019-aws"}},
-        }  # fmt: skip
-        node = self.store.create("nodes", node)
-        self.store.create("leases", O.node_lease(node, self.clock.now()))
-        self.scheduler.add_node(node)
-        self._network_up.add(name)
-        self._sync_daemons(node)
-        self._flush()
-        return node
-
-    def _pod_group_size(self, namespace: str, name: str) -> int | None:
-        """A PodGroup's ``minMember`` (scheduler-plugins Coscheduling reads it from the PodGroup object)."""
-        pg = self.store.find("podgroups.scheduling.x-k8s.io", namespace, name)
-        value = ((pg or {}).get("spec") or {}).get("minMember")
-        return int(value) if value else None
-
-    def remove_finalizer(self, kind: str, obj: dict, finalizer: str) -> None:
-        """Take ``finalizer`` off ``obj``; one being deleted goes once none is left."""
-        meta = obj["metadata"]
-        meta["finalizers"] = [f for f in meta.get("finalizers") or () if f != finalizer]
-        if not meta["finalizers"]:
-            del meta["finalizers"]
-        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
-            if self.store.find(kind, meta.get("namespace"), meta["name"]) is obj:
-                self.delete(kind, meta.get("namespace"), meta["name"])
-            return
-        self.store.modified(kind, obj)
-
-    def update_pod(self, current: dict, new: dict) -> dict:
-        """An update of a pod through the API (validated): metadata and the mutable spec fields change in place,
-        so that the scheduler and kubelet keep following the same object."""
-        meta, nmeta = current["metadata"], new.get("metadata") or {}
-        for k in ("labels", "annotations", "ownerReferences", "finalizers"):
-            if nmeta.get(k):
-                meta[k] = copy.deepcopy(nmeta[k])
-            else:
-                meta.pop(k, None)
-        spec, nspec = current["spec"], new.get("spec") or {}
-        for key in ("containers", "initContainers"):
-            for c, n in zip(spec.get(key) or (), nspec.get(key) or (), strict=False):
-                c["image"] = n.get("image", c.get("image"))
-        for k in ("activeDeadlineSeconds", "tolerations"):
-            if k in nspec:
-                spec[k] = copy.deepcopy(nspec[k])
-        if "schedulingGates" in spec and not nspec.get("schedulingGates"):
-            spec.pop("schedulingGates", None)
-            self.scheduler._capacity_changed = True
-        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
-            self.delete_pod(meta["namespace"], meta["name"])
-            return current
-        self.store.modified("pods", current)
-        return current
-
-    def update_pod_status(self, current: dict, status: dict) -> dict:
-        """A write of a pod's /status (a controller's condition, say): the status is replaced in place."""
-        current["status"] = copy.deepcopy(status)
-        self.store.modified("pods", current)
-        return current
-
-    def delete_pod_gracefully(self, namespace: str, name: str, grace: int | None = None) -> bool:
-        """DELETE of a pod: it goes now (its simulated containers stop at once), unless finalizers hold it.
-        Whether it is gone."""
-        pod = self.store.get("pods", namespace, name)
-        if pod["metadata"].get("finalizers"):
-            if not pod["metadata"].get("deletionTimestamp"):
-                pod["metadata"]["deletionTimestamp"] = iso(self.clock.now())
-                pod["metadata"]["deletionGracePeriodSeconds"] = int(grace if grace is not None else 30)
-                self.store.modified("pods", pod)
-            return False
-        self.delete_pod(namespace, name)
-        return True
-
-    def replace(self, kind: str, obj: dict, check_version: bool = True) -> dict:
-        if kind == "nodes":
-            return self.replace_node(obj, check_version)
-        if kind == "pods":
-            raise Invalid("pods: only metadata may change (use patch on metadata)")
-        obj = self.store.replace(kind, obj, check_version)
-        if kind == "events":  # an update renews an Event's TTL, as on create (registry/core/event: TTLFunc)
-            self._events.append((self.clock.now(), obj))
-        return obj
-
-    def delete(self, kind: str, namespace: str | None, name: str) -> dict:
-        if kind == "pods":
-            return self.delete_pod(namespace or "default", name)
-        if kind == "nodes":
-            node = self.store.get("nodes", None, name)
-            self.delete_node(name)
-            return node
-        return self.store.delete(kind, namespace, name)
-
-    # --- the cloud, for the demo's moto follower ---------------------------------------------------------
-    def attach_instance(
-        self, group: str, instance_id: str, zone: str, launched_at: float | None = None, booted: bool = False
-    ) -> Instance:
-        """An instance that exists outside the model (a moto server's); its node registers after booting."""
-        if instance_id in self.cloud.instances:
-            return self.cloud.instances[instance_id]
-        return self.cloud.attach(
-            group, instance_id, zone, self.clock.now() if launched_at is None else launched_at, booted
-        )
-
-    def detach_instance(self, instance_id: str, why: str = "terminated") -> None:
-        inst = self.cloud.instances.get(instance_id)
-        if inst is None:
-            raise NotFound(f"instance {instance_id} not found")
-        self.cloud.terminate(inst, why)

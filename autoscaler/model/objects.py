@@ -72,34 +72,6 @@ def set_ready(node: dict, t: str) -> None:
     _drop_taints(node, (NOT_READY, UNREACHABLE))
 
 
-def set_unknown(node: dict, t: str) -> None:
-    """The node lifecycle controller, after the grace period without a heartbeat: every kubelet condition
-    Unknown (NodeStatusUnknown), the not-ready taints swapped for unreachable NoSchedule and NoExecute."""
-    for cond in node["status"].get("conditions") or ():
-        if cond.get("status") != "Unknown":
-            cond.update(
-                status="Unknown",
-                reason="NodeStatusUnknown",
-                message="Kubelet stopped posting node status.",
-                lastTransitionTime=t,
-            )
-    _drop_taints(node, (NOT_READY,))
-    taints = node["spec"].setdefault("taints", [])
-    have = {(x["key"], x.get("effect")) for x in taints}
-    if (UNREACHABLE, "NoSchedule") not in have:
-        taints.append({"key": UNREACHABLE, "effect": "NoSchedule"})
-    if (UNREACHABLE, "NoExecute") not in have:
-        taints.append({"key": UNREACHABLE, "effect": "NoExecute", "timeAdded": t})
-
-
-def reset_not_ready(node: dict, t: str) -> None:
-    """A kubelet heard from again before its network is up: NotReady as at registration, not-ready tainted."""
-    fresh = {c["type"]: c for c in node_conditions(False, t)}
-    node["status"]["conditions"] = [fresh.get(c["type"], c) for c in node["status"].get("conditions") or ()]
-    _drop_taints(node, (UNREACHABLE,))
-    node["spec"].setdefault("taints", []).append({"key": NOT_READY, "effect": "NoSchedule"})
-
-
 def _drop_taints(node: dict, keys: tuple[str, ...]) -> bool:
     taints = node["spec"].get("taints") or []
     kept = [x for x in taints if x["key"] not in keys]

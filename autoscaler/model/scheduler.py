@@ -13,12 +13,12 @@ from a rotating start (``numFeasibleNodesToFind``): every node below 100 nodes.
 
 A pod is placed only by the scheduler it names (``spec.schedulerName``, default ``default-scheduler``), and only while
 that scheduler runs (``schedulers``: the control plane's ``default-scheduler`` always; the gang scheduler
-``research-gang-scheduler`` while its pods run, when an API server serves the model): a pod naming any other scheduler
+``research-gang-scheduler``): a pod naming any other scheduler
 stays Pending, untouched (no condition, no event), as no kube-scheduler picks it up. Gangs (``pods.gang_key``: the
 ``scheduling.x-k8s.io/pod-group`` label) are placed tentatively and bound only when every member fits, and only by a
 scheduler with Coscheduling (the gang scheduler's profile); ``default-scheduler`` binds every pod on its own,
-whatever its labels. A gang's size is its PodGroup's ``minMember`` (``pod_group_size``), else the
-``research.cluster/pod-group-size`` annotation (the simulator's workload).
+whatever its labels. A gang's size is the
+``research.cluster/pod-group-size`` annotation (the simulator's workload), else every member seen.
 
 A pass runs only when something changed (a pod arrived, capacity was freed or added, a node changed), and
 then only over the pods that could now fit: new pods when nothing was freed, every pending pod otherwise.
@@ -114,7 +114,6 @@ class Scheduler:
     ) -> None:
         self.schedulers: dict[str, bool] = {}  # running scheduler name -> whether it has Coscheduling
         self.waiting: dict[str, dict] = {}  # uid -> pending pod naming a scheduler that does not run
-        self.pod_group_size: Callable[[str, str], int | None] = lambda ns, name: None
         self.profile = profile or deployed_profile()
         self.rng = random.Random(seed)
         self.next_start = 0  # where the next search for feasible nodes starts (sampling only)
@@ -204,23 +203,6 @@ class Scheduler:
 
     def gang_of(self, pod: dict) -> tuple | None:
         return P.gang_key(pod) if self.schedulers.get(self.scheduler_name(pod)) else None
-
-    def set_scheduler(self, name: str, running: bool, coscheduling: bool = False) -> None:
-        """A scheduler started (its pods run) or stopped; pods naming it are picked up or left alone."""
-        if running:
-            if self.schedulers.get(name) == coscheduling:
-                return
-            self.schedulers[name] = coscheduling
-            for uid, pod in list(self.waiting.items()):
-                if self.scheduler_name(pod) == name:
-                    del self.waiting[uid]
-                    self.add_pending(pod)
-        elif name in self.schedulers and name != DEFAULT_SCHEDULER:
-            del self.schedulers[name]
-            for uid, pod in list(self.pending.items()):
-                if self.scheduler_name(pod) == name:
-                    self._drop_pending(pod)
-                    self.waiting[uid] = pod
 
     def add_node(self, node: dict) -> None:
         ni = NodeInfo(node)
@@ -473,11 +455,7 @@ class Scheduler:
                 continue
             seen_gangs.add(key)
             members = list(self._gang_pending.get(key, {}).values())
-            size = (
-                self.pod_group_size(key[1], key[2])
-                or P.gang_size(pod)
-                or (len(members) + self._gang_active.get(key, 0))
-            )
+            size = P.gang_size(pod) or (len(members) + self._gang_active.get(key, 0))
             if len(members) + self._gang_active.get(key, 0) < size:
                 for m in members:
                     self.on_unschedulable(m, f"waiting for the gang's other pods ({len(members)}/{size})")

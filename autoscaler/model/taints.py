@@ -1,14 +1,11 @@
-"""Taints and tolerations as the node lifecycle, the taint eviction controller and admission apply them.
+"""Taints and tolerations as the node lifecycle, the scheduler and admission apply them.
 
-- ``tolerates``: the scheduler's and the taint manager's matching (k8s.io/api core/v1 ``Toleration.ToleratesTaint``:
+- ``tolerates``: the scheduler's matching (k8s.io/api core/v1 ``Toleration.ToleratesTaint``:
   an empty key with ``Exists`` matches every key, an empty effect every effect, ``Equal`` compares values).
 - ``untolerated``: the first NoSchedule/NoExecute taint the tolerations leave (PreferNoSchedule never blocks).
 - ``add_default_tolerations``: the ``DefaultTolerationSeconds`` admission plugin
   (plugin/pkg/admission/defaulttolerationseconds): not-ready and unreachable NoExecute tolerations of 300 s for
   a pod that has none for them.
-- ``eviction_delay``: the taint eviction controller (pkg/controller/tainteviction): a pod on a node with NoExecute
-  taints is deleted at once if one is not tolerated, after the smallest ``tolerationSeconds`` of the matching
-  tolerations if all are, never if none of those sets a time.
 """
 
 from __future__ import annotations
@@ -57,20 +54,3 @@ def add_default_tolerations(spec: dict, seconds: int) -> None:
             )
     if added:
         spec["tolerations"] = [*tolerations, *added]
-
-
-def eviction_delay(tolerations: list[dict] | None, taints: list[dict] | None) -> float | None:
-    """Seconds until the taint manager deletes the pod (0: now), None: it stays."""
-    no_execute = [t for t in taints or () if t.get("effect") == "NoExecute"]
-    if not no_execute:
-        return None
-    used = []
-    for taint in no_execute:
-        matching = [t for t in tolerations or () if tolerates(t, taint)]
-        if not matching:
-            return 0.0
-        used.extend(matching)
-    times = [float(t["tolerationSeconds"]) for t in used if t.get("tolerationSeconds") is not None]
-    if not times:
-        return None
-    return max(0.0, min(times))

@@ -70,19 +70,3 @@ def test_lowering_desired_terminates_pending_then_idle_instances_first():
     cloud.set_desired("g8", 1)
     assert [n["metadata"]["name"] for n in m.nodes()] == [busy_node]
     assert m.stats.jobs_killed == 0
-
-
-def test_external_instances_beyond_capacity_are_held_until_room_appears():
-    m = model(boot_delays={"p3": 100}, capacity={"us-west-2/p3.16xlarge": 1})
-    m.cloud.add_group(group(), external=True)
-    m.attach_instance("g8", "i-1", "us-west-2a", launched_at=0.0)
-    m.attach_instance("g8", "i-2", "us-west-2a", launched_at=0.0)
-    m.advance(100)
-    assert [n["spec"]["providerID"] for n in m.nodes()] == ["aws:///us-west-2a/i-1"]
-    assert m.cloud.instances["i-2"].held
-    m.advance(150)
-    m.detach_instance("i-1")
-    m.advance(249)
-    assert m.nodes() == []
-    m.advance(250)
-    assert [n["spec"]["providerID"] for n in m.nodes()] == ["aws:///us-west-2a/i-2"]

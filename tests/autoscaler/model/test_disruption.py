@@ -68,7 +68,7 @@ def test_eviction_follows_the_disruption_budget(case):
         m.submit_pod(pod(f"w{i}", gpus=1, duration=None, labels={"app": "w"}))
     for i in range(case.get("pending", 0)):
         m.submit_pod(pod(f"p{i}", gpus=9, duration=None, labels={"app": "w"}))
-    m.create(
+    m.store.create(
         "poddisruptionbudgets",
         {
             "metadata": {"name": "b", "namespace": "research"},
@@ -86,7 +86,7 @@ def test_eviction_follows_the_disruption_budget(case):
 def test_evicted_job_pod_is_replaced_and_budget_refusals_are_counted():
     m = model(group(desired=1))
     m.submit_pod(pod("t", gpus=8, job="t", labels={"app": "t"}))
-    m.create(
+    m.store.create(
         "poddisruptionbudgets",
         {
             "metadata": {"name": "b", "namespace": "research"},
@@ -95,28 +95,10 @@ def test_evicted_job_pod_is_replaced_and_budget_refusals_are_counted():
     )
     assert m.evict_pod("research", "t") is False
     assert m.stats.evictions_refused == 1
-    m.delete("poddisruptionbudgets", "research", "b")
+    m.store.delete("poddisruptionbudgets", "research", "b")
     assert m.evict_pod("research", "t") is True
     assert phases(m) == {"t-r1": "Running"}
     assert m.stats.pods_evicted == 1 and m.stats.jobs_killed == 0
-
-
-def test_node_of_a_terminated_instance_lingers_not_ready_until_collected():
-    m = model(group(desired=1), node_gc_delay_s=30, restart_jobs=False)
-    m.submit_pod(pod("a", gpus=1, duration=None))
-    name = m.nodes()[0]["metadata"]["name"]
-    ModelCloud(m).set_desired("g8", 0)
-    assert phases(m) == {"a": "Failed"}, "the pods die with the instance at once"
-    (node,) = m.nodes()
-    ready = next(c for c in node["status"]["conditions"] if c["type"] == "Ready")
-    assert ready["status"] == "Unknown"
-    assert {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}.items() <= node["spec"]["taints"][
-        -1
-    ].items()
-    m.advance(29)
-    assert [n["metadata"]["name"] for n in m.nodes()] == [name]
-    m.advance(30)
-    assert m.nodes() == []
 
 
 def test_adapter_delete_node_is_idempotent_like_the_kubernetes_adapter():

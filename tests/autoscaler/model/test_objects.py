@@ -11,6 +11,12 @@ from autoscaler.model.store import AlreadyExists, Conflict
 from tests.autoscaler.model.builders import group, model, phases, pod
 
 
+def _events_for(m, namespace: str, name: str) -> list[dict]:
+    return [
+        e for e in m.store.list("events", namespace) if (e.get("involvedObject") or {}).get("name") == name
+    ]
+
+
 def test_finished_pods_are_collected_after_the_ttl_and_their_records_kept():
     m = model(group(desired=1), terminated_pod_ttl_s=100)
     m.submit_pod(pod("a", duration=10))
@@ -33,21 +39,21 @@ def test_events_are_recorded_on_pods_and_expire():
     cluster = ModelCluster(m)
     m.submit_pod(pod("a", gpus=1, duration=None))
     cluster.record_event(m.pod("research", "a"), "NotTriggerScaleUp", "no group fits", "Warning")
-    (event,) = m.events_for("research", "a")
+    (event,) = _events_for(m, "research", "a")
     assert (event["reason"], event["type"], event["involvedObject"]["kind"]) == (
         "NotTriggerScaleUp",
         "Warning",
         "Pod",
     )
     m.advance(60)
-    assert m.events_for("research", "a") == []
+    assert _events_for(m, "research", "a") == []
 
 
 def test_model_events_when_asked_for():
     m = model(group(desired=1), record_model_events=True)
     m.submit_pod(pod("a", gpus=1))
     m.settle()
-    assert [e["reason"] for e in m.events_for("research", "a")] == ["Scheduled"]
+    assert [e["reason"] for e in _events_for(m, "research", "a")] == ["Scheduled"]
 
 
 def test_controller_state_round_trips_through_a_configmap():
@@ -65,11 +71,11 @@ def test_controller_state_round_trips_through_a_configmap():
 def test_leases_conflict_on_a_stale_resource_version():
     m = model(group())
     lease = {"metadata": {"name": "leader", "namespace": "kube-system"}, "spec": {"holderIdentity": "a"}}
-    created = m.create("leases", lease)
+    created = m.store.create("leases", lease)
     stale = created["metadata"]["resourceVersion"]
     with pytest.raises(AlreadyExists):
-        m.create("leases", {"metadata": {"name": "leader", "namespace": "kube-system"}})
-    m.replace(
+        m.store.create("leases", {"metadata": {"name": "leader", "namespace": "kube-system"}})
+    m.store.replace(
         "leases",
         {
             "metadata": {"name": "leader", "namespace": "kube-system", "resourceVersion": stale},
@@ -77,7 +83,7 @@ def test_leases_conflict_on_a_stale_resource_version():
         },
     )
     with pytest.raises(Conflict):
-        m.replace(
+        m.store.replace(
             "leases",
             {
                 "metadata": {"name": "leader", "namespace": "kube-system", "resourceVersion": stale},

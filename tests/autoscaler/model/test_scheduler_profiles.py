@@ -67,18 +67,3 @@ def test_ties_are_broken_at_random_but_reproducibly():
         m.submit_pod(pod("x", gpus=8, duration=None))
         picks.append(_node_of(m, "x"))
     assert picks[0] == picks[1]
-
-
-def test_gpus_that_appear_on_a_known_node_are_scheduled_and_scored():
-    m = _with(BIN_PACKING, group(desired=1))
-    node = m.nodes()[0]
-    name = node["metadata"]["name"]
-    m.submit_pod(pod("a", gpus=4, duration=None))
-    node["status"]["allocatable"] = {**node["status"]["allocatable"], "nvidia.com/gpu": "0"}
-    m.replace_node(node)
-    m.submit_pod(pod("b", gpus=2, duration=None))
-    assert phases(m)["b"] == "Pending", "the node has no free GPU left"
-    node = m.node(name)
-    node["status"]["allocatable"] = {**node["status"]["allocatable"], "nvidia.com/gpu": "8"}
-    m.replace_node(node)
-    assert phases(m)["b"] == "Running" and m.scheduler.nodes[name].free["nvidia.com/gpu"] == 2
