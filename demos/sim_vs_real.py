@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from autoscaler.sim.metrics import burst_to_running_s
-from autoscaler.sim.scenarios import demo_scenario
-from autoscaler.sim.simulate import run_policy
+from simulator.metrics import burst_to_running_s
+from simulator.scenarios import demo_scenario
+from simulator.simulate import run_policy
 
 POLICY = "batch-lean"
 NODES_TOLERANCE = 0.15

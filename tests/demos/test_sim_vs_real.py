@@ -31,8 +31,8 @@ def test_each_disagreement_is_named() -> None:
 
 @pytest.mark.e2e
 def test_the_simulator_agrees_with_the_real_stack_on_the_demo(tmp_path) -> None:
-    from autoscaler.demo.run import COMPRESSION, run_demo
     from clusterspec.loader import load_spec
+    from demos.autoscaler_demo.run import COMPRESSION, run_demo
     from demos.cluster import real_cluster
     from localcluster import binaries
 
