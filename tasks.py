@@ -68,7 +68,7 @@ def demo(c, spec=None, out=None):
 def simulate(c, trace=None, scenario=None, policies=None, scheduler="bin-packing", window=None, spec=None,
              json=None, report=None, workers=None, without_gpu=None):  # fmt: skip
     """Replay a job trace (or the burst scenario) through the cluster model under each scaling policy."""
-    from autoscaler.sim.simulate import DEFAULT_POLICIES, main
+    from simulator.simulate import DEFAULT_POLICIES, main
 
     main(trace, scenario, policies or DEFAULT_POLICIES, spec, json, report,
          number(workers, "--workers", "a number of processes, e.g. 2", int),

@@ -1,6 +1,6 @@
 """The kube-scheduler profiles the autoscaler is designed for, and the two schedulers' names: one source for the
 deployed configuration (``provision/scheduler.py`` renders it) and for the cluster model's scheduler
-(``autoscaler/model/scheduler.py``).
+(``simulator/model/scheduler.py``).
 
 Two schedulers run in the cluster (docs/scheduler.md):
 

@@ -1,7 +1,7 @@
 """The lab's standard image (``data/standard_image.yaml``): its packages, EFA environment and layers.
 
-Read by ``lab`` (which requirements it already satisfies, its reference in the cluster's settings), by Packer's
-pre-pull (provision/packer/variables.py) and by the cluster model's image pulls (autoscaler/model/images.py).
+Read by ``lab`` (which requirements it already satisfies, its reference in the cluster's settings) and by Packer's
+pre-pull (provision/packer/variables.py).
 """
 
 from __future__ import annotations

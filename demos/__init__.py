@@ -1,3 +1,3 @@
 """Demos that put several packages together (``labctl``, ``provision``, ``autoscaler``), above all of them:
-``demos.researcher`` is ``invoke demo-researcher``. ``make demo`` (``autoscaler.demo``) needs only the
-autoscaler and lives in it."""
+``demos.researcher`` is ``invoke demo-researcher``; ``demos.autoscaler_demo`` is ``make demo``'s runner
+(``demos.cluster`` its day one)."""

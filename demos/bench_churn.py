@@ -142,9 +142,9 @@ class Booting:
         import boto3
 
         from autoscaler.adapters.aws import AwsCloud
-        from autoscaler.model.boot import NodeLifecycle
         from clusterspec.loader import load_spec
         from localcluster.nodes import NodeAgent
+        from simulator.model.boot import NodeLifecycle
 
         spec = load_spec(str(ROOT / "cluster.yaml"))
         session = boto3.Session(aws_access_key_id="bench-agent", aws_secret_access_key="bench-agent")

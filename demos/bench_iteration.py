@@ -8,7 +8,7 @@ real ``lab submit`` (snapshot, upload, objects) and waits for the pods:
 
 - **warm node**: a T4 node that ran a job before;
 - **new node**: no T4 node yet: the real autoscaler sees the pending pod and buys one; the node agent boots it with
-  the delays of ``autoscaler/model/boot.py`` (launch, registration, network, device plugin) divided by the demo's
+  the delays of ``simulator/model/boot.py`` (launch, registration, network, device plugin) divided by the demo's
   compression.
 
 Figures are in cluster seconds: ``lab submit``, the autoscaler's reaction (submission to the instance's launch in
@@ -31,10 +31,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from autoscaler.demo.run import COMPRESSION
-from autoscaler.model.boot import NodeLifecycle, boot_delay
 from clusterspec.loader import load_spec
+from demos.autoscaler_demo.run import COMPRESSION
 from labctl.cli import run as lab
+from simulator.model.boot import NodeLifecycle, boot_delay
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "tests" / "labctl" / "fixtures" / "nanogpt_like"

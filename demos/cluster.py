@@ -12,11 +12,11 @@ import os
 import time
 from contextlib import contextmanager
 
-from autoscaler.demo.processes import ChildError
-from autoscaler.demo.run import COMPRESSION, SCAN_INTERVAL_S, DemoFailed, run_demo
 from clusterspec.loader import load_spec
 from clusterspec.names import AUTOSCALER_NAMESPACE
 from demos import phases, sim_vs_real
+from demos.autoscaler_demo.processes import ChildError
+from demos.autoscaler_demo.run import COMPRESSION, SCAN_INTERVAL_S, DemoFailed, run_demo
 from demos.day_one import wait_for_autoscaler
 from localcluster import aws_cluster, binaries, workload
 from localcluster.stack import StackFailed
@@ -63,7 +63,7 @@ def real_cluster(spec, aws_url: str, regions: list[str], out, compression: float
 
 
 def workload_namespace() -> str:
-    from autoscaler.sim.workload import NAMESPACE
+    from simulator.workload import NAMESPACE
 
     return NAMESPACE
 

@@ -11,8 +11,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from autoscaler.demo.run import DemoFailed
 from clusterspec.names import AUTOSCALER_NAMESPACE
+from demos.autoscaler_demo.run import DemoFailed
 from provision import deploy, kubectl
 
 

@@ -52,7 +52,7 @@ class Aws:
         )
         from werkzeug.serving import make_server
 
-        from autoscaler.demo import aws_server
+        from localcluster import aws_server
 
         logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request
         aws_server.install({})
@@ -64,8 +64,8 @@ class Aws:
         threading.Thread(target=self._server.serve_forever, daemon=True, name="moto").start()
         self.url = f"http://127.0.0.1:{self._server.server_port}"
         urllib.request.urlopen(urllib.request.Request(f"{self.url}/moto-api/reset", method="POST")).read()
-        from autoscaler.demo.bootstrap import create_groups
         from clusterspec.loader import load_spec
+        from localcluster.aws_bootstrap import create_groups
 
         spec = load_spec(str(ROOT / "cluster.yaml"))
         create_groups(spec, self.url, [r for r in REGIONS.split(",") if r in spec.spill_over_order])
@@ -83,7 +83,7 @@ class Aws:
         return next((at for at, _, _ in list(self.writes) if at >= t), None)
 
     def stop(self) -> None:
-        from autoscaler.demo import aws_server
+        from localcluster import aws_server
 
         self._server.shutdown()
         aws_server.uninstall()

@@ -32,10 +32,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from autoscaler.loop import BatchWindow
-from autoscaler.sim.metrics import burst_to_running_s
-from autoscaler.sim.policies import make_policy
-from autoscaler.sim.runner import Run
-from autoscaler.sim.scenarios import demo_scenario
+from simulator.metrics import burst_to_running_s
+from simulator.policies import make_policy
+from simulator.runner import Run
+from simulator.scenarios import demo_scenario
 
 POLICY = "batch-lean"
 NODES_TOLERANCE = 0.15

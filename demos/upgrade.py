@@ -35,16 +35,16 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from rich.console import Console
 
-from autoscaler.demo.bootstrap import DEMO_AMI, create_groups
-from autoscaler.demo.processes import Child, ChildError, Children
-from autoscaler.demo.run import COMPRESSION, DemoFailed, _child_env
-from autoscaler.sim.traces import Job
-from autoscaler.sim.workload import NAMESPACE
 from clusterspec.loader import load_spec
 from clusterspec.names import JOB_NAME_LABEL as JOB_NAME
+from demos.autoscaler_demo.processes import Child, ChildError, Children
+from demos.autoscaler_demo.run import COMPRESSION, DemoFailed, _child_env
 from demos.cluster import real_cluster
 from localcluster import workload
+from localcluster.aws_bootstrap import DEMO_AMI, create_groups
 from localcluster.stack import StackFailed
+from simulator.traces import Job
+from simulator.workload import NAMESPACE
 
 NEW_AMI = "ami-0a1b2c3d4e5f60718"  # the "new bake"
 DRIFT_DEADLINE = "25s"  # wall clock: long jobs outlive it, so their pods get the NodeDriftOverdue Event
@@ -171,7 +171,7 @@ def run_upgrade(spec_path: str | None = None, out_dir: str | Path = "build/demo-
         console.rule(
             "demo-upgrade: a node-group upgrade that kills no job (moto + the real control plane + autoscaler run)"
         )
-        aws = children.start(Child("aws", [sys.executable, "-m", "autoscaler.demo.aws_server"], out, env))
+        aws = children.start(Child("aws", [sys.executable, "-m", "localcluster.aws_server"], out, env))
         url = aws.ready_line(60)["url"]
         groups = create_groups(spec, url, [region])
         say(f"embedded AWS at {url}; {len(groups)} groups in {region}, image {DEMO_AMI}")

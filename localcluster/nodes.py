@@ -1,7 +1,7 @@
 """The local cluster's nodes: one Node per instance of the spec's Auto Scaling groups in the embedded AWS (moto),
 registered as the instance's kubelet registers it on AWS, and kwok for its heartbeats and its pods.
 
-A node's life, the delays of ``autoscaler/model/boot.py`` (their sources there) divided by ``compression``:
+A node's life, the delays of ``simulator/model/boot.py`` (their sources there) divided by ``compression``:
 
     instance launched --boot_delay(type)--> the kubelet registers the Node: NotReady (KubeletNotReady), with the
         group's labels and taints from its join (node_template's --node-labels and --register-with-taints, the
@@ -40,13 +40,13 @@ from datetime import datetime
 
 from kubernetes import client as k8s
 
-from autoscaler.model.boot import NodeLifecycle, boot_delay
 from clusterspec import catalog, kubelet_reserved
 from clusterspec.names import NODE_GROUP_LABEL
 from localcluster import retry
 from localcluster.kubelet.agent import LABEL as PROCESS_LABEL
 from localcluster.kubelet.agent import VALUE as PROCESS_VALUE
 from localcluster.stack import KWOK_LABEL
+from simulator.model.boot import NodeLifecycle, boot_delay
 
 log = logging.getLogger(__name__)
 GONE = ("Terminating", "Terminating:Wait", "Terminating:Proceed", "Terminated", "Detaching", "Detached")

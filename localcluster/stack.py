@@ -196,7 +196,7 @@ def with_backoff(config: dict, seconds: int) -> dict:
             "clientConnection": connection}  # fmt: skip
 
 
-COMPRESSED_RATE = 60  # the demo's compression (autoscaler/demo/run.py)
+COMPRESSED_RATE = 60  # the demo's compression (demos/autoscaler_demo/run.py)
 
 
 def compressed_rates(qps: int, burst: int) -> tuple[int, int]:

@@ -1,15 +1,15 @@
 """Jobs as a researcher submits them, on the real API server: a batch/v1 Job per job (Indexed, one pod per
 node, for a job bigger than one node) with the pod template the simulator's rule gives
-(``autoscaler.sim.workload.job_pods``), and for a gang its PodGroup (scheduler-plugins) of ``minMember`` pods.
+(``simulator.workload.job_pods``), and for a gang its PodGroup (scheduler-plugins) of ``minMember`` pods.
 The real Job controller makes the pods; kwok runs them on their nodes and completes them after their duration
 (model seconds over the compression, kwok's ``pod-complete.stage.kwok.x-k8s.io/delay`` annotation)."""
 
 from __future__ import annotations
 
-from autoscaler.model.pods import DURATION_ANNOTATION
-from autoscaler.sim.traces import Job
-from autoscaler.sim.workload import job_pods
 from clusterspec.names import JOB_INDEX_LABEL, JOB_NAME_LABEL, POD_GROUP_LABEL
+from simulator.model.pods import DURATION_ANNOTATION
+from simulator.traces import Job
+from simulator.workload import job_pods
 
 KWOK_COMPLETE_DELAY = "pod-complete.stage.kwok.x-k8s.io/delay"
 PODGROUP_API = ("scheduling.x-k8s.io", "v1alpha1", "podgroups")

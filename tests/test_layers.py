@@ -12,7 +12,7 @@ from importlinter.cli import lint_imports
 
 from tests.support import ROOT
 
-PACKAGES = ("clusterspec", "provision", "autoscaler", "labctl", "localcluster", "demos")
+PACKAGES = ("clusterspec", "provision", "autoscaler", "simulator", "labctl", "localcluster", "demos")
 
 
 def test_every_import_runs_down_the_layers(capsys) -> None:
@@ -26,7 +26,8 @@ def test_every_import_runs_down_the_layers(capsys) -> None:
 PLANTED = [
     ("clusterspec/names.py", "import provision.deploy", "clusterspec is not allowed to import provision"),
     ("labctl/jobs.py", "import autoscaler.core", "labctl is not allowed to import autoscaler"),
-    ("autoscaler/model/pods.py", "import autoscaler.service", "autoscaler.model is not allowed to import autoscaler.service"),
+    ("simulator/model/pods.py", "import simulator.runner", "simulator.model is not allowed to import simulator.runner"),
+    ("autoscaler/controller.py", "import simulator.model", "autoscaler is not allowed to import simulator"),
     ("autoscaler/service.py", "import autoscaler.commands.run", "autoscaler.service is not allowed to import autoscaler.commands"),
     ("autoscaler/core/bins.py", "import autoscaler.core.packing", "autoscaler.core.bins is not allowed to import autoscaler.core.packing"),
     ("autoscaler/core/fit.py", "import kubernetes", "autoscaler.core is not allowed to import kubernetes"),

@@ -1,4 +1,4 @@
-"""The benchmark's AWS: the demo's moto server (``autoscaler/demo/aws_server.py``: capacity that runs out) in a
+"""The benchmark's AWS: the demo's moto server (``localcluster/aws_server.py``: capacity that runs out) in a
 process of its own, fresh for each run, counting the requests it serves by access key, service and action.
 
 ``GET /_bench/calls`` answers the counts as JSON: ``{"<key> <service> <Action>": n}``. The autoscaler signs with
@@ -22,7 +22,7 @@ from urllib.parse import parse_qs
 
 from werkzeug.serving import make_server
 
-from autoscaler.demo import aws_server
+from localcluster import aws_server
 
 CALLS: Counter[str] = Counter()
 _lock = threading.Lock()

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import yaml
 
-from autoscaler.demo.processes import Child, ChildError, Children
 from clusterspec.spec import Cluster as Spec
+from demos.autoscaler_demo.processes import Child, ChildError, Children
 from demos.bench_peers import karpenter_config
 from demos.bench_peers.stack import Stack, find_binary, free_port
 

@@ -20,9 +20,9 @@ from pathlib import Path
 
 from kubernetes import client as k8s
 
-from autoscaler.sim.workload import NAMESPACE
 from clusterspec import catalog
 from clusterspec.names import JOB_NAME_LABEL
+from simulator.workload import NAMESPACE
 
 ZONE = "topology.kubernetes.io/zone"
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"

@@ -4,7 +4,7 @@ For every burst (``scenarios.py``) and every peer, a fresh stack (``stack.py``: 
 kube-scheduler, kube-controller-manager, kwok, the real binaries), then:
 
 - ``ours``: the demo's moto server (``aws.py``, the burst's capacity limits), the spec's groups in it
-  (``autoscaler.demo.bootstrap``), the node agent (a kwok Node per instance) and the real ``autoscaler run``;
+  (``localcluster.aws_bootstrap``), the node agent (a kwok Node per instance) and the real ``autoscaler run``;
 - ``karpenter-<region>``: Karpenter v1.15.0 (kwok provider behind our main, the same capacity limits) over one
   region's zones, as real deployments run it (one per cluster, one cluster per region);
 - ``karpenter-ideal``: one Karpenter over all three regions' zones, which no real deployment can run (one
@@ -32,19 +32,19 @@ from rich.console import Console
 from rich.table import Table
 
 from autoscaler.adapters.aws import AwsCloud
-from autoscaler.demo.bootstrap import create_groups
-from autoscaler.demo.processes import Child, ChildError, Children
-from autoscaler.model.boot import NodeLifecycle
-from autoscaler.sim.workload import NAMESPACE
 from clusterspec.errors import UserError
 from clusterspec.loader import load_spec
 from clusterspec.names import AUTOSCALER_NAMESPACE
 from clusterspec.spec import Cluster as Spec
+from demos.autoscaler_demo.processes import Child, ChildError, Children
 from demos.bench_peers import karpenter, sim_check, stack
 from demos.bench_peers.measure import Watcher, figures, process_use
 from demos.bench_peers.scenarios import DO_NOT_DISRUPT, Burst, bursts
+from localcluster.aws_bootstrap import create_groups
 from localcluster.nodes import NodeAgent
 from provision import deploy
+from simulator.model.boot import NodeLifecycle
+from simulator.workload import NAMESPACE
 
 IDEAL = "karpenter-ideal"
 SCAN_S = 2

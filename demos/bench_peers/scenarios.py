@@ -1,6 +1,6 @@
-"""The bursts both autoscalers get, as pods (the simulator's rule, ``autoscaler.sim.workload.job_pods``).
+"""The bursts both autoscalers get, as pods (the simulator's rule, ``simulator.workload.job_pods``).
 
-- ``demo-1``, ``demo-60``, ``demo-320``: the demo's three waves (``autoscaler.sim.scenarios.DEMO_WAVES``), each
+- ``demo-1``, ``demo-60``, ``demo-320``: the demo's three waves (``simulator.scenarios.DEMO_WAVES``), each
   on its own, with the first region short of V100 and A100 as in the demo (room for 2 p3.16xlarge, no
   p4d.24xlarge: ``demo_capacity``);
 - ``burst-2000``: 2,000 single-GPU pods at once;
@@ -17,11 +17,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from autoscaler.model.pods import DURATION_ANNOTATION
-from autoscaler.sim.scenarios import demo_capacity, demo_jobs
-from autoscaler.sim.traces import Job
-from autoscaler.sim.workload import job_pods
 from clusterspec.spec import Cluster as Spec
+from simulator.model.pods import DURATION_ANNOTATION
+from simulator.scenarios import demo_capacity, demo_jobs
+from simulator.traces import Job
+from simulator.workload import job_pods
 
 GPUS_PER_NODE = 8
 # Karpenter's best users keep consolidation off running training pods (an evicted one restarts from scratch)

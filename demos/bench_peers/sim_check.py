@@ -1,9 +1,9 @@
 """The simulator's peers against the real ones: each burst of a ``bench-peers`` run replayed in the simulator
-(``autoscaler.sim``) with the policy that models each autoscaler, and the counts compared.
+(``simulator``) with the policy that models each autoscaler, and the counts compared.
 
 ``ours`` is the simulator's ``batch`` (our real controller and planner over the cluster model);
 ``karpenter-<primary region>`` is ``karpenter-primary`` and ``karpenter-ideal`` is ``karpenter-ideal``
-(``autoscaler/sim/policies/karpenter_like.py``). Compared: nodes bought and pods never run, within ``TOLERANCE``
+(``simulator/policies/karpenter_like.py``). Compared: nodes bought and pods never run, within ``TOLERANCE``
 (the larger of 15% and one node or pod). Not compared: times (the simulator's nodes boot in minutes, as EC2's do;
 kwok's register at once) and the 2-s deletion (the simulator's jobs run their duration).
 """
@@ -13,12 +13,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from autoscaler.sim.metrics import Burst as SimBurst
-from autoscaler.sim.runner import Scenario
-from autoscaler.sim.simulate import run_policy
-from autoscaler.sim.traces import Job
 from clusterspec.spec import Cluster as Spec
 from demos.bench_peers.scenarios import Burst
+from simulator.metrics import Burst as SimBurst
+from simulator.runner import Scenario
+from simulator.simulate import run_policy
+from simulator.traces import Job
 
 TOLERANCE = 0.15
 SETTLE_S = 600.0  # the simulator's nodes boot in minutes: those bought before the burst are up by then

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import yaml
 
-from autoscaler.demo.processes import Child, ChildError, Children
+from demos.autoscaler_demo.processes import Child, ChildError, Children
 from localcluster import binaries
 from localcluster.processes import free_port
 from localcluster.stack import KWOK_LABEL

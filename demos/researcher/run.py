@@ -26,22 +26,22 @@ import tempfile
 import time
 from pathlib import Path
 
-from autoscaler.demo.bootstrap import create_groups
-from autoscaler.demo.events import stamp
-from autoscaler.demo.processes import Child, Children
-from autoscaler.demo.run import (
+from clusterspec.loader import load_spec
+from clusterspec.names import AUTOSCALER_NAMESPACE
+from demos.autoscaler_demo.events import stamp
+from demos.autoscaler_demo.processes import Child, Children
+from demos.autoscaler_demo.run import (
     COMPRESSION,
     DemoFailed,
     _child_env,
     _wait_for_log,
     autoscaler_child,
 )
-from autoscaler.demo.watch import Watcher
-from clusterspec.loader import load_spec
-from clusterspec.names import AUTOSCALER_NAMESPACE
+from demos.autoscaler_demo.watch import Watcher
 from demos.day_one import wait_for_autoscaler
 from labctl.cli import run as lab
 from localcluster import aws_cluster, binaries
+from localcluster.aws_bootstrap import create_groups
 from provision import deploy, lab_settings
 from provision.users import add_user
 
@@ -127,7 +127,7 @@ def local_cluster(spec, out: Path, secrets_dir: Path, say=_say, pods: Path | Non
     env = _child_env()
     os.environ.update({k: v for k, v in env.items() if k in ("NO_PROXY", "no_proxy")})
     with Children() as children:
-        aws = children.start(Child("aws", [sys.executable, "-m", "autoscaler.demo.aws_server"], out, env))
+        aws = children.start(Child("aws", [sys.executable, "-m", "localcluster.aws_server"], out, env))
         url = aws.ready_line(60)["url"]
         create_groups(spec, url, regions)
         pods = pods or _pods_folder(out, say)

@@ -1,6 +1,6 @@
 """The day-one path rehearsed on an embedded AWS with the real AWS provider (docs/terraform.md, "Rehearsal").
 
-A fresh embedded AWS (autoscaler/demo/aws_server.py: moto over TLS on a loopback port, a new account), the
+A fresh embedded AWS (localcluster/aws_server.py: moto over TLS on a loopback port, a new account), the
 operator's first steps on it as docs/terraform.md gives them (the vCPU quota increases that `invoke preflight`
 asks for, the baked image's record in every region, `invoke vpn-ca`'s certificates in ACM, the lab's registry,
 `invoke bootstrap-state`), then the commands a person runs, each a real `invoke` process with ``--endpoint``:
@@ -62,7 +62,7 @@ class Steps:
 def start_server(folder: Path) -> tuple[subprocess.Popen, str, str]:
     """A fresh embedded AWS on a free loopback port, over TLS: (process, URL, CA bundle)."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "autoscaler.demo.aws_server", "--port", "0", "--tls", str(folder / "tls")],
+        [sys.executable, "-m", "localcluster.aws_server", "--port", "0", "--tls", str(folder / "tls")],
         stdout=subprocess.PIPE,
         stderr=open(folder / "aws_server.log", "w"),  # noqa: SIM115 - the server's for its whole life
         text=True,

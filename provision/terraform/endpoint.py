@@ -1,5 +1,5 @@
 """`--endpoint URL`: every root, its state backend and boto3 pointed at an embedded AWS (the project's moto server,
-autoscaler/demo/aws_server.py), for rehearsing the day-one path (`make day-one`, docs/terraform.md).
+localcluster/aws_server.py), for rehearsing the day-one path (`make day-one`, docs/terraform.md).
 
 With an endpoint each rendered root gets ``endpoint_override.tf`` (a Terraform override file, merged into its
 ``provider "aws"`` blocks, aliases included): every service endpoint the provider knows (read from its schema),
@@ -40,7 +40,7 @@ def check_url(url: str) -> str:
     if parsed.scheme not in ("http", "https") or not loopback or parsed.path not in ("", "/"):
         raise UserError(
             f"--endpoint {url}: expected the embedded AWS's URL on this machine, e.g. http://127.0.0.1:5000 "
-            "(`python -m autoscaler.demo.aws_server` prints it)"
+            "(`python -m localcluster.aws_server` prints it)"
         )
     return url.rstrip("/")
 

@@ -22,8 +22,8 @@ from localcluster import binaries
 from localcluster.processes import free_port
 from localcluster.stack import Stack
 from tests.autoscaler.aws_setup import SESSION, create_groups
-from tests.autoscaler.model.builders import pod
 from tests.autoscaler.moto_fixtures import _moto_server, moto_url  # noqa: F401 - fixtures
+from tests.simulator.model.builders import pod
 from tests.support import ROOT, require_tool
 
 pytestmark = pytest.mark.e2e  # a control plane of its own

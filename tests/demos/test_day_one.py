@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from autoscaler.demo.bootstrap import create_groups
-from autoscaler.demo.run import DemoFailed
 from clusterspec.loader import load_spec
 from clusterspec.names import AUTOSCALER_NAMESPACE
 from demos import day_one
+from demos.autoscaler_demo.run import DemoFailed
 from localcluster import aws_cluster, binaries
+from localcluster.aws_bootstrap import create_groups
 from provision import deploy
 from tests.autoscaler.moto_fixtures import _moto_server, moto_url  # noqa: F401 - fixtures
 from tests.support import require_tool

@@ -39,8 +39,8 @@ def test_the_pass_after_each_bursts_last_pod_is_compared() -> None:
 
 @pytest.mark.e2e
 def test_the_simulator_agrees_with_the_real_stack_on_the_demo(tmp_path) -> None:
-    from autoscaler.demo.run import COMPRESSION, SCAN_INTERVAL_S, run_demo
     from clusterspec.loader import load_spec
+    from demos.autoscaler_demo.run import COMPRESSION, SCAN_INTERVAL_S, run_demo
     from demos.cluster import real_cluster
     from localcluster import binaries
 
@@ -69,10 +69,10 @@ def test_the_simulator_runs_the_autoscaler_as_the_demo_runs_it() -> None:
     """The real autoscaler reads the wall clock: at the demo's 60x its 2-s scan interval is 120 model seconds and
     its batch window (a pass 1 s after the last new pending pod, 10 s after the first at the latest) 60 and 600;
     the simulator's defaults for replays stay the autoscaler's own (10 s, 1 s and 10 s of model time)."""
-    from autoscaler.sim.policies.batch import BatchPolicy
-    from autoscaler.sim.runner import Run
-    from autoscaler.sim.scenarios import demo_scenario
     from clusterspec.loader import load_spec
+    from simulator.policies.batch import BatchPolicy
+    from simulator.runner import Run
+    from simulator.scenarios import demo_scenario
 
     spec, factory = sim_vs_real.as_run(load_spec(), 60.0, 2)
     run = Run(demo_scenario(spec), spec, sim_vs_real.POLICY, factory)

@@ -9,9 +9,9 @@ import boto3
 from autoscaler.adapters.aws import AwsCloud
 from autoscaler.core.drift import reason
 from autoscaler.core.model import LaunchTemplate
-from autoscaler.demo.bootstrap import DEMO_AMI, create_groups
 from clusterspec.loader import load_spec
 from demos.upgrade import NEW_AMI, after_jobs, before_jobs, images, upgrade_groups
+from localcluster.aws_bootstrap import DEMO_AMI, create_groups
 from tests.autoscaler.moto_fixtures import _moto_server, moto_url  # noqa: F401 - fixtures
 
 REGION = "us-west-2"

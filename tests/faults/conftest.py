@@ -369,7 +369,7 @@ class World:
 
 @pytest.fixture
 def world(tmp_path, monkeypatch, plane):
-    from autoscaler.demo import aws_server
+    from localcluster import aws_server
     from tests.faults.harness import AWS_ENV
 
     for k, v in AWS_ENV.items():

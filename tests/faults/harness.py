@@ -2,7 +2,7 @@
 (localcluster/), with faults injected on the wire, and every invariant checked by clients the autoscaler does not
 share (kubectl, the Kubernetes client as the cluster's admin, boto3), never by its own logs.
 
-- AWS: moto (with the demo's capacity limits and failed scaling activities, autoscaler.demo.aws_server) behind
+- AWS: moto (with the demo's capacity limits and failed scaling activities, localcluster.aws_server) behind
   *doors*: one HTTP endpoint per client, each with its own faults (a delay or an error per API action). A delayed
   request is delivered only if its client still waits for it when the delay ends (a client that timed out and
   closed its connection sent nothing AWS would act on): a simplification stated in docs/autoscaler.md.

@@ -162,7 +162,7 @@ def test_a_refused_set_desired_backs_the_group_off_and_spills(world):
 def test_a_capacity_failure_read_during_500s_is_not_lost(world):
     """us-west-2 has no p3.16xlarge capacity, and DescribeScalingActivities answers 500 while the launch fails: the
     failure must still be read once the API recovers, and the pod spill over."""
-    from autoscaler.demo import aws_server
+    from localcluster import aws_server
 
     aws_server.LIMITS[("us-west-2", "p3.16xlarge")] = 0
     r = world.replica("solo")

@@ -314,7 +314,7 @@ def test_desired_capacity_with_no_instance_is_waited_for_only_until_the_boot_tim
     """us-west-2 has no p3.16xlarge capacity and AWS records no failed activity (the group shows desired 1 and no
     instance, as after a spot interruption that was never replaced): a GPU pod must not wait for that phantom node
     for ever; after the boot timeout (60 s here) the group backs off and the pod is bought for in us-east-1."""
-    from autoscaler.demo import aws_server
+    from localcluster import aws_server
 
     aws_server.LIMITS[("us-west-2", "p3.16xlarge")] = 0
     monkeypatch.setattr(aws_server, "_record_failure", lambda *a, **k: None)  # no activity tells why

@@ -124,7 +124,7 @@ def _ready(kube, name: str) -> bool:
 
 def groups(spec) -> list[dict]:
     """The spec's node groups as their nodes register (name, region, instance type, labels, taints)."""
-    from autoscaler.model.spec_groups import groups_from_spec
+    from simulator.model.spec_groups import groups_from_spec
 
     return groups_from_spec(spec.model_dump(mode="json"))
 

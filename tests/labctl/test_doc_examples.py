@@ -1,6 +1,6 @@
 """Every `lab submit` example of docs/researchers.md runs on `invoke local-cluster` as written (issue 37): the
 A100 multi-node one included, which asks for EFA (the local groups are tagged with it as Terraform tags them,
-autoscaler/demo/bootstrap.py) and stayed Pending with no word. The local cluster of `invoke local-cluster`
+localcluster/aws_bootstrap.py) and stayed Pending with no word. The local cluster of `invoke local-cluster`
 (demos/researcher/run.py); the command is the docs' with the project's path, and a rendezvous port of its own since
 every pod is a process of this one host. train.py imports nothing heavy: 16 workers of the A100 example are cheap."""
 

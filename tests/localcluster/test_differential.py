@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from autoscaler.model.spec_groups import groups_from_spec
 from localcluster import binaries, differential
 from localcluster.shared import Cluster
 from localcluster.stack import Stack
+from simulator.model.spec_groups import groups_from_spec
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]

@@ -16,13 +16,13 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
 from autoscaler.adapters.aws import AwsCloud
-from autoscaler.demo import aws_server
-from autoscaler.demo.bootstrap import create_groups
-from autoscaler.model.boot import NodeLifecycle
 from clusterspec.loader import load_spec
+from localcluster import aws_server
+from localcluster.aws_bootstrap import create_groups
 from localcluster.kubelet.agent import LABEL, VALUE
 from localcluster.nodes import EFA, PLUGINS, UNINITIALIZED, NodeAgent
 from localcluster.stack import KWOK_LABEL
+from simulator.model.boot import NodeLifecycle
 from tests.autoscaler.moto_fixtures import reset
 
 

@@ -11,12 +11,12 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from autoscaler.model.scheduler import NodeInfo, Scheduler, deployed_profile
-from autoscaler.sim.workload import GANG_SCHEDULER
 from clusterspec.errors import UserError
 from clusterspec.loader import load_spec, spec_from_data
 from provision import images
 from provision import scheduler as S
+from simulator.model.scheduler import NodeInfo, Scheduler, deployed_profile
+from simulator.workload import GANG_SCHEDULER
 from tests.support import ROOT, example_spec_data, load_yaml
 
 FIELDS = load_yaml(Path(__file__).parent / "scheduler_config_fields.yaml")

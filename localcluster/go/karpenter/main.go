@@ -1,5 +1,5 @@
 // Karpenter v1.15.0 with its kwok cloud provider, as sigs.k8s.io/karpenter/kwok/main.go runs it, with one change:
-// EC2's capacity can run out, as our moto server's does (autoscaler/demo/aws_server.py). CAPACITY_LIMITS holds
+// EC2's capacity can run out, as our moto server's does (localcluster/aws_server.py). CAPACITY_LIMITS holds
 // REGION/INSTANCE-TYPE=N items (comma or space separated, the moto server's --limit syntax): a region holds at most
 // N running instances of that type. Create then does what Karpenter's AWS provider does with CreateFleet: it tries
 // the claim's (type, zone) offerings cheapest first, skips those with no room, remembers each as unavailable for

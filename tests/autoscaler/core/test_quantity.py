@@ -94,7 +94,7 @@ def test_huge_exponent_is_refused_without_building_the_number() -> None:
 
 
 def test_model_parser_is_the_core_parser() -> None:
-    from autoscaler.model.quantity import parse_quantity
+    from simulator.model.quantity import parse_quantity
 
     assert parse_quantity("1500m") == 1.5
     for bad in ("NaN", "2K", "1_0"):
