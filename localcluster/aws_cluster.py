@@ -72,6 +72,8 @@ def start_gang_scheduler(stack: Stack, out: Path) -> None:
     )
     config = scheduler.gang_scheduler_config()
     config["clientConnection"] = {"kubeconfig": str(kubeconfig)}
+    # one replica here (the deployed Deployment runs two and keeps leader election): no Lease renewed every 2 s
+    config["leaderElection"] = {"leaderElect": False}
     path = out / "gang-scheduler-config.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     port = stack.ports.scheduler + 1 if stack.ports else 0

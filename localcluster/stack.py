@@ -24,6 +24,16 @@ KWOK_LABEL = "kwok.x-k8s.io/node"
 ADMINS_BINDING = "kubeadm:cluster-admins"
 
 
+# kubeadm's flags changed for a control plane of one member, as one runs a single-member control plane: with no
+# other member to hand over to, leader election only renews a Lease every 2 s (a write to etcd and an event to every
+# watcher of leases, the idle cluster's largest steady load). A component started twice on one stack is an error of
+# ours, not a case to survive. The lab's own control plane (three members) keeps kubeadm's flags.
+SINGLE_MEMBER: dict[str, dict[str, str]] = {
+    "kube-controller-manager": {"leader-elect": "false"},
+    "kube-scheduler": {"leader-elect": "false"},
+}
+
+
 class StackFailed(RuntimeError):
     pass
 
@@ -71,6 +81,8 @@ class Stack:
         self.ports = kubeadm.Ports(*free_ports(6))
         config = kubeadm.local_config(self.workdir, self.ports)
         commands = kubeadm.phases(self.workdir, config, self.ports)
+        for name, flags in SINGLE_MEMBER.items():
+            commands[name] = _override(commands[name], flags)
         for name, flags in self.overrides.items():
             commands[name] = _override(commands[name], flags)
         self.timings["kubeadm"] = time.monotonic() - t0

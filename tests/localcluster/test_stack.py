@@ -92,3 +92,15 @@ def test_the_admins_kubeconfig_is_kubeadms(kube) -> None:
     done = kube.kubectl("auth", "whoami", "-o", "json", check=True)
     assert "kubeadm:cluster-admins" in json.loads(done.stdout)["status"]["userInfo"]["groups"]
     assert kube.kubectl("auth", "can-i", "*", "*", check=True).stdout.strip() == "yes"
+
+
+def test_the_single_member_control_plane_elects_no_leader(kube) -> None:
+    """One member: the controller manager and the scheduler run without leader election (no Lease renewed every
+    2 s, the idle cluster's largest steady load), and still do their work (other tests schedule and run pods)."""
+    state = json.loads((kube.workdir / "stack.json").read_text())
+    for name in ("kube-controller-manager", "kube-scheduler"):
+        argv = Path(f"/proc/{state['pids'][name]}/cmdline").read_bytes().decode().split("\0")
+        assert [a for a in argv if a.startswith("--leader-elect=")] == ["--leader-elect=false"], name
+    leases = kube.kubectl("-n", "kube-system", "get", "leases", "-o", "name", check=True).stdout.split()
+    assert not {"lease.coordination.k8s.io/kube-controller-manager",
+                "lease.coordination.k8s.io/kube-scheduler"} & set(leases), leases  # fmt: skip
