@@ -23,6 +23,12 @@ A node's life, the delays of ``autoscaler/model/boot.py`` (their sources there) 
 (kwok's), untainted but for the group's taints and with its GPUs: kwok's registration, as Karpenter's kwok
 provider registers its nodes (``invoke bench-peers`` puts the two side by side).
 
+The agent polls the embedded AWS every ``interval_s`` while a node is on its way (an instance not yet registered,
+a node not yet initialised, Ready or with its devices advertised); with none, every ``idle_s`` at most, and never
+longer than the shortest boot delay of its groups: a node registers at its instance's launch time plus its boot
+delay, so an instance first seen a little later registers just as early (an idle cluster polls less, a scale-up is
+no slower).
+
 Every address is a loopback one: the node's InternalIP is 127.x.y.z, made from its instance id; its name is the
 instance's resource-name hostname on AWS (<instance id>.<region>.compute.internal).
 """
@@ -127,7 +133,7 @@ class NodeAgent:
 
     def __init__(self, cloud, api: k8s.ApiClient, compression: float = 1.0, interval_s: float = 0.5,
                  lifecycle: NodeLifecycle | None = None, process_nodes: str = "",
-                 boot: bool = True, boot_s: float | None = None) -> None:  # fmt: skip
+                 boot: bool = True, boot_s: float | None = None, idle_s: float = 2.0) -> None:  # fmt: skip
         if process_nodes not in ("", "gpu", "all"):
             raise ValueError(f"process_nodes: {process_nodes!r}, want '', 'gpu' or 'all'")
         self.cloud = cloud
@@ -137,6 +143,9 @@ class NodeAgent:
         self.core = k8s.CoreV1Api(api)
         self.compression = compression
         self.interval_s = interval_s
+        self.idle_s = idle_s  # the longest wait with no node on its way (capped by the shortest boot delay)
+        self._in_flight = True  # until the first sync says otherwise
+        self._soonest_boot = 0.0  # seconds: the shortest boot delay of the groups last seen
         self.lifecycle = lifecycle or NodeLifecycle()
         self.nodes: dict[str, Tracked] = {}  # instance id -> node
         self.errors = 0
@@ -149,6 +158,7 @@ class NodeAgent:
 
     def sync_once(self, now: float | None = None) -> None:
         now = time.time() if now is None else now
+        self._in_flight = True  # a sync that fails is retried at the short interval
         groups = self.cloud.list_groups()
         live: dict[str, tuple[dict, dict]] = {}
         for g in groups:
@@ -158,15 +168,33 @@ class NodeAgent:
         for iid in [iid for iid in self.nodes if iid not in live]:
             self._delete(self.nodes.pop(iid))
         self._plugin_pods = None  # kube-system's device plugin pods, read once a sync when a node needs them
+        in_flight = False
         for iid, (g, i) in live.items():
             tracked = self.nodes.get(iid)
             if tracked is None:
                 launched = _epoch(i.get("launched_at")) or now
-                delay = self.boot_s if self.boot_s is not None else self._s(boot_delay(g["instance_type"]))
-                if not self.boot or now - launched >= delay:
+                if not self.boot or now - launched >= self._boot_delay(g):
                     self.nodes[iid] = self._register(g, i, now)
+                else:
+                    in_flight = True
                 continue
             self._advance(tracked, now)
+        for n in self.nodes.values():
+            wanted = {r for r in (GPU, EFA) if r in n.group.get("allocatable", {})}
+            if not (n.initialised and n.ready and wanted <= n.advertised):
+                in_flight = True
+        self._in_flight = in_flight
+        self._soonest_boot = min((self._boot_delay(g) for g in groups), default=0.0) if self.boot else 0.0
+
+    def _boot_delay(self, g: dict) -> float:
+        return self.boot_s if self.boot_s is not None else self._s(boot_delay(g["instance_type"]))
+
+    def next_wait(self) -> float:
+        """``interval_s`` while a node is on its way, else up to ``idle_s`` but no longer than the shortest boot
+        delay (an instance launched now is seen before it is due to register)."""
+        if self._in_flight:
+            return self.interval_s
+        return max(self.interval_s, min(self.idle_s, self._soonest_boot))
 
     def _register(self, g: dict, i: dict, now: float) -> Tracked:
         life = self.lifecycle
@@ -242,7 +270,7 @@ class NodeAgent:
                 raise
 
     def _run(self) -> None:
-        retry.every(self.interval_s, self._stop, self.sync_once, "the node agent", log, self._failed)
+        retry.every(self.next_wait, self._stop, self.sync_once, "the node agent", log, self._failed)
 
     def _failed(self) -> None:
         self.errors += 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import datetime
 
 import boto3
 import pytest
@@ -114,3 +115,36 @@ CPU_GROUP = {"name": "cpu", "allocatable": {"cpu": "8"}}
 def test_gpu_nodes_go_to_the_process_kubelet_only_when_asked(process, group, label) -> None:
     agent = NodeAgent(cloud=None, api=k8s.ApiClient(), process_nodes=process)
     assert agent.taker(group) == label
+
+
+class _Groups:
+    def __init__(self, groups: list[dict]) -> None:
+        self.groups = groups
+
+    def list_groups(self) -> list[dict]:
+        return self.groups
+
+
+def test_an_idle_agent_polls_less_but_never_later_than_the_shortest_boot_delay() -> None:
+    """Nothing on its way: the agent waits up to ``idle_s``, capped by the shortest boot delay of its groups (a CPU
+    type's 90 s at compression 60: 1.5 s), so an instance launched meanwhile is seen before it is due to register;
+    an instance booting: the short interval again. Without boot delays (registration at once) it never idles."""
+    cpu = {"name": "cpu", "region": "us-east-1", "instance_type": "m6i.4xlarge", "instances": []}
+    gpu = {"name": "gpu", "region": "us-east-1", "instance_type": "p4d.24xlarge", "instances": []}
+    cloud = _Groups([cpu, gpu])
+    agent = NodeAgent(cloud, k8s.ApiClient(), compression=60.0, interval_s=0.5, idle_s=5.0)
+    assert agent.next_wait() == 0.5  # nothing synced yet
+    agent.sync_once(now=1000.0)
+    assert agent.next_wait() == 1.5  # 90 s / 60, under idle_s
+    assert NodeAgent(_Groups([gpu]), k8s.ApiClient(), compression=60.0, idle_s=2.0).next_wait() == 0.5
+    only_gpu = NodeAgent(_Groups([gpu]), k8s.ApiClient(), compression=60.0, idle_s=2.0)
+    only_gpu.sync_once(now=1000.0)
+    assert only_gpu.next_wait() == 2.0  # 330 s / 60 = 5.5 s, over idle_s
+    gpu["instances"] = [{"id": "i-0123456789abcdef0", "state": "InService", "zone": "us-east-1a",
+                         "launched_at": "2026-12-07T00:00:00Z"}]  # fmt: skip
+    booting = 1.0 + datetime.fromisoformat("2026-12-07T00:00:00+00:00").timestamp()
+    agent.sync_once(now=booting)  # launched a second ago: not due to register before 5.5 s
+    assert agent.nodes == {} and agent.next_wait() == 0.5
+    instant = NodeAgent(_Groups([cpu]), k8s.ApiClient(), boot=False, idle_s=5.0)
+    instant.sync_once(now=1000.0)
+    assert instant.next_wait() == instant.interval_s
