@@ -138,9 +138,13 @@ def local_cluster(spec, out: Path, secrets_dir: Path, say=_say, pods: Path | Non
                 live.stack, AUTOSCALER_NAMESPACE, deploy.NAME, out / "autoscaler.kubeconfig"
             )
             with Children() as first_stopped:  # the autoscaler stops before the control plane it calls
+                # the lab's scan interval (cluster.yaml, what `invoke up` deploys), not the demo's 2 s: scale-ups
+                # come from pending pods at once either way, and an idle local cluster passes (lists AWS, writes
+                # its state and status ConfigMaps) a fifth as often (issue 37)
                 autoscaler = first_stopped.start(
-                    autoscaler_child(url, spec.name, regions, kubeconfig, out, env)
-                )
+                    autoscaler_child(url, spec.name, regions, kubeconfig, out, env,
+                                     scan_interval=f"{spec.autoscaler.scan_interval_s}s")
+                )  # fmt: skip
                 _wait_for_log(autoscaler, "running", 60)
                 say(f"local cluster up: moto {url}, the real control plane at {live.stack.server} (GPU nodes run "
                     f"pods as processes, folders in {pods}), autoscaler run (logs in {out})")  # fmt: skip
