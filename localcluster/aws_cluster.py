@@ -109,9 +109,9 @@ def running(cluster: Cluster, aws_url: str, regions: list[str], out: Path, compr
         cloud = AwsCloud(cluster.name, regions, endpoint_url=aws_url)
         if pods is not None:
             kubelet = ProcessKubelet(api, pods).start()
-        agent = NodeAgent(
-            cloud, api, compression=compression, process_nodes="all" if pods is not None else ""
-        ).start()
+        # watching pending pods and Nodes, the agent polls the embedded AWS every 10 s while nothing is on its way
+        agent = NodeAgent(cloud, api, compression=compression, process_nodes="all" if pods is not None else "",
+                          idle_s=10.0, watch=True).start()  # fmt: skip
         try:
             yield Running(stack, agent, stack.admin_kubeconfig, api, applied, kubelet)
         except BaseException:

@@ -24,10 +24,13 @@ A node's life, the delays of ``autoscaler/model/boot.py`` (their sources there) 
 provider registers its nodes (``invoke bench-peers`` puts the two side by side).
 
 The agent polls the embedded AWS every ``interval_s`` while a node is on its way (an instance not yet registered,
-a node not yet initialised, Ready or with its devices advertised); with none, every ``idle_s`` at most, and never
-longer than the shortest boot delay of its groups: a node registers at its instance's launch time plus its boot
-delay, so an instance first seen a little later registers just as early (an idle cluster polls less, a scale-up is
-no slower).
+a node not yet initialised, Ready or with its devices advertised, a node the autoscaler tainted to delete); with
+none, every ``idle_s`` at most, and never longer than the shortest boot delay of its groups: a node registers at
+its instance's launch time plus its boot delay, so an instance first seen a little later registers just as early.
+With ``watch`` (``start()``), it also watches the pods pending on no node and the Nodes: a pending pod (what a
+scale-up answers) keeps it at ``interval_s`` from then until ``BUSY_S`` after the last such event, a Node's change
+wakes it at once, and the shortest boot delay no longer caps ``idle_s`` (an idle cluster polls AWS rarely; a
+scale-up the autoscaler makes for a pod is polled for as closely as before).
 
 Every address is a loopback one: the node's InternalIP is 127.x.y.z, made from its instance id; its name is the
 instance's resource-name hostname on AWS (<instance id>.<region>.compute.internal).
@@ -45,10 +48,12 @@ from kubernetes import client as k8s
 
 from autoscaler.model.boot import NodeLifecycle, boot_delay
 from clusterspec import catalog, kubelet_reserved
-from clusterspec.names import NODE_GROUP_LABEL
+from clusterspec.names import NODE_GROUP_LABEL, TO_BE_DELETED_TAINTS
 from localcluster import retry
 from localcluster.kubelet.agent import LABEL as PROCESS_LABEL
 from localcluster.kubelet.agent import VALUE as PROCESS_VALUE
+from localcluster.kubelet.api import Api
+from localcluster.kubelet.informer import Watched
 from localcluster.stack import KWOK_LABEL
 
 log = logging.getLogger(__name__)
@@ -59,6 +64,7 @@ EFA = "vpc.amazonaws.com/efa"
 # resource -> the DaemonSet (kube-system) of deploy/addons that advertises it; a name that is not a rendered
 # DaemonSet's leaves every node without the resource (tests/localcluster/test_nodes.py renders them)
 PLUGINS = {GPU: "nvidia-device-plugin", EFA: "aws-efa-k8s-device-plugin"}
+BUSY_S = 30.0  # with watch: polling at interval_s this long after the last event of a pod pending on no node
 
 
 def loopback_ip(instance_id: str) -> str:
@@ -133,7 +139,8 @@ class NodeAgent:
 
     def __init__(self, cloud, api: k8s.ApiClient, compression: float = 1.0, interval_s: float = 0.5,
                  lifecycle: NodeLifecycle | None = None, process_nodes: str = "",
-                 boot: bool = True, boot_s: float | None = None, idle_s: float = 2.0) -> None:  # fmt: skip
+                 boot: bool = True, boot_s: float | None = None, idle_s: float = 2.0,
+                 watch: bool = False) -> None:  # fmt: skip
         if process_nodes not in ("", "gpu", "all"):
             raise ValueError(f"process_nodes: {process_nodes!r}, want '', 'gpu' or 'all'")
         self.cloud = cloud
@@ -146,6 +153,15 @@ class NodeAgent:
         self.idle_s = idle_s  # the longest wait with no node on its way (capped by the shortest boot delay)
         self._in_flight = True  # until the first sync says otherwise
         self._soonest_boot = 0.0  # seconds: the shortest boot delay of the groups last seen
+        self._wake = threading.Event()
+        self._busy_until = 0.0  # monotonic: polling at interval_s until then (a pod pending on no node)
+        self._pending: Watched | None = None
+        self._nodes: Watched | None = None
+        if watch:
+            client = Api(api)
+            self._pending = Watched(client, "/api/v1/pods", {"fieldSelector": "spec.nodeName=,status.phase=Pending"},
+                                    "pending-pods", self._pod_event)  # fmt: skip
+            self._nodes = Watched(client, "/api/v1/nodes", {}, "nodes", self._wake.set)
         self.lifecycle = lifecycle or NodeLifecycle()
         self.nodes: dict[str, Tracked] = {}  # instance id -> node
         self.errors = 0
@@ -189,12 +205,28 @@ class NodeAgent:
     def _boot_delay(self, g: dict) -> float:
         return self.boot_s if self.boot_s is not None else self._s(boot_delay(g["instance_type"]))
 
+    def _pod_event(self) -> None:
+        self._busy_until = time.monotonic() + BUSY_S
+        self._wake.set()
+
     def next_wait(self) -> float:
-        """``interval_s`` while a node is on its way, else up to ``idle_s`` but no longer than the shortest boot
-        delay (an instance launched now is seen before it is due to register)."""
+        """``interval_s`` while a node is on its way (or, watching, while a pod waits on no node and for ``BUSY_S``
+        after); else ``idle_s``, which without the watches is no longer than the shortest boot delay (an instance
+        launched now is seen before it is due to register)."""
         if self._in_flight:
             return self.interval_s
-        return max(self.interval_s, min(self.idle_s, self._soonest_boot))
+        if self._pending is None or self._nodes is None:
+            return max(self.interval_s, min(self.idle_s, self._soonest_boot))
+        if not (self._pending.synced and self._nodes.synced) or time.monotonic() < self._busy_until:
+            return self.interval_s
+        if self._pending.snapshot():
+            return self.interval_s
+        for node in self._nodes.snapshot():
+            if any(
+                t.get("key") in TO_BE_DELETED_TAINTS for t in (node.get("spec") or {}).get("taints") or ()
+            ):
+                return self.interval_s  # its instance is about to go: its Node goes right after
+        return self.idle_s
 
     def _register(self, g: dict, i: dict, now: float) -> Tracked:
         life = self.lifecycle
@@ -270,17 +302,25 @@ class NodeAgent:
                 raise
 
     def _run(self) -> None:
-        retry.every(self.next_wait, self._stop, self.sync_once, "the node agent", log, self._failed)
+        retry.every(self.next_wait, self._stop, self.sync_once, "the node agent", log, self._failed,
+                    wake=self._wake)  # fmt: skip
 
     def _failed(self) -> None:
         self.errors += 1
 
     def start(self) -> NodeAgent:
+        for informer in (self._pending, self._nodes):
+            if informer is not None:
+                informer.start()
         self._thread = threading.Thread(target=self._run, daemon=True, name="node-agent")
         self._thread.start()
         return self
 
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
+        for informer in (self._pending, self._nodes):
+            if informer is not None:
+                informer.stop()
