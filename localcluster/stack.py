@@ -34,6 +34,13 @@ SINGLE_MEMBER: dict[str, dict[str, str]] = {
 }
 
 
+# Controllers left out here: every pod address of the local stack is a loopback one (127.128.0.0/14), which the API
+# server refuses in Endpoints and EndpointSlices, so these only fail their updates and record a Warning Event for
+# every Service, again and again. Nothing of the stack reads them (the process kubelet gives pods their Services'
+# addresses from the Services themselves).
+NO_LOOPBACK_ENDPOINTS = ("-endpoint", "-endpointslice", "-endpointslicemirroring")
+
+
 class StackFailed(RuntimeError):
     pass
 
@@ -83,6 +90,11 @@ class Stack:
         commands = kubeadm.phases(self.workdir, config, self.ports)
         for name, flags in SINGLE_MEMBER.items():
             commands[name] = _override(commands[name], flags)
+        kcm = commands["kube-controller-manager"]
+        controllers = next((a.split("=", 1)[1] for a in kcm if a.startswith("--controllers=")), "*")
+        commands["kube-controller-manager"] = _override(
+            kcm, {"controllers": ",".join([controllers, *NO_LOOPBACK_ENDPOINTS])}
+        )
         for name, flags in self.overrides.items():
             commands[name] = _override(commands[name], flags)
         self.timings["kubeadm"] = time.monotonic() - t0

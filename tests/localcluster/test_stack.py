@@ -104,3 +104,18 @@ def test_the_single_member_control_plane_elects_no_leader(kube) -> None:
     leases = kube.kubectl("-n", "kube-system", "get", "leases", "-o", "name", check=True).stdout.split()
     assert not {"lease.coordination.k8s.io/kube-controller-manager",
                 "lease.coordination.k8s.io/kube-scheduler"} & set(leases), leases  # fmt: skip
+
+
+def test_the_endpoint_controllers_that_only_fail_on_loopback_addresses_are_off(kube) -> None:
+    """The API server refuses loopback addresses in Endpoints (the reason the stack leaves those controllers
+    out): a Service's Endpoints with a pod address of the stack is refused, and the controller manager runs
+    kubeadm's controllers less the three that write them."""
+    state = json.loads((kube.workdir / "stack.json").read_text())
+    argv = Path(f"/proc/{state['pids']['kube-controller-manager']}/cmdline").read_bytes().decode().split("\0")
+    (controllers,) = [a.split("=", 1)[1] for a in argv if a.startswith("--controllers=")]
+    assert controllers.split(",") == ["*", "bootstrapsigner", "tokencleaner", *stack.NO_LOOPBACK_ENDPOINTS]
+    ns = kube.namespace("endpoints")
+    body = {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "s", "namespace": ns},
+            "subsets": [{"addresses": [{"ip": "127.128.0.9"}], "ports": [{"port": 80}]}]}  # fmt: skip
+    done = kube.kubectl("create", "-f", "-", input=json.dumps(body))
+    assert done.returncode != 0 and "may not be in the loopback range" in done.stderr
