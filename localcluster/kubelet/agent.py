@@ -333,6 +333,8 @@ class ProcessKubelet:
                 return self.interval_s
         if self._refused:
             return self.interval_s
+        if any(n["metadata"]["name"] not in self.nodes for n in self.node_informer.snapshot()):
+            return self.interval_s  # a node not taken yet (its taking failed): tried again soon
         now = self.clock()
         due = [s.lease_at + LEASE_RENEW_S - now for s in self.nodes.values()]
         due += [s.status_at + STATUS_REPORT_S - now for s in self.nodes.values()]

@@ -367,5 +367,8 @@ def test_an_idle_kubelet_waits_for_its_timers_and_a_busy_one_steps_often(tmp_pat
         def finished(self) -> bool:
             return False
 
+    kubelet.node_informer._items = {"u2": {"metadata": {"name": "m", "uid": "u2"}}}  # listed, not taken yet
+    assert kubelet.next_wait() == 0.25
+    kubelet.node_informer._items = {}
     kubelet.pods["uid"] = Busy()
     assert kubelet.next_wait() == 0.25
