@@ -85,7 +85,7 @@ def start_gang_scheduler(stack: Stack, out: Path) -> None:
 @contextmanager
 def running(cluster: Cluster, aws_url: str, regions: list[str], out: Path, compression: float = 1.0,
             outputs: day_one.Outputs | None = None, gang_scheduler: bool = True,
-            pods: Path | None = None):  # fmt: skip
+            pods: Path | None = None, idle_poll_s: float | None = None):  # fmt: skip
     """Everything up, yields :class:`Running`; everything stopped after. With ``pods`` (a folder every uid may
     enter), every node is the process kubelet's, which runs the pods of this repository's images there as local
     processes (their folders under ``pods``): a job's pods, and the pods `lab` starts on CPU nodes beside it."""
@@ -109,9 +109,10 @@ def running(cluster: Cluster, aws_url: str, regions: list[str], out: Path, compr
         cloud = AwsCloud(cluster.name, regions, endpoint_url=aws_url)
         if pods is not None:
             kubelet = ProcessKubelet(api, pods).start()
-        # watching pending pods and Nodes, the agent polls the embedded AWS every 10 s while nothing is on its way
+        # with idle_poll_s, the agent watches pods pending on no node and the Nodes, and polls the embedded AWS that
+        # seldom while nothing is on its way (the idle `invoke local-cluster`); else every 0.5 s throughout
         agent = NodeAgent(cloud, api, compression=compression, process_nodes="all" if pods is not None else "",
-                          idle_s=10.0, watch=True).start()  # fmt: skip
+                          idle_s=idle_poll_s, watch=idle_poll_s is not None).start()  # fmt: skip
         try:
             yield Running(stack, agent, stack.admin_kubeconfig, api, applied, kubelet)
         except BaseException:

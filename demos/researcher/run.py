@@ -46,6 +46,9 @@ from provision import deploy, lab_settings
 from provision.users import add_user
 
 JOB = "resnet-demo"
+# the node agent, watching pods pending on no node and the Nodes, polls the embedded AWS this seldom while nothing
+# is on its way: scale-ups answer pending pods, which it hears at once (issue 37: the idle local cluster's CPU)
+IDLE_POLL_S = 10.0
 TRAIN = """import os
 rank = int(os.environ["NODE_RANK"])
 print(f"rank {rank} of {os.environ['NNODES']} nodes, {os.environ['NPROC_PER_NODE']} GPUs each; logs in {os.environ['LOG_DIR']}")
@@ -131,7 +134,8 @@ def local_cluster(spec, out: Path, secrets_dir: Path, say=_say, pods: Path | Non
         url = aws.ready_line(60)["url"]
         create_groups(spec, url, regions)
         pods = pods or _pods_folder(out, say)
-        with aws_cluster.running(spec, url, regions, out / "cluster", COMPRESSION, pods=pods) as live:
+        with aws_cluster.running(spec, url, regions, out / "cluster", COMPRESSION, pods=pods,
+                                 idle_poll_s=IDLE_POLL_S) as live:  # fmt: skip
             admin = live.admin_kubeconfig
             wait_for_autoscaler(admin)
             kubeconfig = aws_cluster.service_account_kubeconfig(
