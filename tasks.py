@@ -737,6 +737,26 @@ def local_cluster(c, spec=None, out=None):
 
 
 @task(
+    name="local-cluster-idle",
+    help={
+        "window": "seconds measured (default 120)",
+        "settle": "seconds waited after start-up before measuring (default 60)",
+        "max_percent": "exit 1 when the total is over this share of one core (e.g. 5)",
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+        "out": "logs (build/local-cluster-idle)",
+    },
+)
+@user_errors
+def local_cluster_idle(c, window=None, settle=None, max_percent=None, spec=None, out=None):
+    """What the idle local cluster costs: CPU seconds per process over a window, the table and the total."""
+    from demos.local_cluster_idle import main
+
+    settle_s = number(settle, "--settle", "seconds", positive=False)
+    main(spec, out, number(window, "--window", "seconds") or 120.0, 60.0 if settle_s is None else settle_s,
+         number(max_percent, "--max-percent", "a share of one core in percent"))  # fmt: skip
+
+
+@task(
     name="demo-researcher",
     help={"spec": "path of the cluster spec (default: cluster.yaml)", "out": "logs (build/demo-researcher)"},
 )

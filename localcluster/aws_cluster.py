@@ -72,6 +72,8 @@ def start_gang_scheduler(stack: Stack, out: Path) -> None:
     )
     config = scheduler.gang_scheduler_config()
     config["clientConnection"] = {"kubeconfig": str(kubeconfig)}
+    # one replica here (the deployed Deployment runs two and keeps leader election): no Lease renewed every 2 s
+    config["leaderElection"] = {"leaderElect": False}
     if stack.scheduler_backoff_s is not None:  # as the control plane's (stack.compressed_backoff)
         config = with_backoff(config, stack.scheduler_backoff_s)
     path = out / "gang-scheduler-config.yaml"
@@ -85,7 +87,7 @@ def start_gang_scheduler(stack: Stack, out: Path) -> None:
 @contextmanager
 def running(cluster: Cluster, aws_url: str, regions: list[str], out: Path, compression: float = 1.0,
             outputs: day_one.Outputs | None = None, gang_scheduler: bool = True,
-            pods: Path | None = None):  # fmt: skip
+            pods: Path | None = None, idle_poll_s: float | None = None):  # fmt: skip
     """Everything up, yields :class:`Running`; everything stopped after. With ``pods`` (a folder every uid may
     enter), every node is the process kubelet's, which runs the pods of this repository's images there as local
     processes (their folders under ``pods``): a job's pods, and the pods `lab` starts on CPU nodes beside it."""
@@ -110,9 +112,10 @@ def running(cluster: Cluster, aws_url: str, regions: list[str], out: Path, compr
         cloud = AwsCloud(cluster.name, regions, endpoint_url=aws_url)
         if pods is not None:
             kubelet = ProcessKubelet(api, pods).start()
-        agent = NodeAgent(
-            cloud, api, compression=compression, process_nodes="all" if pods is not None else ""
-        ).start()
+        # with idle_poll_s, the agent watches pods pending on no node and the Nodes, and polls the embedded AWS that
+        # seldom while nothing is on its way (the idle `invoke local-cluster`); else every 0.5 s throughout
+        agent = NodeAgent(cloud, api, compression=compression, process_nodes="all" if pods is not None else "",
+                          idle_s=idle_poll_s, watch=idle_poll_s is not None).start()  # fmt: skip
         try:
             yield Running(stack, agent, stack.admin_kubeconfig, api, applied, kubelet)
         except BaseException:

@@ -23,6 +23,15 @@ A node's life, the delays of ``simulator/model/boot.py`` (their sources there) d
 (kwok's), untainted but for the group's taints and with its GPUs: kwok's registration, as Karpenter's kwok
 provider registers its nodes (``invoke bench-peers`` puts the two side by side).
 
+The agent polls the embedded AWS every ``interval_s`` while a node is on its way (an instance not yet registered,
+a node not yet initialised, Ready or with its devices advertised, a node the autoscaler tainted to delete); with
+none, every ``idle_s`` at most, and never longer than the shortest boot delay of its groups: a node registers at
+its instance's launch time plus its boot delay, so an instance first seen a little later registers just as early.
+With ``watch`` (``start()``), it also watches the pods pending on no node and the Nodes: a pending pod (what a
+scale-up answers) keeps it at ``interval_s`` from then until ``BUSY_S`` after the last such event, a Node's change
+wakes it at once, and the shortest boot delay no longer caps ``idle_s`` (an idle cluster polls AWS rarely; a
+scale-up the autoscaler makes for a pod is polled for as closely as before).
+
 Every address is a loopback one: the node's InternalIP is 127.x.y.z, made from its instance id; its name is the
 instance's resource-name hostname on AWS (<instance id>.<region>.compute.internal).
 """
@@ -41,10 +50,12 @@ from datetime import datetime
 from kubernetes import client as k8s
 
 from clusterspec import catalog, kubelet_reserved
-from clusterspec.names import NODE_GROUP_LABEL
+from clusterspec.names import NODE_GROUP_LABEL, TO_BE_DELETED_TAINTS
 from localcluster import retry
 from localcluster.kubelet.agent import LABEL as PROCESS_LABEL
 from localcluster.kubelet.agent import VALUE as PROCESS_VALUE
+from localcluster.kubelet.api import Api
+from localcluster.kubelet.informer import Watched
 from localcluster.stack import KWOK_LABEL
 from simulator.model.boot import NodeLifecycle, boot_delay
 
@@ -56,6 +67,7 @@ EFA = "vpc.amazonaws.com/efa"
 # resource -> the DaemonSet (kube-system) of deploy/addons that advertises it; a name that is not a rendered
 # DaemonSet's leaves every node without the resource (tests/localcluster/test_nodes.py renders them)
 PLUGINS = {GPU: "nvidia-device-plugin", EFA: "aws-efa-k8s-device-plugin"}
+BUSY_S = 30.0  # with watch: polling at interval_s this long after the last event of a pod pending on no node
 
 
 def loopback_ip(instance_id: str) -> str:
@@ -130,7 +142,8 @@ class NodeAgent:
 
     def __init__(self, cloud, api: k8s.ApiClient, compression: float = 1.0, interval_s: float = 0.5,
                  lifecycle: NodeLifecycle | None = None, process_nodes: str = "",
-                 boot: bool = True, boot_s: float | None = None) -> None:  # fmt: skip
+                 boot: bool = True, boot_s: float | None = None, idle_s: float | None = None,
+                 watch: bool = False) -> None:  # fmt: skip
         if process_nodes not in ("", "gpu", "all"):
             raise ValueError(f"process_nodes: {process_nodes!r}, want '', 'gpu' or 'all'")
         self.cloud = cloud
@@ -140,6 +153,20 @@ class NodeAgent:
         self.core = k8s.CoreV1Api(api)
         self.compression = compression
         self.interval_s = interval_s
+        # the longest wait with no node on its way (without the watches capped by the shortest boot delay); by
+        # default interval_s: the agent polls at one pace, as the benchmarks that time removals expect
+        self.idle_s = interval_s if idle_s is None else idle_s
+        self._in_flight = True  # until the first sync says otherwise
+        self._soonest_boot = 0.0  # seconds: the shortest boot delay of the groups last seen
+        self._wake = threading.Event()
+        self._busy_until = 0.0  # monotonic: polling at interval_s until then (a pod pending on no node)
+        self._pending: Watched | None = None
+        self._nodes: Watched | None = None
+        if watch:
+            client = Api(api)
+            self._pending = Watched(client, "/api/v1/pods", {"fieldSelector": "spec.nodeName=,status.phase=Pending"},
+                                    "pending-pods", self._pod_event)  # fmt: skip
+            self._nodes = Watched(client, "/api/v1/nodes", {}, "nodes", self._wake.set)
         self.lifecycle = lifecycle or NodeLifecycle()
         self.nodes: dict[str, Tracked] = {}  # instance id -> node
         self.errors = 0
@@ -156,6 +183,7 @@ class NodeAgent:
 
     def sync_once(self, now: float | None = None) -> None:
         now = time.time() if now is None else now
+        self._in_flight = True  # a sync that fails is retried at the short interval
         groups = self.cloud.list_groups()
         live: dict[str, tuple[dict, dict]] = {}
         for g in groups:
@@ -166,17 +194,25 @@ class NodeAgent:
             self._delete(self.nodes.pop(iid))
         self._plugin_pods = None  # kube-system's device plugin pods, read once a sync when a node needs them
         steps = []
+        in_flight = False
         for iid, (g, i) in live.items():
             tracked = self.nodes.get(iid)
             if tracked is None:
                 launched = _epoch(i.get("launched_at")) or now
-                delay = self.boot_s if self.boot_s is not None else self._s(boot_delay(g["instance_type"]))
-                if not self.boot or now - launched >= delay:
+                if not self.boot or now - launched >= self._boot_delay(g):
                     steps.append(functools.partial(self._register_as, iid, g, i, now))
+                else:
+                    in_flight = True
                 continue
             steps.append(functools.partial(self._advance, tracked, now))
         self._side_by_side(steps)
         self.syncs.append((now, time.time() - now))
+        for n in self.nodes.values():
+            wanted = {r for r in (GPU, EFA) if r in n.group.get("allocatable", {})}
+            if not (n.initialised and n.ready and wanted <= n.advertised):
+                in_flight = True
+        self._in_flight = in_flight
+        self._soonest_boot = min((self._boot_delay(g) for g in groups), default=0.0) if self.boot else 0.0
 
     def _side_by_side(self, steps: list) -> None:
         """Each node's steps at once, as each node's kubelet and the cloud controller act on their own: one after
@@ -189,6 +225,32 @@ class NodeAgent:
 
     def _register_as(self, iid: str, g: dict, i: dict, now: float) -> None:
         self.nodes[iid] = self._register(g, i, now)
+
+    def _boot_delay(self, g: dict) -> float:
+        return self.boot_s if self.boot_s is not None else self._s(boot_delay(g["instance_type"]))
+
+    def _pod_event(self) -> None:
+        self._busy_until = time.monotonic() + BUSY_S
+        self._wake.set()
+
+    def next_wait(self) -> float:
+        """``interval_s`` while a node is on its way (or, watching, while a pod waits on no node and for ``BUSY_S``
+        after); else ``idle_s``, which without the watches is no longer than the shortest boot delay (an instance
+        launched now is seen before it is due to register)."""
+        if self._in_flight:
+            return self.interval_s
+        if self._pending is None or self._nodes is None:
+            return max(self.interval_s, min(self.idle_s, self._soonest_boot))
+        if not (self._pending.synced and self._nodes.synced) or time.monotonic() < self._busy_until:
+            return self.interval_s
+        if self._pending.snapshot():
+            return self.interval_s
+        for node in self._nodes.snapshot():
+            if any(
+                t.get("key") in TO_BE_DELETED_TAINTS for t in (node.get("spec") or {}).get("taints") or ()
+            ):
+                return self.interval_s  # its instance is about to go: its Node goes right after
+        return self.idle_s
 
     def _register(self, g: dict, i: dict, now: float) -> Tracked:
         life = self.lifecycle
@@ -270,18 +332,26 @@ class NodeAgent:
                 raise
 
     def _run(self) -> None:
-        retry.every(self.interval_s, self._stop, self.sync_once, "the node agent", log, self._failed)
+        retry.every(self.next_wait, self._stop, self.sync_once, "the node agent", log, self._failed,
+                    wake=self._wake)  # fmt: skip
 
     def _failed(self) -> None:
         self.errors += 1
 
     def start(self) -> NodeAgent:
+        for informer in (self._pending, self._nodes):
+            if informer is not None:
+                informer.start()
         self._thread = threading.Thread(target=self._run, daemon=True, name="node-agent")
         self._thread.start()
         return self
 
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
         self._pool.shutdown(wait=False, cancel_futures=True)
+        for informer in (self._pending, self._nodes):
+            if informer is not None:
+                informer.stop()

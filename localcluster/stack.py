@@ -24,6 +24,29 @@ KWOK_LABEL = "kwok.x-k8s.io/node"
 ADMINS_BINDING = "kubeadm:cluster-admins"
 
 
+# kubeadm's flags changed for a control plane of one member, as one runs a single-member control plane: with no
+# other member to hand over to, leader election only renews a Lease every 2 s (a write to etcd and an event to every
+# watcher of leases, the idle cluster's largest steady load). A component started twice on one stack is an error of
+# ours, not a case to survive. The lab's own control plane (three members) keeps kubeadm's flags.
+SINGLE_MEMBER: dict[str, dict[str, str]] = {
+    "kube-controller-manager": {"leader-elect": "false"},
+    "kube-scheduler": {"leader-elect": "false"},
+}
+
+
+# etcd tells every watch stream its progress every 5 s under kubeadm's flag: the API server holds one stream per
+# resource, so an idle stack handles a steady stream of notifications (a third of its API server's and etcd's idle
+# CPU). Once a minute here: the 1.35 API server asks etcd for progress itself whenever a reader waits for a fresh
+# watch cache (a consistent list, a watch from a newer resourceVersion), so nothing waits on the periodic one.
+QUIET: dict[str, dict[str, str]] = {"etcd": {"watch-progress-notify-interval": "60s"}}
+
+# Controllers left out here: every pod address of the local stack is a loopback one (127.128.0.0/14), which the API
+# server refuses in Endpoints and EndpointSlices, so these only fail their updates and record a Warning Event for
+# every Service, again and again. Nothing of the stack reads them (the process kubelet gives pods their Services'
+# addresses from the Services themselves).
+NO_LOOPBACK_ENDPOINTS = ("-endpoint", "-endpointslice", "-endpointslicemirroring")
+
+
 class StackFailed(RuntimeError):
     pass
 
@@ -75,6 +98,13 @@ class Stack:
         self.ports = kubeadm.Ports(*free_ports(6))
         config = kubeadm.local_config(self.workdir, self.ports)
         commands = kubeadm.phases(self.workdir, config, self.ports)
+        for name, flags in (*SINGLE_MEMBER.items(), *QUIET.items()):
+            commands[name] = _override(commands[name], flags)
+        kcm = commands["kube-controller-manager"]
+        controllers = next((a.split("=", 1)[1] for a in kcm if a.startswith("--controllers=")), "*")
+        commands["kube-controller-manager"] = _override(
+            kcm, {"controllers": ",".join([controllers, *NO_LOOPBACK_ENDPOINTS])}
+        )
         for name, flags in self.overrides.items():
             commands[name] = _override(commands[name], flags)
         if self.scheduler_backoff_s is not None:

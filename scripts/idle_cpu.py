@@ -3,68 +3,36 @@
     .venv/bin/invoke local-cluster & sleep 90; python3 scripts/idle_cpu.py $! 60
 
 Counts utime+stime of every live process of the tree and the children each has reaped (cutime+cstime), so a
-process that starts and ends within the window (a crash-looping pod) is counted too; prints the total as a share of
-one core and the processes that used more than 0.05 s.
+process that starts and ends within the window (a crash-looping pod) is counted too; prints the table per process
+(localcluster/cpu.py) and the total as a share of one core. ``invoke local-cluster-idle`` starts the local cluster
+and does this itself.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 import time
+from pathlib import Path
 
-TICK = os.sysconf("SC_CLK_TCK")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-
-def _stat(pid: int) -> list[str] | None:
-    try:
-        text = open(f"/proc/{pid}/stat").read()  # noqa: SIM115, PTH123
-    except OSError:
-        return None
-    return text[text.rindex(")") + 2 :].split()
-
-
-def tree(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit() and (fields := _stat(int(name))) is not None:
-            children.setdefault(int(fields[1]), []).append(int(name))
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo += children.get(pid, [])
-    return out
-
-
-def cpu(pids: list[int]) -> dict[int, tuple[float, str]]:
-    out = {}
-    for pid in pids:
-        fields = _stat(pid)
-        if fields is None:
-            continue
-        try:
-            cmd = open(f"/proc/{pid}/cmdline").read().replace("\0", " ").strip()  # noqa: SIM115, PTH123
-        except OSError:
-            cmd = "?"
-        out[pid] = (sum(int(x) for x in fields[11:15]) / TICK, cmd[:110])
-    return out
+from localcluster import cpu  # noqa: E402
 
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2 or not argv[0].isdigit():
         print("usage: idle_cpu.py PID SECONDS", file=sys.stderr)
         return 2
-    root, window = int(argv[0]), float(argv[1])
-    before, t0 = cpu(tree(root)), time.monotonic()
+    try:
+        window = float(argv[1])
+    except ValueError:
+        print(f"idle_cpu.py: SECONDS {argv[1]!r}: give a number of seconds", file=sys.stderr)
+        return 2
+    root = int(argv[0])
+    before, t0 = cpu.sample(root), time.monotonic()
     time.sleep(window)
-    after, dt = cpu(tree(root)), time.monotonic() - t0
-    used = sum(t for t, _ in after.values()) - sum(t for t, _ in before.values())
-    print(f"process tree of {root}: {len(after)} processes, {used:.2f} CPU s in {dt:.0f} s = "
-          f"{100 * used / dt:.1f}% of a core")  # fmt: skip
-    for pid, (t, cmd) in sorted(after.items(), key=lambda kv: before.get(kv[0], (0.0, ""))[0] - kv[1][0]):
-        if (d := t - before.get(pid, (0.0, ""))[0]) > 0.05:
-            print(f"  {pid:>7} {d:6.2f} s  {cmd}")
+    after, dt = cpu.sample(root), time.monotonic() - t0
+    print("\n".join(cpu.table(cpu.usage(before, after, dt), dt, min_s=0.005)))
     return 0
 
 

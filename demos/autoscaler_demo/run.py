@@ -152,11 +152,13 @@ def plan_lines(plan: list[Wave], compression: float = COMPRESSION) -> list[str]:
 
 
 def autoscaler_child(
-    aws_url: str, cluster: str, regions: list[str], kubeconfig: Path, out: Path, env: dict
-) -> Child:
-    """The real ``autoscaler run`` process against the moto server and the cluster."""
+    aws_url: str, cluster: str, regions: list[str], kubeconfig: Path, out: Path, env: dict,
+    scan_interval: str = SCAN_INTERVAL,
+) -> Child:  # fmt: skip
+    """The real ``autoscaler run`` process against the moto server and the cluster (every ``scan_interval``
+    without events; a pending pod brings a pass at once either way)."""
     argv = [sys.executable, "-m", "autoscaler", "run", "--cluster-name", cluster, "--regions", ",".join(regions),
-            "--kubeconfig", str(kubeconfig), "--aws-endpoint-url", aws_url, "--scan-interval", SCAN_INTERVAL,
+            "--kubeconfig", str(kubeconfig), "--aws-endpoint-url", aws_url, "--scan-interval", scan_interval,
             "--metrics-port", "0", "--log-level", "info"]  # fmt: skip
     return Child("autoscaler", argv, out, env)
 

@@ -46,6 +46,9 @@ from provision import deploy, lab_settings
 from provision.users import add_user
 
 JOB = "resnet-demo"
+# the node agent, watching pods pending on no node and the Nodes, polls the embedded AWS this seldom while nothing
+# is on its way: scale-ups answer pending pods, which it hears at once (issue 37: the idle local cluster's CPU)
+IDLE_POLL_S = 10.0
 TRAIN = """import os
 rank = int(os.environ["NODE_RANK"])
 print(f"rank {rank} of {os.environ['NNODES']} nodes, {os.environ['NPROC_PER_NODE']} GPUs each; logs in {os.environ['LOG_DIR']}")
@@ -131,16 +134,21 @@ def local_cluster(spec, out: Path, secrets_dir: Path, say=_say, pods: Path | Non
         url = aws.ready_line(60)["url"]
         create_groups(spec, url, regions)
         pods = pods or _pods_folder(out, say)
-        with aws_cluster.running(spec, url, regions, out / "cluster", COMPRESSION, pods=pods) as live:
+        with aws_cluster.running(spec, url, regions, out / "cluster", COMPRESSION, pods=pods,
+                                 idle_poll_s=IDLE_POLL_S) as live:  # fmt: skip
             admin = live.admin_kubeconfig
             wait_for_autoscaler(admin)
             kubeconfig = aws_cluster.service_account_kubeconfig(
                 live.stack, AUTOSCALER_NAMESPACE, deploy.NAME, out / "autoscaler.kubeconfig"
             )
             with Children() as first_stopped:  # the autoscaler stops before the control plane it calls
+                # the lab's scan interval (cluster.yaml, what `invoke up` deploys), not the demo's 2 s: scale-ups
+                # come from pending pods at once either way, and an idle local cluster passes (lists AWS, writes
+                # its state and status ConfigMaps) a fifth as often (issue 37)
                 autoscaler = first_stopped.start(
-                    autoscaler_child(url, spec.name, regions, kubeconfig, out, env)
-                )
+                    autoscaler_child(url, spec.name, regions, kubeconfig, out, env,
+                                     scan_interval=f"{spec.autoscaler.scan_interval_s}s")
+                )  # fmt: skip
                 _wait_for_log(autoscaler, "running", 60)
                 say(f"local cluster up: moto {url}, the real control plane at {live.stack.server} (GPU nodes run "
                     f"pods as processes, folders in {pods}), autoscaler run (logs in {out})")  # fmt: skip

@@ -5,7 +5,9 @@
   ``status.daemonEndpoints.kubeletEndpoint.Port``; its Ready condition posted when taken and every
   ``STATUS_REPORT_S``; its Lease in kube-node-lease renewed every ``LEASE_RENEW_S`` (the kubelet's
   ``nodeLeaseDurationSeconds`` 40 s, renewed at a quarter of it);
-- the pods bound to its nodes, kept by a list and watch (informer.py), stepped every ``interval_s``: each container of this
+- its nodes and the pods bound to them, kept by lists and watches (informer.py), stepped every ``interval_s`` while
+  a pod has a process to follow, else when a watch says something changed or a timer (a lease, a status report, an
+  admission retry) is due, at most ``IDLE_S`` apart: each container of this
   repository's images runs as a local process (containers.py, process.py), init containers in order and then the
   containers, restarted under the pod's restartPolicy with CrashLoopBackOff (pods.py, backoff.py); the pod's
   status (phase, conditions, container and init container statuses, podIP from the node's podCIDR in
@@ -38,7 +40,7 @@ from localcluster.kubelet.backoff import Backoff
 from localcluster.kubelet.certs import serving_certificate
 from localcluster.kubelet.containers import Resolver
 from localcluster.kubelet.images import runnable
-from localcluster.kubelet.informer import Pods
+from localcluster.kubelet.informer import Nodes, Pods
 from localcluster.kubelet.pods import Box, PodRun
 from localcluster.kubelet.process import iso
 from localcluster.kubelet.server import KubeletServer
@@ -50,6 +52,7 @@ LEASE_RENEW_S = 10.0
 LEASE_DURATION_S = 40
 STATUS_REPORT_S = 60.0
 ADMIT_RETRY_S = 2.0
+IDLE_S = 5.0  # the longest wait while no pod has a process to follow (the watches wake the loop at once)
 
 
 def _q(s: str) -> str:
@@ -84,14 +87,18 @@ class ProcessKubelet:
         self._written: dict[str, dict] = {}  # uid -> the status last written
         self._refused: dict[str, tuple[str, float]] = {}  # uid -> (why it could not start, when to try again)
         self._deleted: set[str] = set()
-        self.informer = Pods(self.api)
+        self._wake = threading.Event()
+        self.informer = Pods(self.api, self._wake.set)
+        self.node_informer = Nodes(self.api, selector, self._wake.set)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.errors = 0
 
     # --- nodes -------------------------------------------------------------------------------------------
     def _nodes(self) -> None:
-        items = (self.api.get("/api/v1/nodes", {"labelSelector": self.selector}) or {}).get("items") or []
+        if not self.node_informer.synced:
+            return
+        items = self.node_informer.snapshot()
         names = {n["metadata"]["name"] for n in items}
         for name in [n for n in self.nodes if n not in names]:
             self.nodes.pop(name).server.stop()
@@ -317,23 +324,43 @@ class ProcessKubelet:
         return 200, logs.read(target.log, opts, target.poll)
 
     # --- the loop ----------------------------------------------------------------------------------------
+    def next_wait(self) -> float:
+        """Seconds until the next step: ``interval_s`` while a pod has a process to follow (its exit, a restart,
+        a grace period) or is being admitted; else until the next lease renewal or status report, at most
+        ``IDLE_S`` (a watch event wakes the loop before that)."""
+        for run in self.pods.values():
+            if run.kill_at is not None or (run.processes and (run.alive() or not run.finished())):
+                return self.interval_s
+        if self._refused:
+            return self.interval_s
+        if any(n["metadata"]["name"] not in self.nodes for n in self.node_informer.snapshot()):
+            return self.interval_s  # a node not taken yet (its taking failed): tried again soon
+        now = self.clock()
+        due = [s.lease_at + LEASE_RENEW_S - now for s in self.nodes.values()]
+        due += [s.status_at + STATUS_REPORT_S - now for s in self.nodes.values()]
+        return max(self.interval_s, min([IDLE_S, *due]))
+
     def _run(self) -> None:
-        retry.every(self.interval_s, self._stop, self.sync_once, "the process kubelet", log, self._failed)
+        retry.every(self.next_wait, self._stop, self.sync_once, "the process kubelet", log, self._failed,
+                    wake=self._wake)  # fmt: skip
 
     def _failed(self) -> None:
         self.errors += 1
 
     def start(self) -> ProcessKubelet:
         self.informer.start()
+        self.node_informer.start()
         self._thread = threading.Thread(target=self._run, daemon=True, name="process-kubelet")
         self._thread.start()
         return self
 
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
         self.informer.stop()
+        self.node_informer.stop()
         for run in self.pods.values():
             run.kill()
         for state in self.nodes.values():

@@ -1,7 +1,9 @@
-"""The pods bound to nodes, kept by a list and then a watch (client-go's reflector, as the kubelet's pod config
-source keeps ``spec.nodeName=<node>``): one list of every bound pod (``spec.nodeName!=``), then a watch from its
-resourceVersion; a dropped or expired watch (410 Gone) lists again. The kubelet reads :meth:`Pods.snapshot` on
-each tick and keeps the pods of its own nodes."""
+"""Objects kept by a list and then a watch (client-go's reflector): one list, then a watch from its resourceVersion;
+a dropped or expired watch (410 Gone) lists again. :class:`Pods`: every bound pod (``spec.nodeName!=``), as the
+kubelet's pod config source keeps ``spec.nodeName=<node>``; :class:`Nodes`: the nodes of a label selector, as the
+kubelet watches its own Node. The kubelet reads :meth:`Watched.snapshot` on each tick; ``on_event`` (called from
+the watch's thread after every list and every change) wakes it, so a new pod or node is seen at once rather than at
+the next tick."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import json
 import logging
 import threading
 import urllib.parse
+from collections.abc import Callable
 
 from localcluster.kubelet.api import Api
 
@@ -19,17 +22,20 @@ SELECTOR = "spec.nodeName!="
 WATCH_TIMEOUT_S = 300
 
 
-class Pods:
-    def __init__(self, api: Api) -> None:
+class Watched:
+    def __init__(self, api: Api, path: str, params: dict[str, str], name: str,
+                 on_event: Callable[[], None] = lambda: None) -> None:  # fmt: skip
         self.api = api
-        self._pods: dict[str, dict] = {}
+        self.path, self.params, self.name = path, params, name
+        self.on_event = on_event
+        self._items: dict[str, dict] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._synced = threading.Event()
         self._conn: http.client.HTTPSConnection | None = None
-        self._thread = threading.Thread(target=self._run, daemon=True, name="process-kubelet-pods")
+        self._thread = threading.Thread(target=self._run, daemon=True, name=f"process-kubelet-{name}")
 
-    def start(self) -> Pods:
+    def start(self) -> Watched:
         self._thread.start()
         return self
 
@@ -47,24 +53,25 @@ class Pods:
 
     def snapshot(self) -> list[dict]:
         with self._lock:
-            return list(self._pods.values())
+            return list(self._items.values())
 
     def _list(self) -> str:
-        reply = self.api.get("/api/v1/pods", {"fieldSelector": SELECTOR}) or {}
+        reply = self.api.get(self.path, self.params) or {}
         with self._lock:
-            self._pods = {p["metadata"]["uid"]: p for p in reply.get("items") or ()}
+            self._items = {p["metadata"]["uid"]: p for p in reply.get("items") or ()}
         self._synced.set()
+        self.on_event()
         return reply.get("metadata", {}).get("resourceVersion", "")
 
     def _watch(self, rv: str) -> str | None:
         """Applies the watch's events; the resourceVersion to go on from, or None to list again."""
-        query = urllib.parse.urlencode({"fieldSelector": SELECTOR, "watch": "1", "resourceVersion": rv,
+        query = urllib.parse.urlencode({**self.params, "watch": "1", "resourceVersion": rv,
                                         "allowWatchBookmarks": "true", "timeoutSeconds": str(WATCH_TIMEOUT_S)})  # fmt: skip
         conn = self._conn = http.client.HTTPSConnection(self.api.host, self.api.port, context=self.api._ctx,
                                                         timeout=WATCH_TIMEOUT_S + 30)  # fmt: skip
         try:
             conn.request(
-                "GET", f"/api/v1/pods?{query}", headers={**self.api._headers, "Accept": "application/json"}
+                "GET", f"{self.path}?{query}", headers={**self.api._headers, "Accept": "application/json"}
             )
             reply = conn.getresponse()
             if reply.status != 200:
@@ -83,9 +90,10 @@ class Pods:
                 uid = obj["metadata"]["uid"]
                 with self._lock:
                     if kind == "DELETED":
-                        self._pods.pop(uid, None)
+                        self._items.pop(uid, None)
                     else:
-                        self._pods[uid] = obj
+                        self._items[uid] = obj
+                self.on_event()
             return rv
         finally:
             conn.close()
@@ -100,6 +108,16 @@ class Pods:
                 rv = self._watch(rv)
             except Exception as e:  # the API server restarting, a dropped connection: list again shortly
                 if not self._stop.is_set():
-                    log.info("the process kubelet's pod watch failed (listing again): %s", e)
+                    log.info("the process kubelet's %s watch failed (listing again): %s", self.name, e)
                 rv = None
                 self._stop.wait(0.5)
+
+
+class Pods(Watched):
+    def __init__(self, api: Api, on_event: Callable[[], None] = lambda: None) -> None:
+        super().__init__(api, "/api/v1/pods", {"fieldSelector": SELECTOR}, "pods", on_event)
+
+
+class Nodes(Watched):
+    def __init__(self, api: Api, selector: str, on_event: Callable[[], None] = lambda: None) -> None:
+        super().__init__(api, "/api/v1/nodes", {"labelSelector": selector}, "nodes", on_event)

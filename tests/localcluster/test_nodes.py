@@ -7,8 +7,10 @@ cloud-controller taint; the instance gone, the Node goes), and who takes a Ready
 
 from __future__ import annotations
 
+import json
 import threading
 import time
+from datetime import datetime
 
 import boto3
 import pytest
@@ -114,3 +116,93 @@ CPU_GROUP = {"name": "cpu", "allocatable": {"cpu": "8"}}
 def test_gpu_nodes_go_to_the_process_kubelet_only_when_asked(process, group, label) -> None:
     agent = NodeAgent(cloud=None, api=k8s.ApiClient(), process_nodes=process)
     assert agent.taker(group) == label
+
+
+class _Groups:
+    def __init__(self, groups: list[dict]) -> None:
+        self.groups = groups
+
+    def list_groups(self) -> list[dict]:
+        return self.groups
+
+
+def test_an_idle_agent_polls_less_but_never_later_than_the_shortest_boot_delay() -> None:
+    """Nothing on its way: the agent waits up to ``idle_s``, capped by the shortest boot delay of its groups (a CPU
+    type's 90 s at compression 60: 1.5 s), so an instance launched meanwhile is seen before it is due to register;
+    an instance booting: the short interval again. Without boot delays (registration at once) it never idles."""
+    cpu = {"name": "cpu", "region": "us-east-1", "instance_type": "m6i.4xlarge", "instances": []}
+    gpu = {"name": "gpu", "region": "us-east-1", "instance_type": "p4d.24xlarge", "instances": []}
+    cloud = _Groups([cpu, gpu])
+    agent = NodeAgent(cloud, k8s.ApiClient(), compression=60.0, interval_s=0.5, idle_s=5.0)
+    assert agent.next_wait() == 0.5  # nothing synced yet
+    agent.sync_once(now=1000.0)
+    assert agent.next_wait() == 1.5  # 90 s / 60, under idle_s
+    assert NodeAgent(_Groups([gpu]), k8s.ApiClient(), compression=60.0, idle_s=2.0).next_wait() == 0.5
+    only_gpu = NodeAgent(_Groups([gpu]), k8s.ApiClient(), compression=60.0, idle_s=2.0)
+    only_gpu.sync_once(now=1000.0)
+    assert only_gpu.next_wait() == 2.0  # 330 s / 60 = 5.5 s, over idle_s
+    gpu["instances"] = [{"id": "i-0123456789abcdef0", "state": "InService", "zone": "us-east-1a",
+                         "launched_at": "2026-12-07T00:00:00Z"}]  # fmt: skip
+    booting = 1.0 + datetime.fromisoformat("2026-12-07T00:00:00+00:00").timestamp()
+    agent.sync_once(now=booting)  # launched a second ago: not due to register before 5.5 s
+    assert agent.nodes == {} and agent.next_wait() == 0.5
+    instant = NodeAgent(_Groups([cpu]), k8s.ApiClient(), boot=False, idle_s=5.0)
+    instant.sync_once(now=1000.0)
+    assert instant.next_wait() == instant.interval_s
+
+
+class _Seen:
+    def __init__(self, items: list[dict]) -> None:
+        self.items, self.synced = items, True
+
+    def snapshot(self) -> list[dict]:
+        return self.items
+
+
+def test_a_watching_agent_idles_long_but_polls_closely_while_a_pod_waits_or_a_node_is_to_go() -> None:
+    """With the watches, the shortest boot delay no longer caps the idle wait (a scale-up answers a pending pod,
+    which the watch hears at once); a pod pending on no node, a recent such event, or a Node the autoscaler
+    tainted to delete bring the short interval back."""
+    cpu = {"name": "cpu", "region": "us-east-1", "instance_type": "m6i.4xlarge", "instances": []}
+    agent = NodeAgent(
+        _Groups([cpu]), k8s.ApiClient(), compression=60.0, interval_s=0.5, idle_s=10.0, watch=True
+    )
+    agent.sync_once(now=1000.0)
+    pending, nodes = _Seen([]), _Seen([{"metadata": {"name": "n"}, "spec": {}}])
+    agent._pending, agent._nodes = pending, nodes
+    assert agent.next_wait() == 10.0
+    pending.items = [{"metadata": {"name": "job-0"}}]
+    assert agent.next_wait() == 0.5
+    pending.items = []
+    nodes.items[0]["spec"]["taints"] = [{"key": "ToBeDeletedByClusterAutoscaler", "effect": "NoSchedule"}]
+    assert agent.next_wait() == 0.5
+    nodes.items[0]["spec"]["taints"] = []
+    agent._pod_event()  # a pending pod was just bound: a scale-up may still follow
+    assert agent.next_wait() == 0.5
+    agent._busy_until = time.monotonic() - 1
+    assert agent.next_wait() == 10.0
+    pending.synced = False
+    assert agent.next_wait() == 0.5
+
+
+@pytest.mark.tool  # the shared control plane (make tools)
+def test_the_agents_watch_hears_a_pod_pending_on_no_node(kube) -> None:
+    api = k8s_config.new_client_from_config(config_file=str(kube.admin_kubeconfig))
+    agent = NodeAgent(_Groups([]), api, idle_s=10.0, watch=True).start()
+    try:
+        deadline = time.monotonic() + 30
+        while not (agent._pending.synced and agent._nodes.synced):
+            assert time.monotonic() < deadline, "the agent's watches did not sync in 30 s"
+            time.sleep(0.1)
+        agent._busy_until = 0.0
+        ns = kube.namespace("agent-wake")
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "waits"},
+               "spec": {"nodeSelector": {"no-such": "node"},
+                        "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}  # fmt: skip
+        kube.kubectl("-n", ns, "create", "-f", "-", input=json.dumps(pod), check=True)
+        while agent._busy_until == 0.0:
+            assert time.monotonic() < deadline, "the agent did not hear the pending pod"
+            time.sleep(0.1)
+        assert agent.next_wait() == agent.interval_s
+    finally:
+        agent.stop()

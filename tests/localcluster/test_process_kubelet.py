@@ -13,6 +13,7 @@ import shutil
 import time
 
 import pytest
+from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
 from localcluster.kubelet.agent import LABEL, VALUE, ProcessKubelet
@@ -342,3 +343,32 @@ def test_the_projected_service_account_token_authenticates_the_pod_at_the_api_se
     out = kube.kubectl("-n", ns, "logs", "whoami", check=True).stdout
     assert done["status"]["phase"] == "Succeeded", out
     assert out == f"system:serviceaccount:{ns}:default whoami {ns}\n"
+
+
+def test_an_idle_kubelet_waits_for_its_timers_and_a_busy_one_steps_often(tmp_path) -> None:
+    """No pod with a process: the loop waits until the next lease renewal, at most IDLE_S (the watches wake it at
+    once when a pod or node changes: the tests above start pods through that); a pod with a process: interval_s."""
+    from localcluster.kubelet import agent
+
+    clock = [100.0]
+    kubelet = ProcessKubelet(k8s.ApiClient(), tmp_path, interval_s=0.25, clock=lambda: clock[0])
+    assert kubelet.next_wait() == agent.IDLE_S
+    kubelet.nodes["n"] = agent.NodeState("n", "127.0.0.2", server=None, lease_at=97.0, status_at=99.0)
+    assert kubelet.next_wait() == agent.IDLE_S  # its lease is due in 7 s, later than IDLE_S
+    clock[0] = 105.0
+    assert kubelet.next_wait() == 2.0  # its lease is due in 2 s
+
+    class Busy:
+        kill_at, processes = None, True
+
+        def alive(self) -> bool:
+            return True
+
+        def finished(self) -> bool:
+            return False
+
+    kubelet.node_informer._items = {"u2": {"metadata": {"name": "m", "uid": "u2"}}}  # listed, not taken yet
+    assert kubelet.next_wait() == 0.25
+    kubelet.node_informer._items = {}
+    kubelet.pods["uid"] = Busy()
+    assert kubelet.next_wait() == 0.25

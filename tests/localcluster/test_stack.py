@@ -110,3 +110,50 @@ def test_a_compressed_stack_retries_unschedulable_pods_every_second() -> None:
         "kube-controller-manager": {"kube-api-qps": "1200", "kube-api-burst": "1800"}
     }
     assert stack.compressed_overrides(1.0) == {}
+
+
+def test_the_single_member_control_plane_elects_no_leader(kube) -> None:
+    """One member: the controller manager and the scheduler run without leader election (no Lease renewed every
+    2 s, the idle cluster's largest steady load), and still do their work (other tests schedule and run pods)."""
+    state = json.loads((kube.workdir / "stack.json").read_text())
+    for name in ("kube-controller-manager", "kube-scheduler"):
+        argv = Path(f"/proc/{state['pids'][name]}/cmdline").read_bytes().decode().split("\0")
+        assert [a for a in argv if a.startswith("--leader-elect=")] == ["--leader-elect=false"], name
+    leases = kube.kubectl("-n", "kube-system", "get", "leases", "-o", "name", check=True).stdout.split()
+    assert not {"lease.coordination.k8s.io/kube-controller-manager",
+                "lease.coordination.k8s.io/kube-scheduler"} & set(leases), leases  # fmt: skip
+
+
+def test_the_endpoint_controllers_that_only_fail_on_loopback_addresses_are_off(kube) -> None:
+    """The API server refuses loopback addresses in Endpoints (the reason the stack leaves those controllers
+    out): a Service's Endpoints with a pod address of the stack is refused, and the controller manager runs
+    kubeadm's controllers less the three that write them."""
+    state = json.loads((kube.workdir / "stack.json").read_text())
+    argv = Path(f"/proc/{state['pids']['kube-controller-manager']}/cmdline").read_bytes().decode().split("\0")
+    (controllers,) = [a.split("=", 1)[1] for a in argv if a.startswith("--controllers=")]
+    assert controllers.split(",") == ["*", "bootstrapsigner", "tokencleaner", *stack.NO_LOOPBACK_ENDPOINTS]
+    ns = kube.namespace("endpoints")
+    body = {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "s", "namespace": ns},
+            "subsets": [{"addresses": [{"ip": "127.128.0.9"}], "ports": [{"port": 80}]}]}  # fmt: skip
+    done = kube.kubectl("create", "-f", "-", input=json.dumps(body))
+    assert done.returncode != 0 and "may not be in the loopback range" in done.stderr
+
+
+def test_etcd_tells_its_watchers_their_progress_once_a_minute_and_reads_are_still_fresh(kube) -> None:
+    """The periodic progress notification is once a minute (kubeadm: 5 s); a read that must be fresh does not
+    depend on it: an object written is listed, and a watch of another resource from the list's resourceVersion
+    starts."""
+    state = json.loads((kube.workdir / "stack.json").read_text())
+    argv = Path(f"/proc/{state['pids']['etcd']}/cmdline").read_bytes().decode().split("\0")
+    assert "--watch-progress-notify-interval=60s" in argv
+    ns = kube.namespace("fresh")
+    kube.kubectl("-n", ns, "create", "configmap", "c", "--from-literal=a=b", check=True)
+    listed = json.loads(kube.kubectl("-n", ns, "get", "configmaps", "-o", "json", check=True).stdout)
+    assert "c" in [i["metadata"]["name"] for i in listed["items"]]
+    rv = listed["metadata"]["resourceVersion"]
+    done = kube.kubectl(
+        "get", "--raw", f"/api/v1/namespaces/{ns}/secrets?watch=1&resourceVersion={rv}&timeoutSeconds=1"
+    )
+    # a quiet resource's watch from a newer resourceVersion: without a progress notification its cache would answer
+    # "Too large resource version" after 3 s; the API server asks etcd for progress instead
+    assert done.returncode == 0, done.stderr
