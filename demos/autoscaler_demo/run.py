@@ -31,13 +31,13 @@ from rich.table import Table
 
 from clusterspec.errors import UserError
 from clusterspec.loader import load_spec
-from clusterspec.spec import Cluster as Spec
 from demos.autoscaler_demo.events import Decision, compression_note, model_time, stamp
 from demos.autoscaler_demo.processes import Child, Children
 from demos.autoscaler_demo.timeline import plot_timeline
 from demos.autoscaler_demo.watch import Watcher
 from demos.autoscaler_demo.workload import Wave, wave_pods, waves
 from localcluster.aws_bootstrap import create_groups
+from simulator.scenarios import demo_capacity
 from simulator.workload import NAMESPACE
 
 COMPRESSION = 60.0  # model seconds per real second: a 4.5-minute GPU boot takes 4.5 s
@@ -51,19 +51,9 @@ class DemoFailed(UserError):
     exit_code = 1
 
 
-def capacity_limits(spec: Spec) -> dict[tuple[str, str], int]:
-    """The first region's 8-GPU types the workload uses: room for 2 instances of the preferred one, none of the
-    others, so the sweep has to spill over to the next region."""
-    first = spec.spill_over_order[0]
-    groups = sorted(
-        (
-            g
-            for g in spec.region(first).node_groups
-            if g.gpus >= 8 and all(t.key == "nvidia.com/gpu" for t in g.taints)
-        ),
-        key=lambda g: -g.priority,
-    )
-    return {(first, g.instance_type): (2 if i == 0 else 0) for i, g in enumerate(groups)}
+# the first region's 8-GPU types the workload uses: room for 2 instances of the preferred one, none of the others,
+# so the sweep has to spill over to the next region; the simulator's replay of the demo gets the same limits
+capacity_limits = demo_capacity
 
 
 def _child_env() -> dict[str, str]:
