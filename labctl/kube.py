@@ -354,6 +354,13 @@ class Kube:
                 )
                 return 1
             code = self.main_exit(pod)
+            if pod.metadata.deletion_timestamp is not None and (code is None or code >= 128):
+                # deleted while it ran: a kubelet stops it (SIGTERM, exit 143) and the pod may still be read
+                # before it goes; either way the command did not end by itself
+                self.exit_reason = (
+                    "its pod is gone before the command ended (cancelled, or its node was lost)"
+                )
+                return 1
             if code is not None:
                 return code
             time.sleep(0.5)

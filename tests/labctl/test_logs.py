@@ -299,3 +299,32 @@ def test_all_prefixes_every_line_with_its_node_in_time_order(alice, lab_env, nod
     assert (
         capsys.readouterr().out == "[node 0] [rank0]:first\n[node 1] [rank8]:second\n[node 0] [rank0]:third\n"
     )
+
+
+def _pod_exited(code: int, deleting: bool):
+    from datetime import UTC, datetime
+
+    from kubernetes import client as k8s
+
+    state = k8s.V1ContainerState(terminated=k8s.V1ContainerStateTerminated(exit_code=code))
+    status = k8s.V1ContainerStatus(
+        name="main", state=state, image="i", image_id="", ready=False, restart_count=0
+    )
+    meta = k8s.V1ObjectMeta(name="p", deletion_timestamp=datetime.now(UTC) if deleting else None)
+    return k8s.V1Pod(metadata=meta, status=k8s.V1PodStatus(container_statuses=[status]))
+
+
+@pytest.mark.parametrize(("code", "deleting", "want"), [(143, True, 1), (137, False, 137), (0, True, 0)])
+def test_a_command_stopped_by_its_pods_deletion_ends_as_gone(code, deleting, want) -> None:
+    """`lab logs -f` of a job cancelled while it ran: the kubelet stops the command (SIGTERM: exit 143) and the pod
+    may still be read before it goes (CI saw it). Its status is the gone pod's, whichever comes first; a command
+    that ended by itself keeps its own exit code, a signal from elsewhere (the OOM killer's 137) too."""
+    from types import SimpleNamespace
+
+    from labctl.kube import Kube
+
+    kube = object.__new__(Kube)
+    kube.core = SimpleNamespace(read_namespaced_pod=lambda name, ns: _pod_exited(code, deleting))
+    kube.exit_reason = None
+    assert kube._wait_exit("ns", "p", timeout_s=1) == want
+    assert (kube.exit_reason is not None) == (want == 1)
