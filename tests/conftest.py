@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import socket
+import sys
 from pathlib import Path
 
 import pytest
@@ -30,6 +33,37 @@ for key, value in {
     "LAB_REGISTRY": "123456789012.dkr.ecr.us-west-2.amazonaws.com",
 }.items():
     os.environ[key] = value
+
+# ...and no test may even look a public name up: a client that misses its endpoint (moto's, the local stack's) would
+# send its first packet, a DNS query, off the machine. A name that is not loopback's (nor the machine's own) fails
+# here at once, as a resolver error naming it. IP literals pass: the network-namespace tests use their own ranges.
+_getaddrinfo = socket.getaddrinfo
+_OWN_NAMES = {"localhost", socket.gethostname()}
+
+
+def _loopback_names_only(host, *args, **kwargs):
+    name = host.decode() if isinstance(host, bytes) else host
+    if name and name not in _OWN_NAMES and not name.endswith(".localhost"):
+        try:
+            ipaddress.ip_address(name.split("%")[0])
+        except ValueError:
+            raise socket.gaierror(
+                socket.EAI_NONAME, f"{name}: tests resolve loopback names only (tests/conftest.py)"
+            ) from None
+    return _getaddrinfo(host, *args, **kwargs)
+
+
+socket.getaddrinfo = _loopback_names_only
+
+
+@pytest.fixture(autouse=True)
+def _fresh_default_boto3_session():
+    """boto3's default session keeps the credentials it first found: a test that removes them from the environment
+    must not be served another test's (in one xdist worker, the order decides)."""
+    boto3 = sys.modules.get("boto3")
+    if boto3 is not None:
+        boto3.DEFAULT_SESSION = None
+    yield
 
 
 @pytest.fixture
