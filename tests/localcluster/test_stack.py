@@ -139,21 +139,15 @@ def test_the_endpoint_controllers_that_only_fail_on_loopback_addresses_are_off(k
     assert done.returncode != 0 and "may not be in the loopback range" in done.stderr
 
 
-def test_etcd_tells_its_watchers_their_progress_once_a_minute_and_reads_are_still_fresh(kube) -> None:
-    """The periodic progress notification is once a minute (kubeadm: 5 s); a read that must be fresh does not
-    depend on it: an object written is listed, and a watch of another resource from the list's resourceVersion
-    starts."""
+def test_etcd_keeps_kubeadms_progress_interval(kube) -> None:
+    """etcd runs with kubeadm's own flags (its 5-s progress notifications): the API server's bookmarks to quiet
+    watches follow them, and the autoscaler's cache ages (a 10-s bound in the fault scenarios) depend on those.
+    At once a minute (tried for the idle CPU) an unreadable pods API was blamed on the quiet caches."""
     state = json.loads((kube.workdir / "stack.json").read_text())
     argv = Path(f"/proc/{state['pids']['etcd']}/cmdline").read_bytes().decode().split("\0")
-    assert "--watch-progress-notify-interval=60s" in argv
-    ns = kube.namespace("fresh")
-    kube.kubectl("-n", ns, "create", "configmap", "c", "--from-literal=a=b", check=True)
-    listed = json.loads(kube.kubectl("-n", ns, "get", "configmaps", "-o", "json", check=True).stdout)
-    assert "c" in [i["metadata"]["name"] for i in listed["items"]]
-    rv = listed["metadata"]["resourceVersion"]
-    done = kube.kubectl(
-        "get", "--raw", f"/api/v1/namespaces/{ns}/secrets?watch=1&resourceVersion={rv}&timeoutSeconds=1"
-    )
-    # a quiet resource's watch from a newer resourceVersion: without a progress notification its cache would answer
-    # "Too large resource version" after 3 s; the API server asks etcd for progress instead
-    assert done.returncode == 0, done.stderr
+    assert any(a.startswith("--data-dir") for a in argv), argv
+    assert not [
+        a
+        for a in argv
+        if a.startswith("--watch-progress-notify-interval=") and a != "--watch-progress-notify-interval=5s"
+    ]
