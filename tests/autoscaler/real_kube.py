@@ -141,3 +141,11 @@ def proxied(kube, folder: Path, namespace: str):
         faults.stopping.set()
         proxy.stop()
         kube.kubectl("delete", "clusterrolebinding", binding, "--ignore-not-found")
+
+
+def own_namespace(kube, prefix: str):
+    """A namespace of the test's own on the run's shared control plane, deleted after (for a fixture:
+    ``yield from real_kube.own_namespace(kube, "events")``)."""
+    name = kube.namespace(prefix)
+    yield name
+    kube.kubectl("delete", "namespace", name, "--wait=false")

@@ -13,6 +13,7 @@ from autoscaler import metrics
 from autoscaler.adapters.kubernetes import api_client
 from autoscaler.controller import Controller, ControllerConfig
 from autoscaler.leader import LeaderElector
+from tests.autoscaler import real_kube
 from tests.autoscaler.fakes import FakeCloud, FakeCluster
 
 
@@ -25,9 +26,7 @@ class Clock:
 
 @pytest.fixture
 def ns(kube):
-    name = kube.namespace("leader")
-    yield name
-    kube.kubectl("delete", "namespace", name, "--wait=false")
+    yield from real_kube.own_namespace(kube, "leader")
 
 
 @pytest.fixture

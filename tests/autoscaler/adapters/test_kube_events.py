@@ -14,9 +14,7 @@ from tests.autoscaler import real_kube
 
 @pytest.fixture
 def ns(kube):
-    name = kube.namespace("events")
-    yield name
-    kube.kubectl("delete", "namespace", name, "--wait=false")
+    yield from real_kube.own_namespace(kube, "events")
 
 
 @pytest.fixture

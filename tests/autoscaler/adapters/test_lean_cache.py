@@ -13,6 +13,7 @@ import pytest
 
 from autoscaler.adapters.informer import Informer
 from autoscaler.core import lean
+from tests.autoscaler import real_kube
 from tests.autoscaler.core import inflate
 from tests.autoscaler.fakes import FakeCluster, pod
 from tests.autoscaler.test_controller import GPU_LABELS, T0, Clock, controller, world
@@ -156,9 +157,7 @@ def _as_created(obj: dict, i: int) -> dict:
 @pytest.fixture
 def ns(kube):
     """A namespace of the test's own on the run's shared real control plane (tests/conftest.py ``kube``)."""
-    name = kube.namespace("lean")
-    yield name
-    kube.kubectl("delete", "namespace", name, "--wait=false")
+    yield from real_kube.own_namespace(kube, "lean")
 
 
 def test_a_snapshot_of_the_lean_caches_replays_the_plan_of_whole_objects(kube, ns):

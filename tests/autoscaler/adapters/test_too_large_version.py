@@ -21,9 +21,7 @@ from tests.autoscaler.real_kube import wait_until
 
 @pytest.fixture
 def ns(kube):
-    name = kube.namespace("rv")
-    yield name
-    kube.kubectl("delete", "namespace", name, "--wait=false")
+    yield from real_kube.own_namespace(kube, "rv")
 
 
 @pytest.fixture
