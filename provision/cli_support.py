@@ -33,8 +33,14 @@ def no_h_shortflag(namespace: dict) -> None:
     from invoke import Task
 
     for obj in namespace.values():
-        if isinstance(obj, Task) and any("h" in a.names for a in obj.get_arguments()):
+        if not isinstance(obj, Task):
+            continue
+        kept = dict(
+            obj.help
+        )  # get_arguments() pops each option's help text: without this, --help showed none
+        if any("h" in a.names for a in obj.get_arguments()):
             obj.auto_shortflags = False
+        obj.help = kept
 
 
 def user_errors(fn: Callable) -> Callable:

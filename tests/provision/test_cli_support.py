@@ -31,6 +31,25 @@ def test_h_and_help_show_the_tasks_help(argv: tuple[str, ...]) -> None:
     assert "research-view" not in done.stdout  # nothing planned, nothing removed
 
 
+def test_help_shows_each_options_text() -> None:
+    """Every option a task documents in its help= keeps that text in `--help` (checking for a `-h` short flag once
+    consumed invoke's help texts, and every task's options were listed bare)."""
+    sys.path.insert(0, str(ROOT))
+    from invoke import Task
+
+    import tasks
+
+    documented = {t.name: dict(t.help) for t in vars(tasks).values() if isinstance(t, Task)}
+    assert documented["validate"] and documented["bench-peers"], (
+        "the tasks' help texts are gone before --help"
+    )
+    for name in ("validate", "bench-peers", "up"):
+        done = _invoke(name, "--help")
+        assert done.returncode == 0, done.stderr
+        for text in documented[name].values():
+            assert " ".join(text.split()[:4]) in " ".join(done.stdout.split()), (name, text)
+
+
 def test_home_keeps_its_long_flag() -> None:
     done = _invoke("add-user", "--home")
     assert done.returncode != 0 and "home" in done.stderr and "Traceback" not in done.stderr
