@@ -511,7 +511,8 @@ def bench(c, json=False, no_process=False, no_cases=False, pods=51_000, nodes=3_
         "workers": "concurrent API writes while loading (default 16)",
         "out": "the stack's folder, the controller's log and result.json (build/bench-live)",
         "json": "print the result as one JSON object",
-        "batch_idle": "the autoscaler's --batch-idle (default: its own, 1s; 250ms is the latency end)",
+        "batch_idle": "the autoscaler's --batch-idle (default: its own, 1s; 250ms is the latency end); "
+        "several, comma-separated (1s,250ms): one controller each on the same loaded cluster",
     },
 )
 def bench_live(

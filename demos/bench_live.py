@@ -13,7 +13,8 @@
   kwok their status) bound to them round-robin, all created by ``--workers`` concurrent API writes.
 - AWS: moto on loopback with the spec's tagged groups (``demos.live_sides.Aws``), every write timestamped.
 - The real ``autoscaler run`` (admin kubeconfig, ``--boot-timeout 24h``), scan interval 1 s, ``--batch-idle`` its
-  default (1 s) or ``--batch-idle`` (250ms: the latency end of the setting).
+  default (1 s) or the values given (250ms: the latency end of the setting); with several (``1s,250ms``), one
+  controller after the other on the same loaded cluster, so both ends come from one run.
 - Decision latency, ``--samples`` times spread over ``--loops`` passes: ``--events`` pending 16-GPU pods that fit
   no group (each owed a NotTriggerScaleUp Event); once the controller has begun writing their Events, one 8-GPU
   pod; the time from just before its create request to the first SetDesiredCapacity / UpdateAutoScalingGroup
@@ -41,6 +42,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from autoscaler.core import generate, kubectl_sized
+from autoscaler.options import parse_duration
 from autoscaler.options import positive_count as _positive
 from clusterspec.names import AUTOSCALER_NAMESPACE
 from demos.live_sides import STATIC_TYPE, Aws, Controller, rss_mib
@@ -64,7 +66,9 @@ class Options:
     events: int = 500
     workers: int = 16
     scan_interval: str = "1s"
-    batch_idle: str | None = None  # autoscaler run's --batch-idle (its default when None)
+    batch_idle: tuple[str | None, ...] = (
+        None,
+    )  # autoscaler run's --batch-idle, one controller each (None: its default)
     ready_timeout_s: float = 600.0
     sample_timeout_s: float = 120.0
 
@@ -376,28 +380,50 @@ def _ready_nodes(api: Api) -> int:
 
 
 def run(opts: Options, out: Path, progress=lambda what: None) -> dict:
+    """Load the stack once, then measure the controller once per ``--batch-idle`` setting (a fresh process each,
+    the same cluster): both ends of the setting from one run."""
     from autoscaler.core.bench_sizes import compile_tree
 
     compile_tree(ROOT)
-    result = Result()
+    loading = Result()
     out.mkdir(parents=True, exist_ok=True)
     stack_dir = Path(tempfile.mkdtemp(prefix="stack-", dir=out))
     progress(f"starting the control plane under {stack_dir}")
     stack = start_stack(stack_dir)
     aws = None
+    results: list[tuple[str | None, Result]] = []
+    try:
+        api = Api(stack.admin_kubeconfig, opts.workers)
+        load(stack, api, opts, loading, progress)
+        loading.control_plane_mib["loaded"] = _control_plane(stack)
+        aws = Aws()
+        for k, idle in enumerate(opts.batch_idle or (None,)):
+            result = Result(load_s=dict(loading.load_s), write_errors=loading.write_errors,
+                            control_plane_mib=dict(loading.control_plane_mib))  # fmt: skip
+            results.append((idle, result))
+            _measure(stack, api, aws, opts, k, out / f"controller-{k}.log", result, progress)
+    finally:
+        if aws:
+            aws.stop()
+        stack.stop()
+    runs = [{"batch_idle": idle or "1s (default)", **r.summary()} for idle, r in results]
+    return {"options": asdict(opts), "run": runs[0] if runs else loading.summary(), "runs": runs}
+
+
+def _measure(stack: Stack, api: Api, aws: Aws, opts: Options, setting: int, log: Path, result: Result,
+             progress) -> None:  # fmt: skip
+    """One controller process at the ``setting``-th ``--batch-idle``: its passes, memory and decision-latency
+    samples."""
+    idle = (opts.batch_idle or (None,))[setting]
     ctl = None
     stop = threading.Event()
     counter = None
     try:
-        api = Api(stack.admin_kubeconfig, opts.workers)
-        load(stack, api, opts, result, progress)
-        result.control_plane_mib["loaded"] = _control_plane(stack)
-        aws = Aws()
-        ctl = Controller(ROOT, stack.admin_kubeconfig, aws.url, opts.scan_interval, out / "controller.log",
-                         ("--batch-idle", opts.batch_idle) if opts.batch_idle else ())  # fmt: skip
+        ctl = Controller(ROOT, stack.admin_kubeconfig, aws.url, opts.scan_interval, log,
+                         ("--batch-idle", idle) if idle else ())  # fmt: skip
         counter = EventCounter(api)
         t0 = time.monotonic()
-        progress("controller started; waiting for its first pass")
+        progress(f"controller started (batch idle {idle or '1s, its default'}); waiting for its first pass")
         _wait(lambda: (ctl.loops() or 0) >= 1, opts.ready_timeout_s, ctl, "its first pass")
         result.startup_s = time.monotonic() - t0
 
@@ -414,7 +440,7 @@ def run(opts: Options, out: Path, progress=lambda what: None) -> dict:
         for k, mark in enumerate(marks):
             _wait(lambda m=mark: (ctl.loops() or 0) >= m, opts.sample_timeout_s * 10, ctl, f"pass {mark}")
             progress(f"pass {ctl.loops()}: decision latency sample {k + 1}/{opts.samples}")
-            _sample(api, aws, counter, opts, rng, k, result, ctl)
+            _sample(api, aws, counter, opts, rng, k, result, ctl, setting)
         end = start_loops + opts.loops
         _wait(lambda: (ctl.loops() or 0) >= end, opts.sample_timeout_s * 10, ctl, f"pass {end}")
         result.loops = (ctl.loops() or 0) - start_loops
@@ -427,10 +453,6 @@ def run(opts: Options, out: Path, progress=lambda what: None) -> dict:
             counter.stop()
         if ctl:
             ctl.stop()
-        if aws:
-            aws.stop()
-        stack.stop()
-    return {"options": asdict(opts), "run": result.summary()}
 
 
 def _pass_mean(ctl: Controller) -> float | None:
@@ -462,10 +484,12 @@ def _wait(check, timeout_s: float, ctl: Controller, what: str) -> None:
 
 
 def _sample(api: Api, aws: Aws, counter: EventCounter, opts: Options, rng: random.Random, k: int, result: Result,
-            ctl: Controller) -> None:  # fmt: skip
-    """One decision-latency sample: a burst owed Events, then one pod that needs a new node."""
+            ctl: Controller, setting: int = 0) -> None:  # fmt: skip
+    """One decision-latency sample: a burst owed Events, then one pod that needs a new node (names carry the
+    setting's number: every setting's pods stay on the same cluster)."""
     before = counter.count
-    burst = [f"burst-{k}-{i}" for i in range(opts.events)]
+    tag = f"{setting}-{k}" if setting else str(k)
+    burst = [f"burst-{tag}-{i}" for i in range(opts.events)]
     big = {
         "cpu": "4",
         "memory": "16Gi",
@@ -479,7 +503,7 @@ def _sample(api: Api, aws: Aws, counter: EventCounter, opts: Options, rng: rando
     while opts.events and counter.count == before and time.monotonic() < deadline and ctl.alive():
         time.sleep(0.01)  # until the controller begins writing this burst's Events
     gpu = {"cpu": "32", "memory": "200Gi", "nvidia.com/gpu": "8"}
-    body = pod_body(f"decide-{k}", gpu, k, rng, gpu=True)
+    body = pod_body(f"decide-{tag}", gpu, k, rng, gpu=True)
     created = time.monotonic()
     api.core.create_namespaced_pod(NAMESPACE, body, _preload_content=False)
     result.create_s.append(time.monotonic() - created)
@@ -488,7 +512,7 @@ def _sample(api: Api, aws: Aws, counter: EventCounter, opts: Options, rng: rando
         time.sleep(0.005)
     if at is None:
         result.missed += 1
-        events = api.core.list_namespaced_event(NAMESPACE, field_selector=f"involvedObject.name=decide-{k}")
+        events = api.core.list_namespaced_event(NAMESPACE, field_selector=f"involvedObject.name=decide-{tag}")
         result.why_missed.extend(sorted({f"{e.reason}: {e.message}"[:300] for e in events.items}))
     else:
         result.latencies_s.append(at - created)
@@ -500,36 +524,47 @@ def _sample(api: Api, aws: Aws, counter: EventCounter, opts: Options, rng: rando
 
 # --- report --------------------------------------------------------------------------------------------------------
 def report(result: dict) -> str:
-    o, r = result["options"], result["run"]
-    cp = r["control_plane_mib"]
+    o = result["options"]
+    runs = result.get("runs") or [{"batch_idle": "1s (default)", **result["run"]}]
+    first = runs[0]
+    settings = ", ".join(r["batch_idle"] for r in runs)
     lines = [
         f"{o['nodes']:,} kwok nodes, {o['pods']:,} kubectl-sized pods on the real control plane; bursts of "
-        f"{o['events']} pods owed Events; scan interval {o['scan_interval']}, batch idle "
-        f"{o.get('batch_idle') or '1s (default)'}",
-        f"loading: nodes {r['load_s'].get('nodes')} s, pods {r['load_s'].get('pods')} s, Ready "
-        f"{r['load_s'].get('ready')} s ({r['load_s'].get('running_pods'):,} pods Running); write errors "
-        f"{r['write_errors']}; controller start-up {r['startup_s']} s; {r['loops']:,} passes in {r['seconds']} s",
+        f"{o['events']} pods owed Events; scan interval {o['scan_interval']}; batch idle {settings} (one "
+        "controller each, in this order, on the same cluster)",
+        f"loading: nodes {first['load_s'].get('nodes')} s, pods {first['load_s'].get('pods')} s, Ready "
+        f"{first['load_s'].get('ready')} s ({first['load_s'].get('running_pods'):,} pods Running); write errors "
+        f"{first['write_errors']}",
         "",
-        "| decision p50 s | p95 | max | samples (missed) | autoscaler RSS MiB first / max / end | "
-        "kube-apiserver MiB | etcd MiB | kwok MiB |",
-        "|---|---|---|---|---|---|---|---|",
-        f"| {r['latency_p50_s']} | {r['latency_p95_s']} | {r['latency_max_s']} | {len(r['latencies_s'])} "
-        f"({r['missed_samples']}) | {r['rss_start_mib']} / {r['rss_max_mib']} / {r['rss_end_mib']} | "
-        + " | ".join(_mem(cp, p) for p in WATCHED)
-        + " |",
-        "",
-        f"latencies s: {', '.join(map(str, r['latencies_s']))}; the create request itself: "
-        f"{', '.join(map(str, r['create_request_s']))}; Events per burst by the scaling call: "
-        f"{', '.join(map(str, r['events_per_burst']))}",
+        "| batch idle | decision p50 s | p95 | max | samples (missed) | passes (s) | mean pass s | "
+        "autoscaler RSS MiB first / max / end | kube-apiserver MiB | etcd MiB | kwok MiB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    lines += [f"missed: {w}" for w in r["why_missed"]]
-    if r["rss_max_mib"] is not None and r["latency_p50_s"] is not None:
-        mb = r["rss_max_mib"] * 2**20 / 1e6
+    for r in runs:
+        cp = r["control_plane_mib"]
         lines.append(
-            f"targets: decision p50 under 0.5 s ({r['latency_p50_s']} s: "
-            f"{'meets' if r['latency_p50_s'] < 0.5 else 'MISSES'}); autoscaler under 300 MB ({mb:,.0f} MB at "
-            f"its peak: {'meets' if mb < 300 else 'MISSES'})"
+            f"| {r['batch_idle']} | {r['latency_p50_s']} | {r['latency_p95_s']} | {r['latency_max_s']} | "
+            f"{len(r['latencies_s'])} ({r['missed_samples']}) | {r['loops']:,} ({r['seconds']}) | "
+            f"{r['pass_mean_s']} | {r['rss_start_mib']} / {r['rss_max_mib']} / {r['rss_end_mib']} | "
+            + " | ".join(_mem(cp, p) for p in WATCHED)
+            + " |"
         )
+    lines.append("")
+    for r in runs:
+        lines.append(
+            f"batch idle {r['batch_idle']}: controller start-up {r['startup_s']} s; latencies s: "
+            f"{', '.join(map(str, r['latencies_s']))}; the create request itself: "
+            f"{', '.join(map(str, r['create_request_s']))}; Events per burst by the scaling call: "
+            f"{', '.join(map(str, r['events_per_burst']))}"
+        )
+        lines += [f"missed: {w}" for w in r["why_missed"]]
+        if r["rss_max_mib"] is not None and r["latency_p50_s"] is not None:
+            mb = r["rss_max_mib"] * 2**20 / 1e6
+            lines.append(
+                f"targets at batch idle {r['batch_idle']}: decision p50 under 0.5 s ({r['latency_p50_s']} s: "
+                f"{'meets' if r['latency_p50_s'] < 0.5 else 'MISSES'}); autoscaler under 300 MB ({mb:,.0f} MB at "
+                f"its peak: {'meets' if mb < 300 else 'MISSES'})"
+            )
     return "\n".join(lines)
 
 
@@ -554,15 +589,30 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=_positive, default=Options.workers, help="concurrent API writes")
     ap.add_argument("--out", default=str(ROOT / "build" / "bench-live"), help="the stack's folder, the logs")
     ap.add_argument("--json", action="store_true", help="print the result as one JSON object")
-    ap.add_argument("--batch-idle", help="the autoscaler's --batch-idle (default: its own, 1s)")
+    ap.add_argument(
+        "--batch-idle",
+        help="the autoscaler's --batch-idle (default: its own, 1s); several, "
+        "comma-separated (e.g. 1s,250ms): one controller each on the same loaded cluster",
+    )
     ap.add_argument("--churn", type=_positive, metavar="PODS",
                     help="instead: the churn scenario, PODS pending pods each deleted 2 s after creation")  # fmt: skip
     ap.add_argument("--boot-s", type=float, default=30.0, help="with --churn: seconds from launch to Node")
     args = ap.parse_args(argv)
     if args.events < 0:
         ap.error("--events: expected 0 or more pods")
-    opts = Options(args.nodes, args.pods, args.loops, args.samples, args.events, args.workers,
-                   batch_idle=args.batch_idle)  # fmt: skip
+    idle = tuple(v.strip() for v in args.batch_idle.split(",")) if args.batch_idle else (None,)
+    for v in idle:  # checked before the loading (minutes), as the autoscaler would check each
+        try:
+            if v is not None and parse_duration(v) < 0.05:
+                raise ValueError(f"{v!r} is less than 50ms")
+        except ValueError as e:
+            ap.error(
+                f"--batch-idle {args.batch_idle!r}: {e}; give durations of at least 50ms separated by commas, "
+                "e.g. 1s,250ms"
+            )
+    opts = Options(
+        args.nodes, args.pods, args.loops, args.samples, args.events, args.workers, batch_idle=idle
+    )
     started = time.monotonic()
 
     def progress(what: str) -> None:

@@ -57,3 +57,28 @@ def test_a_flag_override_replaces_kubeadms_value_or_is_added() -> None:
         "--node-monitor-grace-period=15m",
         "--kube-api-qps=100",
     ]
+
+
+def test_each_batch_idle_setting_is_a_row_of_one_report() -> None:
+    """Both ends of --batch-idle from one loaded cluster: one row and one target line per setting."""
+    from dataclasses import asdict
+
+    runs = []
+    for idle, lat in (("1s (default)", [1.1, 1.0, 1.2]), ("250ms", [0.3, 0.4, 0.35])):
+        r = bench_live.Result(load_s={"nodes": 1.0, "pods": 2.0, "ready": 3.0, "running_pods": 500},
+                              latencies_s=lat, rss_mib=[(1, 100.0), (5, 120.0)],
+                              control_plane_mib={"loaded": {"etcd": 60}, "end": {"etcd": 70}})  # fmt: skip
+        runs.append({"batch_idle": idle, **r.summary()})
+    opts = bench_live.Options(batch_idle=(None, "250ms"))
+    text = bench_live.report({"options": asdict(opts), "run": runs[0], "runs": runs})
+    rows = [line for line in text.splitlines() if line.startswith("| 1s") or line.startswith("| 250ms")]
+    assert [row.split(" | ")[1] for row in rows] == ["1.1", "0.35"]
+    assert "batch idle 1s (default), 250ms" in text
+    assert "(1.1 s: MISSES)" in text and "(0.35 s: meets)" in text
+
+
+@pytest.mark.parametrize("value", ["1s,10ms", "1s,,250ms", "abc"])
+def test_a_bad_batch_idle_is_refused_before_the_loading(value, capsys) -> None:
+    with pytest.raises(SystemExit) as e:
+        bench_live.main(["--batch-idle", value])
+    assert e.value.code == 2 and "--batch-idle" in capsys.readouterr().err
