@@ -10,6 +10,7 @@ kwok's register at once) and the 2-s deletion (the simulator's jobs run their du
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -85,12 +86,15 @@ def simulated(
     burst: Burst, spec: Spec, policy: str, cache: Path | None = None, compute: bool = True
 ) -> dict | None:
     """The simulator's counts for ``burst`` under ``policy``; kept in ``cache`` (a folder, one file per burst
-    and policy, with the spec's autoscaler settings they ran with): the 2,000-pod burst takes minutes."""
+    and policy, with the spec's autoscaler settings and a digest of the jobs they ran): the 2,000-pod burst takes
+    minutes."""
     settings = spec.autoscaler.model_dump(mode="json")
+    jobs = [[j.id, j.submit_s, j.gpus, j.duration_s] for j in scenario(burst, spec).jobs]
+    digest = hashlib.sha256(json.dumps(jobs).encode()).hexdigest()[:16]
     path = cache / f"{burst.name}@{policy}.json" if cache else None
     if path and path.exists():
         kept = json.loads(path.read_text())
-        if kept.get("autoscaler") == settings:
+        if kept.get("autoscaler") == settings and kept.get("jobs") == digest:
             return kept
     if not compute:
         return None
@@ -99,6 +103,7 @@ def simulated(
         "nodes_bought": record.nodes_bought,
         "pods_never_run": record.pods_never_ran,
         "autoscaler": settings,
+        "jobs": digest,  # the burst's jobs it ran (a change of them is a new simulation)
     }
     if path:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -63,18 +63,24 @@ def take(req: dict[str, float], free: dict[str, float]) -> None:
 
 @dataclass
 class Bins:
-    """Bins (free resources each) and the nodes they stand for; a predicate cache per (pod shape, node)."""
+    """Bins (free resources each) and the nodes they stand for; a predicate cache per (pod shape, node).
+
+    A bin's free resources only shrink and new bins go last, so the first bin a pod of one shape fits is never
+    before the one the previous pod of that shape went to (or, when none took it, before the bins added since):
+    each shape's search starts there (``_first``), and the result is first fit's own. Without it, 2,000 pending
+    pods against a few hundred bins were 88 million checks per simulated minute (issue 35's 2,000-pod burst)."""
 
     free: list[dict[str, float]] = field(default_factory=list)
     nodes: list[dict] = field(default_factory=list)
     _ok: dict[tuple[str, str], bool] = field(default_factory=dict)
+    _first: dict[str, int] = field(default_factory=dict)
 
     def add(self, node: dict, free: dict[str, float]) -> None:
         self.nodes.append(node)
         self.free.append(free)
 
-    def allowed(self, pod: dict, node: dict) -> bool:
-        key = (shape_key(pod), node["metadata"]["name"])
+    def allowed(self, pod: dict, node: dict, shape: str | None = None) -> bool:
+        key = (shape or shape_key(pod), node["metadata"]["name"])
         ok = self._ok.get(key)
         if ok is None:
             status = {**(node.get("status") or {}), "allocatable": {r: "1e15" for r in requests(pod)}}
@@ -85,10 +91,14 @@ class Bins:
     def place(self, pod: dict) -> int | None:
         """First fit: the index of the bin the pod went to, or None."""
         req = requests(pod)
-        for i, free in enumerate(self.free):
-            if fits(req, free) and self.allowed(pod, self.nodes[i]):
+        shape = shape_key(pod)
+        for i in range(self._first.get(shape, 0), len(self.free)):
+            free = self.free[i]
+            if fits(req, free) and self.allowed(pod, self.nodes[i], shape):
                 take(req, free)
+                self._first[shape] = i
                 return i
+        self._first[shape] = len(self.free)
         return None
 
 
