@@ -41,3 +41,15 @@ def test_the_idealised_karpenter_runs_every_pod_by_spilling_over(spec, wave) -> 
     # every pool in one pass, no 30-s wait for GPU pods: all Running before cluster-autoscaler's one group per loop
     burst = wave.bursts[0]
     assert burst_to_running_s(record, burst) < burst_to_running_s(ca, burst)
+
+
+def test_a_node_whose_gpus_are_not_advertised_yet_is_not_consolidated(spec) -> None:
+    """The 320-GPU sweep: a p3.16xlarge is Ready some seconds before its device plugin advertises the GPUs, and
+    empty then. Karpenter disrupts only initialized nodes (the extended resources registered), so it keeps them
+    and binds the pods there: the real Karpenter's 40 nodes (bench-peers), not a buy and consolidate cycle."""
+    jobs = [Job(j.id, 0, j.gpus, 8 * 3600) for j in demo_jobs()[2]]
+    sweep = Scenario("sweep", "320 GPUs", jobs, capacity=demo_capacity(spec),
+                     bursts=[Burst(0.0, tuple(j.id for j in jobs), 320)], horizon_s=4000.0)  # fmt: skip
+    record = run_policy(sweep, spec, "karpenter-ideal")
+    assert record.pods_never_ran == 0
+    assert record.nodes_bought == 40  # 2 V100 nodes in us-west-2, 38 in us-east-1, one per 8-GPU pod
