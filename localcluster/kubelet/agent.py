@@ -187,6 +187,10 @@ class ProcessKubelet:
         meta, spec = pod["metadata"], pod["spec"]
         folder = self.root / "pods" / f"{meta['namespace']}_{meta['name']}_{meta['uid']}"
         folder.mkdir(parents=True, exist_ok=True)
+        pod_ip = self._pod_ip(state)
+        # the downward API's status.podIP/hostIP are the addresses this kubelet gives the pod now (the kubelet's
+        # makeEnvironmentVariables takes them from the sandbox), not yet in the status the pod was read with
+        pod = {**pod, "status": {**(pod.get("status") or {}), "podIP": pod_ip, "hostIP": state.ip}}
         runs = runnable(pod)
         mounts = self.resolver.volumes(pod, folder) if runs else {}
         services = self.resolver.services(meta["namespace"]) if runs else []
@@ -197,7 +201,7 @@ class ProcessKubelet:
 
         inits = [box(c, True) for c in spec.get("initContainers") or ()]
         mains = [box(c, False) for c in spec.get("containers") or ()]
-        return PodRun(pod, folder, inits, mains, self.backoff, state.ip, self._pod_ip(state), self.clock)
+        return PodRun(pod, folder, inits, mains, self.backoff, state.ip, pod_ip, self.clock)
 
     def _pods(self) -> None:
         if not self.informer.synced:
