@@ -44,6 +44,7 @@ from localcluster.kubelet.informer import Nodes, Pods
 from localcluster.kubelet.pods import Box, PodRun
 from localcluster.kubelet.process import iso
 from localcluster.kubelet.server import KubeletServer
+from localcluster.kubelet.streaming import StreamingServer
 
 log = logging.getLogger(__name__)
 LABEL = "localcluster.lab/kubelet"
@@ -93,6 +94,7 @@ class ProcessKubelet:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.errors = 0
+        self.streaming = StreamingServer(self.root / "kubelet-streaming.log")
 
     # --- nodes -------------------------------------------------------------------------------------------
     def _nodes(self) -> None:
@@ -128,7 +130,9 @@ class ProcessKubelet:
         if not ipaddress.ip_address(ip).is_loopback:
             raise ValueError(f"node {name}: InternalIP {ip} is not a loopback address (127.0.0.0/8)")
         cert, key = serving_certificate(self.api, name, ip, self.root / "nodes" / name)
-        server = KubeletServer(self.api, name, ip, cert, key, self._logs).start()
+        server = KubeletServer(
+            self.api, name, ip, cert, key, self._logs, self._streams, self.streaming
+        ).start()
         log.info("process kubelet took node %s (%s:%d)", name, ip, server.port)
         return NodeState(name, ip, server, taken_at=iso(time.time()))
 
@@ -327,6 +331,38 @@ class ProcessKubelet:
                 return 400, f'container "{container}" in pod "{pod}" is waiting to start: {reason}'
         return 200, logs.read(target.log, opts, target.poll)
 
+    # --- exec and port-forward --------------------------------------------------------------------------
+    def _streams(self, namespace: str, pod: str, container: str | None) -> tuple[int, object]:
+        """(status, message or target) of an exec in ``container`` or a port-forward to the pod (``None``): the
+        container's environment, working directory and uid/gid as its process runs with them (containers.py),
+        the pod's address and its processes' sessions (each run leads its own), for streaming.py."""
+        run = next((r for r in list(self.pods.values()) if (r.namespace, r.name) == (namespace, pod)), None)
+        if run is None:
+            return 404, f'pod "{pod}" not found on this node'
+        target = {"pod": f"{namespace}/{pod}", "uid": run.uid, "address": run.pod_ip,
+                  "sessions": [b.current.pid for b in run.boxes() if b.alive() and b.current.pid]}  # fmt: skip
+        if container is None:
+            if not run.processes:
+                return (
+                    400,
+                    f'pod "{pod}" runs no process on this host (its images are not of this repository)',
+                )
+            return 200, target
+        box = run.box(container)
+        if box is None:
+            return 404, f'container not found ("{container}")'
+        if box.spec is None:
+            return (
+                400,
+                f'container "{container}" in pod "{pod}" runs no process on this host (image {box.image})',
+            )
+        if not box.alive():
+            return 400, f'container "{container}" in pod "{pod}" is not running'
+        spec = box.spec
+        target.update(env=[f"{k}={v}" for k, v in spec.env.items()], dir=spec.cwd,
+                      user=list(spec.user) if spec.user is not None else None)  # fmt: skip
+        return 200, target
+
     # --- the loop ----------------------------------------------------------------------------------------
     def next_wait(self) -> float:
         """Seconds until the next step: ``interval_s`` while a pod has a process to follow (its exit, a restart,
@@ -369,3 +405,4 @@ class ProcessKubelet:
             run.kill()
         for state in self.nodes.values():
             state.server.stop()
+        self.streaming.stop()
