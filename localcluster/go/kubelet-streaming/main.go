@@ -141,7 +141,15 @@ func run(c *exec.Cmd, in io.Reader, out, errOut io.Writer) error {
 
 func runTTY(c *exec.Cmd, in io.Reader, out io.Writer, resize <-chan remotecommand.TerminalSize) error {
 	c.SysProcAttr.Setctty = true
-	tty, err := pty.StartWithAttrs(c, nil, c.SysProcAttr)
+	var size *pty.Winsize
+	select { // kubectl sends its terminal's size first: the command starts with it, not 0x0
+	case first, ok := <-resize:
+		if ok {
+			size = &pty.Winsize{Rows: first.Height, Cols: first.Width}
+		}
+	case <-time.After(time.Second):
+	}
+	tty, err := pty.StartWithAttrs(c, size, c.SysProcAttr)
 	if err != nil {
 		return err
 	}
