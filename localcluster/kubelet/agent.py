@@ -237,6 +237,7 @@ class ProcessKubelet:
                 run.terminate(float(grace if grace is not None else 30))
         for uid in [u for u in self.pods if u not in seen]:  # gone without us: force-deleted
             self.pods.pop(uid).kill()
+            self.streaming.close_pod(uid)
             self._written.pop(uid, None)
             self.backoff.forget(uid + "/")
         for uid in [u for u in self._refused if u not in seen]:
@@ -282,6 +283,10 @@ class ProcessKubelet:
     def _step(self) -> None:
         for uid, run in list(self.pods.items()):
             run.step()
+            if run.processes and not run.alive() and (run.finished() or run.kill_at is not None):
+                self.streaming.close_pod(
+                    uid
+                )  # its execs end with it (a restart keeps them: the sandbox stays)
             status = run.status()
             if status != self._written.get(uid):
                 path = f"/api/v1/namespaces/{_q(run.namespace)}/pods/{_q(run.name)}/status"

@@ -110,17 +110,20 @@ class KubeletServer:
                 code, target = server.streams(parts[1], parts[2], parts[-1] if exec_ else None)
                 if code != 200:
                     return self._reply(code, str(target))
+                assert isinstance(target, dict)
                 try:
-                    backend = server.streaming.connect()
+                    backend = server.streaming.connect(None if exec_ else target["uid"])
                 except (Unavailable, OSError) as e:
                     return self._reply(503, f"the kubelet's streaming server is not available: {e}")
                 self.close_connection = True
                 try:
                     backend.sendall(request_head(self.requestline, self.headers, target))
+                    splice(self.connection, backend)
                 except OSError as e:
                     backend.close()
                     return self._reply(503, f"the kubelet's streaming server is not available: {e}")
-                splice(self.connection, backend)
+                finally:
+                    server.streaming.release(target["uid"], backend)
 
         self.httpd = ThreadingHTTPServer((ip, 0), Handler)
         self.httpd.daemon_threads = True

@@ -40,6 +40,8 @@ class StreamingServer:
         self._proc: subprocess.Popen | None = None
         self._dir: str | None = None
         self.socket = ""
+        # pod uid -> its port-forwards' connections to the server
+        self._open: dict[str, set[socket.socket]] = {}
 
     def _ensure(self) -> str:
         with self._lock:
@@ -64,14 +66,42 @@ class StreamingServer:
             self._proc = proc
             return self.socket
 
-    def connect(self) -> socket.socket:
+    def connect(self, pod_uid: str | None = None) -> socket.socket:
+        """A connection to the server; for a port-forward into the pod ``pod_uid``, kept until :meth:`release`."""
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             s.connect(self._ensure())
         except OSError:
             s.close()
             raise
+        if pod_uid is not None:
+            with self._lock:
+                self._open.setdefault(pod_uid, set()).add(s)
         return s
+
+    def release(self, pod_uid: str, s: socket.socket) -> None:
+        with self._lock:
+            self._open.get(pod_uid, set()).discard(s)
+            if not self._open.get(pod_uid, True):
+                del self._open[pod_uid]
+
+    def close_pod(self, pod_uid: str) -> None:
+        """Ends the pod's streams, as the end of a pod's containers ends the commands exec'd in them (the server
+        kills each one's session: kubectl exec reports exit code 137) and the forwards into it."""
+        with self._lock:
+            conns = self._open.pop(pod_uid, set())
+            up = self._proc is not None and self._proc.poll() is None
+        for s in conns:
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+        if up:
+            with contextlib.suppress(OSError, Unavailable), self.connect() as s:
+                s.settimeout(10)
+                s.sendall(
+                    f"POST /kill/{pod_uid} HTTP/1.1\r\nHost: kubelet\r\nConnection: close\r\n\r\n".encode()
+                )
+                while s.recv(4096):
+                    pass
 
     def stop(self) -> None:
         with self._lock:

@@ -8,7 +8,8 @@
 // It listens on a Unix socket only the kubelet reaches (--socket). Each request carries the pod's container as the
 // kubelet resolved it in the header X-Localcluster-Target (JSON, set by the kubelet, never by a client): the
 // environment, working directory and uid/gid a command of that container runs with, and the pod's address and the
-// session ids of its processes, where a forwarded port is dialled.
+// session ids of its processes, where a forwarded port is dialled. A command runs in a session of its own, killed
+// when its connection closes or when the kubelet asks (POST /kill/{pod uid}: the pod's processes ended).
 package main
 
 import (
@@ -26,6 +27,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -65,6 +67,41 @@ func parseTarget(req *http.Request) (*target, error) {
 	return &t, nil
 }
 
+// running holds the commands running per pod uid, for /kill/{uid}.
+var running = struct {
+	sync.Mutex
+	pods map[string]map[*exec.Cmd]bool
+}{pods: map[string]map[*exec.Cmd]bool{}}
+
+// track records a started command of the pod; the returned func forgets it.
+func track(pod string, c *exec.Cmd) func() {
+	running.Lock()
+	defer running.Unlock()
+	if running.pods[pod] == nil {
+		running.pods[pod] = map[*exec.Cmd]bool{}
+	}
+	running.pods[pod][c] = true
+	return func() {
+		running.Lock()
+		defer running.Unlock()
+		delete(running.pods[pod], c)
+		if len(running.pods[pod]) == 0 {
+			delete(running.pods, pod)
+		}
+	}
+}
+
+// kill ends every command running in the pod (each its session) with SIGKILL, as a container's end ends the
+// commands exec'd in it: each exec then reports exit code 137.
+func kill(pod string) int {
+	running.Lock()
+	defer running.Unlock()
+	for c := range running.pods[pod] {
+		_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+	}
+	return len(running.pods[pod])
+}
+
 // lookPath finds argv0 on the container's PATH (exec.LookPath would search this process's).
 func lookPath(argv0 string, env []string) (string, error) {
 	if strings.Contains(argv0, "/") {
@@ -99,13 +136,16 @@ func (t *target) ExecInContainer(ctx context.Context, name string, uid types.UID
 	c.Env, c.Dir = t.Env, t.Dir
 	c.WaitDelay = 2 * time.Second // a child left holding the output pipes does not hold the exec open
 	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	// the connection gone (kubectl's, or the kubelet's when the pod's processes end): the command's session goes,
+	// as an exec's processes go with their container
+	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
 	if t.User != nil && os.Geteuid() == 0 {
 		c.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(t.User[0]), Gid: uint32(t.User[1]), Groups: []uint32{}}
 	}
 	if tty {
-		err = runTTY(c, in, out, resize)
+		err = runTTY(c, t.UID, in, out, resize)
 	} else {
-		err = run(c, in, out, errOut)
+		err = run(c, t.UID, in, out, errOut)
 	}
 	var exitErr *exec.ExitError
 	if errors.As(err, &exitErr) {
@@ -118,7 +158,7 @@ func (t *target) ExecInContainer(ctx context.Context, name string, uid types.UID
 	return err
 }
 
-func run(c *exec.Cmd, in io.Reader, out, errOut io.Writer) error {
+func run(c *exec.Cmd, pod string, in io.Reader, out, errOut io.Writer) error {
 	if in != nil {
 		// a pipe, not c.Stdin = in: Wait would wait for the client's stdin to close after the command ended
 		w, err := c.StdinPipe()
@@ -136,10 +176,14 @@ func run(c *exec.Cmd, in io.Reader, out, errOut io.Writer) error {
 	if errOut != nil {
 		c.Stderr = errOut
 	}
-	return c.Run()
+	if err := c.Start(); err != nil {
+		return err
+	}
+	defer track(pod, c)()
+	return c.Wait()
 }
 
-func runTTY(c *exec.Cmd, in io.Reader, out io.Writer, resize <-chan remotecommand.TerminalSize) error {
+func runTTY(c *exec.Cmd, pod string, in io.Reader, out io.Writer, resize <-chan remotecommand.TerminalSize) error {
 	c.SysProcAttr.Setctty = true
 	var size *pty.Winsize
 	select { // kubectl sends its terminal's size first: the command starts with it, not 0x0
@@ -154,6 +198,7 @@ func runTTY(c *exec.Cmd, in io.Reader, out io.Writer, resize <-chan remotecomman
 		return err
 	}
 	defer tty.Close()
+	defer track(pod, c)()
 	go func() {
 		for size := range resize {
 			_ = pty.Setsize(tty, &pty.Winsize{Rows: size.Height, Cols: size.Width})
@@ -297,7 +342,49 @@ func procAddress(hex string, port int) string {
 	return net.JoinHostPort(ip.String(), strconv.Itoa(port))
 }
 
+// watched is the response whose connection, once hijacked for the upgrade, cancels the request's context when it
+// can no longer be read (closed by kubectl's side or by the kubelet): ServeExec runs the command under that
+// context, which a hijacked connection's close does not end by itself.
+type watched struct {
+	http.ResponseWriter
+	cancel context.CancelFunc
+}
+
+type watchedReader struct {
+	r      io.Reader
+	cancel context.CancelFunc
+}
+
+func (w watchedReader) Read(b []byte) (int, error) {
+	n, err := w.r.Read(b)
+	if err != nil {
+		w.cancel()
+	}
+	return n, err
+}
+
+func (w watched) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	h, ok := w.ResponseWriter.(http.Hijacker)
+	if !ok {
+		return nil, nil, errors.New("the response cannot be hijacked")
+	}
+	conn, rw, err := h.Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	// what the server's reader holds is read first, then the connection: all through watchedReader
+	return conn, bufio.NewReadWriter(bufio.NewReader(watchedReader{rw.Reader, w.cancel}), rw.Writer), nil
+}
+
 func serve(w http.ResponseWriter, req *http.Request) {
+	ctx, cancel := context.WithCancel(req.Context())
+	defer cancel()
+	req = req.WithContext(ctx)
+	w = watched{w, cancel}
+	if pod, ok := strings.CutPrefix(req.URL.Path, "/kill/"); ok && req.Method == http.MethodPost {
+		fmt.Fprintf(w, "killed %d\n", kill(pod))
+		return
+	}
 	t, err := parseTarget(req)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)

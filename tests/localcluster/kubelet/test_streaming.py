@@ -174,3 +174,29 @@ def test_exec_with_a_terminal_gives_the_command_one(kube, sleeper) -> None:
     finally:
         os.close(master)
     assert out.decode() == "True True 101\r\ncommand terminated with exit code 4\r\n"
+
+
+def test_a_commands_processes_end_with_the_pod(kube, sleeper) -> None:
+    """As an exec's processes go with their container: the pod deleted, the command (its whole session) is killed
+    and ``kubectl exec`` ends with 137, as for a command a container runtime killed."""
+    import os
+
+    ns, name, _ = sleeper
+    script = "import os, subprocess, time; child = subprocess.Popen(['sleep', '600']); print(os.getpid(), child.pid, flush=True); time.sleep(600)"
+    proc = subprocess.Popen(
+        [str(binaries.path("kubectl")), "--kubeconfig", str(kube.admin_kubeconfig), "-n", ns, "exec", name, "--",
+         "python", "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        pids = [int(p) for p in proc.stdout.readline().split()]
+        assert len(pids) == 2 and all(os.path.exists(f"/proc/{p}") for p in pids)
+        kube.kubectl("-n", ns, "delete", "pod", name, "--wait=false", check=True)
+        assert proc.wait(timeout=60) == 137
+        assert proc.stderr.read() == "command terminated with exit code 137\n"
+        wait_until(
+            lambda: not any(os.path.exists(f"/proc/{p}") for p in pids), 10, "the command's processes gone"
+        )
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
