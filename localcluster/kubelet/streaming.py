@@ -106,8 +106,12 @@ class StreamingServer:
     def stop(self) -> None:
         with self._lock:
             if self._proc is not None:
-                self._proc.kill()
-                self._proc.wait()
+                self._proc.terminate()  # it kills the commands it runs, then exits
+                try:
+                    self._proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    self._proc.kill()
+                    self._proc.wait()
                 if self._proc.stdout:
                     self._proc.stdout.close()
                 self._proc = None

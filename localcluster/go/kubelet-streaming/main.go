@@ -24,6 +24,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -100,6 +101,19 @@ func kill(pod string) int {
 		_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
 	}
 	return len(running.pods[pod])
+}
+
+// killAll ends every command running (the kubelet stops: its containers' processes go with it, and so do these).
+func killAll() {
+	running.Lock()
+	pods := make([]string, 0, len(running.pods))
+	for pod := range running.pods {
+		pods = append(pods, pod)
+	}
+	running.Unlock()
+	for _, pod := range pods {
+		kill(pod)
+	}
 }
 
 // lookPath finds argv0 on the container's PATH (exec.LookPath would search this process's).
@@ -433,6 +447,14 @@ func main() {
 		os.Exit(1)
 	}
 	_ = os.Chmod(*socket, 0o600)
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		<-stop
+		killAll()
+		_ = os.Remove(*socket)
+		os.Exit(0)
+	}()
 	fmt.Println("serving on", *socket) // the kubelet waits for this line
 	server := &http.Server{Handler: http.HandlerFunc(serve), ReadHeaderTimeout: 30 * time.Second}
 	if err := server.Serve(l); err != nil {

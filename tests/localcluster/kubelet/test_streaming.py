@@ -18,7 +18,7 @@ import pytest
 
 from localcluster import binaries
 from localcluster.processes import free_ports
-from tests.localcluster.test_process_kubelet import _client_cert, _create, _pod, _until, node  # noqa: F401
+from tests.localcluster.test_process_kubelet import _client_cert, _create, _pod, _until, node, process_node  # noqa: F401
 from tests.support import wait_until
 
 pytestmark = pytest.mark.tool
@@ -200,3 +200,25 @@ def test_a_commands_processes_end_with_the_pod(kube, sleeper) -> None:
         proc.wait()
         proc.stdout.close()
         proc.stderr.close()
+
+
+def test_the_kubelets_stop_ends_the_commands_it_runs(kube) -> None:
+    """Stopping the process kubelet kills its pods' processes (agent.py) and the commands exec'd in them."""
+    import os
+
+    with process_node(kube) as (node_name, kubelet):
+        ns = kube.namespace("stop")
+        name = _running(kube, ns, _pod(node_name, "sleeper", "import time; time.sleep(600)"))
+        script = "import os, time; print(os.getpid(), flush=True); time.sleep(600)"
+        proc = subprocess.Popen(
+            [str(binaries.path("kubectl")), "--kubeconfig", str(kube.admin_kubeconfig), "-n", ns, "exec", name,
+             "--", "python", "-c", script], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)  # fmt: skip
+        try:
+            pid = int(proc.stdout.readline())
+            assert os.path.exists(f"/proc/{pid}")
+            kubelet.stop()
+            wait_until(lambda: not os.path.exists(f"/proc/{pid}"), 10, "the command killed")
+        finally:
+            proc.kill()
+            proc.wait()
+            proc.stdout.close()
