@@ -357,8 +357,8 @@ func procAddress(hex string, port int) string {
 }
 
 // watched is the response whose connection, once hijacked for the upgrade, cancels the request's context when it
-// can no longer be read (closed by kubectl's side or by the kubelet): ServeExec runs the command under that
-// context, which a hijacked connection's close does not end by itself.
+// is closed or can no longer be read (kubectl's side gone, or the kubelet's): ServeExec runs the command under that
+// context, which a hijacked connection's end does not cancel by itself.
 type watched struct {
 	http.ResponseWriter
 	cancel context.CancelFunc
@@ -377,6 +377,18 @@ func (w watchedReader) Read(b []byte) (int, error) {
 	return n, err
 }
 
+// watchedConn cancels when the SPDY connection closes it (spdystream ends its read loop on the client's GOAWAY,
+// which kube-apiserver sends when kubectl's side is gone, before any read sees the end of the connection).
+type watchedConn struct {
+	net.Conn
+	cancel context.CancelFunc
+}
+
+func (c watchedConn) Close() error {
+	c.cancel()
+	return c.Conn.Close()
+}
+
 func (w watched) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	h, ok := w.ResponseWriter.(http.Hijacker)
 	if !ok {
@@ -387,7 +399,7 @@ func (w watched) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		return nil, nil, err
 	}
 	// what the server's reader holds is read first, then the connection: all through watchedReader
-	return conn, bufio.NewReadWriter(bufio.NewReader(watchedReader{rw.Reader, w.cancel}), rw.Writer), nil
+	return watchedConn{conn, w.cancel}, bufio.NewReadWriter(bufio.NewReader(watchedReader{rw.Reader, w.cancel}), rw.Writer), nil
 }
 
 func serve(w http.ResponseWriter, req *http.Request) {

@@ -222,3 +222,29 @@ def test_the_kubelets_stop_ends_the_commands_it_runs(kube) -> None:
             proc.kill()
             proc.wait()
             proc.stdout.close()
+
+
+def test_a_command_whose_kubectl_is_gone_is_killed(kube, sleeper) -> None:
+    """kubectl exec killed: kube-apiserver ends its SPDY connection to the kubelet (GOAWAY, then the close), and the
+    command's session is killed, not left running on the host."""
+    import os
+    import signal
+
+    ns, name, _ = sleeper
+    script = "import os, time; print(os.getpid(), flush=True); time.sleep(600)"
+    proc = subprocess.Popen(
+        [str(binaries.path("kubectl")), "--kubeconfig", str(kube.admin_kubeconfig), "-n", ns, "exec", name, "--",
+         "python", "-c", script], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)  # fmt: skip
+    pid = 0
+    try:
+        pid = int(proc.stdout.readline())
+        assert os.path.exists(f"/proc/{pid}")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        wait_until(lambda: not os.path.exists(f"/proc/{pid}"), 30, "the command killed")
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+        if pid and os.path.exists(f"/proc/{pid}"):
+            os.kill(pid, signal.SIGKILL)
