@@ -113,6 +113,10 @@ def test_port_forward_reaches_the_pods_server_on_its_address_and_on_its_loopback
             for _ in range(2):  # each request is a stream of its own on the one connection
                 with urllib.request.urlopen(f"http://127.0.0.1:{local[remote]}/", timeout=10) as r:
                     assert r.read().decode() == answer
+        # the pod's processes gone, its forwards end: kubectl port-forward stops, as on a real cluster
+        kube.kubectl("-n", ns, "delete", "pod", name, "--wait=false", check=True)
+        assert forward.wait(timeout=60) == 1
+        assert forward.stderr.read() == "error: lost connection to pod\n"
     finally:
         forward.terminate()
         forward.wait(timeout=10)
