@@ -283,10 +283,10 @@ class ProcessKubelet:
     def _step(self) -> None:
         for uid, run in list(self.pods.items()):
             run.step()
-            if run.processes and not run.alive() and (run.finished() or run.kill_at is not None):
-                self.streaming.close_pod(
-                    uid
-                )  # its execs end with it (a restart keeps them: the sandbox stays)
+            ended = run.finished() or run.kill_at is not None  # a restart keeps them: the sandbox stays
+            if run.processes and not run.closed and ended and not run.alive():
+                self.streaming.close_pod(uid)  # its execs and port-forwards end with it
+                run.closed = True
             status = run.status()
             if status != self._written.get(uid):
                 path = f"/api/v1/namespaces/{_q(run.namespace)}/pods/{_q(run.name)}/status"
