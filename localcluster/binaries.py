@@ -11,7 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(os.environ.get("LOCALCLUSTER_BIN", ROOT / ".cache" / "localcluster" / "bin"))
 CONTROL_PLANE = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubeadm", "kubectl")
-ALL = (*CONTROL_PLANE, "kwok", "scheduler")
+ALL = (*CONTROL_PLANE, "kwok", "scheduler", "kubelet-streaming")
 KWOK_STAGES = BIN.parent / "kwok-stages"
 
 

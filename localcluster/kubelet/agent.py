@@ -44,6 +44,7 @@ from localcluster.kubelet.informer import Nodes, Pods
 from localcluster.kubelet.pods import Box, PodRun
 from localcluster.kubelet.process import iso
 from localcluster.kubelet.server import KubeletServer
+from localcluster.kubelet.streaming import StreamingServer
 
 log = logging.getLogger(__name__)
 LABEL = "localcluster.lab/kubelet"
@@ -93,6 +94,7 @@ class ProcessKubelet:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.errors = 0
+        self.streaming = StreamingServer(self.root / "kubelet-streaming.log")
 
     # --- nodes -------------------------------------------------------------------------------------------
     def _nodes(self) -> None:
@@ -128,7 +130,9 @@ class ProcessKubelet:
         if not ipaddress.ip_address(ip).is_loopback:
             raise ValueError(f"node {name}: InternalIP {ip} is not a loopback address (127.0.0.0/8)")
         cert, key = serving_certificate(self.api, name, ip, self.root / "nodes" / name)
-        server = KubeletServer(self.api, name, ip, cert, key, self._logs).start()
+        server = KubeletServer(
+            self.api, name, ip, cert, key, self._logs, self._streams, self.streaming
+        ).start()
         log.info("process kubelet took node %s (%s:%d)", name, ip, server.port)
         return NodeState(name, ip, server, taken_at=iso(time.time()))
 
@@ -187,6 +191,10 @@ class ProcessKubelet:
         meta, spec = pod["metadata"], pod["spec"]
         folder = self.root / "pods" / f"{meta['namespace']}_{meta['name']}_{meta['uid']}"
         folder.mkdir(parents=True, exist_ok=True)
+        pod_ip = self._pod_ip(state)
+        # the downward API's status.podIP/hostIP are the addresses this kubelet gives the pod now (the kubelet's
+        # makeEnvironmentVariables takes them from the sandbox), not yet in the status the pod was read with
+        pod = {**pod, "status": {**(pod.get("status") or {}), "podIP": pod_ip, "hostIP": state.ip}}
         runs = runnable(pod)
         mounts = self.resolver.volumes(pod, folder) if runs else {}
         services = self.resolver.services(meta["namespace"]) if runs else []
@@ -197,7 +205,7 @@ class ProcessKubelet:
 
         inits = [box(c, True) for c in spec.get("initContainers") or ()]
         mains = [box(c, False) for c in spec.get("containers") or ()]
-        return PodRun(pod, folder, inits, mains, self.backoff, state.ip, self._pod_ip(state), self.clock)
+        return PodRun(pod, folder, inits, mains, self.backoff, state.ip, pod_ip, self.clock)
 
     def _pods(self) -> None:
         if not self.informer.synced:
@@ -229,6 +237,7 @@ class ProcessKubelet:
                 run.terminate(float(grace if grace is not None else 30))
         for uid in [u for u in self.pods if u not in seen]:  # gone without us: force-deleted
             self.pods.pop(uid).kill()
+            self.streaming.close_pod(uid)
             self._written.pop(uid, None)
             self.backoff.forget(uid + "/")
         for uid in [u for u in self._refused if u not in seen]:
@@ -274,6 +283,10 @@ class ProcessKubelet:
     def _step(self) -> None:
         for uid, run in list(self.pods.items()):
             run.step()
+            ended = run.finished() or run.kill_at is not None  # a restart keeps them: the sandbox stays
+            if run.processes and not run.closed and ended and not run.alive():
+                self.streaming.close_pod(uid)  # its execs and port-forwards end with it
+                run.closed = True
             status = run.status()
             if status != self._written.get(uid):
                 path = f"/api/v1/namespaces/{_q(run.namespace)}/pods/{_q(run.name)}/status"
@@ -323,6 +336,38 @@ class ProcessKubelet:
                 return 400, f'container "{container}" in pod "{pod}" is waiting to start: {reason}'
         return 200, logs.read(target.log, opts, target.poll)
 
+    # --- exec and port-forward --------------------------------------------------------------------------
+    def _streams(self, namespace: str, pod: str, container: str | None) -> tuple[int, object]:
+        """(status, message or target) of an exec in ``container`` or a port-forward to the pod (``None``): the
+        container's environment, working directory and uid/gid as its process runs with them (containers.py),
+        the pod's address and its processes' sessions (each run leads its own), for streaming.py."""
+        run = next((r for r in list(self.pods.values()) if (r.namespace, r.name) == (namespace, pod)), None)
+        if run is None:
+            return 404, f'pod "{pod}" not found on this node'
+        target = {"pod": f"{namespace}/{pod}", "uid": run.uid, "address": run.pod_ip,
+                  "sessions": [b.current.pid for b in run.boxes() if b.alive() and b.current.pid]}  # fmt: skip
+        if container is None:
+            if not run.processes:
+                return (
+                    400,
+                    f'pod "{pod}" runs no process on this host (its images are not of this repository)',
+                )
+            return 200, target
+        box = run.box(container)
+        if box is None:
+            return 404, f'container not found ("{container}")'
+        if box.spec is None:
+            return (
+                400,
+                f'container "{container}" in pod "{pod}" runs no process on this host (image {box.image})',
+            )
+        if not box.alive():
+            return 400, f'container "{container}" in pod "{pod}" is not running'
+        spec = box.spec
+        target.update(env=[f"{k}={v}" for k, v in spec.env.items()], dir=spec.cwd,
+                      user=list(spec.user) if spec.user is not None else None)  # fmt: skip
+        return 200, target
+
     # --- the loop ----------------------------------------------------------------------------------------
     def next_wait(self) -> float:
         """Seconds until the next step: ``interval_s`` while a pod has a process to follow (its exit, a restart,
@@ -365,3 +410,4 @@ class ProcessKubelet:
             run.kill()
         for state in self.nodes.values():
             state.server.stop()
+        self.streaming.stop()

@@ -58,6 +58,7 @@ class PodRun:
         self.started = time.time()
         self.failed = False  # an init container failed under restartPolicy Never
         self.kill_at: float | None = None  # terminating: SIGKILL at this time
+        self.closed = False  # its exec and port-forward streams ended (agent.py), once its processes are gone
         self.processes = all(b.spec is not None for b in [*inits, *mains])
         self._transitions: dict[str, tuple[str, str]] = {}
 

@@ -6,6 +6,7 @@ it cannot run is shown Running without one."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -29,6 +30,13 @@ IMAGE = "127.0.0.1:5000/lab/standard:test"  # the lab's standard image (any regi
 def node(kube):
     """A Node of this test owned by a process kubelet of its own (a narrower selector, so that the kubelets of
     parallel tests never take each other's nodes), tainted so that only this test's pods go there."""
+    with process_node(kube) as (name, _):
+        yield name
+
+
+@contextlib.contextmanager
+def process_node(kube):
+    """The node of :func:`node` and its kubelet."""
     require_standard_venv()  # the pods run as uid 1000 on the standard image's venv, which every uid can run
     name = kube.unique("proc-node")
     ip = f"127.{random.randint(64, 95)}.{random.randint(0, 255)}.{random.randint(1, 254)}"
@@ -50,7 +58,7 @@ def node(kube):
                                check=True).stdout.strip("0 "):  # fmt: skip
             assert time.monotonic() < deadline, "the process kubelet did not take its node in 60 s"
             time.sleep(0.2)
-        yield name
+        yield name, kubelet
     finally:
         kubelet.stop()
         kube.kubectl("delete", "node", name, "--wait=false")
