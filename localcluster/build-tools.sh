@@ -2,13 +2,18 @@
 # Builds the local cluster's binaries from the pinned Go modules under localcluster/go/ (each go.mod with its go.sum:
 # every module verified by its checksum), once: each set is rebuilt only when its go.mod, go.sum or this script
 # changes. Output: .cache/localcluster/bin/ (git-ignored). Prints each set's cold build time and each binary's
-# version. Usage: localcluster/build-tools.sh [SET ...]   (sets: kubernetes etcd kwok scheduler-plugins karpenter)
+# version. Usage: localcluster/build-tools.sh [SET ...]   (sets: kubernetes etcd kwok scheduler-plugins karpenter
+# kubelet-streaming)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # go.sum is never rewritten here (-mod=readonly): a module whose checksum differs fails the build.
 export CGO_ENABLED=0 GOFLAGS=-mod=readonly
 bin=.cache/localcluster/bin
 mkdir -p "$bin"
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then
+  sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'
+  exit 0
+fi
 sets=("$@")
 if ((${#sets[@]} == 0)); then
   for d in localcluster/go/*/go.mod; do sets+=("$(basename "$(dirname "$d")")"); done
