@@ -38,7 +38,7 @@ from autoscaler.core.names import TO_BE_DELETED_SINCE_ANNOTATION
 from autoscaler.core.planner import CANCELLED
 from autoscaler.core.planner import plan as make_plan
 from autoscaler.core.scaledown import VANISHED
-from autoscaler.core.snapshot import parse_snapshot
+from autoscaler.core.snapshot import ParseCache, parse_snapshot
 from autoscaler.core.timeutil import parse_time, show_time
 from autoscaler.interfaces import Cloud, Cluster
 from autoscaler.options import parse_duration
@@ -267,6 +267,8 @@ class Controller:
         self._snapshot_pods: list[dict] = []
         self._tried: set[str] = set()  # instances whose termination this pass tried
         self._state_data: dict[str, str] = {}  # the state ConfigMap's data as last read or written
+        # the last pass's parsed pods and nodes: a pass parses only the objects its caches changed since
+        self._parse_cache = ParseCache()
 
     # -- time -----------------------------------------------------------------------------------------------
     def now(self) -> datetime:
@@ -551,7 +553,7 @@ class Controller:
             self._unparsed, self._unparsed_unnamed = {}, False
         for attempt in range(2):
             try:
-                planned = make_plan(parse_snapshot(snapshot), self.config.planner)
+                planned = make_plan(parse_snapshot(snapshot, self._parse_cache), self.config.planner)
                 self._placements = planned.placements  # where each pod goes (not in the plan's dict: large)
                 if not attempt and not again:
                     metrics.UNPARSED_PODS.set(0)

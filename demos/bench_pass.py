@@ -175,11 +175,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--passes", type=int, default=10, help="measured passes (after two warm-up passes)")
     ap.add_argument("--changes", type=int, default=100, help="bound pods changed before each pass")
     ap.add_argument("--profile", metavar="FILE", help="cProfile the measured passes into FILE; print the top")
+    ap.add_argument("--no-parse-cache", action="store_true", help="parse every object each pass (as before)")
     ap.add_argument("--json", action="store_true", help="one JSON object")
     args = ap.parse_args(argv)
     t0 = time.process_time()
     kube, cloud, ctl = build(args.nodes, args.pods)
     load_cpu = time.process_time() - t0
+    if args.no_parse_cache:
+        ctl._parse_cache = None
     pods = kube.informers["pods"]
     rng = random.Random(2)
     running = [k for k in pods._items if k.startswith(f"{NAMESPACE}/run-")]
@@ -213,6 +216,7 @@ def main(argv: list[str] | None = None) -> int:
             wrote.append(len(cloud.writes) > before)
             errors.extend(result.errors)
     mem = _status("/proc/self/status")
+    cache = ctl._parse_cache
     out = {
         "nodes": args.nodes,
         "pods": args.pods,
@@ -222,6 +226,8 @@ def main(argv: list[str] | None = None) -> int:
         "pass_cpu_p50_s": round(statistics.median(cpu), 3),
         "pass_cpu_max_s": round(max(cpu), 3),
         "passes_that_wrote_desired": f"{sum(wrote)}/{len(wrote)}",
+        "parsed_last_pass": None if cache is None else f"{cache.parsed} parsed, {cache.hits} from the cache",
+        "parse_cache_objects": None if cache is None else len(cache),
         "rss_mib": round(mem.get("VmRSS", 0)),
         "peak_rss_mib": round(mem.get("VmHWM", 0)),
         "errors": sorted(set(errors))[:5],
