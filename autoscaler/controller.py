@@ -265,6 +265,7 @@ class Controller:
         self._node_states: dict[str, str] = {}  # node -> its state in this pass's plan
         self._pods_by_node: dict[str, str] | None = None  # node -> a pod holding it (built when needed)
         self._snapshot_pods: list[dict] = []
+        self._pass_pods: tuple[list, dict] = ([], {})  # this pass's pods and the same by key
         self._tried: set[str] = set()  # instances whose termination this pass tried
         self._state_data: dict[str, str] = {}  # the state ConfigMap's data as last read or written
         # the last pass's parsed pods and nodes: a pass parses only the objects its caches changed since
@@ -297,6 +298,7 @@ class Controller:
             log.exception("pass failed")
         metrics.AWS_UNREAD.set(len(result.aws_unread))
         metrics.LOOPS.labels("ok" if result.ok and not result.errors else "error").inc()
+        self._pass_pods = ([], {})
         self.last = result
         return result
 
@@ -651,7 +653,8 @@ class Controller:
         earlier plans launched or kept launching for such pods, for a boot timeout. Capacity bought for pods that
         found room elsewhere is left to the next pods: cancelling it would make them wait a new boot."""
         now = result.now
-        present = {_key(p) for p in snapshot["pods"] if isinstance(p, dict)}
+        present = {_key(p): p for p in snapshot["pods"] if isinstance(p, dict)}
+        self._pass_pods = (snapshot["pods"], present)  # for _act's Events: one key per pod and pass
         slots: dict[str, set[str]] = {}
         for key, (group, slot) in self._bought_for.items():
             if key not in present:
@@ -738,9 +741,12 @@ class Controller:
                      self.cluster.annotate_node, node, wanted_annotations)  # fmt: skip
         self._forget_removed_nodes({**self._departed, **nodes}, groups, result)
         events = plan.get("events") or []
-        # the pods the plan's Events name, not a map of every pod (tens of thousands of keys each pass)
+        # the pods the plan's Events name, from the pass's map of its pods (_only_vanished_cancels keys each once)
         named = {e.get("pod") for e in events}
-        pods = {k: p for p in snapshot["pods"] if (k := _key(p)) in named} if named else {}
+        listed, by_key = self._pass_pods
+        if listed is not snapshot["pods"]:  # not this pass's (execute): keyed here
+            by_key = {_key(p): p for p in snapshot["pods"] if isinstance(p, dict)} if named else {}
+        pods = {k: by_key[k] for k in named if k in by_key}
         for event in events:
             self._event(event, pods.get(event.get("pod", "")), result)
         if len(self._events_sent) > 4 * max(1, len(snapshot["pods"])):  # forget pods that are gone

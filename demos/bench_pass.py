@@ -216,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
             wrote.append(len(cloud.writes) > before)
             errors.extend(result.errors)
     mem = _status("/proc/self/status")
-    cache = ctl._parse_cache
+    cache = getattr(ctl, "_parse_cache", None)
     out = {
         "nodes": args.nodes,
         "pods": args.pods,
