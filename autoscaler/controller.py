@@ -266,6 +266,7 @@ class Controller:
         self._pods_by_node: dict[str, str] | None = None  # node -> a pod holding it (built when needed)
         self._snapshot_pods: list[dict] = []
         self._pass_pods: tuple[list, dict] = ([], {})  # this pass's pods and the same by key
+        self._pending_of: tuple[list, list] = ([], [])  # this pass's pods and the pending ones among them
         self._tried: set[str] = set()  # instances whose termination this pass tried
         self._state_data: dict[str, str] = {}  # the state ConfigMap's data as last read or written
         # the last pass's parsed pods and nodes: a pass parses only the objects its caches changed since
@@ -290,7 +291,7 @@ class Controller:
             if result.plan is not None:
                 self._only_vanished_cancels(result.plan, snapshot, result)
             if result.plan is not None:
-                result.pending_pods = _pending(snapshot["pods"])
+                result.pending_pods = len(self._pending_in(snapshot["pods"]))
                 self._act(result.plan, snapshot, result)
                 self._observe(result.plan, snapshot, result)
         except Exception as e:  # noqa: BLE001 - one bad pass must not end the process; logged and counted
@@ -298,7 +299,7 @@ class Controller:
             log.exception("pass failed")
         metrics.AWS_UNREAD.set(len(result.aws_unread))
         metrics.LOOPS.labels("ok" if result.ok and not result.errors else "error").inc()
-        self._pass_pods = ([], {})
+        self._pass_pods = self._pending_of = ([], {}), ([], [])
         self.last = result
         return result
 
@@ -428,9 +429,10 @@ class Controller:
         (core/static_autoscaler.go), which leaves such pods out of the scale-up (a shorter annotation is ignored)."""
         floor = self.config.new_pod_scale_up_delay_s
         young = 0
-        kept = []
+        kept, pending = [], []
         for p in pods:
             if _pending_pod(p):
+                pending.append(p)
                 delay = floor
                 meta = p.get("metadata") or {}
                 asked = (meta.get("annotations") or {}).get(POD_SCALE_UP_DELAY_ANNOTATION)
@@ -441,14 +443,25 @@ class Controller:
                     created = _parse_iso(meta.get("creationTimestamp"))
                     if created is not None and (now - created).total_seconds() < delay:
                         young += 1
+                        pending.pop()
                         continue
             kept.append(p)
         if young:
             result.held.append(
                 f"{young} pending pod(s) younger than their scale-up delay left out of this plan"
             )
-            return kept
+            pods = kept
+        self._pending_of = (pods, pending)
         return pods
+
+    def _pending_in(self, pods: list[dict]) -> list[dict]:
+        """The pending pods of ``pods``, a list of this pass's snapshot: worked out once per list (_old_enough
+        does it for the pass's first)."""
+        listed, pending = self._pending_of
+        if listed is not pods:
+            pending = [p for p in pods if _pending_pod(p)]
+            self._pending_of = (pods, pending)
+        return pending
 
     def _as_we_left_them(self, groups: list[dict], now: datetime) -> list[dict]:
         """The groups as AWS will show them once it is consistent with our own writes: a listing that still shows a
@@ -626,9 +639,9 @@ class Controller:
             result.errors.append(f"scale-up held: {self._hold_up}")
             return plan
         there = {(_key(p), (p.get("metadata") or {}).get("uid")) for p in fresh if isinstance(p, dict)}
+        pending = self._pending_in(snapshot["pods"])
         vanished = {
-            _key(p) for p in snapshot["pods"] if _pending_pod(p) and (_key(p), (p.get("metadata") or {}).get("uid"))
-            not in there
+            _key(p) for p in pending if (_key(p), (p.get("metadata") or {}).get("uid")) not in there
         }  # fmt: skip
         bought_for = {k for k, where in self._placements.items() if where.startswith("new:")}
         if not vanished & bought_for:
@@ -641,6 +654,7 @@ class Controller:
         log.warning("scale-up planned again without vanished pods",
                     extra={"nodes": nodes, "vanished": len(vanished), "cost_per_hour": cost})  # fmt: skip
         snapshot["pods"] = [p for p in snapshot["pods"] if _key(p) not in vanished]
+        self._pending_of = (snapshot["pods"], [p for p in pending if _key(p) not in vanished])
         again = self._plan(snapshot, result, again=True)
         if again is None:
             self._hold_up = "the plan without the vanished pods failed"
@@ -1422,15 +1436,6 @@ def _without_our_cordon(node: dict) -> dict:
     if CORDONED_BY_AUTOSCALER_ANNOTATION not in (meta.get("annotations") or {}) or not _marked(node):
         return node
     return {**node, "spec": {**spec, "unschedulable": False}}
-
-
-def _pending(pods: list[dict]) -> int:
-    return sum(
-        1
-        for p in pods
-        if (p.get("status") or {}).get("phase", "Pending") == "Pending"
-        and not (p.get("spec") or {}).get("nodeName")
-    )
 
 
 def _drift_counts(drift: dict[str, dict]) -> dict[tuple[str, str], int]:
