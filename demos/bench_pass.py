@@ -38,6 +38,7 @@ from autoscaler.controller import Controller, ControllerConfig
 from autoscaler.core import generate, kubectl_sized
 from autoscaler.core.config import PlannerConfig
 from autoscaler.core.gcpause import FullCollection
+from autoscaler.options import positive_count
 from demos.bench_live import NAMESPACE, node_body
 from demos.live_sides import REGIONS
 from simulator.model.spec_groups import groups_from_spec
@@ -168,12 +169,20 @@ def build(nodes: int, pods: int) -> tuple[Cluster, Cloud, Controller]:
     return kube, cloud, Controller(kube, cloud, config, time.time)
 
 
+def _count(text: str) -> int:
+    return 0 if text.strip() == "0" else positive_count(text)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m demos.bench_pass", description=__doc__.splitlines()[0])
-    ap.add_argument("--nodes", type=int, default=5_000)
-    ap.add_argument("--pods", type=int, default=50_000)
-    ap.add_argument("--passes", type=int, default=10, help="measured passes (after two warm-up passes)")
-    ap.add_argument("--changes", type=int, default=100, help="bound pods changed before each pass")
+    ap.add_argument("--nodes", type=positive_count, default=5_000, help="kwok nodes (default 5,000)")
+    ap.add_argument("--pods", type=positive_count, default=50_000, help="running pods (default 50,000)")
+    ap.add_argument(
+        "--passes", type=positive_count, default=10, help="measured passes (after two warm-up passes)"
+    )
+    ap.add_argument(
+        "--changes", type=_count, default=100, help="bound pods changed before each pass (default 100)"
+    )
     ap.add_argument("--profile", metavar="FILE", help="cProfile the measured passes into FILE; print the top")
     ap.add_argument("--no-parse-cache", action="store_true", help="parse every object each pass (as before)")
     ap.add_argument("--json", action="store_true", help="one JSON object")
