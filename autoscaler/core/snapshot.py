@@ -159,6 +159,14 @@ def _parse(data: dict, cache: ParseCache | None = None) -> Snapshot:
     return Snapshot(now, pods, nodes, groups, regions, pdbs, failures, state, vanished, unused)
 
 
+def _same(hit: tuple, raw: object) -> bool:
+    """The very dict parsed last time (the entry holds it: its id is not reused), at the same version."""
+    try:
+        return hit[0] is raw and hit[1] == raw["metadata"].get("resourceVersion")
+    except (KeyError, TypeError, AttributeError):  # changed in place into something else: parsed and reported
+        return False
+
+
 def _nodes(
     items: list, by_instance: dict, groups: set, errors: list[str], cache: ParseCache | None
 ) -> list[Node]:
@@ -167,7 +175,7 @@ def _nodes(
     out = []
     for i, raw in enumerate(items):
         hit = old.get(id(raw)) if old is not None else None
-        if hit is not None and hit[0] is raw and hit[1] == raw["metadata"].get("resourceVersion"):
+        if hit is not None and _same(hit, raw):
             node = hit[2]
             group = by_instance.get(node.instance_id) if node.instance_id else None
             if group is None and hit[3] in groups:
@@ -210,8 +218,7 @@ def _pods(
     hits = 0
     for i, raw in enumerate(items):
         hit = old.get(id(raw)) if old is not None else None
-        # the very dict parsed last time (the entry holds it: its id is not reused), at the same version
-        if hit is not None and hit[0] is raw and hit[1] == raw["metadata"].get("resourceVersion"):
+        if hit is not None and _same(hit, raw):
             kept[id(raw)] = hit
             hits += 1
             p, claims = hit[2], hit[3]

@@ -214,3 +214,14 @@ def test_every_planner_case_plans_the_same_from_the_cache(path: Path) -> None:
     got = plan(parse_snapshot(data, cache), config).to_dict(placements=True)
     assert cache.parsed == 0
     assert got == want
+
+
+def test_a_cached_object_changed_in_place_into_something_else_is_parsed_and_reported():
+    cache = ParseCache()
+    p = pod("a")
+    data = snapshot([p], [node("n1")])
+    both(data, cache)
+    p["metadata"] = "gone"
+    with pytest.raises(SnapshotError) as e:
+        parse_snapshot(data, cache)
+    assert e.value.lines == ["pods[0].metadata.name: missing; every object needs a name"]
