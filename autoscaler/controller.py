@@ -38,7 +38,7 @@ from autoscaler.core.names import TO_BE_DELETED_SINCE_ANNOTATION
 from autoscaler.core.planner import CANCELLED
 from autoscaler.core.planner import plan as make_plan
 from autoscaler.core.scaledown import VANISHED
-from autoscaler.core.snapshot import parse_snapshot
+from autoscaler.core.snapshot import ParseCache, parse_snapshot
 from autoscaler.core.timeutil import parse_time, show_time
 from autoscaler.interfaces import Cloud, Cluster
 from autoscaler.options import parse_duration
@@ -265,8 +265,12 @@ class Controller:
         self._node_states: dict[str, str] = {}  # node -> its state in this pass's plan
         self._pods_by_node: dict[str, str] | None = None  # node -> a pod holding it (built when needed)
         self._snapshot_pods: list[dict] = []
+        self._pass_pods: tuple[list, dict] = ([], {})  # this pass's pods and the same by key
+        self._pending_of: tuple[list, list] = ([], [])  # this pass's pods and the pending ones among them
         self._tried: set[str] = set()  # instances whose termination this pass tried
         self._state_data: dict[str, str] = {}  # the state ConfigMap's data as last read or written
+        # the last pass's parsed pods and nodes: a pass parses only the objects its caches changed since
+        self._parse_cache = ParseCache()
 
     # -- time -----------------------------------------------------------------------------------------------
     def now(self) -> datetime:
@@ -287,7 +291,7 @@ class Controller:
             if result.plan is not None:
                 self._only_vanished_cancels(result.plan, snapshot, result)
             if result.plan is not None:
-                result.pending_pods = _pending(snapshot["pods"])
+                result.pending_pods = len(self._pending_in(snapshot["pods"]))
                 self._act(result.plan, snapshot, result)
                 self._observe(result.plan, snapshot, result)
         except Exception as e:  # noqa: BLE001 - one bad pass must not end the process; logged and counted
@@ -295,6 +299,7 @@ class Controller:
             log.exception("pass failed")
         metrics.AWS_UNREAD.set(len(result.aws_unread))
         metrics.LOOPS.labels("ok" if result.ok and not result.errors else "error").inc()
+        self._pass_pods = self._pending_of = ([], {}), ([], [])
         self.last = result
         return result
 
@@ -424,9 +429,10 @@ class Controller:
         (core/static_autoscaler.go), which leaves such pods out of the scale-up (a shorter annotation is ignored)."""
         floor = self.config.new_pod_scale_up_delay_s
         young = 0
-        kept = []
+        kept, pending = [], []
         for p in pods:
             if _pending_pod(p):
+                pending.append(p)
                 delay = floor
                 meta = p.get("metadata") or {}
                 asked = (meta.get("annotations") or {}).get(POD_SCALE_UP_DELAY_ANNOTATION)
@@ -437,14 +443,25 @@ class Controller:
                     created = _parse_iso(meta.get("creationTimestamp"))
                     if created is not None and (now - created).total_seconds() < delay:
                         young += 1
+                        pending.pop()
                         continue
             kept.append(p)
         if young:
             result.held.append(
                 f"{young} pending pod(s) younger than their scale-up delay left out of this plan"
             )
-            return kept
+            pods = kept
+        self._pending_of = (pods, pending)
         return pods
+
+    def _pending_in(self, pods: list[dict]) -> list[dict]:
+        """The pending pods of ``pods``, a list of this pass's snapshot: worked out once per list (_old_enough
+        does it for the pass's first)."""
+        listed, pending = self._pending_of
+        if listed is not pods:
+            pending = [p for p in pods if _pending_pod(p)]
+            self._pending_of = (pods, pending)
+        return pending
 
     def _as_we_left_them(self, groups: list[dict], now: datetime) -> list[dict]:
         """The groups as AWS will show them once it is consistent with our own writes: a listing that still shows a
@@ -551,7 +568,7 @@ class Controller:
             self._unparsed, self._unparsed_unnamed = {}, False
         for attempt in range(2):
             try:
-                planned = make_plan(parse_snapshot(snapshot), self.config.planner)
+                planned = make_plan(parse_snapshot(snapshot, self._parse_cache), self.config.planner)
                 self._placements = planned.placements  # where each pod goes (not in the plan's dict: large)
                 if not attempt and not again:
                     metrics.UNPARSED_PODS.set(0)
@@ -622,9 +639,9 @@ class Controller:
             result.errors.append(f"scale-up held: {self._hold_up}")
             return plan
         there = {(_key(p), (p.get("metadata") or {}).get("uid")) for p in fresh if isinstance(p, dict)}
+        pending = self._pending_in(snapshot["pods"])
         vanished = {
-            _key(p) for p in snapshot["pods"] if _pending_pod(p) and (_key(p), (p.get("metadata") or {}).get("uid"))
-            not in there
+            _key(p) for p in pending if (_key(p), (p.get("metadata") or {}).get("uid")) not in there
         }  # fmt: skip
         bought_for = {k for k, where in self._placements.items() if where.startswith("new:")}
         if not vanished & bought_for:
@@ -637,6 +654,7 @@ class Controller:
         log.warning("scale-up planned again without vanished pods",
                     extra={"nodes": nodes, "vanished": len(vanished), "cost_per_hour": cost})  # fmt: skip
         snapshot["pods"] = [p for p in snapshot["pods"] if _key(p) not in vanished]
+        self._pending_of = (snapshot["pods"], [p for p in pending if _key(p) not in vanished])
         again = self._plan(snapshot, result, again=True)
         if again is None:
             self._hold_up = "the plan without the vanished pods failed"
@@ -649,7 +667,8 @@ class Controller:
         earlier plans launched or kept launching for such pods, for a boot timeout. Capacity bought for pods that
         found room elsewhere is left to the next pods: cancelling it would make them wait a new boot."""
         now = result.now
-        present = {_key(p) for p in snapshot["pods"] if isinstance(p, dict)}
+        present = {_key(p): p for p in snapshot["pods"] if isinstance(p, dict)}
+        self._pass_pods = (snapshot["pods"], present)  # for _act's Events: one key per pod and pass
         slots: dict[str, set[str]] = {}
         for key, (group, slot) in self._bought_for.items():
             if key not in present:
@@ -736,9 +755,12 @@ class Controller:
                      self.cluster.annotate_node, node, wanted_annotations)  # fmt: skip
         self._forget_removed_nodes({**self._departed, **nodes}, groups, result)
         events = plan.get("events") or []
-        # the pods the plan's Events name, not a map of every pod (tens of thousands of keys each pass)
+        # the pods the plan's Events name, from the pass's map of its pods (_only_vanished_cancels keys each once)
         named = {e.get("pod") for e in events}
-        pods = {k: p for p in snapshot["pods"] if (k := _key(p)) in named} if named else {}
+        listed, by_key = self._pass_pods
+        if listed is not snapshot["pods"]:  # not this pass's (execute): keyed here
+            by_key = {_key(p): p for p in snapshot["pods"] if isinstance(p, dict)} if named else {}
+        pods = {k: by_key[k] for k in named if k in by_key}
         for event in events:
             self._event(event, pods.get(event.get("pod", "")), result)
         if len(self._events_sent) > 4 * max(1, len(snapshot["pods"])):  # forget pods that are gone
@@ -1414,15 +1436,6 @@ def _without_our_cordon(node: dict) -> dict:
     if CORDONED_BY_AUTOSCALER_ANNOTATION not in (meta.get("annotations") or {}) or not _marked(node):
         return node
     return {**node, "spec": {**spec, "unschedulable": False}}
-
-
-def _pending(pods: list[dict]) -> int:
-    return sum(
-        1
-        for p in pods
-        if (p.get("status") or {}).get("phase", "Pending") == "Pending"
-        and not (p.get("spec") or {}).get("nodeName")
-    )
 
 
 def _drift_counts(drift: dict[str, dict]) -> dict[tuple[str, str], int]:

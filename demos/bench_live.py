@@ -361,9 +361,26 @@ def load(stack: Stack, api: Api, opts: Options, result: Result, progress) -> Non
         stack.processes.check()
         time.sleep(2)
     result.load_s["ready"] = time.monotonic() - t0
+    _wait_claim_bound(api, claim["metadata"]["name"], deadline)
     running = api.count("pods", field_selector="status.phase=Running")
     progress(f"all nodes Ready ({result.load_s['ready']:.0f} s more); {running:,} pods Running")
     result.load_s["running_pods"] = running
+
+
+def _wait_claim_bound(api: Api, name: str, deadline: float) -> None:
+    """Until the PV controller has completed the binding of the pods' claim (``pv.kubernetes.io/bind-completed``):
+    before, a pending pod that names it waits on it ("pod has unbound immediate PersistentVolumeClaims"), and the
+    controller retries a conflicting bind only on its 15-s resync, so a first sample taken meanwhile measured the
+    binding (14 to 17 s), not the autoscaler."""
+    while True:
+        claim = api.core.read_namespaced_persistent_volume_claim(name, NAMESPACE)
+        if (claim.metadata.annotations or {}).get(
+            "pv.kubernetes.io/bind-completed"
+        ) and claim.spec.volume_name:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the claim {NAMESPACE}/{name} is not bound: {claim.status.phase}")
+        time.sleep(0.5)
 
 
 def _ready_nodes(api: Api) -> int:

@@ -118,8 +118,7 @@ def _node_bins(
         if n.unschedulable:
             taints = taints + (UNSCHEDULABLE_TAINT,)
         st = NodeState(dict(n.allocatable))
-        for p in bound.get(n.name, ()):
-            st.add(p.shape, matching(keys, p.namespace, p.labels) if anti_keys else frozenset(), 1)
+        _account(st, bound.get(n.name, ()), keys)
         region = g.region if g else (n.region or "")
         b = Bin(
             TAINTED if tainted else EXISTING,
@@ -134,6 +133,24 @@ def _node_bins(
         )
         (out_tainted if tainted else out_existing).append(b)
     return out_existing + out_tainted + out_starting
+
+
+_NONE: frozenset = frozenset()
+
+
+def _account(st: NodeState, pods: list[Pod], keys: list) -> None:
+    """Add the node's pods to ``st``: the pods of one shape (and selector matches) at once, as a node's pods are
+    mostly one Job's or ReplicaSet's (the same sums and counts as one by one, in the same order)."""
+    if len(pods) == 1:
+        p = pods[0]
+        st.add(p.shape, matching(keys, p.namespace, p.labels) if keys else _NONE, 1)
+        return
+    runs: dict = {}
+    for p in pods:
+        k = (p.shape, matching(keys, p.namespace, p.labels) if keys else _NONE)  # shapes hash by identity
+        runs[k] = runs.get(k, 0) + 1
+    for (shape, matched), count in runs.items():
+        st.add(shape, matched, count)
 
 
 def _template_state(g: Group, keys: list) -> NodeState:

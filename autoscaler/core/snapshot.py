@@ -7,6 +7,7 @@ them are collected and raised together as :class:`~autoscaler.core.errors.Snapsh
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from autoscaler.core.daemonsets import with_daemonset_overhead
@@ -59,13 +60,44 @@ TOP_LEVEL = (
 )
 
 
-def parse_snapshot(data: dict) -> Snapshot:
-    """The checked snapshot; SnapshotError with one line per problem when it is invalid."""
+@dataclass
+class ParseCache:
+    """The parsed pods and nodes of the last parse, for the next one to reuse (a running controller's: its caches
+    hand it the same objects pass after pass). An object is taken from here only when it is the very dict parsed
+    last time (an entry holds it, so its id is not reused) with the same non-empty ``metadata.resourceVersion``:
+    the informers replace an object on each change and the API server gives every change a new version, so a
+    changed, re-listed or re-created object is parsed again. Objects without a version (snapshot files) and objects
+    the parser rejected are never kept; what a parse did not see (deleted pods and nodes) is dropped by it, so the
+    cache holds at most the last snapshot's objects. What else a parsed pod depends on is checked per parse: the
+    namespaces' labels (a change empties the pod entries), the claims (a pending pod's shape is constrained by
+    the storage again each parse) and a node's group (worked out again each parse). Parsed objects are shared
+    between parses: nothing in the core changes a Pod or a Node after the parse."""
+
+    pods: dict[int, tuple] = field(default_factory=dict)  # id(raw) -> (raw, version, Pod, claims)
+    nodes: dict[int, tuple] = field(default_factory=dict)  # id(raw) -> (raw, version, Node, label group)
+    namespaces: object = None
+    hits: int = 0  # objects taken from here by the last parse
+    parsed: int = 0  # objects the last parse parsed
+
+    def __len__(self) -> int:
+        return len(self.pods) + len(self.nodes)
+
+
+def parse_snapshot(data: dict, cache: ParseCache | None = None) -> Snapshot:
+    """The checked snapshot; SnapshotError with one line per problem when it is invalid. ``cache``: the last
+    parse's objects (:class:`ParseCache`, filled by this parse for the next); the result is the same with or
+    without it."""
     with gc_paused():
-        return _parse(data)
+        return _parse(data, cache)
 
 
-def _parse(data: dict) -> Snapshot:
+def _version(raw: object) -> str | None:
+    meta = raw.get("metadata") if raw.__class__ is dict else None
+    rv = meta.get("resourceVersion") if meta.__class__ is dict else None
+    return rv if rv.__class__ is str and rv else None
+
+
+def _parse(data: dict, cache: ParseCache | None = None) -> Snapshot:
     if not isinstance(data, dict):
         raise SnapshotError(
             f"snapshot: expected a JSON object with pods, nodes and groups, got {type(data).__name__}"
@@ -91,28 +123,23 @@ def _parse(data: dict) -> Snapshot:
             by_instance.setdefault(inst.id, g.name)
     group_names = {g.name for g in groups}
     node_items = _items(data.get("nodes", []), "nodes", errors)
-    nodes = [
-        n
-        for i, raw in enumerate(node_items)
-        if (n := _guard(_node, f"nodes[{i}]", errors, raw, f"nodes[{i}]", by_instance, group_names, errors))
-    ]
+    if cache is not None:
+        cache.hits = cache.parsed = 0
+    nodes = _nodes(node_items, by_instance, group_names, errors, cache)
     namespaces = _namespaces(data.get("namespaces"), errors)
     storage = _guard(parse_storage, "snapshot.persistentvolumeclaims", errors, data, errors)
     pod_items = _items(data.get("pods", []), "pods", errors)
     memo: dict = {}  # shapes by spec dict (pods of a Job share one spec dict when decoded lean)
-    pods = [
-        p
-        for i, raw in enumerate(pod_items)
-        if (p := _guard(_pod, where := f"pods[{i}]", errors, raw, where, errors, namespaces, memo, storage))
-    ]
+    pods = _pods(pod_items, errors, namespaces, memo, storage, cache)
     if len({n.name for n in nodes}) < len(nodes):
         _duplicates(node_items, "nodes", "node name", errors)
     if len({p.key for p in pods}) < len(pods):
         _duplicates(pod_items, "pods", "pod namespace/name", errors)
     names = {n.name for n in nodes}
-    for p in pods:
-        if p.nominated not in names:
-            p.nominated = None  # nominated onto a node that is gone: an ordinary pending pod
+    for i, p in enumerate(pods):
+        if p.nominated is not None and p.nominated not in names:
+            # nominated onto a node that is gone: an ordinary pending pod (a copy: a cached Pod stays as parsed)
+            pods[i] = replace(p, nominated=None)
     pdbs = _items(data.get("pdbs") or [], "pdbs", errors)
     failures = _guard(
         _failures,
@@ -130,6 +157,88 @@ def _parse(data: dict) -> Snapshot:
         raise SnapshotError(errors)
     groups = with_daemonset_overhead(groups, pods)
     return Snapshot(now, pods, nodes, groups, regions, pdbs, failures, state, vanished, unused)
+
+
+def _same(hit: tuple, raw: object) -> bool:
+    """The very dict parsed last time (the entry holds it: its id is not reused), at the same version."""
+    try:
+        return hit[0] is raw and hit[1] == raw["metadata"].get("resourceVersion")
+    except (KeyError, TypeError, AttributeError):  # changed in place into something else: parsed and reported
+        return False
+
+
+def _nodes(
+    items: list, by_instance: dict, groups: set, errors: list[str], cache: ParseCache | None
+) -> list[Node]:
+    old = cache.nodes if cache is not None else None
+    kept: dict[int, tuple] = {}
+    out = []
+    for i, raw in enumerate(items):
+        hit = old.get(id(raw)) if old is not None else None
+        if hit is not None and _same(hit, raw):
+            node = hit[2]
+            group = by_instance.get(node.instance_id) if node.instance_id else None
+            if group is None and hit[3] in groups:
+                group = hit[3]
+            if group != node.group:
+                node = replace(node, group=group)
+                hit = (raw, hit[1], node, hit[3])
+            kept[id(raw)] = hit
+            cache.hits += 1
+            out.append(node)
+            continue
+        n_err = len(errors)
+        node = _guard(_node, f"nodes[{i}]", errors, raw, f"nodes[{i}]", by_instance, groups, errors)
+        if node is None:
+            continue
+        out.append(node)
+        if old is not None and len(errors) == n_err and (rv := _version(raw)) is not None:
+            kept[id(raw)] = (raw, rv, node, node.labels.get(NODE_GROUP_LABEL))
+            cache.parsed += 1
+    if cache is not None:
+        cache.nodes = kept
+    return out
+
+
+def _pods(
+    items: list,
+    errors: list[str],
+    namespaces: dict | None,
+    memo: dict,
+    storage: Storage | None,
+    cache: ParseCache | None,
+) -> list[Pod]:
+    old = None
+    if cache is not None:
+        if cache.namespaces != namespaces:  # a pod's shape may depend on its namespace's labels
+            cache.pods, cache.namespaces = {}, namespaces
+        old = cache.pods
+    kept: dict[int, tuple] = {}
+    out = []
+    hits = 0
+    for i, raw in enumerate(items):
+        hit = old.get(id(raw)) if old is not None else None
+        if hit is not None and _same(hit, raw):
+            kept[id(raw)] = hit
+            hits += 1
+            p, claims = hit[2], hit[3]
+        else:
+            n_err = len(errors)
+            where = f"pods[{i}]"
+            parsed = _guard(_pod, where, errors, raw, where, errors, namespaces, memo, storage, True)
+            if parsed is None:
+                continue
+            p, claims = parsed
+            if old is not None and len(errors) == n_err and (rv := _version(raw)) is not None:
+                kept[id(raw)] = (raw, rv, p, claims)
+                cache.parsed += 1
+        if claims and storage is not None and p.phase == "Pending" and not p.node_name:
+            p = replace(p, shape=constrained(p.shape, storage, p.namespace, claims, memo))
+        out.append(p)
+    if cache is not None:
+        cache.pods = kept
+        cache.hits += hits
+    return out
 
 
 def _vanished(raw: object, groups: set, errors: list[str]) -> tuple[dict[str, int], frozenset[str]]:
@@ -504,7 +613,10 @@ def _pod(
     namespaces: dict | None = None,
     memo: dict | None = None,
     storage: Storage | None = None,
-) -> Pod | None:
+    with_claims: bool = False,
+) -> Pod | tuple[Pod, tuple] | None:
+    """The parsed pod; ``with_claims``: (the pod, the claims it names), its shape not constrained by ``storage``
+    (the caller does that: the storage may change while the pod does not)."""
     meta = raw.get("metadata") if raw.__class__ is dict else None  # (inline: once per pod)
     name = meta.get("name") if meta.__class__ is dict else None
     if name.__class__ is not str:
@@ -582,9 +694,9 @@ def _pod(
         local = any(n not in listed for n in local_names)
     if len(errors) > n_err or shape is None:
         return None
-    if claims and storage is not None and phase == "Pending" and not node_name:
+    if claims and storage is not None and phase == "Pending" and not node_name and not with_claims:
         shape = constrained(shape, storage, namespace, claims, memo if memo is not None else {})
-    return Pod(
+    pod = Pod(
         namespace,
         name,
         labels,
@@ -609,6 +721,7 @@ def _pod(
         local,
         annotations.get(DO_NOT_DISRUPT_ANNOTATION) == "true",
     )
+    return (pod, claims) if with_claims else pod
 
 
 def _owner(refs: object, w: str, errors: list[str], memo: dict | None) -> tuple[str | None, str | None, bool]:
