@@ -160,6 +160,9 @@ def test_the_api_server_accepts_them(sized: dict, kube) -> None:
                     k
                 )  # a pod whose owner (a Job) is missing: the garbage collector deletes it
             body["metadata"]["namespace"] = ns
+            # a scheduler that does not run: kube-scheduler would write the pod's PodScheduled condition in
+            # between the test's read and replace, and the writers read back would be its, not the file's
+            body["spec"]["schedulerName"] = "no-scheduler-runs-this"
             core.create_namespaced_pod(ns, body)
             # kube-apiserver records its own entry for a create (the client's manager); an update takes the
             # managedFields it is given, when they are valid
