@@ -49,6 +49,22 @@ def demo(c, spec=None, out=None, compression=None):
     main(spec, out, compression)
 
 
+@task(
+    name="sim-vs-real",
+    help={
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+        "out": "logs, plot and phases.json (build/sim-vs-real)",
+        "compression": "model seconds per wall second, at least 1 (default 5: where the stack keeps up on 2 cores)",
+    },
+)
+@user_errors
+def sim_vs_real(c, spec=None, out=None, compression=None):
+    """The demo less compressed, the simulator's replay held to it: nodes, decisions and waits (demos/sim_vs_real.py; ~5 min)."""
+    from demos.cluster import main
+
+    main(spec, out or "build/sim-vs-real", compression or "5", hold=True)
+
+
 # --- simulator (issues 7, 13; docs/simulator.md) --------------------------------------------------------------
 @task(
     help={

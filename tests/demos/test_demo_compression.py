@@ -158,3 +158,13 @@ def test_invoke_demo_refuses_a_bad_compression_with_one_line() -> None:
         "(default 60; 15 runs the demo four times slower)"
     )
     assert "embedded AWS" not in done.stdout  # nothing started
+
+
+def test_invoke_sim_vs_real_refuses_a_bad_compression_before_anything_starts() -> None:
+    done = subprocess.run([str(Path(sys.executable).parent / "invoke"), "sim-vs-real", "--compression", "0"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(
+        "--compression '0': give the model seconds per wall second, a number of at least 1"
+    )
+    assert "embedded AWS" not in done.stdout
