@@ -34,8 +34,8 @@ after it ran, so the sweep reused the experiments' nodes and bought fewer): at 1
 simulated), the decisions and the first two bursts agree (272/245 s, 430/410 s) and the sweep does not (612 s real,
 335 s simulated): its 33 new nodes take 243 model seconds (16 wall) from registration to GPUs, the model 50
 (registered to Ready 84 s, Ready to the device plugin running 100 s, to GPUs 69 s). At 5x the same 15 wall seconds
-are 70 to 77 model seconds and everything agrees: 62 nodes real / 64 simulated; waits 244/235, 369/350 and 384/350
-s; decisions 7/5, 7/5 and 6/5 s. ``invoke sim-vs-real`` (its ``--compression`` 5 by default; about 5 minutes, not
+are 70 to 77 model seconds and everything agrees, in both runs: 62 nodes real / 64 simulated; waits 244/235,
+369/350 and 384/350 s, then 242/235, 362/350 and 412/350 s; decisions 5 to 7 s real / 5 s simulated. ``invoke sim-vs-real`` (its ``--compression`` 5 by default; about 5 minutes, not
 in ``make e2e``) runs the demo so and holds all of it, waits included: exit status 1 beyond the tolerance."""
 
 from __future__ import annotations
