@@ -38,14 +38,31 @@ def plan_addresses(c, spec=None):
     help={
         "spec": "path of the cluster spec (default: cluster.yaml)",
         "out": "logs and plot (build/demo)",
+        "compression": "model seconds per wall second, at least 1 (default 60; 15 runs four times slower)",
     }
 )
 @user_errors
-def demo(c, spec=None, out=None):
+def demo(c, spec=None, out=None, compression=None):
     """The real autoscaler on an embedded AWS (moto) and the real local control plane, a bursty workload (docs/demo.md)."""
     from demos.cluster import main
 
-    main(spec, out)
+    main(spec, out, compression)
+
+
+@task(
+    name="sim-vs-real",
+    help={
+        "spec": "path of the cluster spec (default: cluster.yaml)",
+        "out": "logs, plot and phases.json (build/sim-vs-real)",
+        "compression": "model seconds per wall second, at least 1 (default 5: where the stack keeps up on 2 cores)",
+    },
+)
+@user_errors
+def sim_vs_real(c, spec=None, out=None, compression=None):
+    """The demo less compressed, the simulator's replay held to it: nodes, decisions and waits (demos/sim_vs_real.py; ~5 min)."""
+    from demos.cluster import main
+
+    main(spec, out or "build/sim-vs-real", compression or "5", hold=True)
 
 
 # --- simulator (issues 7, 13; docs/simulator.md) --------------------------------------------------------------
@@ -713,13 +730,14 @@ def remove_user(c, name, kubeconfig=None, home=None, vpn_endpoint=None, region=N
         print(line)
 
 
-@task(name="bench-iteration", help={"json": "print the figures as JSON"})
+@task(name="bench-iteration", help={"json": "print the figures as JSON",
+                                     "compression": "model seconds per wall second of the node boot (default 60)"})  # fmt: skip
 @user_errors
-def bench_iteration(c, json=False):
+def bench_iteration(c, json=False, compression=None):
     """Code edit to every pod Running on the real local stack (the real autoscaler, process-kubelet nodes): warm node and new node."""
     from demos.bench_iteration import main
 
-    main(json)
+    main(json, compression=compression)
 
 
 @task(

@@ -8,8 +8,8 @@ real ``lab submit`` (snapshot, upload, objects) and waits for the pods:
 
 - **warm node**: a T4 node that ran a job before;
 - **new node**: no T4 node yet: the real autoscaler sees the pending pod and buys one; the node agent boots it with
-  the delays of ``simulator/model/boot.py`` (launch, registration, network, device plugin) divided by the demo's
-  compression.
+  the delays of ``simulator/model/boot.py`` (launch, registration, network, device plugin) divided by the compression
+  (``--compression``, default the demo's 60).
 
 Figures are in cluster seconds: ``lab submit``, the autoscaler's reaction (submission to the instance's launch in
 moto) and everything after the new node advertises its GPU (scheduling, the init containers, the command's start) in
@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 from clusterspec.loader import load_spec
-from demos.autoscaler_demo.run import COMPRESSION
+from demos.autoscaler_demo.run import COMPRESSION, parse_compression
 from labctl.cli import run as lab
 from simulator.model.boot import NodeLifecycle, boot_delay
 
@@ -50,8 +50,9 @@ def _git(root: Path, *args: str) -> None:
 
 
 class Bench:
-    def __init__(self, core, namespace: str, moto_url: str) -> None:
+    def __init__(self, core, namespace: str, moto_url: str, compression: float = COMPRESSION) -> None:
         self.core, self.namespace, self.moto_url = core, namespace, moto_url
+        self.compression = compression  # model seconds per wall second of the run's node agent
 
     def _launched_at(self, node) -> float:
         """The node's instance's LaunchTime in moto, on this process's monotonic clock."""
@@ -97,7 +98,7 @@ class Bench:
         if new:
             launched = min(max(self._launched_at(self.core.read_node(node)), submitted), gpus_at)
             reaction_s = launched - submitted  # real seconds: the autoscaler's
-            boot_s = (gpus_at - launched) * COMPRESSION  # on the compressed clock
+            boot_s = (gpus_at - launched) * self.compression  # on the compressed clock
         start_s = running - (gpus_at if new else submitted)  # real seconds
         return {"job": job, "node": node, "new_node": new, "lab_submit_s": round(client_s, 2),
                 "reaction_s": round(reaction_s, 2), "boot_s": round(boot_s, 1), "start_s": round(start_s, 2),
@@ -114,11 +115,15 @@ def node_boot_s() -> float:
     return boot_delay("g4dn.xlarge") + lc.cloud_init_s + lc.ready_s + lc.device_plugin_s
 
 
-def main(as_json: bool = False, out_dir: str | Path | None = None) -> dict:
+def main(
+    as_json: bool = False, out_dir: str | Path | None = None, compression: float | str | None = None
+) -> dict:
+    """``compression``: model seconds per wall second of the nodes' boot (default the demo's ``COMPRESSION``)."""
     from kubernetes import client, config
 
     from demos.researcher.run import local_cluster
 
+    rate = parse_compression(compression)
     work = Path(tempfile.mkdtemp(prefix="bench-iteration-"))
     project = work / "nanogpt_like"
     shutil.copytree(SAMPLE, project)
@@ -129,14 +134,18 @@ def main(as_json: bool = False, out_dir: str | Path | None = None) -> dict:
     results = {}
     saved = {k: os.environ.get(k) for k in ("KUBECONFIG", "LAB_ENGINE", "XDG_CACHE_HOME")}
     try:
-        with local_cluster(load_spec(), out, work / "secrets", say=lambda s: None) as (added, url, admin):
+        with local_cluster(load_spec(), out, work / "secrets", say=lambda s: None, compression=rate) as (
+            added,
+            url,
+            admin,
+        ):
             os.environ.update(
                 KUBECONFIG=str(added.kubeconfig), LAB_ENGINE="", XDG_CACHE_HOME=str(work / "cache")
             )
             api = config.new_client_from_config(config_file=str(admin))
             try:
-                bench = Bench(client.CoreV1Api(api), added.namespace, url)
-                results["new_node"] = bench.run(project, "it-1", 1, deadline_s=600 / COMPRESSION + 120)
+                bench = Bench(client.CoreV1Api(api), added.namespace, url, rate)
+                results["new_node"] = bench.run(project, "it-1", 1, deadline_s=600 / rate + 120)
                 bench.cancel("it-1")
                 results["warm_node"] = bench.run(project, "it-2", 2)
                 bench.cancel("it-2")
@@ -151,7 +160,7 @@ def main(as_json: bool = False, out_dir: str | Path | None = None) -> dict:
         shutil.rmtree(work, ignore_errors=True)
     boot = node_boot_s()
     summary = {
-        "compression": COMPRESSION, "node_boot_s": boot, **results,
+        "compression": rate, "node_boot_s": boot, **results,
         "targets": {"warm_under_s": TARGET_WARM_S, "new_under_s": boot + 30},
         "met": {"warm": results["warm_node"]["total_s"] < TARGET_WARM_S,
                 "new": results["new_node"]["total_s"] < boot + 30},
@@ -163,7 +172,7 @@ def main(as_json: bool = False, out_dir: str | Path | None = None) -> dict:
         for key, label in (("warm_node", "warm node"), ("new_node", "new node")):
             r = results[key]
             print(f"  {label:10s} {r['total_s']:7.1f} s  (lab submit {r['lab_submit_s']:.2f} s, autoscaler "
-                  f"{r['reaction_s']:.2f} s, node boot {r['boot_s']:.1f} s at x{COMPRESSION:g}, GPU advertised to "
+                  f"{r['reaction_s']:.2f} s, node boot {r['boot_s']:.1f} s at x{rate:g}, GPU advertised to "
                   f"running {r['start_s']:.2f} s)")  # fmt: skip
         print(f"  targets: warm < {TARGET_WARM_S:.0f} s {'met' if summary['met']['warm'] else 'MISSED'}; new < boot "
               f"{boot:.0f} s + 30 s = {boot + 30:.0f} s {'met' if summary['met']['new'] else 'MISSED'}")  # fmt: skip

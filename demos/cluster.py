@@ -8,15 +8,18 @@ ServiceAccount."""
 
 from __future__ import annotations
 
+import argparse
 import os
+import sys
 import time
 from contextlib import contextmanager
 
+from clusterspec.errors import UserError
 from clusterspec.loader import load_spec
 from clusterspec.names import AUTOSCALER_NAMESPACE
 from demos import phases, sim_vs_real
 from demos.autoscaler_demo.processes import ChildError
-from demos.autoscaler_demo.run import COMPRESSION, SCAN_INTERVAL_S, DemoFailed, run_demo
+from demos.autoscaler_demo.run import COMPRESSION, SCAN_INTERVAL_S, DemoFailed, parse_compression, run_demo
 from demos.day_one import wait_for_autoscaler
 from localcluster import aws_cluster, binaries, workload
 from localcluster.stack import StackFailed
@@ -68,19 +71,54 @@ def workload_namespace() -> str:
     return NAMESPACE
 
 
-def main(spec: str | None = None, out: str | None = None) -> None:
+def main(spec: str | None = None, out: str | None = None, compression: float | str | None = None,
+         hold: bool = False) -> sim_vs_real.Comparison:  # fmt: skip
+    """The demo at ``compression`` model seconds per wall second (default ``COMPRESSION``; bad values: one line,
+    exit status 2, before anything starts), then the simulator's replay of its bursts beside it. ``hold``: every
+    figure of the comparison (nodes bought, each burst's decision and its wait to every pod running) held to
+    demos/sim_vs_real.py's tolerance, DemoFailed (exit status 1) beyond it."""
+    rate = parse_compression(compression)
+    spec_doc = load_spec(spec)  # a bad spec is one line before the stack starts too
     try:
-        summary = run_demo(spec, out or "build/demo", cluster=real_cluster)
+        summary = run_demo(spec, out or "build/demo", cluster=real_cluster, compression=rate)
     except (ChildError, StackFailed) as e:
         raise DemoFailed(str(e)) from None
     doc = phases.read(out or "build/demo")
     compared = sim_vs_real.check(
-        load_spec(spec),
+        spec_doc,
         summary["group_nodes_seen"],
-        [seconds * COMPRESSION for seconds in summary["waves"].values()],
-        COMPRESSION,
+        [seconds * rate for seconds in summary["waves"].values()],
+        rate,
         SCAN_INTERVAL_S,
-        phases.to_passes(doc, COMPRESSION) if doc else None,
+        phases.to_passes(doc, rate) if doc else None,
     )
-    for line in [*compared.lines(), *(phases.burst_table(doc, phases.BURSTS, COMPRESSION) if doc else [])]:
+    for line in [*compared.lines(), *(phases.burst_table(doc, phases.BURSTS, rate) if doc else [])]:
         print(line, flush=True)
+    if hold and not compared.agrees:
+        raise DemoFailed(
+            f"at {rate:g}x the simulator and the real stack disagree: " + "; ".join(compared.problems)
+        )
+    return compared
+
+
+def cli(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m demos.cluster", description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--spec", help="path of the cluster spec (default: cluster.yaml)")
+    ap.add_argument("--out", help="logs, plot and phases.json (default: build/demo)")
+    ap.add_argument(
+        "--compression", help=f"model seconds per wall second, at least 1 (default {COMPRESSION:g})"
+    )
+    ap.add_argument("--hold", action="store_true",
+                    help="exit 1 unless nodes, decisions and waits agree with the simulator (demos/sim_vs_real.py)")  # fmt: skip
+    args = ap.parse_args(argv)
+    try:
+        main(args.spec, args.out, args.compression, args.hold)
+    except UserError as e:
+        for line in e.lines:
+            print(line, file=sys.stderr)
+        return e.exit_code
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(cli())

@@ -2,7 +2,9 @@
 node, for a job bigger than one node) with the pod template the simulator's rule gives
 (``simulator.workload.job_pods``), and for a gang its PodGroup (scheduler-plugins) of ``minMember`` pods.
 The real Job controller makes the pods; kwok runs them on their nodes and completes them after their duration
-(model seconds over the compression, kwok's ``pod-complete.stage.kwok.x-k8s.io/delay`` annotation)."""
+(model seconds over the compression, kwok's ``pod-complete.stage.kwok.x-k8s.io/delay`` annotation, and its
+``jitter-delay`` the same: the stage's jitter defaults to 5 s and kwok takes a jitter below the delay as the delay,
+so without it every pod completed 5 wall seconds after it ran, whatever its duration)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,9 @@ from simulator.traces import Job
 from simulator.workload import job_pods
 
 KWOK_COMPLETE_DELAY = "pod-complete.stage.kwok.x-k8s.io/delay"
+KWOK_COMPLETE_JITTER = (
+    "pod-complete.stage.kwok.x-k8s.io/jitter-delay"  # kwok's Stage.Delay: jitter <= delay wins
+)
 PODGROUP_API = ("scheduling.x-k8s.io", "v1alpha1", "podgroups")
 
 
@@ -22,7 +27,8 @@ def objects(job: Job, namespace: str, compression: float = 1.0, gpus_per_node: i
     labels = {k: v for k, v in first["metadata"]["labels"].items()
               if k not in (JOB_NAME_LABEL, "job-name", JOB_INDEX_LABEL)}  # fmt: skip
     annotations = dict(first["metadata"]["annotations"])
-    annotations[KWOK_COMPLETE_DELAY] = f"{max(job.duration_s / compression, 0.001):.3f}s"
+    delay = f"{max(job.duration_s / compression, 0.001):.3f}s"
+    annotations[KWOK_COMPLETE_DELAY] = annotations[KWOK_COMPLETE_JITTER] = delay
     n = len(pods)
     spec = {
         "completions": n,

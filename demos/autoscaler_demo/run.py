@@ -40,7 +40,15 @@ from localcluster.aws_bootstrap import create_groups
 from simulator.scenarios import demo_capacity
 from simulator.workload import NAMESPACE
 
-COMPRESSION = 60.0  # model seconds per real second: a 4.5-minute GPU boot takes 4.5 s
+COMPRESSION = (
+    60.0  # the default: model seconds per real second (a 4.5-minute GPU boot takes 4.5 s); --compression
+)
+DEADLINE_MODEL_S = (
+    4500.0  # how long after the last wave every pod must run, model seconds (75 wall seconds at 60x)
+)
+DEADLINE_FLOOR_S = (
+    75.0  # and never less than this many wall seconds (above 60x the stack needs more model time)
+)
 SCAN_INTERVAL_S = 2
 SCAN_INTERVAL = f"{SCAN_INTERVAL_S}s"
 
@@ -81,9 +89,32 @@ def _wait_for_log(child: Child, message: str, timeout_s: float) -> None:
     raise DemoFailed(f"{child.name} did not start within {timeout_s:.0f} s; see {child.log_path}")
 
 
-def _status_table(watcher: Watcher, regions: list[str]) -> Table:
+def parse_compression(value) -> float:
+    """``--compression``: model seconds per wall second, a number of at least 1 (the model never runs slower than
+    the wall clock); one line and exit status 2 otherwise."""
+    if value is None or value == "":
+        return COMPRESSION
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        out = None
+    if out is None or out != out or out in (float("inf"), float("-inf")) or out < 1:
+        raise UserError(
+            f"--compression {value!r}: give the model seconds per wall second, a number of at least 1 "
+            f"(default {COMPRESSION:g}; 15 runs the demo four times slower)"
+        )
+    return out
+
+
+def deadline_for(compression: float) -> float:
+    """Wall seconds after the last wave by which every pod must run: ``DEADLINE_MODEL_S`` of model time, at least
+    ``DEADLINE_FLOOR_S`` of wall time."""
+    return max(DEADLINE_MODEL_S / compression, DEADLINE_FLOOR_S)
+
+
+def _status_table(watcher: Watcher, regions: list[str], compression: float = COMPRESSION) -> Table:
     sample = watcher.samples[-1] if watcher.samples else None
-    table = Table(title=f"{stamp(watcher.now(), COMPRESSION)}  " + _counts(sample), title_justify="left")
+    table = Table(title=f"{stamp(watcher.now(), compression)}  " + _counts(sample), title_justify="left")
     table.add_column("group")
     table.add_column("region")
     table.add_column("nodes", justify="right")
@@ -108,9 +139,9 @@ def event_line(d: Decision, compression: float = COMPRESSION) -> str:
     return f"{stamp(d.t, compression)}  {d.text}"
 
 
-def _say(console: Console, d: Decision) -> None:
+def _say(console: Console, d: Decision, compression: float = COMPRESSION) -> None:
     style = d.style or {"scale": "green", "failure": "red", "error": "yellow", "note": ""}[d.kind]
-    console.print(event_line(d), style=style or None, markup=False, highlight=False)
+    console.print(event_line(d, compression), style=style or None, markup=False, highlight=False)
 
 
 def _plural(n: int, word: str) -> str:
@@ -156,11 +187,16 @@ def autoscaler_child(
 def run_demo(
     spec_path: str | None = None,
     out_dir: str | Path = "build/demo",
-    deadline_s: float = 75.0,
+    deadline_s: float | None = None,
     *,
     cluster,
+    compression: float = COMPRESSION,
 ) -> dict:
     """Run the demo; returns its summary. Raises DemoFailed (exit 1) when capacity never came.
+
+    ``compression``: model seconds per wall second (the waves' times, the node boot delays, the jobs' durations,
+    both clocks in every line); ``deadline_s``: wall seconds after the last wave by which every pod must run
+    (default :func:`deadline_for`).
 
     ``cluster(spec, aws_url, regions, out, compression, say)``: a context manager that brings up the Kubernetes
     side following the embedded AWS (demos/cluster.py: the real control plane with kwok nodes) and yields
@@ -201,23 +237,24 @@ def run_demo(
         )
         say = lambda line: console.print(line, markup=False)  # noqa: E731
         kubeconfig, autoscaler_kubeconfig, submit = later.enter_context(
-            cluster(spec, url, regions, out, COMPRESSION, say)
+            cluster(spec, url, regions, out, compression, say)
         )
         autoscaler = children.start(
             autoscaler_child(url, spec.name, regions, autoscaler_kubeconfig, out, env)
         )
         _wait_for_log(autoscaler, "running", 60)
         console.print(f"autoscaler run: pid {autoscaler.proc.pid}, log {autoscaler.log_path}")
-        console.print(compression_note(COMPRESSION, SCAN_INTERVAL_S))
-        console.print("workload:\n" + "\n".join(plan_lines(waves())), markup=False)
+        console.print(compression_note(compression, SCAN_INTERVAL_S))
+        console.print("workload:\n" + "\n".join(plan_lines(waves(compression), compression)), markup=False)
         core = k8s.CoreV1Api(k8s_config.new_client_from_config(config_file=str(kubeconfig)))
-        summary = _drive(console, core, url, regions, autoscaler, deadline_s, submit)
+        deadline = deadline_for(compression) if deadline_s is None else deadline_s
+        summary = _drive(console, core, url, regions, autoscaler, deadline, submit, compression)
     plot = plot_timeline(
         out / "timeline.png", summary.pop("_samples"), summary.pop("_decisions"),
-        [(w.at_s, w.title) for w in waves()], regions, COMPRESSION,
+        [(w.at_s, w.title) for w in waves(compression)], regions, compression,
     )  # fmt: skip
     summary["timeline"] = str(plot)
-    _print_summary(console, summary)
+    _print_summary(console, summary, compression)
     return summary
 
 
@@ -229,9 +266,10 @@ def _drive(
     autoscaler: Child,
     deadline_s: float,
     submit,
+    compression: float = COMPRESSION,
 ) -> dict:
     """``submit(job, namespace)``: how a job is created (a Job and, for a gang, its PodGroup)."""
-    plan = waves()
+    plan = waves(compression)
     pods_of = {w.title: wave_pods(w) for w in plan}
     pods_per_job = Counter(p["metadata"]["labels"]["job-name"] for pods in pods_of.values() for p in pods)
     total = sum(len(p) for p in pods_of.values())
@@ -260,14 +298,16 @@ def _drive(
                 ):
                     all_running_at[wave.title] = sample.t  # the look that saw them all running
                     index = plan.index(wave) + 1
-                    watcher.note(running_text(index, len(plan), wave, sample.t), "bold green", t=sample.t)
+                    watcher.note(
+                        running_text(index, len(plan), wave, sample.t, compression), "bold green", t=sample.t
+                    )
             if live:
-                live.update(_status_table(watcher, regions))
+                live.update(_status_table(watcher, regions, compression))
             elif now - last_status >= 5:
                 watcher.note(_counts(sample), t=now)
                 last_status = now
             for d in watcher.new_decisions():
-                _say(console, d)
+                _say(console, d, compression)
             if len(submitted) == len(plan) and len(all_running_at) == len(plan):
                 break
             if not autoscaler.running():
@@ -282,7 +322,7 @@ def _drive(
             time.sleep(0.3)
     finally:
         for d in watcher.flush():
-            _say(console, d)
+            _say(console, d, compression)
         if live:
             live.stop()
     last = watcher.samples[-1]

@@ -1,7 +1,7 @@
 """The demo's bursty workload: what a research group submits in an afternoon, compressed into seconds.
 
 Three waves (``at_s`` is real seconds after the first; durations are cluster-model seconds, so at the demo's
-compression of 60 a 30-minute job runs 30 real seconds):
+default compression of 60 a 30-minute job runs 30 real seconds, at ``--compression 15`` two minutes):
 
 1. one GPU to try an idea;
 2. 60 GPUs of experiments: 12 single-GPU runs, 4 jobs of 4 GPUs, 4 of 8;
@@ -35,7 +35,7 @@ class Wave:
 
 def waves(compression: float = 60.0) -> list[Wave]:
     """The simulator's demo scenario (simulator/scenarios.py ``DEMO_WAVES``), its model times as wall
-    seconds at the demo's compression (run.py ``COMPRESSION``)."""
+    seconds at the run's ``compression`` (run.py ``COMPRESSION`` by default, ``invoke demo --compression``)."""
     return [
         Wave(at / compression, title, tuple(Job(j.id, 0, j.gpus, j.duration_s) for j in jobs))
         for (at, title, _), jobs in zip(DEMO_WAVES, demo_jobs(), strict=True)

@@ -114,7 +114,8 @@ def bind_local_volumes(api, namespace: str) -> list[str]:
 
 
 @contextlib.contextmanager
-def local_cluster(spec, out: Path, secrets_dir: Path, say=_say, pods: Path | None = None):
+def local_cluster(spec, out: Path, secrets_dir: Path, say=_say, pods: Path | None = None,
+                  compression: float = COMPRESSION):  # fmt: skip
     """The local cluster with a researcher: moto (EC2, Auto Scaling and the results bucket), the real control plane
     following it (localcluster/aws_cluster.py) with what ``invoke up`` deploys, every node the process kubelet's
     (the pods of this repository's images run as local processes, their logs come through the API server), the real ``autoscaler run``,
@@ -134,7 +135,7 @@ def local_cluster(spec, out: Path, secrets_dir: Path, say=_say, pods: Path | Non
         url = aws.ready_line(60)["url"]
         create_groups(spec, url, regions)
         pods = pods or _pods_folder(out, say)
-        with aws_cluster.running(spec, url, regions, out / "cluster", COMPRESSION, pods=pods,
+        with aws_cluster.running(spec, url, regions, out / "cluster", compression, pods=pods,
                                  idle_poll_s=IDLE_POLL_S) as live:  # fmt: skip
             admin = live.admin_kubeconfig
             wait_for_autoscaler(admin)
