@@ -299,7 +299,7 @@ class Controller:
             log.exception("pass failed")
         metrics.AWS_UNREAD.set(len(result.aws_unread))
         metrics.LOOPS.labels("ok" if result.ok and not result.errors else "error").inc()
-        self._pass_pods = self._pending_of = ([], {}), ([], [])
+        self._pass_pods, self._pending_of = ([], {}), ([], [])
         self.last = result
         return result
 

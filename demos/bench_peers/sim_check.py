@@ -89,7 +89,8 @@ def simulated(
     and policy, with the spec's autoscaler settings and a digest of the jobs they ran): the 2,000-pod burst takes
     minutes."""
     settings = spec.autoscaler.model_dump(mode="json")
-    jobs = [[j.id, j.submit_s, j.gpus, j.duration_s] for j in scenario(burst, spec).jobs]
+    replay = scenario(burst, spec)
+    jobs = [[j.id, j.submit_s, j.gpus, j.duration_s] for j in replay.jobs]
     digest = hashlib.sha256(json.dumps(jobs).encode()).hexdigest()[:16]
     path = cache / f"{burst.name}@{policy}.json" if cache else None
     if path and path.exists():
@@ -98,7 +99,7 @@ def simulated(
             return kept
     if not compute:
         return None
-    record = run_policy(scenario(burst, spec), spec, policy)
+    record = run_policy(replay, spec, policy)
     out = {
         "nodes_bought": record.nodes_bought,
         "pods_never_run": record.pods_never_ran,

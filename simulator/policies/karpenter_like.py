@@ -73,15 +73,11 @@ class KarpenterInstance(CaInstance):
         startup taints gone and the extended resources it was launched for, here the GPUs, registered). Without
         that, a GPU node empty in the seconds between Ready and its device plugin was consolidated, and bought
         again for the same pods every boot (116 nodes bought on the 320-GPU sweep, against the real 40)."""
-        nominated = self._nominated(view)
-        waiting = {n["metadata"]["name"] for n in view.nodes if self._readiness(view, n) != "ready"}
-        for name in nominated | waiting:
+        kept = self._nominated(view)
+        kept |= {n["metadata"]["name"] for n in view.nodes if self._readiness(view, n) != "ready"}
+        for name in kept:
             self.unneeded_since.pop(name, None)
-        return [
-            (n, pods)
-            for n, pods in super()._unneeded(now, view)
-            if n["metadata"]["name"] not in nominated | waiting
-        ]
+        return [(n, pods) for n, pods in super()._unneeded(now, view) if n["metadata"]["name"] not in kept]
 
     def _nominated(self, view) -> set[str]:
         pending = [p for p in view.pending() if not is_daemonset_pod(p)]
