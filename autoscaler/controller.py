@@ -26,6 +26,7 @@ import inspect
 import json
 import logging
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -63,6 +64,10 @@ STATE_SHORTFALL = "shortfall_since"  # {group: since when its desired capacity h
 # (cluster-autoscaler's MaxCloudProviderNodeDeletionTime, core/scaledown/actuation/delete_in_batch.go)
 REMOVAL_MEMORY_S = 300.0
 EVENT_REPEAT_S = 600.0  # the same event on the same pod at most this often
+# a pass that changes nothing in the state ConfigMap but its failures watermark writes it at most this often, and
+# one that changes nothing in the status ConfigMap but its summary's time writes that at most this often
+STATE_WATERMARK_EVERY_S = 30.0
+STATUS_EVERY_S = 10.0
 _BAD_OBJECT = re.compile(r"^(?:snapshot\.)?(pods|nodes|groups)\[(\d+)\]")
 
 
@@ -107,6 +112,16 @@ class LoopResult:
     held: list[str] = field(
         default_factory=list
     )  # what was deliberately not done this pass, and why (no error)
+    # wall seconds of the pass's phases (PASS_PHASES), for the pass log line and autoscaler_pass_phase_seconds
+    phase_s: dict[str, float] = field(default_factory=dict)
+
+    @contextlib.contextmanager
+    def timed(self, phase: str):
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.phase_s[phase] = self.phase_s.get(phase, 0.0) + time.perf_counter() - start
 
     @property
     def ok(self) -> bool:
@@ -269,6 +284,10 @@ class Controller:
         self._pending_of: tuple[list, list] = ([], [])  # this pass's pods and the pending ones among them
         self._tried: set[str] = set()  # instances whose termination this pass tried
         self._state_data: dict[str, str] = {}  # the state ConfigMap's data as last read or written
+        self._state_written: tuple[dict[str, str], datetime] | None = (
+            None  # what _persist last wrote, and when
+        )
+        self._status_written: tuple[dict[str, str], datetime] | None = None
         # the last pass's parsed pods and nodes: a pass parses only the objects its caches changed since
         self._parse_cache = ParseCache()
 
@@ -285,19 +304,25 @@ class Controller:
         try:
             snapshot = self._snapshot(result)
             if snapshot is not None:
-                result.plan = self._plan(snapshot, result)
+                with result.timed("plan"):
+                    result.plan = self._plan(snapshot, result)
             if result.plan is not None:
-                result.plan = self._confirmed(result.plan, snapshot, result)
+                with result.timed("confirm"):
+                    result.plan = self._confirmed(result.plan, snapshot, result)
             if result.plan is not None:
-                self._only_vanished_cancels(result.plan, snapshot, result)
+                with result.timed("plan"):
+                    self._only_vanished_cancels(result.plan, snapshot, result)
             if result.plan is not None:
                 result.pending_pods = len(self._pending_in(snapshot["pods"]))
                 self._act(result.plan, snapshot, result)
-                self._observe(result.plan, snapshot, result)
+                with result.timed("observe"):
+                    self._observe(result.plan, snapshot, result)
         except Exception as e:  # noqa: BLE001 - one bad pass must not end the process; logged and counted
             result.errors.append(f"pass failed: {type(e).__name__}: {e}")
             log.exception("pass failed")
         metrics.AWS_UNREAD.set(len(result.aws_unread))
+        for phase, seconds in result.phase_s.items():
+            metrics.PASS_PHASE.labels(phase).observe(seconds)
         metrics.LOOPS.labels("ok" if result.ok and not result.errors else "error").inc()
         self._pass_pods, self._pending_of = ([], {}), ([], [])
         self.last = result
@@ -319,7 +344,14 @@ class Controller:
 
     def _snapshot(self, result: LoopResult) -> dict | None:
         now = result.now
-        state = self._call(result, "read state", self.cluster.read_state) or {}
+        with result.timed("state"):
+            # after our own write the state is what we wrote (one writer: the leader), and the ConfigMap may hold an
+            # older failures watermark (_persist writes it at most every STATE_WATERMARK_EVERY_S when nothing else
+            # changed); otherwise whoever acted left the truth, read
+            if self._persisted:
+                state = dict(self._state_data)
+            else:
+                state = self._call(result, "read state", self.cluster.read_state) or {}
         try:
             group_state = json.loads(state.get(STATE_GROUPS) or "{}")
         except ValueError:
@@ -332,24 +364,27 @@ class Controller:
         if not self._persisted:  # a first pass, or we did not act last time: whoever acted left the truth
             self._load_state(state, result)
         self._hold_up, self._rejected_on = None, {}
-        pods = self._call(result, "list pods", self.cluster.list_pods)
-        nodes = self._call(result, "list nodes", self.cluster.list_nodes)
-        pdbs = self._call(result, "list pdbs", self.cluster.list_pdbs) or []
-        groups = self._call(result, "list groups", self.cloud.list_groups)
-        # claims, volumes and classes (kube-scheduler's VolumeBinding): a cluster that cannot list them (the
-        # simulator's) gives snapshots without them, in which claims are not checked (docs/snapshot.md)
-        storage = (
-            self._call(result, "list storage", self.cluster.list_storage)
-            if hasattr(self.cluster, "list_storage")
-            else {}
-        )
+        with result.timed("cluster"):
+            pods = self._call(result, "list pods", self.cluster.list_pods)
+            nodes = self._call(result, "list nodes", self.cluster.list_nodes)
+            pdbs = self._call(result, "list pdbs", self.cluster.list_pdbs) or []
+            # claims, volumes and classes (kube-scheduler's VolumeBinding): a cluster that cannot list them (the
+            # simulator's) gives snapshots without them, in which claims are not checked (docs/snapshot.md)
+            storage = (
+                self._call(result, "list storage", self.cluster.list_storage)
+                if hasattr(self.cluster, "list_storage")
+                else {}
+            )
+        with result.timed("aws"):
+            groups = self._call(result, "list groups", self.cloud.list_groups)
         if pods is None or nodes is None or groups is None or storage is None:
             return None
         pods = self._old_enough(pods, now, result)
         groups = self._as_we_left_them(groups, now)
         names = {g["name"] for g in groups}
         self._since = since
-        failures = self._call(result, "scaling failures", self.cloud.scaling_failures, since)
+        with result.timed("aws"):
+            failures = self._call(result, "scaling failures", self.cloud.scaling_failures, since)
         if failures is None:
             result.aws_unread.append("*")
         failures = list(failures or [])
@@ -719,8 +754,16 @@ class Controller:
         return result
 
     def _act(self, plan: dict, snapshot: dict, result: LoopResult) -> None:
+        with result.timed("scale_up"):
+            groups = self._scale_up(plan, snapshot, result)
+        with result.timed("act"):
+            self._act_rest(plan, snapshot, groups, result)
+        with result.timed("persist"):
+            self._persist(plan, snapshot, result)
+
+    def _scale_up(self, plan: dict, snapshot: dict, result: LoopResult) -> dict:
+        """Adopt unprotected groups and write every group's desired capacity (the pass's first writes)."""
         groups = {g["name"]: g for g in snapshot["groups"]}
-        nodes = {n["metadata"]["name"]: n for n in snapshot["nodes"]}
         unprotected = getattr(self.cloud, "unprotected_groups", None)
         for group in unprotected() if unprotected is not None else []:
             if group in groups:  # adopt it: no lowering of its desired capacity may pick one of its instances
@@ -736,6 +779,11 @@ class Controller:
                 )
             else:
                 self._set_desired(group, wanted[group], g, result)
+        return groups
+
+    def _act_rest(self, plan: dict, snapshot: dict, groups: dict, result: LoopResult) -> None:
+        """Scale-down steps, removals under way, node annotations and the plan's Events."""
+        nodes = {n["metadata"]["name"]: n for n in snapshot["nodes"]}
         hold = self._scale_down_hold(result)
         self._fresh_nodes, self._tried = None, set()
         self._node_states = plan.get("node_states") or {}
@@ -766,7 +814,6 @@ class Controller:
         if len(self._events_sent) > 4 * max(1, len(snapshot["pods"])):  # forget pods that are gone
             live = {_key(p) for p in snapshot["pods"]}
             self._events_sent = {k: v for k, v in self._events_sent.items() if k[0] in live}
-        self._persist(plan, snapshot, result)
 
     def _set_desired(
         self, group: str, desired: int, g: dict, result: LoopResult, current: int | None = None
@@ -1309,7 +1356,7 @@ class Controller:
             log.warning("group event not queued", extra={"reason": reason, "error": str(e)})
 
     def _persist(self, plan: dict, snapshot: dict, result: LoopResult) -> None:
-        self._persisted = False
+        was_persisted, self._persisted = self._persisted, False
         if self.config.dry_run or not self._may_act():
             return
         # the watermark advances only past what was read: with a region unread, the next pass reads again
@@ -1324,10 +1371,54 @@ class Controller:
             data[STATE_SHORTFALL] = json.dumps(
                 {g: show_time(t) for g, t in self._shortfall.items()}, sort_keys=True
             )
-        self._call(result, "write state", self._write_state, data)
+        if was_persisted and self._state_unchanged(data, result.now):  # only the watermark moved, not far
+            self._state_data = dict(data)
+            self._persisted = True
+        else:
+            self._state_written = None
+            self._call(result, "write state", self._write_state, data)
+            if self._persisted:
+                self._state_written = (dict(data), result.now)
         write_status = getattr(self.cluster, "write_status", None)
         if write_status is not None:
-            self._call(result, "write status", write_status, self._status(plan, snapshot, result))
+            status = self._status(plan, snapshot, result)
+            if not self._status_unchanged(status, result.now):
+                self._status_written = None
+                errors = len(result.errors)
+                self._call(result, "write status", write_status, status)
+                if len(result.errors) == errors:
+                    self._status_written = (status, result.now)
+
+    def _state_unchanged(self, data: dict[str, str], now: datetime) -> bool:
+        """The state ConfigMap needs no write: we wrote it last (and act still), everything but the failures watermark
+        is as written, and that was less than STATE_WATERMARK_EVERY_S ago. A successor that reads the older
+        watermark reads those activities again, and counts none twice (a group's failures are counted once, after
+        its last: autoscaler.core.failures)."""
+        if self._state_written is None:
+            return False
+        written, at = self._state_written
+        same = {k: v for k, v in written.items() if k != STATE_FAILURES_READ} == {
+            k: v for k, v in data.items() if k != STATE_FAILURES_READ
+        }
+        return same and (now - at).total_seconds() < STATE_WATERMARK_EVERY_S
+
+    def _status_unchanged(self, status: dict[str, str], now: datetime) -> bool:
+        """The status ConfigMap needs no write: as last written but for its summary's time, written less than
+        STATUS_EVERY_S ago."""
+        if self._status_written is None:
+            return False
+        written, at = self._status_written
+        if (now - at).total_seconds() >= STATUS_EVERY_S or written.keys() != status.keys():
+            return False
+        for key, value in status.items():
+            if key == "summary":
+                old, new = json.loads(written[key]), json.loads(value)
+                old.pop("time", None), new.pop("time", None)
+                if old != new:
+                    return False
+            elif written[key] != value:
+                return False
+        return True
 
     def _write_state(self, data: dict[str, str]) -> None:
         self.cluster.write_state(data)
@@ -1337,6 +1428,7 @@ class Controller:
     def _record_removal(self) -> bool:
         """The state ConfigMap as last read or written, with the removals in progress now."""
         data = {**self._state_data, STATE_REMOVING: json.dumps(self._removing, sort_keys=True)}
+        self._state_written = None  # the next pass writes its state whatever changed
         self.cluster.write_state(data)
         self._state_data = data
         return True
@@ -1414,6 +1506,7 @@ class Controller:
                 "scale_down": len(plan.get("scale_down") or []),
                 "errors": len(result.errors),
                 "dry_run": self.config.dry_run,
+                "phase_s": {k: round(v, 4) for k, v in result.phase_s.items()},
             },
         )
 

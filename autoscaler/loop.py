@@ -1,15 +1,18 @@
 """When passes run: a periodic scan, and sooner when new pods are pending (event-driven, batched).
 
 A burst of pods arrives over a few seconds; planning after the first one would request capacity for a part of
-it. So a pending pod opens a batching window: the pass runs once no new pending pod has come for ``idle_s``
-(``--batch-idle``, 1 s by default as Karpenter's batch idle time: on the Philly week a 250-ms window split
-submissions a second apart and cost 0.6% more with a p95 wait 8 s longer; it decides 0.75 s sooner), or
-``max_wait_s`` (10 s) after the window opened, whichever is first; without events, every
+it. So a pending pod opens a batching window. A pod that comes alone (no other new pending pod in the
+``idle_s`` before it) is decided at once: the pass runs ``lone_idle_s`` after it (``--lone-pod-idle``, 100 ms:
+time for a burst's second pod to come, a Job controller's next create a round trip later, and no more). Once a
+second pod has come, or when the pod follows another within ``idle_s``, the window is a burst's or a trickle's:
+the pass runs once no new pending pod has come for ``idle_s`` (``--batch-idle``, 1 s, Karpenter's batch idle
+time), or ``max_wait_s`` (10 s) after the window opened, whichever is first. Without events, every
 ``scan_interval_s``. While a window is open the periodic pass waits for it too (it would otherwise plan on the
 first part of a burst and buy for it, then again for the rest): the periodic pass is delayed by at most
 ``max_wait_s``. A pass covers the events before it began: the runner marks that moment (``on_start``) and the
-cluster adapter leaves the pods first pending after it to the next window. :class:`BatchWindow` is the pure timing
-rule; :class:`Runner` sleeps on it in a thread.
+cluster adapter leaves the pods first pending after it to the next window. :func:`due` is the pure timing rule
+(the simulator runs it too), :class:`BatchWindow` keeps its inputs and :class:`Runner` sleeps on it in a thread.
+The trade-off, measured on both traces with ``invoke simulate``: docs/benchmarks.md, "The batching window".
 """
 
 from __future__ import annotations
@@ -24,21 +27,39 @@ from autoscaler import metrics
 log = logging.getLogger("autoscaler.loop")
 
 
+def due(first: float, last: float, count: int, before: float | None, idle_s: float, max_wait_s: float,
+        lone_idle_s: float) -> float:  # fmt: skip
+    """When a window closes that opened at ``first`` and heard ``count`` new pending pods, the last at ``last``
+    (``before``: the pod heard before ``first``, None if none): ``lone_idle_s`` after a pod that came alone (no
+    other in the ``idle_s`` before it, and none since), ``idle_s`` after the last pod of a burst or of a trickle,
+    ``max_wait_s`` after the first at most."""
+    if count <= 1 and (before is None or first - before >= idle_s):
+        return first + min(lone_idle_s, max_wait_s)
+    return min(last + idle_s, first + max_wait_s)
+
+
 class BatchWindow:
     """The next pass's due time, from the last pass and the pending-pod events since (times in seconds)."""
 
-    def __init__(self, scan_interval_s: float, idle_s: float = 1.0, max_wait_s: float = 10.0):
+    def __init__(self, scan_interval_s: float, idle_s: float = 1.0, max_wait_s: float = 10.0,
+                 lone_idle_s: float = 0.1):  # fmt: skip
         self.scan_interval_s = scan_interval_s
         self.idle_s = idle_s
         self.max_wait_s = max_wait_s
+        self.lone_idle_s = min(lone_idle_s, idle_s)
         self.last_pass: float | None = None
         self.first_event: float | None = None
         self.last_event: float | None = None
+        self.events = 0
+        self.before: float | None = None  # the event before the window's first (an earlier window's last)
+        self._heard: float | None = None  # the last event heard, windows closed or not
 
     def event(self, t: float) -> None:
         if self.first_event is None:
             self.first_event = t
-        self.last_event = t
+            self.before = self._heard
+        self.last_event = self._heard = t
+        self.events += 1
 
     def due(self) -> float:
         """The time the next pass is due (the first pass is due at once)."""
@@ -46,13 +67,15 @@ class BatchWindow:
             return float("-inf")
         if self.first_event is None:
             return self.last_pass + self.scan_interval_s
-        # an open window is honoured by the periodic pass too: it closes after idle_s, at most max_wait_s
-        return min(self.last_event + self.idle_s, self.first_event + self.max_wait_s)
+        # an open window is honoured by the periodic pass too
+        return due(self.first_event, self.last_event, self.events, self.before, self.idle_s, self.max_wait_s,
+                   self.lone_idle_s)  # fmt: skip
 
     def ran(self, t: float) -> None:
         """A pass started at ``t``: events before it are covered."""
         self.last_pass = t
         self.first_event = self.last_event = None
+        self.events = 0
 
 
 class Runner:

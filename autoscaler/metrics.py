@@ -23,6 +23,16 @@ LOOP_DURATION = Histogram(
     registry=REGISTRY,
     buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60),
 )
+PASS_PHASE = Histogram(
+    "pass_phase_seconds",
+    "Wall time of one phase of a loop: state, cluster (the watch caches), aws (groups and scaling activities), "
+    "plan, confirm (the fresh read of pending pods), scale_up (desired capacity written), act (scale-down, "
+    "Events), persist, observe",
+    ["phase"],
+    namespace=_NS,
+    registry=REGISTRY,
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5),
+)
 LOOPS = Counter("loops", "Loops run, by outcome (ok, error)", ["outcome"], namespace=_NS, registry=REGISTRY)
 PENDING_PODS = Gauge(
     "pending_pods", "Pods waiting for capacity at the last loop", namespace=_NS, registry=REGISTRY

@@ -190,9 +190,12 @@ COMMON = [
 RUN = [
     Option("--scan-interval", "periodic scan interval (at least 1s)",
            _at_least(1, "each pass reads every region's groups; less floods the AWS API"), "10s"),
-    Option("--batch-idle", "a new pending pod's pass runs once no other has come for this long (at least 50ms; "
+    Option("--batch-idle", "a burst's pass runs once no new pending pod has come for this long (at least 50ms; "
            "less decides sooner and buys submissions that come further apart in steps)",
            _at_least(0.05, "a burst's pods come a round trip apart"), "1s"),
+    Option("--lone-pod-idle", "a pod that comes alone (no other new pending pod within --batch-idle before it) is "
+           "planned this long after it, unless a second one comes (at most --batch-idle)",
+           _at_least(0, "a duration"), "100ms"),
     Option("--idle-threshold", "remove a node after it ran no pod for this long", parse_duration, "10m"),
     Option("--boot-timeout", "an instance not registered as a node after this is a failure (at least 1m)",
            _at_least(60, "a GPU instance takes minutes to boot and join; less terminates every new one"), "15m"),

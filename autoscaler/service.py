@@ -173,7 +173,9 @@ def serve(service: Service, metrics_port: int, ready_timeout_s: float = 120.0) -
 
     runner = Runner(
         service.controller.run_once,
-        BatchWindow(scan, idle_s=float(opts.get("batch_idle", 1.0))),
+        BatchWindow(
+            scan, idle_s=float(opts.get("batch_idle", 1.0)), lone_idle_s=float(opts.get("lone_pod_idle", 0.1))
+        ),  # fmt: skip
         may_run=service.elector.acting if service.elector else (lambda: True),
         after_pass=after_pass,
         on_start=service.cluster.mark_pass,

@@ -87,6 +87,9 @@ class Result:
     control_plane_mib: dict = field(default_factory=dict)  # {"loaded"|"end": {process: MiB}}
     write_errors: int = 0
     pass_mean_s: float | None = None  # autoscaler_loop_duration_seconds: sum over count
+    phase_mean_s: dict = field(
+        default_factory=dict
+    )  # autoscaler_pass_phase_seconds: sum over count, by phase
     why_missed: list[str] = field(default_factory=list)  # the missed samples' pod Events
 
     def summary(self) -> dict:
@@ -111,6 +114,7 @@ class Result:
             "write_errors": self.write_errors,
             "why_missed": self.why_missed,
             "pass_mean_s": round(self.pass_mean_s, 3) if self.pass_mean_s is not None else None,
+            "phase_mean_s": {k: round(v, 4) for k, v in self.phase_mean_s.items()},
         }
 
 
@@ -259,6 +263,9 @@ class EventCounter:
     def __init__(self, api: Api) -> None:
         self.api = api
         self.count = 0
+        self.by_burst: dict[
+            str, int
+        ] = {}  # per burst (its pods' name less the index): a sample waits for its own
         self._stop = threading.Event()
         threading.Thread(target=self._run, daemon=True, name="events").start()
 
@@ -272,6 +279,8 @@ class EventCounter:
                                    field_selector="reason=NotTriggerScaleUp"):  # fmt: skip
                     if ev["type"] in ("ADDED", "MODIFIED"):
                         self.count += 1
+                        burst = _burst_of(ev["object"])
+                        self.by_burst[burst] = self.by_burst.get(burst, 0) + 1
                     if self._stop.is_set():
                         return
             except Exception:  # noqa: BLE001 - a dropped watch is opened again
@@ -279,6 +288,12 @@ class EventCounter:
 
     def stop(self) -> None:
         self._stop.set()
+
+
+def _burst_of(event) -> str:
+    """The burst an Event's pod belongs to: its name less the index (``burst-1-17`` -> ``burst-1``)."""
+    name = getattr(getattr(event, "involved_object", None), "name", None) or ""
+    return name.rsplit("-", 1)[0]
 
 
 # --- one run -------------------------------------------------------------------------------------------------------
@@ -463,7 +478,7 @@ def _measure(stack: Stack, api: Api, aws: Aws, opts: Options, setting: int, log:
         result.loops = (ctl.loops() or 0) - start_loops
         result.seconds = time.monotonic() - t0 - result.startup_s
         result.control_plane_mib["end"] = _control_plane(stack)
-        result.pass_mean_s = _pass_mean(ctl)
+        result.pass_mean_s, result.phase_mean_s = _pass_mean(ctl)
     finally:
         stop.set()
         if counter:
@@ -472,22 +487,40 @@ def _measure(stack: Stack, api: Api, aws: Aws, opts: Options, setting: int, log:
             ctl.stop()
 
 
-def _pass_mean(ctl: Controller) -> float | None:
+def _pass_mean(ctl: Controller) -> tuple[float | None, dict[str, float]]:
+    """The mean pass and the mean of each of its phases (autoscaler_pass_phase_seconds), from /metrics."""
     import urllib.request
 
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{ctl.metrics_port}/metrics", timeout=5) as r:
             text = r.read().decode()
     except OSError:
-        return None
-    values = {}
+        return None, {}
+    return pass_means(text)
+
+
+def pass_means(text: str) -> tuple[float | None, dict[str, float]]:
+    """From a /metrics text: the mean of autoscaler_loop_duration_seconds, and of each phase's
+    autoscaler_pass_phase_seconds."""
+    sums: dict[str, dict[str, float]] = {}
     for line in text.splitlines():
-        if line.startswith(
-            ("autoscaler_loop_duration_seconds_sum", "autoscaler_loop_duration_seconds_count")
-        ):
-            name, value = line.rsplit(" ", 1)
-            values[name.split("{")[0].rsplit("_", 1)[1]] = float(value)
-    return values["sum"] / values["count"] if values.get("count") else None
+        for metric in ("autoscaler_loop_duration_seconds", "autoscaler_pass_phase_seconds"):
+            for part in ("sum", "count"):
+                if line.startswith(f"{metric}_{part}"):
+                    name, value = line.rsplit(" ", 1)
+                    phase = name.split('phase="', 1)[1].split('"', 1)[0] if 'phase="' in name else ""
+                    sums.setdefault(f"{metric}:{phase}", {})[part] = float(value)
+
+    def mean(key: str) -> float | None:
+        v = sums.get(key, {})
+        return v["sum"] / v["count"] if v.get("count") else None
+
+    phases = {}
+    for key in sums:
+        metric, phase = key.split(":", 1)
+        if metric == "autoscaler_pass_phase_seconds" and (m := mean(key)) is not None:
+            phases[phase] = m
+    return mean("autoscaler_loop_duration_seconds:"), phases
 
 
 def _wait(check, timeout_s: float, ctl: Controller, what: str) -> None:
@@ -507,6 +540,7 @@ def _sample(api: Api, aws: Aws, counter: EventCounter, opts: Options, rng: rando
     before = counter.count
     tag = f"{setting}-{k}" if setting else str(k)
     burst = [f"burst-{tag}-{i}" for i in range(opts.events)]
+    own = f"burst-{tag}"  # the earlier bursts' Events may still be coming: this sample waits for its own
     big = {
         "cpu": "4",
         "memory": "16Gi",
@@ -517,7 +551,7 @@ def _sample(api: Api, aws: Aws, counter: EventCounter, opts: Options, rng: rando
         "burst pod",
     )  # fmt: skip
     deadline = time.monotonic() + opts.sample_timeout_s
-    while opts.events and counter.count == before and time.monotonic() < deadline and ctl.alive():
+    while opts.events and not counter.by_burst.get(own) and time.monotonic() < deadline and ctl.alive():
         time.sleep(0.01)  # until the controller begins writing this burst's Events
     gpu = {"cpu": "32", "memory": "200Gi", "nvidia.com/gpu": "8"}
     body = pod_body(f"decide-{tag}", gpu, k, rng, gpu=True)
@@ -575,6 +609,11 @@ def report(result: dict) -> str:
             f"{', '.join(map(str, r['events_per_burst']))}"
         )
         lines += [f"missed: {w}" for w in r["why_missed"]]
+        if r.get("phase_mean_s"):
+            lines.append(
+                f"batch idle {r['batch_idle']}: mean pass by phase s: "
+                + ", ".join(f"{k} {v}" for k, v in sorted(r["phase_mean_s"].items(), key=lambda kv: -kv[1]))
+            )
         if r["rss_max_mib"] is not None and r["latency_p50_s"] is not None:
             mb = r["rss_max_mib"] * 2**20 / 1e6
             lines.append(

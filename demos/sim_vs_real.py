@@ -131,8 +131,8 @@ def compare(
 def as_run(spec, compression: float, scan_interval_s: float):
     """The spec and the batch policy as the demo runs the real autoscaler. It reads the wall clock, so each of its
     durations is ``compression`` times longer in model time: its scan interval (``--scan-interval``), its batch
-    window (autoscaler.loop.BatchWindow: a pass 1 s after the last new pending pod, 10 s after the first at the
-    latest), its back-off of a group after a failed scaling activity (60 s doubling to 1,800 s: at 60x a group
+    window (autoscaler.loop.BatchWindow: a pass 0.1 s after a pod that came alone, 1 s after the last of a burst,
+    10 s after the first at the latest), its back-off of a group after a failed scaling activity (60 s doubling to 1,800 s: at 60x a group
     that ran out of capacity is not tried again during the demo, where the simulator's 60 model seconds retried
     it every other loop), its idle threshold and its boot timeout."""
     scan = round(scan_interval_s * compression)
@@ -144,7 +144,8 @@ def as_run(spec, compression: float, scan_interval_s: float):
 
     def factory(ctx, run):
         policy = make_policy(POLICY, ctx, run)
-        policy.batch_window = (window.idle_s * compression, window.max_wait_s * compression)
+        policy.batch_window = (window.idle_s * compression, window.max_wait_s * compression,
+                               window.lone_idle_s * compression)  # fmt: skip
         planner = policy.config.planner  # the controller's own (the same object)
         planner.backoff_base_s *= compression
         planner.backoff_max_s *= compression

@@ -16,6 +16,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from autoscaler.loop import due as loop_due
 from clusterspec.catalog import instance_types
 from clusterspec.scheduler import PROFILES
 from clusterspec.spec import Cluster as Spec
@@ -194,9 +195,11 @@ class Run:
         usage = self.policy.loop_on_usage_change
         window = self.policy.batch_window
         if window and self.tracker.new_pending and self.tracker.first_new is not None:
-            # the live loop (autoscaler.loop.BatchWindow): pods pending open a window, closed idle_s after the last
-            # one or max_wait_s after the first, without waiting for the scan interval
-            due = min(self.tracker.last_new + window[0], self.tracker.first_new + window[1])
+            # the live loop's rule (autoscaler.loop.due): pods pending open a window, closed lone_idle_s after a
+            # pod that came alone, idle_s after the last of a burst, max_wait_s after the first at most, without
+            # waiting for the scan interval
+            tr = self.tracker
+            due = loop_due(tr.first_new, tr.last_new, tr.new_count, tr.before_new, *window)
             return max(now, due)
         if self.tracker.changed(usage) or len(self.model.cloud.activities) != self._activities:
             return self._grid(earliest)

@@ -32,6 +32,11 @@ class ModelTracker:
         self.new_pending: set[str] = set()
         self.first_new: float | None = None  # when the first and last of new_pending were created
         self.last_new: float | None = None
+        self.new_count = 0  # pods first pending since the last loop (the live window's events)
+        self.before_new: float | None = (
+            None  # the pod first pending before first_new (an earlier window's last)
+        )
+        self._heard: float | None = None
         self.usage_changed = True  # GPU demand, use or capacity moved (for policies that watch utilization)
 
     def changed(self, usage: bool = False) -> bool:
@@ -42,6 +47,7 @@ class ModelTracker:
         self.usage_changed = False
         self.new_pending.clear()
         self.first_new = self.last_new = None
+        self.new_count = 0
 
     @property
     def capacity(self) -> int:
@@ -121,6 +127,9 @@ class ModelTracker:
             self.last_new = self._now()
             if self.first_new is None:
                 self.first_new = self.last_new
+                self.before_new = self._heard
+            self._heard = self.last_new
+            self.new_count += 1
         elif new is None or new[0] != "Pending":
             self.new_pending.discard(uid)
 

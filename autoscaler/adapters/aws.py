@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -137,6 +138,7 @@ class AwsCloud:
         self._launched: dict[str, dict[str, datetime]] = {}  # region -> instance id -> launch time
         self._current_templates: dict[str, tuple] = {}  # group -> (version, image) new instances get
         self._images: dict[str, str] = {}  # instance id -> the AMI it runs (drift: autoscaler/core/drift.py)
+        self._pool: ThreadPoolExecutor | None = None  # the regions' reads, side by side (_each_region)
 
     # -- clients ------------------------------------------------------------------------------------------
     def client(self, service: str, region: str):
@@ -162,18 +164,43 @@ class AwsCloud:
         log.warning("aws call failed", extra={"region": region, "operation": operation, "error": str(err)})
 
     # -- Cloud: discovery -----------------------------------------------------------------------------------
+    def _each_region(self, fn, regions: list[str]) -> list[tuple[str, object, BaseException | None]]:
+        """``fn(region)`` for every region, side by side (a pass waits for the slowest region, not their sum):
+        (region, result, the AWS error it raised or None), in the order given. Clients are made here first (a
+        boto3 session makes them one at a time); other errors are raised."""
+        for region in regions:
+            self.client("autoscaling", region), self.client("ec2", region)
+
+        def one(region: str):
+            try:
+                return region, fn(region), None
+            except AWS_ERRORS as e:
+                return region, None, e
+
+        if len(regions) <= 1:
+            return [one(r) for r in regions]
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(len(self.regions), thread_name_prefix="aws-read")
+        return list(self._pool.map(one, regions))
+
     def list_groups(self) -> list[dict]:
         groups: list[dict] = []
         self.unread_regions = set()
-        for region in self.regions:
-            try:
-                found = self._region_groups(region)
-            except AWS_ERRORS as e:
-                self._error(region, "DescribeAutoScalingGroups", e)
+        for region, found, error in self._each_region(self._region_groups, self.regions):
+            for name in [n for n, k in self._known.items() if k.region == region]:
+                del self._known[name]
+            if error is not None:
+                self._error(region, "DescribeAutoScalingGroups", error)
                 self.unread_regions.add(region)
-                for name in [n for n, k in self._known.items() if k.region == region]:
-                    del self._known[name]
                 continue
+            for group in found:
+                self._known[group["name"]] = _Known(
+                    region=region,
+                    min=group["min"],
+                    max=group["max"],
+                    desired=group["desired"],
+                    instances={i["id"] for i in group["instances"]},
+                )
             groups.extend(found)
         return groups
 
@@ -209,17 +236,7 @@ class AwsCloud:
                     if not i.get("ProtectedFromScaleIn") and i.get("LifecycleState") == "InService"
                 ],
             )
-        for name in [n for n, k in self._known.items() if k.region == region]:
-            del self._known[name]
-        for group in out:
-            self._known[group["name"]] = _Known(
-                region=region,
-                min=group["min"],
-                max=group["max"],
-                desired=group["desired"],
-                instances={i["id"] for i in group["instances"]},
-            )
-        return out
+        return out  # list_groups remembers them (_known), once every region is read
 
     def _group(self, region: str, g: dict, tags: dict[str, str], launched: dict[str, datetime]) -> dict:
         name = g["AutoScalingGroupName"]
@@ -458,15 +475,16 @@ class AwsCloud:
     # -- Cloud: failures -------------------------------------------------------------------------------------
     def scaling_failures(self, since: datetime) -> list[dict]:
         out: list[dict] = []
-        for region in self.regions:
-            ours = {n for n, k in self._known.items() if k.region == region}
-            if not ours:
-                continue
-            try:
-                out.extend(self._region_failures(region, ours, since))
-            except AWS_ERRORS as e:
-                self._error(region, "DescribeScalingActivities", e)
+        ours = {r: {n for n, k in self._known.items() if k.region == r} for r in self.regions}
+        read = [r for r in self.regions if ours[r]]
+        for region, found, error in self._each_region(
+            lambda r: self._region_failures(r, ours[r], since), read
+        ):
+            if error is not None:
+                self._error(region, "DescribeScalingActivities", error)
                 self.unread_regions.add(region)
+                continue
+            out.extend(found)
         for name, (at, message) in sorted(self._problems.items()):
             known = self._known.get(name)
             if known is not None:  # reported with the time it was first seen: the planner counts it once

@@ -71,6 +71,10 @@ POD_EVENTS_KEPT = (
 )
 
 
+# the API server answers a list as metadata only (apimachinery's PartialObjectMetadataList)
+METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+
+
 class NodeChanged(RuntimeError):
     """A Node deletion's precondition failed (HTTP 409): the Node changed since it was read."""
 
@@ -289,12 +293,15 @@ class KubeCluster:
         return body.get("items") or []
 
     def read_pending_pods(self) -> list[dict]:
-        """The pods pending and bound to no node now (fieldSelector ``spec.nodeName=,status.phase=Pending``): what a
-        purchase is confirmed against."""
+        """The pods pending and bound to no node now (fieldSelector ``spec.nodeName=,status.phase=Pending``), as
+        their metadata only (a PartialObjectMetadataList, as client-go's metadata client asks for it: names and
+        uids are what a purchase is confirmed against, and 500 whole pods took 0.2 to 0.7 s to send and parse on a
+        loaded API server, on the decision's path)."""
         body = self._read(
             "pending pods",
             self.core.list_pod_for_all_namespaces,
             field_selector="spec.nodeName=,status.phase=Pending",
+            _headers={"Accept": METADATA_LIST},
         )
         return body.get("items") or []
 

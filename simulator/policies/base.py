@@ -65,9 +65,10 @@ class Policy:
         False  # True: a loop whenever GPU demand, use or capacity changes (utilization policies)
     )
     api_mode = "live"
-    # the live process's pass timing (autoscaler.loop.BatchWindow): a pending pod opens a window and the pass runs
-    # once no new one came for idle_s, at most max_wait_s after the first; None: loops on the scan-interval grid
-    batch_window: tuple[float, float] | None = None
+    # the live process's pass timing (autoscaler.loop.due): a pending pod opens a window and the pass runs
+    # lone_idle_s after a pod that came alone, once no new one came for idle_s after a burst's, at most max_wait_s
+    # after the first: (idle_s, max_wait_s, lone_idle_s); None: loops on the scan-interval grid
+    batch_window: tuple[float, float, float] | None = None
     pod_annotations: dict[str, str] = {}
     commitment_discount = 0.0
     publishing_regions: tuple[str, ...] = ()  # regions where it publishes a CloudWatch metric every minute

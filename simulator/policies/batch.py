@@ -32,7 +32,8 @@ def controller_config(ctx: PolicyContext) -> ControllerConfig:
 
 class BatchPolicy(Policy):
     name = "batch"
-    batch_window = (BatchWindow(10).idle_s, BatchWindow(10).max_wait_s)  # what autoscaler.service runs
+    # what autoscaler.service runs (its defaults)
+    batch_window = (BatchWindow(10).idle_s, BatchWindow(10).max_wait_s, BatchWindow(10).lone_idle_s)
 
     def __init__(self, ctx: PolicyContext, run):
         super().__init__(ctx)

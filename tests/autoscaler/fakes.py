@@ -173,6 +173,7 @@ class FakeCluster(_Failing):
 
     def read_state(self):
         self._maybe_fail("read_state")
+        self.state_reads = getattr(self, "state_reads", 0) + 1
         return dict(self.state)
 
     def write_state(self, data):

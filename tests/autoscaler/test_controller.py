@@ -383,3 +383,66 @@ def test_the_pass_snapshot_carries_the_claims_and_a_pod_waiting_on_one_gets_no_n
                             "status": {"phase": "Bound"}})  # fmt: skip
     clock.advance(10)
     assert ctl.run_once().plan["scale_up"] == {"c-us-west-2-v100": 2}
+
+
+def test_a_pass_times_its_phases_in_the_metric_and_its_result():
+    clock = Clock()
+    cluster, cloud = world(gpu_pods(3), clock=clock)
+    before = sample("autoscaler_pass_phase_seconds_count", phase="scale_up") or 0
+    result = controller(cluster, cloud, clock).run_once()
+    assert set(result.phase_s) >= {"state", "cluster", "aws", "plan", "scale_up", "act", "persist", "observe"}
+    assert all(v >= 0 for v in result.phase_s.values())
+    assert sample("autoscaler_pass_phase_seconds_count", phase="scale_up") == before + 1
+
+
+def test_the_state_is_trusted_after_our_own_write_and_written_when_more_than_its_watermark_changes():
+    """After its own write a pass reads no state (one writer, the leader); a pass that changes nothing but the
+    failures watermark writes no state for 30 s, and none of the status but its time for 10 s."""
+    clock = Clock()
+    cluster, cloud = world(gpu_pods(3), clock=clock)
+    ctl = controller(cluster, cloud, clock)
+
+    def calls():
+        out = [c[0] for c in cluster.changes if c[0] in ("write_state", "write_status")]
+        out = ["read_state"] * getattr(cluster, "state_reads", 0) + out
+        cluster.changes.clear()
+        cluster.state_reads = 0
+        return out
+
+    ctl.run_once()
+    assert calls() == ["read_state", "write_state", "write_status"]
+    clock.advance(2)
+    ctl.run_once()
+    assert calls() == ["write_status"]  # the scale-up is done: the status says so at once
+    clock.advance(3)
+    ctl.run_once()
+    assert calls() == []  # the pods wait for the launching nodes: the same status but its time
+    watermark = cluster.state[STATE_FAILURES_READ]
+    clock.advance(8)
+    ctl.run_once()
+    assert calls() == ["write_status"]  # 11 s after the last status write
+    clock.advance(20)
+    ctl.run_once()
+    assert calls() == [
+        "write_state",
+        "write_status",
+    ]  # 31 s after the last state write: the watermark moves on
+    assert cluster.state[STATE_FAILURES_READ] > watermark
+    cluster.pods = {}  # the pods vanish: the summary changes and is written at once
+    clock.advance(1)
+    ctl.run_once()
+    assert "write_status" in calls()
+    assert json.loads(cluster.status["summary"])["pending_pods"] == 0
+
+
+def test_a_failed_state_write_makes_the_next_pass_read_the_state_again():
+    clock = Clock()
+    cluster, cloud = world(gpu_pods(1), clock=clock)
+    ctl = controller(cluster, cloud, clock)
+    cluster.fail["write_state"] = [RuntimeError("conflict")]
+    ctl.run_once()
+    cluster.changes.clear()
+    cluster.state_reads = 0
+    clock.advance(1)
+    ctl.run_once()
+    assert cluster.state_reads == 1 and ("write_state",) in cluster.changes

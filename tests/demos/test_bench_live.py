@@ -82,3 +82,31 @@ def test_a_bad_batch_idle_is_refused_before_the_loading(value, capsys) -> None:
     with pytest.raises(SystemExit) as e:
         bench_live.main(["--batch-idle", value])
     assert e.value.code == 2 and "--batch-idle" in capsys.readouterr().err
+
+
+def test_the_pass_and_its_phases_are_averaged_from_metrics_text() -> None:
+    from demos.bench_live import pass_means
+
+    text = "\n".join([
+        "# HELP autoscaler_loop_duration_seconds x",
+        "autoscaler_loop_duration_seconds_sum 3.0",
+        "autoscaler_loop_duration_seconds_count 4.0",
+        'autoscaler_pass_phase_seconds_sum{phase="aws"} 1.0',
+        'autoscaler_pass_phase_seconds_count{phase="aws"} 4.0',
+        'autoscaler_pass_phase_seconds_sum{phase="confirm"} 0.0',
+        'autoscaler_pass_phase_seconds_count{phase="confirm"} 0.0',
+    ])  # fmt: skip
+    assert pass_means(text) == (0.75, {"aws": 0.25})
+    assert pass_means("") == (None, {})
+
+
+def test_a_sample_waits_for_its_own_bursts_events_not_an_earlier_ones() -> None:
+    """The Events of an earlier burst may still be coming when the next burst is made: each is told apart by its
+    pod's name, so the sample's pod comes once the controller planned its own burst."""
+    from types import SimpleNamespace
+
+    from demos.bench_live import _burst_of
+
+    assert _burst_of(SimpleNamespace(involved_object=SimpleNamespace(name="burst-1-3-499"))) == "burst-1-3"
+    assert _burst_of(SimpleNamespace(involved_object=SimpleNamespace(name="burst-4-0"))) == "burst-4"
+    assert _burst_of(SimpleNamespace(involved_object=None)) == ""

@@ -145,7 +145,7 @@ def test_the_simulator_replays_the_autoscaler_at_the_runs_compression() -> None:
     spec, factory = sim_vs_real.as_run(load_spec(), 15.0, 2)
     run = Run(demo_scenario(spec), spec, sim_vs_real.POLICY, factory)
     assert run.scan == 30.0  # the 2-s scan interval is 30 model seconds at 15x, 120 at 60x
-    assert run.policy.batch_window == (15.0, 150.0)
+    assert run.policy.batch_window == (15.0, 150.0, 1.5)
     assert spec.autoscaler.idle_threshold_s == round(load_spec().autoscaler.idle_threshold_s * 15)
 
 

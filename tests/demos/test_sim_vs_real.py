@@ -77,6 +77,6 @@ def test_the_simulator_runs_the_autoscaler_as_the_demo_runs_it() -> None:
     spec, factory = sim_vs_real.as_run(load_spec(), 60.0, 2)
     run = Run(demo_scenario(spec), spec, sim_vs_real.POLICY, factory)
     assert run.scan == 120.0
-    assert run.policy.batch_window == (60.0, 600.0)
+    assert run.policy.batch_window == (60.0, 600.0, 6.0)
     assert load_spec().autoscaler.scan_interval_s == 10
-    assert BatchPolicy.batch_window == (1.0, 10.0)
+    assert BatchPolicy.batch_window == (1.0, 10.0, 0.1)

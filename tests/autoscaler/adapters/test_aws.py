@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
 from autoscaler import metrics
@@ -234,3 +236,30 @@ def test_a_new_launch_template_version_shows_which_instances_are_drifted(cloud, 
     want = LaunchTemplate(**group["launch_template"])
     drifted = {i["id"] for i in group["instances"] if reason(LaunchTemplate(**i["launch_template"]), want)}
     assert drifted == {old}
+
+
+@pytest.mark.parametrize(("operation", "read"), [
+    ("DescribeAutoScalingGroups", lambda cloud: cloud.list_groups()),
+    ("DescribeScalingActivities", lambda cloud: cloud.scaling_failures(datetime.now(UTC) - timedelta(hours=1))),
+])  # fmt: skip
+def test_the_regions_are_read_side_by_side(cloud, operation, read):
+    """A pass waits for the slowest region, not for their sum: each region's call waits at a barrier the three
+    reach only when they are under way at once (one after the other, the first would wait out the timeout)."""
+    import threading
+
+    cloud.list_groups()  # the groups known, so each region has activities to read
+    barrier = threading.Barrier(len(REGIONS), timeout=10)
+    met = []
+
+    def meet(**_):
+        met.append(barrier.wait())
+
+    service = "autoscaling"
+    for region in REGIONS:
+        cloud.client(service, region).meta.events.register(f"before-call.{service}.{operation}", meet)
+    try:
+        read(cloud)
+    finally:
+        for region in REGIONS:
+            cloud.client(service, region).meta.events.unregister(f"before-call.{service}.{operation}", meet)
+    assert sorted(met) == [0, 1, 2] and not cloud.unread_regions

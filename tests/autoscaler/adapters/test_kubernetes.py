@@ -373,7 +373,10 @@ def test_the_fresh_read_of_pending_pods_and_the_pods_watch_since_a_mark(cluster,
     wait_until(lambda: {"bound"} <= {p["metadata"]["name"] for p in cluster.pods_seen_on(node, mark) or []})
     later = cluster.pod_event_mark()
     assert [p for p in cluster.pods_seen_on(node, later) or [] if p["metadata"]["name"] != "bound"] == []
-    assert names(cluster.read_pending_pods(), world.ns) == ["waiting"]
+    pending = cluster.read_pending_pods()
+    assert names(pending, world.ns) == ["waiting"]
+    mine = next(p for p in pending if p["metadata"]["name"] == "waiting")
+    assert mine["metadata"]["uid"] and "spec" not in mine, "metadata only: names and uids confirm a purchase"
 
 
 def test_a_pass_plans_only_on_the_pods_pending_when_it_began(cluster, world):
