@@ -528,8 +528,10 @@ def bench(c, json=False, no_process=False, no_cases=False, pods=51_000, nodes=3_
         "workers": "concurrent API writes while loading (default 16)",
         "out": "the stack's folder, the controller's log and result.json (build/bench-live)",
         "json": "print the result as one JSON object",
-        "batch_idle": "the autoscaler's --batch-idle (default: its own, 1s; 250ms is the latency end); "
-        "several, comma-separated (1s,250ms): one controller each on the same loaded cluster",
+        "batch_idle": "the autoscaler's --batch-idle (default: its own, 1s); several, comma-separated (1s,250ms): "
+        "one controller each on the same loaded cluster",
+        "lone_pod_idle": "the autoscaler's --lone-pod-idle (default: its own, 100ms); several, comma-separated "
+        "(100ms,1s: both ends of the setting): one controller each on the same loaded cluster",
     },
 )
 def bench_live(
@@ -543,13 +545,15 @@ def bench_live(
     out=None,
     json=False,
     batch_idle=None,
+    lone_pod_idle=None,
 ):
     """The live controller on the real control plane: decision latency and memory (docs/benchmarks.md)."""
     from demos.bench_live import main
 
     argv = [f"--nodes={nodes}", f"--pods={pods}", f"--loops={loops}", f"--samples={samples}", f"--events={events}",
             f"--workers={workers}", *([f"--out={out}"] if out else []), *(["--json"] if json else []),
-            *([f"--batch-idle={batch_idle}"] if batch_idle else [])]  # fmt: skip
+            *([f"--batch-idle={batch_idle}"] if batch_idle else []),
+            *([f"--lone-pod-idle={lone_pod_idle}"] if lone_pod_idle else [])]  # fmt: skip
     code = main(argv)
     if code:
         raise SystemExit(code)

@@ -667,8 +667,10 @@ class Controller:
         if cost <= limit:
             return plan
         shown = f"${cost:,.2f}/h" if cost != float("inf") else "an unknown price"
+        bought_for = {k for k, where in self._placements.items() if where.startswith("new:")}
         try:
-            fresh = read()
+            # the adapter reads the pods bought for by name when they are few (a GET each), else lists the pending
+            fresh = read(keys=sorted(bought_for)) if "keys" in _parameters(read) else read()
         except Exception as e:  # noqa: BLE001 - what cannot be confirmed is not bought
             self._hold_up = f"the pending pods could not be read to confirm a scale-up of {shown} ({e})"
             result.errors.append(f"scale-up held: {self._hold_up}")
@@ -676,14 +678,14 @@ class Controller:
         there = {(_key(p), (p.get("metadata") or {}).get("uid")) for p in fresh if isinstance(p, dict)}
         pending = self._pending_in(snapshot["pods"])
         vanished = {
-            _key(p) for p in pending if (_key(p), (p.get("metadata") or {}).get("uid")) not in there
+            k for p in pending
+            if (k := _key(p)) in bought_for and (k, (p.get("metadata") or {}).get("uid")) not in there
         }  # fmt: skip
-        bought_for = {k for k, where in self._placements.items() if where.startswith("new:")}
-        if not vanished & bought_for:
+        if not vanished:
             return plan
         nodes = sum(up.values())
         result.held.append(
-            f"a scale-up of {nodes} node(s) ({shown}) planned again: {len(vanished & bought_for)} of the pods it was "
+            f"a scale-up of {nodes} node(s) ({shown}) planned again: {len(vanished)} of the pods it was "
             f"for are no longer pending by a fresh read"
         )
         log.warning("scale-up planned again without vanished pods",

@@ -12,9 +12,10 @@
   ``--pods`` kubectl-sized Job pods (``autoscaler.core.kubectl_sized``; the API server adds its own managed fields,
   kwok their status) bound to them round-robin, all created by ``--workers`` concurrent API writes.
 - AWS: moto on loopback with the spec's tagged groups (``demos.live_sides.Aws``), every write timestamped.
-- The real ``autoscaler run`` (admin kubeconfig, ``--boot-timeout 24h``), scan interval 1 s, ``--batch-idle`` its
-  default (1 s) or the values given (250ms: the latency end of the setting); with several (``1s,250ms``), one
-  controller after the other on the same loaded cluster, so both ends come from one run.
+- The real ``autoscaler run`` (admin kubeconfig, ``--boot-timeout 24h``), scan interval 1 s, ``--batch-idle`` and
+  ``--lone-pod-idle`` at their defaults (1 s, 100 ms) or the values given; with several (``--lone-pod-idle
+  100ms,1s``: the sample's lone pod planned at once, or held for the 1-s window as before), one controller after
+  the other on the same loaded cluster, so both ends come from one run.
 - Decision latency, ``--samples`` times spread over ``--loops`` passes: ``--events`` pending 16-GPU pods that fit
   no group (each owed a NotTriggerScaleUp Event); once the controller has begun writing their Events, one 8-GPU
   pod; the time from just before its create request to the first SetDesiredCapacity / UpdateAutoScalingGroup
@@ -69,6 +70,7 @@ class Options:
     batch_idle: tuple[str | None, ...] = (
         None,
     )  # autoscaler run's --batch-idle, one controller each (None: its default)
+    lone_pod_idle: tuple[str | None, ...] = (None,)  # and its --lone-pod-idle: one controller per pair
     ready_timeout_s: float = 600.0
     sample_timeout_s: float = 120.0
 
@@ -429,33 +431,47 @@ def run(opts: Options, out: Path, progress=lambda what: None) -> dict:
         load(stack, api, opts, loading, progress)
         loading.control_plane_mib["loaded"] = _control_plane(stack)
         aws = Aws()
-        for k, idle in enumerate(opts.batch_idle or (None,)):
+        for k, (idle, lone) in enumerate(settings(opts)):
             result = Result(load_s=dict(loading.load_s), write_errors=loading.write_errors,
                             control_plane_mib=dict(loading.control_plane_mib))  # fmt: skip
-            results.append((idle, result))
+            results.append(((idle, lone), result))
             _measure(stack, api, aws, opts, k, out / f"controller-{k}.log", result, progress)
     finally:
         if aws:
             aws.stop()
         stack.stop()
-    runs = [{"batch_idle": idle or "1s (default)", **r.summary()} for idle, r in results]
+    runs = [{"batch_idle": idle or "1s (default)", "lone_pod_idle": lone or "100ms (default)",
+             "setting": setting_label(opts, idle, lone), **r.summary()} for (idle, lone), r in results]  # fmt: skip
     return {"options": asdict(opts), "run": runs[0] if runs else loading.summary(), "runs": runs}
+
+
+def settings(opts: Options) -> list[tuple[str | None, str | None]]:
+    """The controllers to measure, one after the other: each (--batch-idle, --lone-pod-idle) pair."""
+    return [(b, lone) for b in opts.batch_idle or (None,) for lone in opts.lone_pod_idle or (None,)]
+
+
+def setting_label(opts: Options, idle: str | None, lone: str | None) -> str:
+    """A run's name in the report: its batch idle, and its lone-pod idle when that is varied or given."""
+    batch = idle or "1s (default)"
+    if opts.lone_pod_idle in ((), (None,)):
+        return batch
+    return f"{batch}, lone pod {lone or '100ms (default)'}"
 
 
 def _measure(stack: Stack, api: Api, aws: Aws, opts: Options, setting: int, log: Path, result: Result,
              progress) -> None:  # fmt: skip
-    """One controller process at the ``setting``-th ``--batch-idle``: its passes, memory and decision-latency
-    samples."""
-    idle = (opts.batch_idle or (None,))[setting]
+    """One controller process at the ``setting``-th pair of ``settings``: its passes, memory and
+    decision-latency samples."""
+    idle, lone = settings(opts)[setting]
     ctl = None
     stop = threading.Event()
     counter = None
     try:
-        ctl = Controller(ROOT, stack.admin_kubeconfig, aws.url, opts.scan_interval, log,
-                         ("--batch-idle", idle) if idle else ())  # fmt: skip
+        flags = (("--batch-idle", idle) if idle else ()) + (("--lone-pod-idle", lone) if lone else ())
+        ctl = Controller(ROOT, stack.admin_kubeconfig, aws.url, opts.scan_interval, log, flags)
         counter = EventCounter(api)
         t0 = time.monotonic()
-        progress(f"controller started (batch idle {idle or '1s, its default'}); waiting for its first pass")
+        progress(f"controller started ({setting_label(opts, idle, lone)}); waiting for its first pass")
         _wait(lambda: (ctl.loops() or 0) >= 1, opts.ready_timeout_s, ctl, "its first pass")
         result.startup_s = time.monotonic() - t0
 
@@ -578,10 +594,10 @@ def report(result: dict) -> str:
     o = result["options"]
     runs = result.get("runs") or [{"batch_idle": "1s (default)", **result["run"]}]
     first = runs[0]
-    settings = ", ".join(r["batch_idle"] for r in runs)
+    labels = ", ".join(_label(r) for r in runs)
     lines = [
         f"{o['nodes']:,} kwok nodes, {o['pods']:,} kubectl-sized pods on the real control plane; bursts of "
-        f"{o['events']} pods owed Events; scan interval {o['scan_interval']}; batch idle {settings} (one "
+        f"{o['events']} pods owed Events; scan interval {o['scan_interval']}; batch idle {labels} (one "
         "controller each, in this order, on the same cluster)",
         f"loading: nodes {first['load_s'].get('nodes')} s, pods {first['load_s'].get('pods')} s, Ready "
         f"{first['load_s'].get('ready')} s ({first['load_s'].get('running_pods'):,} pods Running); write errors "
@@ -594,7 +610,7 @@ def report(result: dict) -> str:
     for r in runs:
         cp = r["control_plane_mib"]
         lines.append(
-            f"| {r['batch_idle']} | {r['latency_p50_s']} | {r['latency_p95_s']} | {r['latency_max_s']} | "
+            f"| {_label(r)} | {r['latency_p50_s']} | {r['latency_p95_s']} | {r['latency_max_s']} | "
             f"{len(r['latencies_s'])} ({r['missed_samples']}) | {r['loops']:,} ({r['seconds']}) | "
             f"{r['pass_mean_s']} | {r['rss_start_mib']} / {r['rss_max_mib']} / {r['rss_end_mib']} | "
             + " | ".join(_mem(cp, p) for p in WATCHED)
@@ -603,7 +619,7 @@ def report(result: dict) -> str:
     lines.append("")
     for r in runs:
         lines.append(
-            f"batch idle {r['batch_idle']}: controller start-up {r['startup_s']} s; latencies s: "
+            f"batch idle {_label(r)}: controller start-up {r['startup_s']} s; latencies s: "
             f"{', '.join(map(str, r['latencies_s']))}; the create request itself: "
             f"{', '.join(map(str, r['create_request_s']))}; Events per burst by the scaling call: "
             f"{', '.join(map(str, r['events_per_burst']))}"
@@ -611,17 +627,21 @@ def report(result: dict) -> str:
         lines += [f"missed: {w}" for w in r["why_missed"]]
         if r.get("phase_mean_s"):
             lines.append(
-                f"batch idle {r['batch_idle']}: mean pass by phase s: "
+                f"batch idle {_label(r)}: mean pass by phase s: "
                 + ", ".join(f"{k} {v}" for k, v in sorted(r["phase_mean_s"].items(), key=lambda kv: -kv[1]))
             )
         if r["rss_max_mib"] is not None and r["latency_p50_s"] is not None:
             mb = r["rss_max_mib"] * 2**20 / 1e6
             lines.append(
-                f"targets at batch idle {r['batch_idle']}: decision p50 under 0.5 s ({r['latency_p50_s']} s: "
+                f"targets at batch idle {_label(r)}: decision p50 under 0.5 s ({r['latency_p50_s']} s: "
                 f"{'meets' if r['latency_p50_s'] < 0.5 else 'MISSES'}); autoscaler under 300 MB ({mb:,.0f} MB at "
                 f"its peak: {'meets' if mb < 300 else 'MISSES'})"
             )
     return "\n".join(lines)
+
+
+def _label(run: dict) -> str:
+    return run.get("setting") or run["batch_idle"]
 
 
 def _mem(cp: dict, proc: str) -> str:
@@ -650,6 +670,11 @@ def main(argv: list[str] | None = None) -> int:
         help="the autoscaler's --batch-idle (default: its own, 1s); several, "
         "comma-separated (e.g. 1s,250ms): one controller each on the same loaded cluster",
     )
+    ap.add_argument(
+        "--lone-pod-idle",
+        help="the autoscaler's --lone-pod-idle (default: its own, 100ms); several, comma-separated (e.g. "
+        "100ms,1s): one controller each (and each --batch-idle) on the same loaded cluster",
+    )
     ap.add_argument("--churn", type=_positive, metavar="PODS",
                     help="instead: the churn scenario, PODS pending pods each deleted 2 s after creation")  # fmt: skip
     ap.add_argument("--boot-s", type=float, default=30.0, help="with --churn: seconds from launch to Node")
@@ -666,8 +691,23 @@ def main(argv: list[str] | None = None) -> int:
                 f"--batch-idle {args.batch_idle!r}: {e}; give durations of at least 50ms separated by commas, "
                 "e.g. 1s,250ms"
             )
+    lone = tuple(v.strip() for v in args.lone_pod_idle.split(",")) if args.lone_pod_idle else (None,)
+    for v in lone:
+        try:
+            parse_duration(v)
+        except ValueError as e:
+            ap.error(
+                f"--lone-pod-idle {args.lone_pod_idle!r}: {e}; give durations separated by commas, e.g. 100ms,1s"
+            )
     opts = Options(
-        args.nodes, args.pods, args.loops, args.samples, args.events, args.workers, batch_idle=idle
+        args.nodes,
+        args.pods,
+        args.loops,
+        args.samples,
+        args.events,
+        args.workers,
+        batch_idle=idle,
+        lone_pod_idle=lone,
     )
     started = time.monotonic()
 

@@ -38,9 +38,21 @@ def no_h_shortflag(namespace: dict) -> None:
         kept = dict(
             obj.help
         )  # get_arguments() pops each option's help text: without this, --help showed none
+        _letter_shortflags(obj)
         if any("h" in a.names for a in obj.get_arguments()):
             obj.auto_shortflags = False
         obj.help = kept
+
+
+def _letter_shortflags(task) -> None:
+    """invoke takes an option's first character not yet taken as its short flag, dashes included: once l, o, n
+    and e were taken, --lone-pod-idle got "-" (shown as ``--=STRING``). Dashes are skipped here."""
+    original = task.arg_opts
+
+    def arg_opts(name, default, taken_names):
+        return original(name, default, {*taken_names, "-"})
+
+    task.arg_opts = arg_opts
 
 
 def user_errors(fn: Callable) -> Callable:

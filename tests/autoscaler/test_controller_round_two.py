@@ -44,6 +44,7 @@ class LiveCluster(FakeCluster):
         self.node_events: list[tuple[str, str, str]] = []
         self.after_pod_reads: list = []  # callables run after each read of a node's pods (a racing binder)
         self.pending_read = None  # what read_pending_pods answers (None: the truth)
+        self.pending_reads: list = []  # the keys each read asked for
 
     def mark_for_removal(self, name, taint):
         self.taint_node(name, taint)
@@ -85,10 +86,13 @@ class LiveCluster(FakeCluster):
     def record_node_event(self, node, reason, message, type="Normal"):  # noqa: A002
         self.node_events.append((node["metadata"]["name"], reason, message))
 
-    def read_pending_pods(self):
-        if self.pending_read is not None:
-            return copy.deepcopy(self.pending_read)
-        return [p for p in self.list_pods() if not p["spec"].get("nodeName")]
+    def read_pending_pods(self, keys=None):
+        self.pending_reads.append(keys)
+        pods = self.pending_read if self.pending_read is not None else self.list_pods()
+        out = [p for p in copy.deepcopy(pods) if not p["spec"].get("nodeName")]
+        if keys is not None:  # the adapter reads those by name: only they come back
+            out = [p for p in out if f"{p['metadata']['namespace']}/{p['metadata']['name']}" in keys]
+        return out
 
 
 def draining_world(clock, tainted_ago_s=30):
@@ -307,6 +311,17 @@ def test_a_cheap_scale_up_is_not_read_again_and_one_that_is_confirmed_goes_ahead
     live.pending_read = gpu_pods(1)  # one of the two is gone
     ctl(live, cloud, clock, confirm_scale_up_above=0).run_once()
     assert cloud.groups[WEST]["desired"] == 1
+
+
+def test_the_fresh_read_asks_for_the_pods_bought_for_by_name():
+    """Three pods need new nodes: the confirmation asks for those three (the adapter reads a few by name, each
+    answered from its one object), not for every pending pod."""
+    clock = Clock()
+    cluster, cloud = world(gpu_pods(3), clock=clock, cpu_nodes=0)
+    live = LiveCluster(pods=cluster.pods.values())
+    ctl(live, cloud, clock, confirm_scale_up_above=0).run_once()
+    assert live.pending_reads == [["research/train-0", "research/train-1", "research/train-2"]]
+    assert cloud.groups[WEST]["desired"] == 3
 
 
 def test_young_pods_trigger_no_scale_up_until_old_enough():

@@ -110,3 +110,16 @@ def test_a_sample_waits_for_its_own_bursts_events_not_an_earlier_ones() -> None:
     assert _burst_of(SimpleNamespace(involved_object=SimpleNamespace(name="burst-1-3-499"))) == "burst-1-3"
     assert _burst_of(SimpleNamespace(involved_object=SimpleNamespace(name="burst-4-0"))) == "burst-4"
     assert _burst_of(SimpleNamespace(involved_object=None)) == ""
+
+
+def test_each_lone_pod_idle_is_a_controller_of_its_own_and_a_named_row() -> None:
+    opts = bench_live.Options(lone_pod_idle=(None, "1s"))
+    assert bench_live.settings(opts) == [(None, None), (None, "1s")]
+    assert bench_live.setting_label(opts, None, "1s") == "1s (default), lone pod 1s"
+    assert bench_live.setting_label(bench_live.Options(), "250ms", None) == "250ms"
+
+
+def test_a_bad_lone_pod_idle_is_refused_before_the_loading(capsys) -> None:
+    with pytest.raises(SystemExit) as e:
+        bench_live.main(["--lone-pod-idle", "100ms,soon"])
+    assert e.value.code == 2 and "--lone-pod-idle" in capsys.readouterr().err

@@ -50,6 +50,24 @@ def test_help_shows_each_options_text() -> None:
             assert " ".join(text.split()[:4]) in " ".join(done.stdout.split()), (name, text)
 
 
+def test_every_short_flag_is_a_letter() -> None:
+    """invoke gives an option the first character of its name not yet taken, a dash included: bench-live's
+    --lone-pod-idle once showed as ``--=STRING``."""
+    sys.path.insert(0, str(ROOT))
+    from invoke import Task
+
+    import tasks
+
+    for task in (t for t in vars(tasks).values() if isinstance(t, Task)):
+        kept = dict(task.help)
+        try:
+            shorts = [n for a in task.get_arguments() for n in a.names if len(n) == 1]
+        finally:
+            task.help = kept
+        assert all(n.isalnum() for n in shorts), (task.name, shorts)
+    assert "-d STRING, --lone-pod-idle=STRING" in _invoke("bench-live", "--help").stdout
+
+
 def test_home_keeps_its_long_flag() -> None:
     done = _invoke("add-user", "--home")
     assert done.returncode != 0 and "home" in done.stderr and "Traceback" not in done.stderr

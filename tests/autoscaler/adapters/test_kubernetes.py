@@ -377,6 +377,11 @@ def test_the_fresh_read_of_pending_pods_and_the_pods_watch_since_a_mark(cluster,
     assert names(pending, world.ns) == ["waiting"]
     mine = next(p for p in pending if p["metadata"]["name"] == "waiting")
     assert mine["metadata"]["uid"] and "spec" not in mine, "metadata only: names and uids confirm a purchase"
+    by_name = cluster.read_pending_pods(keys=[f"{world.ns}/waiting", f"{world.ns}/bound", f"{world.ns}/gone"])
+    assert [p["metadata"]["name"] for p in by_name] == [
+        "waiting"
+    ]  # bound is not pending, gone does not exist
+    assert by_name[0]["metadata"]["uid"] == mine["metadata"]["uid"]
 
 
 def test_a_pass_plans_only_on_the_pods_pending_when_it_began(cluster, world):
