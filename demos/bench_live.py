@@ -694,7 +694,8 @@ def main(argv: list[str] | None = None) -> int:
     lone = tuple(v.strip() for v in args.lone_pod_idle.split(",")) if args.lone_pod_idle else (None,)
     for v in lone:
         try:
-            parse_duration(v)
+            if v is not None:
+                parse_duration(v)
         except ValueError as e:
             ap.error(
                 f"--lone-pod-idle {args.lone_pod_idle!r}: {e}; give durations separated by commas, e.g. 100ms,1s"

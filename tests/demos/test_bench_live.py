@@ -123,3 +123,16 @@ def test_a_bad_lone_pod_idle_is_refused_before_the_loading(capsys) -> None:
     with pytest.raises(SystemExit) as e:
         bench_live.main(["--lone-pod-idle", "100ms,soon"])
     assert e.value.code == 2 and "--lone-pod-idle" in capsys.readouterr().err
+
+
+def test_without_the_setting_flags_each_is_the_autoscalers_default(monkeypatch, tmp_path) -> None:
+    seen = []
+
+    def run(opts, out, progress):
+        seen.append(opts)
+        raise ValueError("stopped here")
+
+    monkeypatch.setattr(bench_live, "run", run)
+    assert bench_live.main(["--nodes", "1", "--pods", "1", "--out", str(tmp_path)]) == 2
+    assert seen[0].batch_idle == (None,) and seen[0].lone_pod_idle == (None,)
+    assert bench_live.settings(seen[0]) == [(None, None)]
