@@ -112,7 +112,7 @@ class LoopResult:
     held: list[str] = field(
         default_factory=list
     )  # what was deliberately not done this pass, and why (no error)
-    # wall seconds of the pass's phases (PASS_PHASES), for the pass log line and autoscaler_pass_phase_seconds
+    # wall seconds of the pass's phases, for the pass log line and autoscaler_pass_phase_seconds (metrics.PASS_PHASE)
     phase_s: dict[str, float] = field(default_factory=dict)
 
     @contextlib.contextmanager
@@ -284,9 +284,8 @@ class Controller:
         self._pending_of: tuple[list, list] = ([], [])  # this pass's pods and the pending ones among them
         self._tried: set[str] = set()  # instances whose termination this pass tried
         self._state_data: dict[str, str] = {}  # the state ConfigMap's data as last read or written
-        self._state_written: tuple[dict[str, str], datetime] | None = (
-            None  # what _persist last wrote, and when
-        )
+        # what _persist last wrote of the state and of the status, and when
+        self._state_written: tuple[dict[str, str], datetime] | None = None
         self._status_written: tuple[dict[str, str], datetime] | None = None
         # the last pass's parsed pods and nodes: a pass parses only the objects its caches changed since
         self._parse_cache = ParseCache()
@@ -327,6 +326,12 @@ class Controller:
         self._pass_pods, self._pending_of = ([], {}), ([], [])
         self.last = result
         return result
+
+    def standing_by(self) -> None:
+        """This replica does not act now (it lost or waits for the Lease): another may write the state, so the next
+        pass reads it instead of trusting its memory."""
+        self._persisted = False
+        self._state_written = None
 
     def _call(self, result: LoopResult, what: str, fn, *args):
         """Run one API call; on failure log, count and record it, and return None."""
@@ -669,7 +674,7 @@ class Controller:
         shown = f"${cost:,.2f}/h" if cost != float("inf") else "an unknown price"
         bought_for = {k for k, where in self._placements.items() if where.startswith("new:")}
         try:
-            # the adapter reads the pods bought for by name when they are few (a GET each), else lists the pending
+            # the adapter reads the pods bought for by name when they are few, else lists the pending ones
             fresh = read(keys=sorted(bought_for)) if "keys" in _parameters(read) else read()
         except Exception as e:  # noqa: BLE001 - what cannot be confirmed is not bought
             self._hold_up = f"the pending pods could not be read to confirm a scale-up of {shown} ({e})"

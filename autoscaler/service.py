@@ -14,6 +14,7 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kubernetes import client
@@ -159,6 +160,21 @@ def _short(e: Exception) -> str:
     return str(text).splitlines()[0][:200]
 
 
+def _acting(service: Service) -> Callable[[], bool]:
+    """Whether this replica runs passes now (the Lease); while it does not, another may act, so its next pass
+    reads the state ConfigMap again instead of trusting its memory (Controller.standing_by)."""
+    if service.elector is None:
+        return lambda: True
+
+    def acting() -> bool:
+        if service.elector.acting():
+            return True
+        service.controller.standing_by()
+        return False
+
+    return acting
+
+
 def serve(service: Service, metrics_port: int, ready_timeout_s: float = 120.0) -> int:
     """Run until SIGTERM/SIGINT: informers, leader election, the loop and the HTTP endpoints."""
     from autoscaler import metrics
@@ -176,7 +192,7 @@ def serve(service: Service, metrics_port: int, ready_timeout_s: float = 120.0) -
         BatchWindow(
             scan, idle_s=float(opts.get("batch_idle", 1.0)), lone_idle_s=float(opts.get("lone_pod_idle", 0.1))
         ),  # fmt: skip
-        may_run=service.elector.acting if service.elector else (lambda: True),
+        may_run=_acting(service),
         after_pass=after_pass,
         on_start=service.cluster.mark_pass,
     )

@@ -446,3 +446,20 @@ def test_a_failed_state_write_makes_the_next_pass_read_the_state_again():
     clock.advance(1)
     ctl.run_once()
     assert cluster.state_reads == 1 and ("write_state",) in cluster.changes
+
+
+def test_a_replica_that_stood_by_reads_the_state_again():
+    """While another replica may have held the Lease, the state ConfigMap may have moved on: the first pass after
+    standing by reads it instead of trusting its memory."""
+    clock = Clock()
+    cluster, cloud = world(gpu_pods(1), clock=clock)
+    ctl = controller(cluster, cloud, clock)
+    ctl.run_once()
+    cluster.state_reads = 0
+    clock.advance(1)
+    ctl.run_once()
+    assert cluster.state_reads == 0
+    ctl.standing_by()
+    clock.advance(1)
+    ctl.run_once()
+    assert cluster.state_reads == 1

@@ -190,3 +190,19 @@ def test_a_takeover_writes_nothing_until_an_old_leader_s_late_write_could_have_a
     assert b.try_acquire_or_renew() and b.acting(), "renewals do not start another quiet time"
     clock.t += 16  # b lapses (renew deadline passed): whatever it wrote may still arrive; a new quiet time
     assert b.try_acquire_or_renew() and not b.acting()
+
+
+def test_a_replica_not_acting_stands_by_so_its_next_pass_reads_the_state():
+    from types import SimpleNamespace
+
+    from autoscaler.service import _acting
+
+    stood = []
+    lease = {"held": True}
+    service = SimpleNamespace(elector=SimpleNamespace(acting=lambda: lease["held"]),
+                              controller=SimpleNamespace(standing_by=lambda: stood.append(1)))  # fmt: skip
+    may_run = _acting(service)
+    assert may_run() and stood == []
+    lease["held"] = False
+    assert not may_run() and stood == [1]
+    assert _acting(SimpleNamespace(elector=None))()
