@@ -517,26 +517,26 @@ def _pass_mean(ctl: Controller) -> tuple[float | None, dict[str, float]]:
 
 def pass_means(text: str) -> tuple[float | None, dict[str, float]]:
     """From a /metrics text: the mean of autoscaler_loop_duration_seconds, and of each phase's
-    autoscaler_pass_phase_seconds."""
-    sums: dict[str, dict[str, float]] = {}
-    for line in text.splitlines():
-        for metric in ("autoscaler_loop_duration_seconds", "autoscaler_pass_phase_seconds"):
-            for part in ("sum", "count"):
-                if line.startswith(f"{metric}_{part}"):
-                    name, value = line.rsplit(" ", 1)
-                    phase = name.split('phase="', 1)[1].split('"', 1)[0] if 'phase="' in name else ""
-                    sums.setdefault(f"{metric}:{phase}", {})[part] = float(value)
+    autoscaler_pass_phase_seconds (prometheus_client's parser)."""
+    from prometheus_client.parser import text_string_to_metric_families
 
-    def mean(key: str) -> float | None:
+    sums: dict[tuple[str, str], dict[str, float]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:  # families untyped in the text are named for each sample
+            name, _, part = sample.name.rpartition("_")
+            if name in ("autoscaler_loop_duration_seconds", "autoscaler_pass_phase_seconds") and part in (
+                "sum",
+                "count",
+            ):
+                sums.setdefault((name, sample.labels.get("phase", "")), {})[part] = sample.value
+
+    def mean(key: tuple[str, str]) -> float | None:
         v = sums.get(key, {})
         return v["sum"] / v["count"] if v.get("count") else None
 
-    phases = {}
-    for key in sums:
-        metric, phase = key.split(":", 1)
-        if metric == "autoscaler_pass_phase_seconds" and (m := mean(key)) is not None:
-            phases[phase] = m
-    return mean("autoscaler_loop_duration_seconds:"), phases
+    phases = {phase: m for (name, phase), _ in sums.items()
+              if name == "autoscaler_pass_phase_seconds" and (m := mean((name, phase))) is not None}  # fmt: skip
+    return mean(("autoscaler_loop_duration_seconds", "")), phases
 
 
 def _wait(check, timeout_s: float, ctl: Controller, what: str) -> None:
