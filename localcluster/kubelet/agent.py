@@ -284,7 +284,10 @@ class ProcessKubelet:
         for uid, run in list(self.pods.items()):
             run.step()
             ended = run.finished() or run.kill_at is not None  # a restart keeps them: the sandbox stays
-            if run.processes and not run.closed and ended and not run.alive():
+            # read once: a process that ends during this step (the status write below takes a while on a loaded
+            # API server) has its streams closed, then its pod deleted, in the next step, never deleted first
+            alive = run.alive()
+            if run.processes and not run.closed and ended and not alive:
                 self.streaming.close_pod(uid)  # its execs and port-forwards end with it
                 run.closed = True
             status = run.status()
@@ -300,7 +303,7 @@ class ProcessKubelet:
                         raise
                     continue
                 self._written[uid] = status
-            if run.kill_at is not None and not run.alive():
+            if run.kill_at is not None and not alive:
                 self._delete({"namespace": run.namespace, "name": run.name, "uid": uid})
                 self._deleted.add(uid)
                 self.pods.pop(uid, None)

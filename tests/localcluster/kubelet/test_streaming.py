@@ -94,17 +94,43 @@ threading.Event().wait()
 """
 
 
-def test_port_forward_reaches_the_pods_server_on_its_address_and_on_its_loopback(kube, node) -> None:  # noqa: F811
+@pytest.fixture
+def node_and_kubelet(kube):
+    with process_node(kube) as (name, kubelet):
+        yield name, kubelet
+
+
+def _still_forwarding(kube, ns: str, name: str, kubelet, uid: str) -> str:
+    """What held a port-forward open after its pod's deletion: the pod as the API server has it, the kubelet's run
+    of it and the forwards the streaming server still holds (the assertion's message, for a failure under load)."""
+    got = kube.kubectl("-n", ns, "get", "pod", name, "-o", "json")
+    pod = json.loads(got.stdout) if got.returncode == 0 else None
+    seen = (
+        f"deletionTimestamp={pod['metadata'].get('deletionTimestamp')} phase={pod['status'].get('phase')}"
+        if pod
+        else got.stderr.strip()
+    )
+    run = kubelet.pods.get(uid)
+    ran = "no run" if run is None else f"alive={run.alive()} closed={run.closed} kill_at={run.kill_at}"
+    opened = len(kubelet.streaming._open.get(uid, ()))
+    log = kubelet.streaming.log
+    tail = log.read_text()[-2000:] if log.exists() else "(no streaming log)"
+    return (
+        f"pod: {seen}; kubelet: {ran}, {opened} forward(s) open, {kubelet.errors} failed step(s); log: {tail}"
+    )
+
+
+def test_port_forward_reaches_the_pods_server_on_its_address_and_on_its_loopback(kube, node_and_kubelet):
+    on, kubelet = node_and_kubelet
     ns = kube.namespace("forward")
     [loopback] = free_ports(1)
-    pod = _pod(node, "web", SERVE % loopback, grace=1)
+    pod = _pod(on, "web", SERVE % loopback, grace=1)
     pod["spec"]["containers"][0]["env"] = [
         {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}
     ]
     name = _running(kube, ns, pod)
-    pod_ip = json.loads(kube.kubectl("-n", ns, "get", "pod", name, "-o", "json", check=True).stdout)[
-        "status"
-    ]["podIP"]
+    got = json.loads(kube.kubectl("-n", ns, "get", "pod", name, "-o", "json", check=True).stdout)
+    pod_ip, uid = got["status"]["podIP"], got["metadata"]["uid"]
     wait_until(lambda: "serving" in kube.kubectl("-n", ns, "logs", name).stdout, 30, "the pod's servers")
     forward = subprocess.Popen(
         [str(binaries.path("kubectl")), "--kubeconfig", str(kube.admin_kubeconfig), "-n", ns, "port-forward",
@@ -122,9 +148,12 @@ def test_port_forward_reaches_the_pods_server_on_its_address_and_on_its_loopback
                     assert r.read().decode() == answer
         # the pod's processes gone, its forwards end: kubectl port-forward stops, as on a real cluster
         kube.kubectl("-n", ns, "delete", "pod", name, "--wait=false", check=True)
-        assert (
-            forward.wait(timeout=120) == 1
-        )  # kubectl notices at its 10-s ping; a loaded machine adds to that
+        try:
+            # kubectl notices at its 10-s ping; a loaded machine adds to that
+            code = forward.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(_still_forwarding(kube, ns, name, kubelet, uid)) from None
+        assert code == 1
         assert forward.stderr.read() == "error: lost connection to pod\n"
     finally:
         forward.terminate()
