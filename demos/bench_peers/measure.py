@@ -54,6 +54,7 @@ class Watcher:
     interval_s: float = 0.5
     nodes: dict[str, NodeSeen] = field(default_factory=dict)
     running_at: dict[str, float] = field(default_factory=dict)
+    bound_now: dict[str, str] = field(default_factory=dict)  # pod -> the node it is bound to, a node up now
     jobs: dict[str, str] = field(default_factory=dict)  # pod -> job
     pods_now: set[str] = field(default_factory=set)
     running_now: set[str] = field(default_factory=set)
@@ -84,13 +85,15 @@ class Watcher:
         for name, seen in self.nodes.items():
             if name not in names:
                 seen.gone = True
-        self.pods_now, self.running_now = set(), set()
+        self.pods_now, self.running_now, self.bound_now = set(), set(), {}
         for p in pods:
             if p.metadata.deletion_timestamp is not None:
                 continue
             name = p.metadata.name
             self.pods_now.add(name)
             self.jobs.setdefault(name, (p.metadata.labels or {}).get(JOB_NAME_LABEL, name))
+            if p.spec.node_name in names:
+                self.bound_now[name] = p.spec.node_name
             if p.status.phase == "Running":
                 self.running_now.add(name)
                 self.running_at.setdefault(name, now)
@@ -154,10 +157,11 @@ def process_use(pid: int) -> ProcessUse:
 
 def figures(
     w: Watcher, submitted: list[str], all_running_s: float | None, nodes_after: int, running_at_end: set[str],
-    ran: set[str] | None = None,
+    ran: set[str] | None = None, bound_at_end: dict[str, str] | None = None,
 ) -> dict:  # fmt: skip
     """The run's row; ``running_at_end``: the pods Running when the benchmark deleted them; ``ran``: those seen
-    Running before it deleted them (default: every pod ever seen Running)."""
+    Running before it deleted them (default: every pod ever seen Running); ``bound_at_end``: pod -> the node, up
+    then, it was bound to when the benchmark deleted them."""
     bought = w.bought()
     ran = set(w.running_at) if ran is None else ran
     never = [p for p in submitted if p not in ran]
@@ -174,6 +178,9 @@ def figures(
         "peak_cost_per_h": round(max((s[4] for s in w.samples), default=0.0), 2),
         "all_running_s": None if all_running_s is None else round(all_running_s, 1),
         "pods_never_run": len(never),
+        # of those, the ones bound to a node, still up, that never ran them: the node agent's (kwok's) doing, not
+        # the autoscaler's (which brought the capacity kube-scheduler bound them to)
+        "pods_bound_never_ran": {p: (bound_at_end or {})[p] for p in never if p in (bound_at_end or {})},
         "partial_gangs": partial,
         "nodes_up_after": nodes_after,
         "bought_by_type": _by_type(bought),

@@ -14,7 +14,7 @@ import pytest
 from autoscaler.cli import build_parser
 from clusterspec.loader import load_spec
 from demos.bench_peers.measure import NodeSeen, Watcher, figures
-from demos.bench_peers.run import autoscaler_argv, bench_spec, peers, peers_for
+from demos.bench_peers.run import autoscaler_argv, bench_spec, peers, peers_for, verdict
 from demos.bench_peers.scenarios import bursts
 from tests.support import ROOT
 
@@ -117,6 +117,30 @@ def test_figures_count_bought_nodes_never_run_pods_and_partial_gangs() -> None:
     assert (
         figures(w, ["g-0", "g-1", "solo"], None, 1, {"g-0", "solo"}, ran={"g-0", "solo"})["pods_never_run"]
         == 1
+    )
+
+
+def test_a_pod_bound_to_a_node_that_never_ran_it_is_the_node_agents_not_the_autoscalers() -> None:
+    """CI once saw kwok never run a pod kube-scheduler had bound to a Ready node ours bought: a warning that names
+    it; a pod never bound (no capacity brought) fails the small run."""
+    w = Watcher(core=None)
+    w.nodes = {"n1": NodeSeen(1, 9, "g4dn.xlarge", "us-west-2a")}
+    w.samples = [(1.0, 2, 0, 1, 0.5)]
+    w.running_at = {"a": 2.0}
+    row = figures(w, ["a", "b", "c"], None, 1, {"a"}, bound_at_end={"a": "n1", "b": "n1"})
+    assert (row["pods_never_run"], row["pods_bound_never_ran"]) == (2, {"b": "n1"})
+    warnings, failures = verdict([{"peer": "ours", "scenario": "demo-60", **row}], set())
+    assert warnings == ["demo-60: 1 pod(s) bound to a node that never ran them (the node agent's, kwok's, not the "
+                        "autoscaler's): b on n1"]  # fmt: skip
+    assert failures == ["demo-60: ours left 1 pods never Running"]  # c: never bound
+    w.running_at["c"] = 3.0
+    row = figures(w, ["a", "b", "c"], None, 1, {"a", "c"}, bound_at_end={"a": "n1", "b": "n1", "c": "n1"})
+    assert verdict([{"peer": "ours", "scenario": "demo-60", **row}], set())[1] == []
+    # a peer's rows, and a scenario whose pods are deleted early, are never ours to fail
+    assert verdict([{"peer": "karpenter", "scenario": "demo-60", "pods_never_run": 5}], set()) == ([], [])
+    assert verdict([{"peer": "ours", "scenario": "delete-2s", "pods_never_run": 5}], {"delete-2s"}) == (
+        [],
+        [],
     )
 
 
