@@ -114,6 +114,8 @@ class LoopResult:
     )  # what was deliberately not done this pass, and why (no error)
     # wall seconds of the pass's phases, for the pass log line and autoscaler_pass_phase_seconds (metrics.PASS_PHASE)
     phase_s: dict[str, float] = field(default_factory=dict)
+    cpu_s: float = 0.0  # CPU seconds of the thread that ran the pass (metrics.PASS_CPU), once it ended
+    cpu_from: float = field(default_factory=time.thread_time)  # that thread's CPU time when the pass began
 
     @contextlib.contextmanager
     def timed(self, phase: str):
@@ -322,6 +324,8 @@ class Controller:
         metrics.AWS_UNREAD.set(len(result.aws_unread))
         for phase, seconds in result.phase_s.items():
             metrics.PASS_PHASE.labels(phase).observe(seconds)
+        result.cpu_s = time.thread_time() - result.cpu_from
+        metrics.PASS_CPU.observe(result.cpu_s)
         metrics.LOOPS.labels("ok" if result.ok and not result.errors else "error").inc()
         self._pass_pods, self._pending_of = ([], {}), ([], [])
         self.last = result
@@ -1514,6 +1518,7 @@ class Controller:
                 "errors": len(result.errors),
                 "dry_run": self.config.dry_run,
                 "phase_s": {k: round(v, 4) for k, v in result.phase_s.items()},
+                "cpu_s": round(time.thread_time() - result.cpu_from, 4),  # up to this line
             },
         )
 

@@ -89,6 +89,7 @@ class Result:
     control_plane_mib: dict = field(default_factory=dict)  # {"loaded"|"end": {process: MiB}}
     write_errors: int = 0
     pass_mean_s: float | None = None  # autoscaler_loop_duration_seconds: sum over count
+    pass_cpu_mean_s: float | None = None  # autoscaler_pass_cpu_seconds: the pass thread's CPU, sum over count
     phase_mean_s: dict = field(
         default_factory=dict
     )  # autoscaler_pass_phase_seconds: sum over count, by phase
@@ -116,6 +117,7 @@ class Result:
             "write_errors": self.write_errors,
             "why_missed": self.why_missed,
             "pass_mean_s": round(self.pass_mean_s, 3) if self.pass_mean_s is not None else None,
+            "pass_cpu_mean_s": round(self.pass_cpu_mean_s, 3) if self.pass_cpu_mean_s is not None else None,
             "phase_mean_s": {k: round(v, 4) for k, v in self.phase_mean_s.items()},
         }
 
@@ -494,7 +496,7 @@ def _measure(stack: Stack, api: Api, aws: Aws, opts: Options, setting: int, log:
         result.loops = (ctl.loops() or 0) - start_loops
         result.seconds = time.monotonic() - t0 - result.startup_s
         result.control_plane_mib["end"] = _control_plane(stack)
-        result.pass_mean_s, result.phase_mean_s = _pass_mean(ctl)
+        result.pass_mean_s, result.phase_mean_s, result.pass_cpu_mean_s = _pass_mean(ctl)
     finally:
         stop.set()
         if counter:
@@ -503,28 +505,29 @@ def _measure(stack: Stack, api: Api, aws: Aws, opts: Options, setting: int, log:
             ctl.stop()
 
 
-def _pass_mean(ctl: Controller) -> tuple[float | None, dict[str, float]]:
-    """The mean pass and the mean of each of its phases (autoscaler_pass_phase_seconds), from /metrics."""
+def _pass_mean(ctl: Controller) -> tuple[float | None, dict[str, float], float | None]:
+    """The mean pass, the mean of each of its phases (autoscaler_pass_phase_seconds) and the mean CPU of the pass's
+    thread (autoscaler_pass_cpu_seconds), from /metrics."""
     import urllib.request
 
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{ctl.metrics_port}/metrics", timeout=5) as r:
             text = r.read().decode()
     except OSError:
-        return None, {}
+        return None, {}, None
     return pass_means(text)
 
 
-def pass_means(text: str) -> tuple[float | None, dict[str, float]]:
-    """From a /metrics text: the mean of autoscaler_loop_duration_seconds, and of each phase's
-    autoscaler_pass_phase_seconds (prometheus_client's parser)."""
+def pass_means(text: str) -> tuple[float | None, dict[str, float], float | None]:
+    """From a /metrics text: the mean of autoscaler_loop_duration_seconds, of each phase's
+    autoscaler_pass_phase_seconds and of autoscaler_pass_cpu_seconds (prometheus_client's parser)."""
     from prometheus_client.parser import text_string_to_metric_families
 
     sums: dict[tuple[str, str], dict[str, float]] = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:  # families untyped in the text are named for each sample
             name, _, part = sample.name.rpartition("_")
-            if name in ("autoscaler_loop_duration_seconds", "autoscaler_pass_phase_seconds") and part in (
+            if name in MEANS and part in (
                 "sum",
                 "count",
             ):
@@ -536,7 +539,10 @@ def pass_means(text: str) -> tuple[float | None, dict[str, float]]:
 
     phases = {phase: m for (name, phase), _ in sums.items()
               if name == "autoscaler_pass_phase_seconds" and (m := mean((name, phase))) is not None}  # fmt: skip
-    return mean(("autoscaler_loop_duration_seconds", "")), phases
+    return mean(("autoscaler_loop_duration_seconds", "")), phases, mean(("autoscaler_pass_cpu_seconds", ""))
+
+
+MEANS = ("autoscaler_loop_duration_seconds", "autoscaler_pass_phase_seconds", "autoscaler_pass_cpu_seconds")
 
 
 def _wait(check, timeout_s: float, ctl: Controller, what: str) -> None:
@@ -629,6 +635,12 @@ def report(result: dict) -> str:
             lines.append(
                 f"batch idle {_label(r)}: mean pass by phase s: "
                 + ", ".join(f"{k} {v}" for k, v in sorted(r["phase_mean_s"].items(), key=lambda kv: -kv[1]))
+                + (
+                    f"; the pass thread's own CPU {r['pass_cpu_mean_s']} s of the mean pass's {r['pass_mean_s']} s"
+                    " (the rest waits for a core or for the interpreter)"
+                    if r.get("pass_cpu_mean_s") is not None
+                    else ""
+                )
             )
         if r["rss_max_mib"] is not None and r["latency_p50_s"] is not None:
             mb = r["rss_max_mib"] * 2**20 / 1e6

@@ -95,9 +95,11 @@ def test_the_pass_and_its_phases_are_averaged_from_metrics_text() -> None:
         'autoscaler_pass_phase_seconds_count{phase="aws"} 4.0',
         'autoscaler_pass_phase_seconds_sum{phase="confirm"} 0.0',
         'autoscaler_pass_phase_seconds_count{phase="confirm"} 0.0',
+        "autoscaler_pass_cpu_seconds_sum 1.0",
+        "autoscaler_pass_cpu_seconds_count 4.0",
     ])  # fmt: skip
-    assert pass_means(text) == (0.75, {"aws": 0.25})
-    assert pass_means("") == (None, {})
+    assert pass_means(text) == (0.75, {"aws": 0.25}, 0.25)
+    assert pass_means("") == (None, {}, None)
 
 
 def test_a_sample_waits_for_its_own_bursts_events_not_an_earlier_ones() -> None:
