@@ -532,6 +532,8 @@ def bench(c, json=False, no_process=False, no_cases=False, pods=51_000, nodes=3_
         "one controller each on the same loaded cluster",
         "lone_pod_idle": "the autoscaler's --lone-pod-idle (default: its own, 100ms); several, comma-separated "
         "(100ms,1s: both ends of the setting): one controller each on the same loaded cluster",
+        "scan_interval": "the autoscaler's --scan-interval (default: its own, 10s); several, comma-separated (10s,1s: "
+        "1s runs passes back to back): one controller each on the same loaded cluster",
     },
 )
 def bench_live(
@@ -546,6 +548,7 @@ def bench_live(
     json=False,
     batch_idle=None,
     lone_pod_idle=None,
+    scan_interval=None,
 ):
     """The live controller on the real control plane: decision latency and memory (docs/benchmarks.md)."""
     from demos.bench_live import main
@@ -553,7 +556,8 @@ def bench_live(
     argv = [f"--nodes={nodes}", f"--pods={pods}", f"--loops={loops}", f"--samples={samples}", f"--events={events}",
             f"--workers={workers}", *([f"--out={out}"] if out else []), *(["--json"] if json else []),
             *([f"--batch-idle={batch_idle}"] if batch_idle else []),
-            *([f"--lone-pod-idle={lone_pod_idle}"] if lone_pod_idle else [])]  # fmt: skip
+            *([f"--lone-pod-idle={lone_pod_idle}"] if lone_pod_idle else []),
+            *([f"--scan-interval={scan_interval}"] if scan_interval else [])]  # fmt: skip
     code = main(argv)
     if code:
         raise SystemExit(code)

@@ -311,11 +311,8 @@ class Controller:
                 with result.timed("confirm"):
                     result.plan = self._confirmed(result.plan, snapshot, result)
             if result.plan is not None:
-                with result.timed("plan"):
-                    self._only_vanished_cancels(result.plan, snapshot, result)
-            if result.plan is not None:
                 result.pending_pods = len(self._pending_in(snapshot["pods"]))
-                self._act(result.plan, snapshot, result)
+                self._act(result.plan, snapshot, result, self._only_vanished_cancels)
                 with result.timed("observe"):
                     self._observe(result.plan, snapshot, result)
         except Exception as e:  # noqa: BLE001 - one bad pass must not end the process; logged and counted
@@ -764,9 +761,14 @@ class Controller:
         self._act(plan, snapshot, result)
         return result
 
-    def _act(self, plan: dict, snapshot: dict, result: LoopResult) -> None:
+    def _act(self, plan: dict, snapshot: dict, result: LoopResult, after_scale_up=None) -> None:
+        """``after_scale_up(plan, snapshot, result)``: what may change the plan's other steps, run once the desired
+        capacities are written (a pass's decision reaches AWS first; nothing it does changes them)."""
         with result.timed("scale_up"):
             groups = self._scale_up(plan, snapshot, result)
+        if after_scale_up is not None:
+            with result.timed("plan"):
+                after_scale_up(plan, snapshot, result)
         with result.timed("act"):
             self._act_rest(plan, snapshot, groups, result)
         with result.timed("persist"):

@@ -12,10 +12,12 @@
   ``--pods`` kubectl-sized Job pods (``autoscaler.core.kubectl_sized``; the API server adds its own managed fields,
   kwok their status) bound to them round-robin, all created by ``--workers`` concurrent API writes.
 - AWS: moto on loopback with the spec's tagged groups (``demos.live_sides.Aws``), every write timestamped.
-- The real ``autoscaler run`` (admin kubeconfig, ``--boot-timeout 24h``), scan interval 1 s, ``--batch-idle`` and
-  ``--lone-pod-idle`` at their defaults (1 s, 100 ms) or the values given; with several (``--lone-pod-idle
-  100ms,1s``: the sample's lone pod planned at once, or held for the 1-s window as before), one controller after
-  the other on the same loaded cluster, so both ends come from one run.
+- The real ``autoscaler run`` (admin kubeconfig, ``--boot-timeout 24h``), ``--scan-interval``, ``--batch-idle``
+  and ``--lone-pod-idle`` at their defaults (10 s, 1 s, 100 ms) or the values given; with several
+  (``--lone-pod-idle 100ms,1s``: the sample's lone pod planned at once, or held for the 1-s window as before;
+  ``--scan-interval 10s,1s``: passes every 10 s and on events, or back to back, when a pod often comes while a
+  pass is under way and waits for it), one controller after the other on the same loaded cluster, so both ends
+  come from one run.
 - Decision latency, ``--samples`` times spread over ``--loops`` passes: ``--events`` pending 16-GPU pods that fit
   no group (each owed a NotTriggerScaleUp Event); once the controller has begun writing their Events, one 8-GPU
   pod; the time from just before its create request to the first SetDesiredCapacity / UpdateAutoScalingGroup
@@ -66,7 +68,7 @@ class Options:
     samples: int = 5
     events: int = 500
     workers: int = 16
-    scan_interval: str = "1s"
+    scan_interval: tuple[str | None, ...] = (None,)  # and its --scan-interval (None: its default, 10s)
     batch_idle: tuple[str | None, ...] = (
         None,
     )  # autoscaler run's --batch-idle, one controller each (None: its default)
@@ -433,47 +435,55 @@ def run(opts: Options, out: Path, progress=lambda what: None) -> dict:
         load(stack, api, opts, loading, progress)
         loading.control_plane_mib["loaded"] = _control_plane(stack)
         aws = Aws()
-        for k, (idle, lone) in enumerate(settings(opts)):
+        for k, (idle, lone, scan) in enumerate(settings(opts)):
             result = Result(load_s=dict(loading.load_s), write_errors=loading.write_errors,
                             control_plane_mib=dict(loading.control_plane_mib))  # fmt: skip
-            results.append(((idle, lone), result))
+            results.append(((idle, lone, scan), result))
             _measure(stack, api, aws, opts, k, out / f"controller-{k}.log", result, progress)
     finally:
         if aws:
             aws.stop()
         stack.stop()
     runs = [{"batch_idle": idle or "1s (default)", "lone_pod_idle": lone or "100ms (default)",
-             "setting": setting_label(opts, idle, lone), **r.summary()} for (idle, lone), r in results]  # fmt: skip
+             "scan_interval": scan or "10s (default)", "setting": setting_label(opts, idle, lone, scan),
+             **r.summary()} for (idle, lone, scan), r in results]  # fmt: skip
     return {"options": asdict(opts), "run": runs[0] if runs else loading.summary(), "runs": runs}
 
 
-def settings(opts: Options) -> list[tuple[str | None, str | None]]:
-    """The controllers to measure, one after the other: each (--batch-idle, --lone-pod-idle) pair."""
-    return [(b, lone) for b in opts.batch_idle or (None,) for lone in opts.lone_pod_idle or (None,)]
+def settings(opts: Options) -> list[tuple[str | None, str | None, str | None]]:
+    """The controllers to measure, one after the other: each (--batch-idle, --lone-pod-idle, --scan-interval)."""
+    return [
+        (b, lone, scan)
+        for scan in opts.scan_interval or (None,)
+        for b in opts.batch_idle or (None,)
+        for lone in opts.lone_pod_idle or (None,)
+    ]
 
 
-def setting_label(opts: Options, idle: str | None, lone: str | None) -> str:
-    """A run's name in the report: its batch idle, and its lone-pod idle when that is varied or given."""
-    batch = idle or "1s (default)"
-    if opts.lone_pod_idle in ((), (None,)):
-        return batch
-    return f"{batch}, lone pod {lone or '100ms (default)'}"
+def setting_label(opts: Options, idle: str | None, lone: str | None, scan: str | None = None) -> str:
+    """A run's name in the report: its batch idle, and its lone-pod idle and scan interval when given."""
+    label = idle or "1s (default)"
+    if opts.lone_pod_idle not in ((), (None,)):
+        label += f", lone pod {lone or '100ms (default)'}"
+    if opts.scan_interval not in ((), (None,)):
+        label += f", scan {scan or '10s (default)'}"
+    return label
 
 
 def _measure(stack: Stack, api: Api, aws: Aws, opts: Options, setting: int, log: Path, result: Result,
              progress) -> None:  # fmt: skip
     """One controller process at the ``setting``-th pair of ``settings``: its passes, memory and
     decision-latency samples."""
-    idle, lone = settings(opts)[setting]
+    idle, lone, scan = settings(opts)[setting]
     ctl = None
     stop = threading.Event()
     counter = None
     try:
         flags = (("--batch-idle", idle) if idle else ()) + (("--lone-pod-idle", lone) if lone else ())
-        ctl = Controller(ROOT, stack.admin_kubeconfig, aws.url, opts.scan_interval, log, flags)
+        ctl = Controller(ROOT, stack.admin_kubeconfig, aws.url, scan or "10s", log, flags)
         counter = EventCounter(api)
         t0 = time.monotonic()
-        progress(f"controller started ({setting_label(opts, idle, lone)}); waiting for its first pass")
+        progress(f"controller started ({setting_label(opts, idle, lone, scan)}); waiting for its first pass")
         _wait(lambda: (ctl.loops() or 0) >= 1, opts.ready_timeout_s, ctl, "its first pass")
         result.startup_s = time.monotonic() - t0
 
@@ -603,13 +613,13 @@ def report(result: dict) -> str:
     labels = ", ".join(_label(r) for r in runs)
     lines = [
         f"{o['nodes']:,} kwok nodes, {o['pods']:,} kubectl-sized pods on the real control plane; bursts of "
-        f"{o['events']} pods owed Events; scan interval {o['scan_interval']}; batch idle {labels} (one "
+        f"{o['events']} pods owed Events; settings (batch idle, and what else was given): {labels} (one "
         "controller each, in this order, on the same cluster)",
         f"loading: nodes {first['load_s'].get('nodes')} s, pods {first['load_s'].get('pods')} s, Ready "
         f"{first['load_s'].get('ready')} s ({first['load_s'].get('running_pods'):,} pods Running); write errors "
         f"{first['write_errors']}",
         "",
-        "| batch idle | decision p50 s | p95 | max | samples (missed) | passes (s) | mean pass s | "
+        "| setting | decision p50 s | p95 | max | samples (missed) | passes (s) | mean pass s | "
         "autoscaler RSS MiB first / max / end | kube-apiserver MiB | etcd MiB | kwok MiB |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
@@ -687,6 +697,11 @@ def main(argv: list[str] | None = None) -> int:
         help="the autoscaler's --lone-pod-idle (default: its own, 100ms); several, comma-separated (e.g. "
         "100ms,1s): one controller each (and each --batch-idle) on the same loaded cluster",
     )
+    ap.add_argument(
+        "--scan-interval",
+        help="the autoscaler's --scan-interval (default: its own, 10s); several, comma-separated (10s,1s: 1s runs "
+        "passes back to back, and a pod often waits for the pass under way): one controller each",
+    )
     ap.add_argument("--churn", type=_positive, metavar="PODS",
                     help="instead: the churn scenario, PODS pending pods each deleted 2 s after creation")  # fmt: skip
     ap.add_argument("--boot-s", type=float, default=30.0, help="with --churn: seconds from launch to Node")
@@ -712,6 +727,16 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(
                 f"--lone-pod-idle {args.lone_pod_idle!r}: {e}; give durations separated by commas, e.g. 100ms,1s"
             )
+    scan = tuple(v.strip() for v in args.scan_interval.split(",")) if args.scan_interval else (None,)
+    for v in scan:
+        try:
+            if v is not None and parse_duration(v) < 1:
+                raise ValueError(f"{v!r} is less than 1s")
+        except ValueError as e:
+            ap.error(
+                f"--scan-interval {args.scan_interval!r}: {e}; give durations of at least 1s separated by commas, "
+                "e.g. 10s,1s"
+            )
     opts = Options(
         args.nodes,
         args.pods,
@@ -719,6 +744,7 @@ def main(argv: list[str] | None = None) -> int:
         args.samples,
         args.events,
         args.workers,
+        scan_interval=scan,
         batch_idle=idle,
         lone_pod_idle=lone,
     )

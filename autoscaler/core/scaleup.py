@@ -168,13 +168,22 @@ def scale_up(
     pending = pending_pods(snap)
     bound: dict[str, list[Pod]] = {}
     expendable: dict[str, list[Pod]] = {}
-    for p in snap.pods:
-        if (p.node_name or p.nominated) and not p.terminated:
+    held_shapes: dict = {}  # the shapes of the pods that hold room, each once, in the order first met
+    running: dict[str, list[Pod]] = {}  # gang -> its members bound to nodes (above the cut-off)
+    cutoff = config.priority_cutoff
+    for p in snap.pods:  # one walk over every pod: a pass at 50,000 pods pays for each walk
+        where = p.node_name or p.nominated
+        if where and not p.terminated:
             # pods below the priority cut-off are preempted by any pod above it: they hold no room for those
             # (cluster-autoscaler: FilterOutExpendablePods before building its cluster snapshot); they are added
             # back before the pods below the cut-off themselves are placed
-            into = expendable if p.priority < config.priority_cutoff else bound
-            into.setdefault(p.node_name or p.nominated, []).append(p)
+            if p.priority < cutoff:
+                expendable.setdefault(where, []).append(p)
+            else:
+                bound.setdefault(where, []).append(p)
+                if p.gang is not None:
+                    running.setdefault(p.gang, []).append(p)
+            held_shapes[p.shape] = None
     keys_set: dict = {}
     shapes = {p.shape for p in pending}
     for shape in shapes:
@@ -183,7 +192,7 @@ def scale_up(
     anti_other = set()  # anti-affinity on other keys than the hostname, of any pod: its targets go by domain
     for shape in shapes:
         anti_other.update(sel for _, sel in shape.anti_other)
-    holders = [p.shape for pods in list(bound.values()) + list(expendable.values()) for p in pods]
+    holders = list(held_shapes)  # shapes hash by identity: a Job's pods share one
     holders += [shape for g in snap.groups for shape, _, _ in g.daemonsets]  # the DaemonSet pods of new nodes
     for shape in holders:
         for k in shape.anti_affinity:
@@ -221,11 +230,6 @@ def scale_up(
     units = _units(classes.values())
     result = ScaleUp({}, {}, {}, [], [], [], classes=len(classes), pending=len(pending), lifecycle=lives)
     gang_notes: dict[str, str] = {}
-    running: dict[str, list[Pod]] = {}
-    for pods in bound.values():
-        for p in pods:
-            if p.gang is not None:
-                running.setdefault(p.gang, []).append(p)
     by_node = {b.node: b for b in bins if b.node is not None}
     packer.count_demand(
         [cls for unit in units for cls in unit if cls.may_scale_up and not cls.shape.unsupported]
@@ -245,8 +249,12 @@ def scale_up(
             packer.count_demand(unit, -1)  # placed or not, these pods are no longer to come
     _collect(result, packer, classes.values(), config, gang_notes)
     for b in bins:
-        empty = not any(not p.daemonset and not p.mirror for p in bound.get(b.node, ()))
-        if b.kind == UPCOMING and b.node is not None and not b.history and empty:
+        if (
+            b.kind == UPCOMING
+            and b.node is not None
+            and not b.history
+            and not any(not p.daemonset and not p.mirror for p in bound.get(b.node, ()))
+        ):
             result.starting_spare[b.group.name] = result.starting_spare.get(b.group.name, 0) + 1
     return result
 

@@ -73,7 +73,7 @@ def test_each_batch_idle_setting_is_a_row_of_one_report() -> None:
     text = bench_live.report({"options": asdict(opts), "run": runs[0], "runs": runs})
     rows = [line for line in text.splitlines() if line.startswith("| 1s") or line.startswith("| 250ms")]
     assert [row.split(" | ")[1] for row in rows] == ["1.1", "0.35"]
-    assert "batch idle 1s (default), 250ms" in text
+    assert "settings (batch idle, and what else was given): 1s (default), 250ms" in text
     assert "(1.1 s: MISSES)" in text and "(0.35 s: meets)" in text
 
 
@@ -116,9 +116,27 @@ def test_a_sample_waits_for_its_own_bursts_events_not_an_earlier_ones() -> None:
 
 def test_each_lone_pod_idle_is_a_controller_of_its_own_and_a_named_row() -> None:
     opts = bench_live.Options(lone_pod_idle=(None, "1s"))
-    assert bench_live.settings(opts) == [(None, None), (None, "1s")]
+    assert bench_live.settings(opts) == [(None, None, None), (None, "1s", None)]
     assert bench_live.setting_label(opts, None, "1s") == "1s (default), lone pod 1s"
     assert bench_live.setting_label(bench_live.Options(), "250ms", None) == "250ms"
+
+
+def test_each_scan_interval_is_a_controller_of_its_own_and_a_named_row() -> None:
+    opts = bench_live.Options(scan_interval=(None, "1s"), lone_pod_idle=("100ms", "1s"))
+    assert bench_live.settings(opts) == [
+        (None, "100ms", None), (None, "1s", None), (None, "100ms", "1s"), (None, "1s", "1s")
+    ]  # fmt: skip
+    assert bench_live.setting_label(opts, None, "100ms", "1s") == "1s (default), lone pod 100ms, scan 1s"
+    assert (
+        bench_live.setting_label(opts, None, "100ms", None)
+        == "1s (default), lone pod 100ms, scan 10s (default)"
+    )
+
+
+def test_a_scan_interval_below_the_autoscalers_floor_is_refused_before_the_loading(capsys) -> None:
+    with pytest.raises(SystemExit) as e:
+        bench_live.main(["--scan-interval", "10s,500ms"])
+    assert e.value.code == 2 and "--scan-interval" in capsys.readouterr().err
 
 
 def test_a_bad_lone_pod_idle_is_refused_before_the_loading(capsys) -> None:
@@ -136,5 +154,9 @@ def test_without_the_setting_flags_each_is_the_autoscalers_default(monkeypatch, 
 
     monkeypatch.setattr(bench_live, "run", run)
     assert bench_live.main(["--nodes", "1", "--pods", "1", "--out", str(tmp_path)]) == 2
-    assert seen[0].batch_idle == (None,) and seen[0].lone_pod_idle == (None,)
-    assert bench_live.settings(seen[0]) == [(None, None)]
+    assert (
+        seen[0].batch_idle == (None,)
+        and seen[0].lone_pod_idle == (None,)
+        and seen[0].scan_interval == (None,)
+    )
+    assert bench_live.settings(seen[0]) == [(None, None, None)]
