@@ -78,7 +78,7 @@ bench-live: venv
 	$(BIN)/invoke bench-live
 
 bench-live-small: venv
-	$(BIN)/invoke bench-live --nodes 50 --pods 500 --loops 20 --samples 3 --events 50 --lone-pod-idle 100ms,1s
+	$(BIN)/invoke bench-live --nodes 50 --pods 500 --loops 20 --samples 3 --events 50 --lone-pod-idle 100ms,1s --scan-interval 1s
 	$(BIN)/python -m demos.bench_live --churn 40 --boot-s 5
 	$(BIN)/python -m demos.bench_events --pods 50 --repeat 1
 
