@@ -675,6 +675,21 @@ def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
+def _durations(ap: argparse.ArgumentParser, flag: str, given: str | None, floor_s: float, floor: str,
+               example: str) -> tuple[str | None, ...]:  # fmt: skip
+    """A comma-separated list of durations, each at least ``floor_s`` (shown as ``floor``); (None,) when not
+    given (the autoscaler's default). A bad one ends the command with one line (argparse's exit status 2)."""
+    values = tuple(v.strip() for v in given.split(",")) if given else (None,)
+    least = f"of at least {floor} " if floor else ""
+    for v in values:
+        try:
+            if v is not None and parse_duration(v) < floor_s:
+                raise ValueError(f"{v!r} is less than {floor}")
+        except ValueError as e:
+            ap.error(f"{flag} {given!r}: {e}; give durations {least}separated by commas, e.g. {example}")
+    return values
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m demos.bench_live", description=__doc__.splitlines()[0])
     ap.add_argument("--nodes", type=_positive, default=Options.nodes, help="kwok nodes (default 5,000)")
@@ -708,35 +723,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.events < 0:
         ap.error("--events: expected 0 or more pods")
-    idle = tuple(v.strip() for v in args.batch_idle.split(",")) if args.batch_idle else (None,)
-    for v in idle:  # checked before the loading (minutes), as the autoscaler would check each
-        try:
-            if v is not None and parse_duration(v) < 0.05:
-                raise ValueError(f"{v!r} is less than 50ms")
-        except ValueError as e:
-            ap.error(
-                f"--batch-idle {args.batch_idle!r}: {e}; give durations of at least 50ms separated by commas, "
-                "e.g. 1s,250ms"
-            )
-    lone = tuple(v.strip() for v in args.lone_pod_idle.split(",")) if args.lone_pod_idle else (None,)
-    for v in lone:
-        try:
-            if v is not None:
-                parse_duration(v)
-        except ValueError as e:
-            ap.error(
-                f"--lone-pod-idle {args.lone_pod_idle!r}: {e}; give durations separated by commas, e.g. 100ms,1s"
-            )
-    scan = tuple(v.strip() for v in args.scan_interval.split(",")) if args.scan_interval else (None,)
-    for v in scan:
-        try:
-            if v is not None and parse_duration(v) < 1:
-                raise ValueError(f"{v!r} is less than 1s")
-        except ValueError as e:
-            ap.error(
-                f"--scan-interval {args.scan_interval!r}: {e}; give durations of at least 1s separated by commas, "
-                "e.g. 10s,1s"
-            )
+    # each checked before the loading (minutes), as the autoscaler would check it
+    idle = _durations(ap, "--batch-idle", args.batch_idle, 0.05, "50ms", "1s,250ms")
+    lone = _durations(ap, "--lone-pod-idle", args.lone_pod_idle, 0.0, "", "100ms,1s")
+    scan = _durations(ap, "--scan-interval", args.scan_interval, 1.0, "1s", "10s,1s")
     opts = Options(
         args.nodes,
         args.pods,
