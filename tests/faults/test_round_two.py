@@ -68,13 +68,32 @@ def _set_desired_writes(door, group: str) -> list[int]:
             if w["action"] == "SetDesiredCapacity" and w["group"] == group]  # fmt: skip
 
 
-def _burst_bought_once(world, r, pods: int, apart_s: float, writes_expected: list[int] | None = None) -> None:
+def _burst_bought_once(
+    world, r, pods: int, apart_s: float | None, writes_expected: list[int] | None = None
+) -> None:
+    """``apart_s``: the pods created one after the other that far apart; None: all at once, each create on a thread
+    of its own (a Job controller's batch: its creates run in parallel)."""
     time.sleep(2)  # passes are running on the periodic scan
-    submitted = []
-    for i in range(pods):
-        _gpu_pod(world, f"train-burst-{i}")
-        submitted.append(time.monotonic())
-        time.sleep(apart_s)
+    submitted: list[float] = []
+    if apart_s is None:
+        start = threading.Barrier(pods)
+
+        def create(i: int) -> None:
+            start.wait()
+            _gpu_pod(world, f"train-burst-{i}")
+            submitted.append(time.monotonic())
+
+        threads = [threading.Thread(target=create, args=(i,)) for i in range(pods)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        submitted.sort()
+    else:
+        for i in range(pods):
+            _gpu_pod(world, f"train-burst-{i}")
+            submitted.append(time.monotonic())
+            time.sleep(apart_s)
     gaps = [f"{b - a:.2f}" for a, b in zip(submitted, submitted[1:], strict=False)]
     wait_until(lambda: world.group(WEST)["DesiredCapacity"] == pods, 30, "the burst's scale-up")
     time.sleep(3)
@@ -99,10 +118,15 @@ def test_a_trickle_across_the_periodic_scan_is_bought_in_one_pass_with_a_1s_wind
 
 
 def test_a_burst_as_a_job_controller_makes_it_is_bought_in_one_pass_with_a_250ms_window(world):
-    """``--batch-idle 250ms`` (the latency end of the setting): four 8-GPU pods 50 ms apart, as a Job controller's
-    batches come, a round trip apart: the second comes within the first's 100 ms (``--lone-pod-idle``), so the
-    window is a burst's and the group is raised once, to 4."""
-    _burst_bought_once(world, world.replica("solo", flags=("--batch-idle", "250ms")), pods=4, apart_s=0.05)
+    """``--batch-idle 250ms`` (the latency end of the setting): four 8-GPU pods created at once, as a Job
+    controller creates one of its batches (its creates run in parallel): the second comes within the first's
+    100 ms (``--lone-pod-idle``), so the window is a burst's and the group is raised once, to 4.
+
+    The pods were created 50 ms apart before; on a loaded CI machine the watch (through the harness's proxy) once
+    delivered the second more than 100 ms after the first, and the first was rightly decided alone ([1, 4]): a
+    round trip's spacing tests the watch's timing, not the window's rule (tests/autoscaler/batch_window_cases.yaml
+    holds the rule at each spacing)."""
+    _burst_bought_once(world, world.replica("solo", flags=("--batch-idle", "250ms")), pods=4, apart_s=None)
 
 
 # -- no binding slips through ---------------------------------------------------------------------------------------
