@@ -36,7 +36,8 @@ PASS_PHASE = Histogram(
 PASS_CPU = Histogram(
     "pass_cpu_seconds",
     "CPU time of the thread that ran one loop (time.thread_time): beside loop_duration_seconds, the rest of a loop "
-    "is time spent waiting for a core or for the interpreter (other threads, other processes)",
+    "is time spent waiting: on round trips (AWS, the API server), for a core, or for the interpreter (other "
+    "threads)",
     namespace=_NS,
     registry=REGISTRY,
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5),

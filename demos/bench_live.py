@@ -647,7 +647,7 @@ def report(result: dict) -> str:
                 + ", ".join(f"{k} {v}" for k, v in sorted(r["phase_mean_s"].items(), key=lambda kv: -kv[1]))
                 + (
                     f"; the pass thread's own CPU {r['pass_cpu_mean_s']} s of the mean pass's {r['pass_mean_s']} s"
-                    " (the rest waits for a core or for the interpreter)"
+                    " (the rest waits on round trips, for a core or for the interpreter)"
                     if r.get("pass_cpu_mean_s") is not None
                     else ""
                 )

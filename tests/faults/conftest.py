@@ -48,10 +48,6 @@ FOREVER = {"pod-complete.stage.kwok.x-k8s.io/delay": "86400s",
            "pod-complete.stage.kwok.x-k8s.io/jitter-delay": "86400s"}  # fmt: skip
 
 
-class NodeGone(Exception):
-    pass
-
-
 @dataclass
 class Plane:
     stack: object
@@ -208,6 +204,8 @@ class World:
     def node(self, name: str) -> dict:
         from kubernetes.client.exceptions import ApiException
 
+        from tests.faults.harness import NodeGone
+
         try:
             return self.plane.api.sanitize_for_serialization(self.core.read_node(name))
         except ApiException as e:
@@ -320,6 +318,8 @@ class World:
 
     def job_running(self, name: str, node: str) -> bool:
         """By the API: the Job's pod runs on ``node``, and the Node is there."""
+        from tests.faults.harness import NodeGone
+
         pod = self.core.read_namespaced_pod(self.pods[name], self.ns)
         try:
             self.node(node)

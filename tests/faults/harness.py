@@ -54,6 +54,12 @@ AWS_ENV = {
 
 
 # -- AWS ------------------------------------------------------------------------------------------------------------
+class NodeGone(Exception):
+    """The Node is not there (deleted). Defined here, not in conftest.py: pytest imports conftest.py as a module of
+    its own (``conftest``) besides ``tests.faults.conftest``, so a class defined there is two classes, and a test's
+    ``except`` of the one it imported missed the other."""
+
+
 def _peer_closed(sock) -> bool:
     try:
         ready, _, _ = select.select([sock], [], [], 0)

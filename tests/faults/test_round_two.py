@@ -13,8 +13,7 @@ import time
 
 import pytest
 
-from tests.faults.conftest import NodeGone
-from tests.faults.harness import kubectl, wait_until
+from tests.faults.harness import NodeGone, kubectl, wait_until
 from tests.faults.test_faults import CPU, EAST, UNREADABLE, WEST, _gpu_pod, _survives
 
 
