@@ -45,7 +45,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from autoscaler.core import generate, kubectl_sized
-from autoscaler.options import parse_duration
+from autoscaler.options import RUN, parse_duration
 from autoscaler.options import positive_count as _positive
 from clusterspec.names import AUTOSCALER_NAMESPACE
 from demos.live_sides import STATIC_TYPE, Aws, Controller, rss_mib
@@ -58,6 +58,12 @@ NODE_LEASE_S = 600  # kwok renews a lease every quarter of it
 NODE_GRACE = "15m"  # the node lifecycle controller's --node-monitor-grace-period, above the renew interval
 POOL_LABEL = "research.cluster/pool"
 WATCHED = ("kube-apiserver", "etcd", "kwok")
+# the autoscaler's own defaults of the settings measured, as a report names them ("1s (default)")
+DEFAULT = {
+    o.flag: f"{o.default} (default)"
+    for o in RUN
+    if o.flag in ("--batch-idle", "--lone-pod-idle", "--scan-interval")
+}
 
 
 @dataclass
@@ -444,8 +450,8 @@ def run(opts: Options, out: Path, progress=lambda what: None) -> dict:
         if aws:
             aws.stop()
         stack.stop()
-    runs = [{"batch_idle": idle or "1s (default)", "lone_pod_idle": lone or "100ms (default)",
-             "scan_interval": scan or "10s (default)", "setting": setting_label(opts, idle, lone, scan),
+    runs = [{"batch_idle": idle or DEFAULT["--batch-idle"], "lone_pod_idle": lone or DEFAULT["--lone-pod-idle"],
+             "scan_interval": scan or DEFAULT["--scan-interval"], "setting": setting_label(opts, idle, lone, scan),
              **r.summary()} for (idle, lone, scan), r in results]  # fmt: skip
     return {"options": asdict(opts), "run": runs[0] if runs else loading.summary(), "runs": runs}
 
@@ -462,11 +468,11 @@ def settings(opts: Options) -> list[tuple[str | None, str | None, str | None]]:
 
 def setting_label(opts: Options, idle: str | None, lone: str | None, scan: str | None = None) -> str:
     """A run's name in the report: its batch idle, and its lone-pod idle and scan interval when given."""
-    label = idle or "1s (default)"
+    label = idle or DEFAULT["--batch-idle"]
     if opts.lone_pod_idle not in ((), (None,)):
-        label += f", lone pod {lone or '100ms (default)'}"
+        label += f", lone pod {lone or DEFAULT['--lone-pod-idle']}"
     if opts.scan_interval not in ((), (None,)):
-        label += f", scan {scan or '10s (default)'}"
+        label += f", scan {scan or DEFAULT['--scan-interval']}"
     return label
 
 
@@ -479,8 +485,11 @@ def _measure(stack: Stack, api: Api, aws: Aws, opts: Options, setting: int, log:
     stop = threading.Event()
     counter = None
     try:
-        flags = (("--batch-idle", idle) if idle else ()) + (("--lone-pod-idle", lone) if lone else ())
-        ctl = Controller(ROOT, stack.admin_kubeconfig, aws.url, scan or "10s", log, flags)
+        given = (("--batch-idle", idle), ("--lone-pod-idle", lone), ("--scan-interval", scan))
+        flags = tuple(
+            part for flag, value in given if value for part in (flag, value)
+        )  # the rest: its defaults
+        ctl = Controller(ROOT, stack.admin_kubeconfig, aws.url, None, log, flags)
         counter = EventCounter(api)
         t0 = time.monotonic()
         progress(f"controller started ({setting_label(opts, idle, lone, scan)}); waiting for its first pass")
@@ -528,6 +537,9 @@ def _pass_mean(ctl: Controller) -> tuple[float | None, dict[str, float], float |
     return pass_means(text)
 
 
+MEANS = ("autoscaler_loop_duration_seconds", "autoscaler_pass_phase_seconds", "autoscaler_pass_cpu_seconds")
+
+
 def pass_means(text: str) -> tuple[float | None, dict[str, float], float | None]:
     """From a /metrics text: the mean of autoscaler_loop_duration_seconds, of each phase's
     autoscaler_pass_phase_seconds and of autoscaler_pass_cpu_seconds (prometheus_client's parser)."""
@@ -550,9 +562,6 @@ def pass_means(text: str) -> tuple[float | None, dict[str, float], float | None]
     phases = {phase: m for (name, phase), _ in sums.items()
               if name == "autoscaler_pass_phase_seconds" and (m := mean((name, phase))) is not None}  # fmt: skip
     return mean(("autoscaler_loop_duration_seconds", "")), phases, mean(("autoscaler_pass_cpu_seconds", ""))
-
-
-MEANS = ("autoscaler_loop_duration_seconds", "autoscaler_pass_phase_seconds", "autoscaler_pass_cpu_seconds")
 
 
 def _wait(check, timeout_s: float, ctl: Controller, what: str) -> None:
@@ -608,7 +617,7 @@ def _sample(api: Api, aws: Aws, counter: EventCounter, opts: Options, rng: rando
 # --- report --------------------------------------------------------------------------------------------------------
 def report(result: dict) -> str:
     o = result["options"]
-    runs = result.get("runs") or [{"batch_idle": "1s (default)", **result["run"]}]
+    runs = result.get("runs") or [{"batch_idle": DEFAULT["--batch-idle"], **result["run"]}]
     first = runs[0]
     labels = ", ".join(_label(r) for r in runs)
     lines = [

@@ -91,12 +91,20 @@ class Aws:
 
 class Controller:
     def __init__(
-        self, tree: Path, kubeconfig: Path, aws_url: str, scan_interval: str, log: Path, flags: tuple = ()
+        self,
+        tree: Path,
+        kubeconfig: Path,
+        aws_url: str,
+        scan_interval: str | None,
+        log: Path,
+        flags: tuple = (),
     ) -> None:
+        """``scan_interval``: None leaves the autoscaler's own (or the one ``flags`` give)."""
         self.metrics_port = free_port()
+        scan = ("--scan-interval", scan_interval) if scan_interval else ()
         argv = [sys.executable, "-m", "autoscaler", "run", "--cluster-name", "dlr", "--regions", REGIONS,
                 "--kubeconfig", str(kubeconfig), "--aws-endpoint-url", aws_url, "--metrics-port",
-                str(self.metrics_port), "--scan-interval", scan_interval, "--boot-timeout", "24h", *flags]  # fmt: skip
+                str(self.metrics_port), *scan, "--boot-timeout", "24h", *flags]  # fmt: skip
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "KUBECONFIG")}
         env |= {"PYTHONPATH": str(tree), "POD_NAME": "bench-live", "AWS_ACCESS_KEY_ID": "bench",
                 "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-west-2"}  # fmt: skip
