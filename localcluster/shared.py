@@ -78,9 +78,32 @@ class Cluster:
         deadline = time.monotonic() + 30
         while self.kubectl("-n", name, "get", "serviceaccount", "default").returncode:
             if time.monotonic() > deadline:
-                raise AssertionError(f"namespace {name}: no default ServiceAccount after 30 s")
+                raise AssertionError(f"namespace {name}: no default ServiceAccount after 30 s; "
+                                     f"{self.controller_manager()}")  # fmt: skip
             time.sleep(0.2)
         return name
+
+    def controller_manager(self) -> str:
+        """The controller manager as this stack started it (it makes every namespace's "default"
+        ServiceAccount): running or not, and the last lines of its log."""
+        try:
+            pid = json.loads((self.workdir / STATE).read_text())["pids"]["kube-controller-manager"]
+        except (OSError, ValueError, KeyError) as e:
+            return f"the controller manager's pid is unknown ({e})"
+        try:  # a child of this process that exited and was not yet reaped is a zombie: state Z
+            running = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        except (OSError, IndexError):
+            running = False
+        state = f"the controller manager (pid {pid}) {'is running' if running else 'has exited'}"
+        try:
+            lines = (
+                (self.workdir / "logs" / "kube-controller-manager.log")
+                .read_text(errors="replace")
+                .splitlines()
+            )
+        except OSError as e:
+            return f"{state}; its log: {e}"
+        return f"{state}; its log ends: " + " / ".join(lines[-8:])
 
 
 @contextmanager

@@ -4,6 +4,7 @@ pods nobody runs. ``Stack(workdir).start()``; ``stop()``; the admin's kubeconfig
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -45,6 +46,39 @@ QUIET: dict[str, dict[str, str]] = {}
 # every Service, again and again. Nothing of the stack reads them (the process kubelet gives pods their Services'
 # addresses from the Services themselves).
 NO_LOOPBACK_ENDPOINTS = ("-endpoint", "-endpointslice", "-endpointslicemirroring")
+
+
+# The components started after the API server, each with the field of kubeadm.Ports its secure port is in.
+SERVING = {"kube-controller-manager": "controller_manager", "kube-scheduler": "scheduler"}
+PORT_RETRIES = 3
+
+
+def _listens(pid: int, port: int) -> bool:
+    """Whether process ``pid`` listens on TCP ``port`` (its sockets in /proc): a connection alone would not say
+    whose server answered, and the port a component failed to bind is someone else's, listening."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            f = row.split()
+            if len(f) > 9 and f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == port:  # 0A: LISTEN
+                inodes.add(f"socket:[{f[9]}]")
+    if not inodes:
+        return False
+    try:
+        fds = list(os.scandir(f"/proc/{pid}/fd"))
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(fd.path) in inodes:
+                return True
+        except OSError:
+            continue
+    return False
 
 
 class StackFailed(RuntimeError):
@@ -122,10 +156,11 @@ class Stack:
             self._wait_ready(timeout_s)
             self.timings["api ready"] = time.monotonic() - t0
             self._admins_binding()
-            for name in ("kube-controller-manager", "kube-scheduler"):
+            for name in SERVING:
                 self.processes.start(name, [str(binaries.path(name)), *commands[name][1:]], env=env)
             if self.kwok:
                 self._start_kwok(env)
+            self._wait_serving(commands, env, timeout_s)
             self.processes.check()
         except BaseException:
             self.stop()
@@ -162,6 +197,37 @@ class Stack:
             time.sleep(0.2)
         raise StackFailed(f"kube-apiserver not ready after {timeout_s:.0f} s ({last}): "
                           f"{self.processes.tail('kube-apiserver')}")  # fmt: skip
+
+    def _wait_serving(self, commands: dict[str, list[str]], env: dict, timeout_s: float) -> None:
+        """Returns once the controller manager and the scheduler listen on their secure ports; a
+        component that exited because its port was taken (drawn free before the API server started, seconds
+        earlier: another test of the run may have drawn it since) is started again on a port drawn now, at most
+        :data:`PORT_RETRIES` times; any other exit is a StackFailed with its log. Without this wait a controller
+        manager that died at start showed only later, as namespaces that never got their "default"
+        ServiceAccount."""
+        assert self.ports
+        deadline = time.monotonic() + timeout_s
+        waiting = dict.fromkeys(SERVING, 0)  # name -> restarts so far
+        while waiting:
+            for name in list(waiting):
+                port = getattr(self.ports, SERVING[name])
+                proc = self.processes.running[name]
+                if proc.poll() is not None:
+                    tail = self.processes.tail(name)
+                    if "address already in use" not in tail or waiting[name] >= PORT_RETRIES:
+                        raise StackFailed(f"{name} exited with {proc.returncode}: {tail}")
+                    waiting[name] += 1
+                    port = free_ports(1)[0]
+                    self.ports = dataclasses.replace(self.ports, **{SERVING[name]: port})
+                    commands[name] = _override(commands[name], {"secure-port": str(port)})
+                    self.processes.start(name, [str(binaries.path(name)), *commands[name][1:]], env=env)
+                elif _listens(proc.pid, port):
+                    del waiting[name]
+            if waiting and time.monotonic() > deadline:
+                raise StackFailed(f"{', '.join(waiting)} not serving after {timeout_s:.0f} s: "
+                                  + " | ".join(self.processes.tail(n) for n in waiting))  # fmt: skip
+            if waiting:
+                time.sleep(0.1)
 
     def _admins_binding(self) -> None:
         """The ClusterRoleBinding `kubeadm init` creates for admin.conf's group (kubeadm:cluster-admins), made
