@@ -122,6 +122,17 @@ class Stack:
             raise StackFailed(
                 f"not built: {', '.join(missing)}; run `make tools` (localcluster/build-tools.sh)"
             )
+        # the ports are drawn free, then bound seconds later: etcd or the API server that finds one taken (another
+        # test of the run drew it meanwhile) fails the start, which is made again, from kubeadm, on ports drawn again
+        for attempt in range(PORT_RETRIES + 1):
+            try:
+                return self._start(timeout_s)
+            except (StackFailed, RuntimeError) as e:
+                if attempt == PORT_RETRIES or "address already in use" not in str(e):
+                    raise
+        raise AssertionError("unreachable")
+
+    def _start(self, timeout_s: float) -> Stack:
         t0 = time.monotonic()
         self.workdir.mkdir(parents=True, exist_ok=True)
         # a fresh cluster every start: etcd's data of an earlier run in the same folder (a second `make demo`)

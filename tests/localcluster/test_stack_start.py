@@ -1,8 +1,9 @@
-"""The controller manager and the scheduler as Stack starts them (localcluster/stack.py, ``_wait_serving``): a
-component whose port was taken between the draw and its bind is started again on a port drawn now; any other exit
-fails the start with its log; and a namespace that never gets its "default" ServiceAccount names the controller
-manager's state (localcluster/shared.py). Stand-ins (data/fake_component.py) take the components' place: the
-failures are the ones a loaded test run gives, which the real binaries cannot be made to give on demand."""
+"""The stack's start against ports taken between their draw and their bind (localcluster/stack.py): a stack whose
+etcd or API server found its port taken starts again on ports drawn again; a controller manager or scheduler
+whose port was taken is started again on a port drawn now (``_wait_serving``); any other exit fails the start with
+its log; and a namespace that never gets its "default" ServiceAccount names the controller manager's state
+(localcluster/shared.py). Stand-ins (data/fake_component.py) check the rule; the real binaries (the ``tool``
+tests) check that they fail as the rule expects."""
 
 from __future__ import annotations
 
@@ -82,3 +83,55 @@ def test_a_namespace_without_its_service_account_names_the_controller_managers_s
     )
     (tmp_path / "stack.json").write_text(json.dumps({"pids": {"kube-controller-manager": 1}}))
     assert cluster.controller_manager().startswith("the controller manager (pid 1) is running")
+
+
+@pytest.mark.tool
+def test_the_real_components_fail_on_a_taken_port_as_the_restart_expects(monkeypatch, tmp_path) -> None:
+    """The seam: the real kube-controller-manager and kube-scheduler, given a port someone else holds, exit with
+    the message the restart looks for, and the stack comes up on ports drawn again."""
+    if stack.binaries.missing((*stack.binaries.CONTROL_PLANE,)):
+        pytest.skip("the local cluster's binaries are not built (make tools)")
+    held = [socket.socket(), socket.socket()]
+    ports = []
+    for h in held:
+        h.bind(("127.0.0.1", 0))
+        h.listen()
+        ports.append(h.getsockname()[1])
+    draws = iter(
+        [[*free_ports(4), *ports]]
+    )  # the first draw: etcd's and the API server's free, the others held
+    real = stack.free_ports
+    monkeypatch.setattr(stack, "free_ports", lambda n: next(draws, None) or real(n))
+    s = stack.Stack(tmp_path / "stack", kwok=False)
+    try:
+        s.start()
+        assert s.ports.controller_manager != ports[0] and s.ports.scheduler != ports[1]
+        for name in stack.SERVING:
+            assert "address already in use" in (s.workdir / "logs" / f"{name}.log").read_text()
+    finally:
+        s.stop()
+        for h in held:
+            h.close()
+
+
+@pytest.mark.tool
+def test_a_stack_whose_api_servers_port_was_taken_starts_again_on_ports_drawn_again(
+    monkeypatch, tmp_path
+) -> None:
+    if stack.binaries.missing((*stack.binaries.CONTROL_PLANE,)):
+        pytest.skip("the local cluster's binaries are not built (make tools)")
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        taken = holder.getsockname()[1]
+        draws = iter([[taken, *free_ports(5)]])  # the first draw's API server port is held
+        real = stack.free_ports
+        monkeypatch.setattr(stack, "free_ports", lambda n: next(draws, None) or real(n))
+        s = stack.Stack(tmp_path / "stack", kwok=False)
+        try:
+            s.start()
+            assert s.ports.api != taken
+            assert "address already in use" in (s.workdir / "logs" / "kube-apiserver.log").read_text()
+            assert s.kubectl("get", "--raw", "/readyz").stdout == "ok"
+        finally:
+            s.stop()
