@@ -86,52 +86,29 @@ def test_a_namespace_without_its_service_account_names_the_controller_managers_s
 
 
 @pytest.mark.tool
-def test_the_real_components_fail_on_a_taken_port_as_the_restart_expects(monkeypatch, tmp_path) -> None:
-    """The seam: the real kube-controller-manager and kube-scheduler, given a port someone else holds, exit with
-    the message the restart looks for, and the stack comes up on ports drawn again."""
-    if stack.binaries.missing((*stack.binaries.CONTROL_PLANE,)):
+def test_the_real_components_fail_on_a_taken_port_as_the_restarts_expect(monkeypatch, tmp_path) -> None:
+    """The seam: the real kube-apiserver, kube-controller-manager and kube-scheduler, each given a port someone
+    else holds, exit with the message the restarts look for, and the stack comes up: the first draw's API server
+    port is held (the whole start is made again), then the second draw's controller manager and scheduler ports
+    (those two are started again on ports drawn then)."""
+    if stack.binaries.missing(stack.binaries.CONTROL_PLANE):
         pytest.skip("the local cluster's binaries are not built (make tools)")
-    held = [socket.socket(), socket.socket()]
-    ports = []
+    held = [socket.socket() for _ in range(3)]
     for h in held:
         h.bind(("127.0.0.1", 0))
         h.listen()
-        ports.append(h.getsockname()[1])
-    draws = iter(
-        [[*free_ports(4), *ports]]
-    )  # the first draw: etcd's and the API server's free, the others held
+    api, kcm, sched = (h.getsockname()[1] for h in held)
+    draws = iter([[api, *free_ports(5)], [*free_ports(4), kcm, sched]])
     real = stack.free_ports
     monkeypatch.setattr(stack, "free_ports", lambda n: next(draws, None) or real(n))
     s = stack.Stack(tmp_path / "stack", kwok=False)
     try:
         s.start()
-        assert s.ports.controller_manager != ports[0] and s.ports.scheduler != ports[1]
-        for name in stack.SERVING:
-            assert "address already in use" in (s.workdir / "logs" / f"{name}.log").read_text()
+        assert s.ports.api != api and s.ports.controller_manager != kcm and s.ports.scheduler != sched
+        for name in ("kube-apiserver", *stack.SERVING):
+            assert "address already in use" in (s.workdir / "logs" / f"{name}.log").read_text(), name
+        assert s.kubectl("get", "--raw", "/readyz").stdout == "ok"
     finally:
         s.stop()
         for h in held:
             h.close()
-
-
-@pytest.mark.tool
-def test_a_stack_whose_api_servers_port_was_taken_starts_again_on_ports_drawn_again(
-    monkeypatch, tmp_path
-) -> None:
-    if stack.binaries.missing((*stack.binaries.CONTROL_PLANE,)):
-        pytest.skip("the local cluster's binaries are not built (make tools)")
-    with socket.socket() as holder:
-        holder.bind(("127.0.0.1", 0))
-        holder.listen()
-        taken = holder.getsockname()[1]
-        draws = iter([[taken, *free_ports(5)]])  # the first draw's API server port is held
-        real = stack.free_ports
-        monkeypatch.setattr(stack, "free_ports", lambda n: next(draws, None) or real(n))
-        s = stack.Stack(tmp_path / "stack", kwok=False)
-        try:
-            s.start()
-            assert s.ports.api != taken
-            assert "address already in use" in (s.workdir / "logs" / "kube-apiserver.log").read_text()
-            assert s.kubectl("get", "--raw", "/readyz").stdout == "ok"
-        finally:
-            s.stop()

@@ -200,7 +200,13 @@ def test_the_api_server_accepts_them(sized: dict, kube) -> None:
                                  lambda live: core.replace_node(name, _with_writers(live, big)))  # fmt: skip
         assert back["status"]["images"] == big["status"]["images"]
         assert back["metadata"]["labels"]["node.kubernetes.io/instance-type"] == "p3.16xlarge"
-        assert _writers(back) == _writers(big)
+        expected = _writers(big)
+        if not back["spec"].get("taints"):
+            # the node lifecycle controller took its not-ready taint off once the status said Ready, before or
+            # after the replace: the API server drops a manager's claim on a field the object no longer has
+            for _, _, fields in expected:
+                fields.get("f:spec", {}).pop("f:taints", None)
+        assert _writers(back) == expected
     finally:
         kube.kubectl("delete", "node", name, "--ignore-not-found", "--wait=false")
         api.close()
