@@ -116,6 +116,12 @@ def _writers(obj: dict, owners: bool = True) -> list[tuple]:
     return sorted(out, key=lambda w: w[:2])
 
 
+def _without_taints(writers: list[tuple]) -> list[tuple]:
+    for _, _, fields in writers:
+        fields.get("f:spec", {}).pop("f:taints", None)
+    return writers
+
+
 def _with_writers(live: dict, obj: dict) -> dict:
     return live | {"metadata": live["metadata"] | {"managedFields": obj["metadata"]["managedFields"]}}
 
@@ -200,13 +206,10 @@ def test_the_api_server_accepts_them(sized: dict, kube) -> None:
                                  lambda live: core.replace_node(name, _with_writers(live, big)))  # fmt: skip
         assert back["status"]["images"] == big["status"]["images"]
         assert back["metadata"]["labels"]["node.kubernetes.io/instance-type"] == "p3.16xlarge"
-        expected = _writers(big)
-        if not back["spec"].get("taints"):
-            # the node lifecycle controller took its not-ready taint off once the status said Ready, before or
-            # after the replace: the API server drops a manager's claim on a field the object no longer has
-            for _, _, fields in expected:
-                fields.get("f:spec", {}).pop("f:taints", None)
-        assert _writers(back) == expected
+        # spec.taints is left out: the node lifecycle controller writes it while the test runs (its not-ready taint
+        # on a new node, off once the status says Ready), and whether the controller manager's claim on it is still
+        # there depends on which write came last (CI saw it both ways)
+        assert _without_taints(_writers(back)) == _without_taints(_writers(big))
     finally:
         kube.kubectl("delete", "node", name, "--ignore-not-found", "--wait=false")
         api.close()
