@@ -90,11 +90,7 @@ class Cluster:
             pid = json.loads((self.workdir / STATE).read_text())["pids"]["kube-controller-manager"]
         except (OSError, ValueError, KeyError) as e:
             return f"the controller manager's pid is unknown ({e})"
-        try:  # a child of this process that exited and was not yet reaped is a zombie: state Z
-            running = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-        except (OSError, IndexError):
-            running = False
-        state = f"the controller manager (pid {pid}) {'is running' if running else 'has exited'}"
+        state = f"the controller manager (pid {pid}) {'is running' if _alive(pid) else 'has exited'}"
         try:
             lines = (
                 (self.workdir / "logs" / "kube-controller-manager.log")
@@ -118,13 +114,18 @@ def _locked(path: Path):
 
 
 def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs: a process that exited and was not yet reaped by its parent (a zombie, state Z) has
+    not."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def attach_or_start(folder: Path) -> Cluster:
