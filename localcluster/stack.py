@@ -4,7 +4,6 @@ pods nobody runs. ``Stack(workdir).start()``; ``stop()``; the admin's kubeconfig
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import shutil
@@ -48,7 +47,8 @@ QUIET: dict[str, dict[str, str]] = {}
 NO_LOOPBACK_ENDPOINTS = ("-endpoint", "-endpointslice", "-endpointslicemirroring")
 
 
-# The components started after the API server, each with the field of kubeadm.Ports its secure port is in.
+# The components started after the API server, each with the field of kubeadm.Ports its secure port is in:
+# the start waits for them to listen.
 SERVING = {"kube-controller-manager": "controller_manager", "kube-scheduler": "scheduler"}
 PORT_RETRIES = 3
 
@@ -122,8 +122,8 @@ class Stack:
             raise StackFailed(
                 f"not built: {', '.join(missing)}; run `make tools` (localcluster/build-tools.sh)"
             )
-        # the ports are drawn free, then bound seconds later: etcd or the API server that finds one taken (another
-        # test of the run drew it meanwhile) fails the start, which is made again, from kubeadm, on ports drawn again
+        # the ports are drawn free, then bound seconds later: a component that finds its port taken (another test
+        # of the run drew it meanwhile) fails the start, which is made again, from kubeadm, on ports drawn again
         for attempt in range(PORT_RETRIES + 1):
             try:
                 return self._start(timeout_s)
@@ -171,8 +171,7 @@ class Stack:
                 self.processes.start(name, [str(binaries.path(name)), *commands[name][1:]], env=env)
             if self.kwok:
                 self._start_kwok(env)
-            self._wait_serving(commands, env, timeout_s)
-            self.processes.check()
+            self._wait_serving(timeout_s)
         except BaseException:
             self.stop()
             raise
@@ -209,36 +208,25 @@ class Stack:
         raise StackFailed(f"kube-apiserver not ready after {timeout_s:.0f} s ({last}): "
                           f"{self.processes.tail('kube-apiserver')}")  # fmt: skip
 
-    def _wait_serving(self, commands: dict[str, list[str]], env: dict, timeout_s: float) -> None:
-        """Returns once the controller manager and the scheduler listen on their secure ports; a
-        component that exited because its port was taken (drawn free before the API server started, seconds
-        earlier: another test of the run may have drawn it since) is started again on a port drawn now, at most
-        :data:`PORT_RETRIES` times; any other exit is a StackFailed with its log. Without this wait a controller
-        manager that died at start showed only later, as namespaces that never got their "default"
-        ServiceAccount."""
+    def _wait_serving(self, timeout_s: float) -> None:
+        """Returns once the controller manager and the scheduler listen on their secure ports; a process of the
+        stack that exits meanwhile fails the start with its log (a taken port among them, which :meth:`start`
+        makes again). Without this wait a controller manager that died at start showed only later, as
+        namespaces that never got their "default" ServiceAccount."""
         assert self.ports
         deadline = time.monotonic() + timeout_s
-        waiting = dict.fromkeys(SERVING, 0)  # name -> restarts so far
-        while waiting:
-            for name in list(waiting):
-                port = getattr(self.ports, SERVING[name])
-                proc = self.processes.running[name]
-                if proc.poll() is not None:
-                    tail = self.processes.tail(name)
-                    if "address already in use" not in tail or waiting[name] >= PORT_RETRIES:
-                        raise StackFailed(f"{name} exited with {proc.returncode}: {tail}")
-                    waiting[name] += 1
-                    port = free_ports(1)[0]
-                    self.ports = dataclasses.replace(self.ports, **{SERVING[name]: port})
-                    commands[name] = _override(commands[name], {"secure-port": str(port)})
-                    self.processes.start(name, [str(binaries.path(name)), *commands[name][1:]], env=env)
-                elif _listens(proc.pid, port):
+        waiting = dict(SERVING)
+        while True:
+            self.processes.check()
+            for name, field in list(waiting.items()):
+                if _listens(self.processes.running[name].pid, getattr(self.ports, field)):
                     del waiting[name]
-            if waiting and time.monotonic() > deadline:
+            if not waiting:
+                return
+            if time.monotonic() > deadline:
                 raise StackFailed(f"{', '.join(waiting)} not serving after {timeout_s:.0f} s: "
                                   + " | ".join(self.processes.tail(n) for n in waiting))  # fmt: skip
-            if waiting:
-                time.sleep(0.1)
+            time.sleep(0.1)
 
     def _admins_binding(self) -> None:
         """The ClusterRoleBinding `kubeadm init` creates for admin.conf's group (kubeadm:cluster-admins), made

@@ -1,9 +1,10 @@
-"""The stack's start against ports taken between their draw and their bind (localcluster/stack.py): a stack whose
-etcd or API server found its port taken starts again on ports drawn again; a controller manager or scheduler
-whose port was taken is started again on a port drawn now (``_wait_serving``); any other exit fails the start with
-its log; and a namespace that never gets its "default" ServiceAccount names the controller manager's state
-(localcluster/shared.py). Stand-ins (data/fake_component.py) check the rule; the real binaries (the ``tool``
-tests) check that they fail as the rule expects."""
+"""The stack's start against ports taken between their draw and their bind (localcluster/stack.py): a component
+that finds its port taken (etcd, the API server, the controller manager, the scheduler) fails the start with the
+message the start looks for, and the start is made again on ports drawn again; the start returns only once the
+controller manager and the scheduler listen on their own ports (``_wait_serving``); any other exit fails it with the
+log; and a namespace that never gets its "default" ServiceAccount names the controller manager's state
+(localcluster/shared.py). Stand-ins (data/fake_component.py) check the rule; the real binaries (the ``tool`` tests)
+check that they fail as the rule expects."""
 
 from __future__ import annotations
 
@@ -24,23 +25,20 @@ FAKE = Path(__file__).parent / "data" / "fake_component.py"
 
 @pytest.fixture
 def fake(monkeypatch, tmp_path):
-    """A Stack whose components are the stand-in, with ports drawn as start() draws them."""
+    """A Stack whose controller manager and scheduler are the stand-in, on ports drawn as start() draws them;
+    ``start(env)`` starts them."""
     script = tmp_path / "fake-component"
     script.write_text(f'#!/bin/sh\nexec {sys.executable} {FAKE} "$@"\n')
     script.chmod(0o755)
-    monkeypatch.setattr(stack.binaries, "path", lambda name: script)
     s = stack.Stack(tmp_path / "stack")
     s.ports = kubeadm.Ports(*free_ports(6))
-    commands = {
-        name: [name, f"--secure-port={getattr(s.ports, field)}"] for name, field in stack.SERVING.items()
-    }
-    yield s, commands
+
+    def start(env: dict | None = None) -> None:
+        for name, field in stack.SERVING.items():
+            s.processes.start(name, [str(script), f"--secure-port={getattr(s.ports, field)}"], env=env)
+
+    yield s, start
     s.stop()
-
-
-def _start(s: stack.Stack, commands: dict, env: dict | None = None) -> None:
-    for name in stack.SERVING:
-        s.processes.start(name, [str(stack.binaries.path(name)), *commands[name][1:]], env=env)
 
 
 def _listening(port: int) -> bool:
@@ -48,25 +46,64 @@ def _listening(port: int) -> bool:
         return c.connect_ex(("127.0.0.1", port)) == 0
 
 
-def test_a_component_whose_port_was_taken_starts_again_on_a_port_drawn_now(fake) -> None:
-    s, commands = fake
-    taken = s.ports.controller_manager
-    with socket.socket() as holder:  # another test of the run drew and bound it while the API server started
-        holder.bind(("127.0.0.1", taken))
-        holder.listen()
-        _start(s, commands)
-        s._wait_serving(commands, {}, timeout_s=30)
-    assert s.ports.controller_manager != taken
+def test_the_start_returns_once_both_listen_on_their_own_ports(fake) -> None:
+    s, start = fake
+    start()
+    s._wait_serving(timeout_s=30)
     assert _listening(s.ports.controller_manager) and _listening(s.ports.scheduler)
-    assert f"--secure-port={s.ports.controller_manager}" in commands["kube-controller-manager"]
-    assert "address already in use" in (s.workdir / "logs" / "kube-controller-manager.log").read_text()
+
+
+def test_a_component_whose_port_was_taken_fails_the_start_with_what_the_retry_looks_for(fake) -> None:
+    """The port listens, but not for the component: it is not taken for the component serving."""
+    s, start = fake
+    with socket.socket() as holder:  # another test of the run drew and bound it while the API server started
+        holder.bind(("127.0.0.1", s.ports.controller_manager))
+        holder.listen()
+        start()
+        with pytest.raises(
+            RuntimeError, match="kube-controller-manager exited with 1: .*address already in use"
+        ):
+            s._wait_serving(timeout_s=30)
 
 
 def test_a_component_that_exits_for_another_reason_fails_the_start_with_its_log(fake) -> None:
-    s, commands = fake
-    _start(s, commands, env={"FAKE_FAIL": "unable to load client CA file"})
-    with pytest.raises(stack.StackFailed, match="exited with 1: E1207 error: unable to load client CA file"):
-        s._wait_serving(commands, {}, timeout_s=30)
+    s, start = fake
+    start(env={"FAKE_FAIL": "unable to load client CA file"})
+    with pytest.raises(RuntimeError, match="exited with 1: E1207 error: unable to load client CA file"):
+        s._wait_serving(timeout_s=30)
+
+
+def test_the_start_is_made_again_on_a_taken_port_only_and_at_most_port_retries_times(
+    monkeypatch, tmp_path
+) -> None:
+    monkeypatch.setattr(stack.binaries, "missing", lambda names: [])
+    s = stack.Stack(tmp_path / "stack")
+    taken = RuntimeError("etcd exited with 1: listen tcp 127.0.0.1:20000: bind: address already in use")
+    tries: list[int] = []
+
+    def failing(errors):
+        def _start(timeout_s):
+            tries.append(1)
+            if errors:
+                raise errors.pop(0)
+            return s
+
+        return _start
+
+    monkeypatch.setattr(s, "_start", failing([taken, taken]))
+    assert s.start() is s and len(tries) == 3
+    tries.clear()
+    monkeypatch.setattr(
+        s, "_start", failing([stack.StackFailed("kube-apiserver not ready after 60 s"), taken])
+    )
+    with pytest.raises(stack.StackFailed, match="not ready"):
+        s.start()
+    assert len(tries) == 1
+    tries.clear()
+    monkeypatch.setattr(s, "_start", failing([taken] * (stack.PORT_RETRIES + 2)))
+    with pytest.raises(RuntimeError, match="address already in use"):
+        s.start()
+    assert len(tries) == stack.PORT_RETRIES + 1
 
 
 def test_a_namespace_without_its_service_account_names_the_controller_managers_state(tmp_path) -> None:
@@ -86,29 +123,51 @@ def test_a_namespace_without_its_service_account_names_the_controller_managers_s
 
 
 @pytest.mark.tool
-def test_the_real_components_fail_on_a_taken_port_as_the_restarts_expect(monkeypatch, tmp_path) -> None:
-    """The seam: the real kube-apiserver, kube-controller-manager and kube-scheduler, each given a port someone
-    else holds, exit with the message the restarts look for, and the stack comes up: the first draw's API server
-    port is held (the whole start is made again), then the second draw's controller manager and scheduler ports
-    (those two are started again on ports drawn then)."""
+@pytest.mark.parametrize("name", list(stack.SERVING))
+def test_the_real_component_exits_on_a_taken_port_with_what_the_retry_looks_for(name, tmp_path) -> None:
+    """The seam: the real binary, given a port someone else holds, exits at once with the message. It binds before
+    it reads anything from the API server, so a kubeconfig naming a closed loopback port is enough."""
+    if stack.binaries.missing((name,)):
+        pytest.skip("the local cluster's binaries are not built (make tools)")
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+        "users": [{"name": "u", "user": {"token": "none"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+    }))  # fmt: skip
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        done = subprocess.run(
+            [str(stack.binaries.path(name)), f"--secure-port={port}", "--bind-address=127.0.0.1",
+             *(f"--{k}={kubeconfig}" for k in ("kubeconfig", "authentication-kubeconfig", "authorization-kubeconfig"))],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+    assert done.returncode != 0
+    assert f"listen tcp 127.0.0.1:{port}: bind: address already in use" in done.stdout + done.stderr
+
+
+@pytest.mark.tool
+def test_a_stack_whose_api_servers_port_was_taken_comes_up_on_ports_drawn_again(
+    monkeypatch, tmp_path
+) -> None:
+    """The seam with the real control plane: kube-apiserver exits on the first draw's port, held, with the message
+    the retry looks for, and the second start, on ports drawn again, comes up."""
     if stack.binaries.missing(stack.binaries.CONTROL_PLANE):
         pytest.skip("the local cluster's binaries are not built (make tools)")
-    held = [socket.socket() for _ in range(3)]
-    for h in held:
-        h.bind(("127.0.0.1", 0))
-        h.listen()
-    api, kcm, sched = (h.getsockname()[1] for h in held)
-    draws = iter([[api, *free_ports(5)], [*free_ports(4), kcm, sched]])
-    real = stack.free_ports
-    monkeypatch.setattr(stack, "free_ports", lambda n: next(draws, None) or real(n))
-    s = stack.Stack(tmp_path / "stack", kwok=False)
-    try:
-        s.start()
-        assert s.ports.api != api and s.ports.controller_manager != kcm and s.ports.scheduler != sched
-        for name in ("kube-apiserver", *stack.SERVING):
-            assert "address already in use" in (s.workdir / "logs" / f"{name}.log").read_text(), name
-        assert s.kubectl("get", "--raw", "/readyz").stdout == "ok"
-    finally:
-        s.stop()
-        for h in held:
-            h.close()
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        taken = holder.getsockname()[1]
+        draws = iter([[taken, *free_ports(5)]])
+        monkeypatch.setattr(stack, "free_ports", lambda n: next(draws, None) or free_ports(n))
+        s = stack.Stack(tmp_path / "stack", kwok=False)
+        try:
+            s.start()
+            assert s.ports.api != taken
+            assert "address already in use" in (s.workdir / "logs" / "kube-apiserver.log").read_text()
+            assert s.kubectl("get", "--raw", "/readyz").stdout == "ok"
+        finally:
+            s.stop()
